@@ -1,0 +1,183 @@
+// One hop of neighbor sampling over a CSR (or CSC) topology: uniform with or
+// without replacement, or weighted by edge weight. Parallel over seeds; each
+// seed draws from its own random stream, so results do not depend on the
+// number of threads.
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <utility>
+#include <vector>
+
+#include "../common.h"
+#include "ops.h"
+
+namespace glt {
+namespace {
+
+// Floyd's algorithm beats a partial shuffle up to this many draws.
+constexpr int64_t kFloydMax = 32;
+
+struct Csr {
+  const int64_t* indptr;
+  const int64_t* indices;
+  const int64_t* edge_ids;  // nullable
+  const float* weights;     // nullable
+};
+
+int64_t positive_degree(const Csr& g, int64_t begin, int64_t end) {
+  int64_t n = 0;
+  for (int64_t p = begin; p < end; ++p) n += g.weights[p] > 0.f;
+  return n;
+}
+
+// Number of neighbors seed `s` gets.
+int64_t sample_count(const Csr& g, int64_t s, int64_t k, bool replace) {
+  const int64_t begin = g.indptr[s], end = g.indptr[s + 1];
+  if (k < 0) return end - begin;
+  const int64_t deg = g.weights ? positive_degree(g, begin, end) : end - begin;
+  if (replace) return deg > 0 ? k : 0;
+  return std::min(k, deg);
+}
+
+// Draws the edge positions of one seed and hands each to `emit`.
+template <typename Emit>
+void sample_one(const Csr& g, int64_t s, int64_t k, int64_t count,
+                bool replace, Rng& rng, std::vector<int64_t>& scratch,
+                std::vector<std::pair<double, int64_t>>& keyed,
+                std::vector<double>& cumsum, Emit&& emit) {
+  const int64_t begin = g.indptr[s], end = g.indptr[s + 1];
+  const int64_t deg = end - begin;
+  if (count == 0) return;
+  if (k < 0 || (!g.weights && !replace && count == deg)) {
+    for (int64_t p = begin; p < end; ++p) emit(p);
+    return;
+  }
+  if (g.weights == nullptr) {
+    if (replace) {
+      for (int64_t j = 0; j < count; ++j) emit(begin + rng.uniform(deg));
+    } else if (count <= kFloydMax) {
+      int64_t* chosen = scratch.data();
+      for (int64_t j = deg - count, m = 0; j < deg; ++j, ++m) {
+        const int64_t t = static_cast<int64_t>(rng.uniform(j + 1));
+        bool seen = false;
+        for (int64_t q = 0; q < m; ++q) seen |= chosen[q] == t;
+        chosen[m] = seen ? j : t;
+        emit(begin + chosen[m]);
+      }
+    } else {
+      scratch.resize(std::max<int64_t>(deg, kFloydMax));
+      std::iota(scratch.begin(), scratch.begin() + deg, 0);
+      for (int64_t j = 0; j < count; ++j) {
+        const int64_t r = j + static_cast<int64_t>(rng.uniform(deg - j));
+        std::swap(scratch[j], scratch[r]);
+        emit(begin + scratch[j]);
+      }
+    }
+    return;
+  }
+  if (replace) {
+    cumsum.resize(deg);
+    double total = 0.0;
+    for (int64_t p = 0; p < deg; ++p) {
+      total += std::max(g.weights[begin + p], 0.f);
+      cumsum[p] = total;
+    }
+    for (int64_t j = 0; j < count; ++j) {
+      const double u = rng.uniform01() * total;
+      const int64_t p =
+          std::lower_bound(cumsum.begin(), cumsum.begin() + deg, u) -
+          cumsum.begin();
+      emit(begin + std::min(p, deg - 1));
+    }
+    return;
+  }
+  // Efraimidis-Spirakis: the `count` largest log(u) / w keys.
+  keyed.clear();
+  for (int64_t p = begin; p < end; ++p) {
+    const float w = g.weights[p];
+    if (w > 0.f) keyed.emplace_back(std::log(rng.uniform01()) / w, p);
+  }
+  if (count < static_cast<int64_t>(keyed.size())) {
+    std::nth_element(keyed.begin(), keyed.begin() + count, keyed.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+  }
+  for (int64_t j = 0; j < count; ++j) emit(keyed[j].second);
+}
+
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors(
+    const at::Tensor& indptr, const at::Tensor& indices,
+    const std::optional<at::Tensor>& edge_ids,
+    const std::optional<at::Tensor>& edge_weights, const at::Tensor& seeds,
+    int64_t num_neighbors, bool replace, int64_t rng_seed) {
+  check_index(indptr, "indptr");
+  check_index(indices, "indices");
+  check_index(seeds, "seeds");
+  TORCH_CHECK(indptr.numel() >= 1, "indptr must hold at least one entry");
+  TORCH_CHECK(indptr.is_contiguous() && indices.is_contiguous(),
+              "indptr and indices must be contiguous");
+  TORCH_CHECK(num_neighbors >= -1, "num_neighbors must be -1 (all) or >= 0, got ",
+              num_neighbors);
+  const int64_t num_rows = indptr.numel() - 1;
+  const int64_t num_edges = indices.numel();
+  TORCH_CHECK(indptr[num_rows].item<int64_t>() == num_edges,
+              "indptr ends at ", indptr[num_rows].item<int64_t>(),
+              " but indices holds ", num_edges, " entries");
+  Csr g{indptr.data_ptr<int64_t>(), indices.data_ptr<int64_t>(), nullptr,
+        nullptr};
+  if (edge_ids.has_value()) {
+    check_index(*edge_ids, "edge_ids");
+    TORCH_CHECK(edge_ids->numel() == num_edges && edge_ids->is_contiguous(),
+                "edge_ids must be contiguous with one entry per edge");
+    g.edge_ids = edge_ids->data_ptr<int64_t>();
+  }
+  if (edge_weights.has_value()) {
+    TORCH_CHECK(edge_weights->scalar_type() == at::kFloat &&
+                    edge_weights->dim() == 1 && edge_weights->is_contiguous() &&
+                    edge_weights->numel() == num_edges &&
+                    edge_weights->device().is_cpu(),
+                "edge_weights must be a contiguous 1-D float32 CPU tensor with "
+                "one entry per edge");
+    g.weights = edge_weights->data_ptr<float>();
+  }
+  const auto seed_t = seeds.contiguous();
+  check_range(seed_t, num_rows, "seeds");
+  const int64_t n = seed_t.numel();
+  const int64_t* seed = seed_t.data_ptr<int64_t>();
+  const int64_t k = num_neighbors;
+
+  auto counts = at::empty({n}, indptr.options());
+  int64_t* cnt = counts.data_ptr<int64_t>();
+  at::parallel_for(0, n, 1024, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) cnt[i] = sample_count(g, seed[i], k, replace);
+  });
+  std::vector<int64_t> offsets(n + 1, 0);
+  for (int64_t i = 0; i < n; ++i) offsets[i + 1] = offsets[i] + cnt[i];
+  const int64_t total = offsets[n];
+
+  auto nbrs = at::empty({total}, indptr.options());
+  auto eids = at::empty({g.edge_ids ? total : 0}, indptr.options());
+  int64_t* out_nbr = nbrs.data_ptr<int64_t>();
+  int64_t* out_eid = g.edge_ids ? eids.data_ptr<int64_t>() : nullptr;
+  at::parallel_for(0, n, 64, [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> scratch(kFloydMax);
+    std::vector<std::pair<double, int64_t>> keyed;
+    std::vector<double> cumsum;
+    for (int64_t i = begin; i < end; ++i) {
+      Rng rng(static_cast<uint64_t>(rng_seed), static_cast<uint64_t>(i));
+      int64_t o = offsets[i];
+      sample_one(g, seed[i], k, cnt[i], replace, rng, scratch, keyed, cumsum,
+                 [&](int64_t p) {
+                   out_nbr[o] = g.indices[p];
+                   if (out_eid) out_eid[o] = g.edge_ids[p];
+                   ++o;
+                 });
+    }
+  });
+  return {nbrs, counts, eids};
+}
+
+}  // namespace glt

@@ -1,0 +1,433 @@
+"""Dataset: the graph, features, labels and seed splits of one machine."""
+import logging
+from typing import Dict, List, Literal, Optional, Sequence, Tuple, Union
+
+import torch
+
+from ..typing import EdgeType, NodeIndex, NodeLabel, NodeType, TensorDataType
+from ..utils.tensor import convert_to_tensor, squeeze
+from .feature import DeviceGroup, Feature
+from .graph import Graph, Topology
+
+logger = logging.getLogger(__name__)
+
+_HOMO = None  # the key of the single type of a homogeneous dataset
+
+
+def _by_type(value, hetero: bool, what: str) -> Dict:
+  """Views a per-type argument as a dict; a homogeneous one has the key None."""
+  if hetero:
+    if value is None:
+      return {}
+    if not isinstance(value, dict):
+      raise TypeError(f'{what} must be a dict keyed by type for a heterogeneous dataset')
+    return value
+  if isinstance(value, dict):
+    raise TypeError(f'{what} is a dict but the dataset is homogeneous')
+  return {} if value is None else {_HOMO: value}
+
+
+def _per_type(value, keys) -> Dict:
+  """Broadcasts a scalar setting to every key, or passes a dict through."""
+  if isinstance(value, dict):
+    return value
+  return {k: value for k in keys}
+
+
+def _unwrap(d: Dict, hetero: bool):
+  if hetero:
+    return d
+  return d.get(_HOMO)
+
+
+def random_split(
+  num_total: int, num_val: Union[float, int], num_test: Union[float, int]
+) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+  """Splits ``range(num_total)`` at random into train, validation and test ids.
+
+  Args:
+    num_total: the number of ids.
+    num_val: the size of the validation split, or its share when < 1.
+    num_test: the size of the test split, or its share when < 1.
+  """
+  num_val = round(num_total * num_val) if isinstance(num_val, float) else int(num_val)
+  num_test = round(num_total * num_test) if isinstance(num_test, float) else int(num_test)
+  if num_val < 0 or num_test < 0 or num_val + num_test > num_total:
+    raise ValueError(f'cannot take {num_val} validation and {num_test} test ids of {num_total}')
+  perm = torch.randperm(num_total)
+  val, test = perm[:num_val], perm[num_val : num_val + num_test]
+  train = perm[num_val + num_test :]
+  return train.sort().values, val.sort().values, test.sort().values
+
+
+class Dataset:
+  """The graph, node/edge features, labels and seed splits of a graph.
+
+  A homogeneous dataset holds one Graph, Feature and label tensor; a
+  heterogeneous one holds dicts keyed by PyG edge types ``(src, rel, dst)``
+  and node types.
+
+  Args:
+    graph: a Graph or a dict of them by edge type.
+    node_features: a Feature or a dict of them by node type.
+    edge_features: a Feature or a dict of them by edge type.
+    node_labels: a label tensor or a dict of them by node type.
+    edge_dir: 'out' samples out-neighbors (CSR), 'in' in-neighbors (CSC).
+    node_split: ``(train_idx, val_idx, test_idx)``.
+  """
+
+  def __init__(
+    self,
+    graph: Union[Graph, Dict[EdgeType, Graph]] = None,
+    node_features: Union[Feature, Dict[NodeType, Feature]] = None,
+    edge_features: Union[Feature, Dict[EdgeType, Feature]] = None,
+    node_labels: NodeLabel = None,
+    edge_dir: Literal['in', 'out'] = 'out',
+    node_split: Tuple[NodeIndex, NodeIndex, NodeIndex] = None,
+  ):
+    if edge_dir not in ('in', 'out'):
+      raise ValueError(f"edge_dir must be 'in' or 'out', got {edge_dir!r}")
+    self.graph = graph
+    self.node_features = node_features
+    self.edge_features = edge_features
+    self.node_labels = squeeze(convert_to_tensor(node_labels))
+    self._label_id2idx = None
+    self.edge_dir = edge_dir
+    self.train_idx = self.val_idx = self.test_idx = None
+    if node_split is not None:
+      self.init_node_split(node_split)
+
+  # -- structure --------------------------------------------------------------
+
+  @property
+  def is_hetero(self) -> bool:
+    return any(
+      isinstance(x, dict)
+      for x in (self.graph, self.node_features, self.edge_features, self.node_labels)
+    )
+
+  def _seed_side(self, etype: Optional[EdgeType]) -> Optional[NodeType]:
+    """The node type indexed by the rows of an edge type's topology."""
+    if etype is None:
+      return None
+    return etype[0] if self.edge_dir == 'out' else etype[-1]
+
+  def num_nodes(self, ntype: Optional[NodeType] = None) -> int:
+    """The number of nodes of a type as the graph, features and labels tell."""
+    count = 0
+    for etype, graph in _by_type(self.graph, self.is_hetero, 'graph').items():
+      topo = graph.topo
+      src_count, dst_count = (
+        (topo.row_count, topo.col_count)
+        if topo.layout == 'CSR'
+        else (topo.col_count, topo.row_count)
+      )
+      if etype is None or etype[0] == ntype:
+        count = max(count, src_count)
+      if etype is None or etype[-1] == ntype:
+        count = max(count, dst_count)
+    feat = self.get_node_feature(ntype) if self.node_features is not None else None
+    if feat is not None and feat.id2index is None:
+      count = max(count, feat.size(0))
+    return count
+
+  def _grow_graphs(self, ntype: Optional[NodeType], num_nodes: int) -> None:
+    """Adds empty rows so every node of ``ntype`` can be a sampling seed."""
+    for etype, graph in _by_type(self.graph, self.is_hetero, 'graph').items():
+      if self._seed_side(etype) == ntype:
+        graph.topo.pad_rows(num_nodes)
+
+  # -- initialisation ---------------------------------------------------------
+
+  def init_graph(
+    self,
+    edge_index: Union[TensorDataType, Dict[EdgeType, TensorDataType]] = None,
+    edge_ids: Union[TensorDataType, Dict[EdgeType, TensorDataType]] = None,
+    edge_weights: Union[TensorDataType, Dict[EdgeType, TensorDataType]] = None,
+    layout: Union[str, Dict[EdgeType, str]] = 'COO',
+    graph_mode: str = 'ZERO_COPY',
+    directed: bool = False,
+    device: Optional[int] = None,
+    num_nodes: Optional[Union[int, Dict[NodeType, int]]] = None,
+  ):
+    """Builds the graph from edges.
+
+    Args:
+      edge_index: COO ``[2, E]`` (or CSR/CSC pairs, see ``layout``), or a
+        dict of them by edge type.
+      edge_ids: global edge ids (default: input positions).
+      edge_weights: edge weights for weighted sampling.
+      layout: the input layout, 'COO', 'CSR' or 'CSC' (or a dict by type).
+      graph_mode: 'CPU', 'ZERO_COPY' or 'CUDA' (see Graph).
+      directed: recorded for the caller; edges are used as given.
+      device: the GPU index for GPU graph modes.
+      num_nodes: node count (or dict by node type) when some nodes have larger
+        ids than any edge; inferred otherwise.
+    """
+    if edge_index is None:
+      return self
+    hetero = isinstance(edge_index, dict)
+    self._directed = directed
+    edges = _by_type(edge_index, hetero, 'edge_index')
+    eids = _by_type(edge_ids, hetero, 'edge_ids')
+    weights = _by_type(edge_weights, hetero, 'edge_weights')
+    layouts = _per_type(layout, edges.keys())
+    for etype in edges:
+      if hetero and not (isinstance(etype, tuple) and len(etype) == 3):
+        raise ValueError(f'edge types must be (src, rel, dst) tuples, got {etype!r}')
+
+    # Node counts per type, so every topology of a type agrees on them.
+    counts: Dict[Optional[NodeType], int] = dict(_by_type(num_nodes, hetero, 'num_nodes'))
+    topo_layout = 'CSR' if self.edge_dir == 'out' else 'CSC'
+    graphs = {}
+    for etype, ei in edges.items():
+      topo = Topology(ei, eids.get(etype), weights.get(etype), layouts[etype], topo_layout)
+      src_count, dst_count = (
+        (topo.row_count, topo.col_count) if topo_layout == 'CSR' else (topo.col_count, topo.row_count)
+      )
+      src_t, dst_t = (etype[0], etype[-1]) if hetero else (_HOMO, _HOMO)
+      counts[src_t] = max(counts.get(src_t, 0), src_count)
+      counts[dst_t] = max(counts.get(dst_t, 0), dst_count)
+      graphs[etype] = topo
+    if self.node_features is not None:
+      for ntype, feat in _by_type(self.node_features, hetero, 'node_features').items():
+        if feat.id2index is None:
+          counts[ntype] = max(counts.get(ntype, 0), feat.size(0))
+    for etype, topo in graphs.items():
+      src_t, dst_t = (etype[0], etype[-1]) if hetero else (_HOMO, _HOMO)
+      rows, cols = (src_t, dst_t) if topo_layout == 'CSR' else (dst_t, src_t)
+      topo.pad_rows(counts[rows])
+      topo._num_cols = max(topo.col_count, counts[cols])
+      graphs[etype] = Graph(topo, graph_mode, device)
+    self.graph = _unwrap(graphs, hetero)
+    self._check_feature_rows()
+    return self
+
+  def init_node_features(
+    self,
+    node_feature_data: Union[TensorDataType, Dict[NodeType, TensorDataType]] = None,
+    id2idx: Union[TensorDataType, Dict[NodeType, TensorDataType], Sequence] = None,
+    sort_func=None,
+    split_ratio: Union[float, Dict[NodeType, float]] = 0.0,
+    device_group_list: Optional[List[DeviceGroup]] = None,
+    device: Optional[int] = None,
+    with_gpu: bool = True,
+    dtype: Optional[torch.dtype] = None,
+  ):
+    """Sets the node feature tables.
+
+    Args:
+      node_feature_data: ``[num_nodes, dim]`` or a dict of them by node type.
+      id2idx: maps node ids to rows (default: rows are ids).
+      sort_func: reorders rows by hotness for the GPU cache (GPU path).
+      split_ratio: the share of rows kept on the GPU (GPU path).
+      device_group_list: GPU groups sharing hot rows (GPU path).
+      device: the GPU index (GPU path).
+      with_gpu: use the GPU when there is one.
+      dtype: cast the tables to this dtype (default: keep theirs).
+    """
+    if node_feature_data is None:
+      return self
+    hetero = isinstance(node_feature_data, dict)
+    self.node_features = _unwrap(
+      self._build_features(
+        node_feature_data, id2idx, split_ratio, device_group_list, device, with_gpu, dtype, hetero
+      ),
+      hetero,
+    )
+    for ntype, feat in _by_type(self.node_features, hetero, 'node_features').items():
+      if feat.id2index is None:
+        self._grow_graphs(ntype, feat.size(0))
+    self._check_feature_rows()
+    return self
+
+  def init_edge_features(
+    self,
+    edge_feature_data: Union[TensorDataType, Dict[EdgeType, TensorDataType]] = None,
+    id2idx: Union[TensorDataType, Dict[EdgeType, TensorDataType]] = None,
+    split_ratio: Union[float, Dict[EdgeType, float]] = 0.0,
+    device_group_list: Optional[List[DeviceGroup]] = None,
+    device: Optional[int] = None,
+    with_gpu: bool = True,
+    dtype: Optional[torch.dtype] = None,
+  ):
+    """Sets the edge feature tables, looked up by edge id (see init_node_features)."""
+    if edge_feature_data is None:
+      return self
+    hetero = isinstance(edge_feature_data, dict)
+    self.edge_features = _unwrap(
+      self._build_features(
+        edge_feature_data, id2idx, split_ratio, device_group_list, device, with_gpu, dtype, hetero
+      ),
+      hetero,
+    )
+    return self
+
+  @staticmethod
+  def _build_features(data, id2idx, split_ratio, groups, device, with_gpu, dtype, hetero):
+    tables = _by_type(data, hetero, 'feature data')
+    maps = _by_type(id2idx, hetero, 'id2idx')
+    ratios = _per_type(split_ratio, tables.keys())
+    out = {}
+    for key, table in tables.items():
+      table = convert_to_tensor(table)
+      out[key] = Feature(
+        table,
+        maps.get(key),
+        ratios.get(key, 0.0),
+        groups,
+        device,
+        with_gpu,
+        dtype if dtype is not None else table.dtype,
+      )
+    return out
+
+  def _check_feature_rows(self) -> None:
+    if self.graph is None or self.node_features is None:
+      return
+    hetero = self.is_hetero
+    for ntype, feat in _by_type(self.node_features, hetero, 'node_features').items():
+      need = self.num_nodes(ntype)
+      if feat.num_ids < need:
+        what = f"node type '{ntype}'" if hetero else 'the graph'
+        raise ValueError(
+          f'node features answer for {feat.num_ids} ids but {what} has {need} nodes; '
+          f'give one feature row per node (or an id2idx covering every node)'
+        )
+
+  def init_node_labels(
+    self,
+    node_label_data: Union[TensorDataType, Dict[NodeType, TensorDataType]] = None,
+    id2idx: Union[TensorDataType, Dict[NodeType, TensorDataType], Sequence] = None,
+  ):
+    """Sets node labels (a tensor, or a dict by node type), optionally through id2idx."""
+    if node_label_data is None:
+      return self
+    self.node_labels = squeeze(convert_to_tensor(node_label_data))
+    self._label_id2idx = convert_to_tensor(id2idx, torch.int64)
+    return self
+
+  def init_node_split(self, node_split: Tuple[NodeIndex, NodeIndex, NodeIndex] = None):
+    """Sets ``(train_idx, val_idx, test_idx)`` (tensors, or dicts by node type)."""
+    if node_split is None:
+      return self
+    train, val, test = (convert_to_tensor(x, torch.int64) for x in node_split)
+    self.train_idx, self.val_idx, self.test_idx = train, val, test
+    return self
+
+  def random_node_split(self, num_val: Union[float, int], num_test: Union[float, int]):
+    """Splits the labelled nodes at random into train, validation and test ids."""
+    if self.node_labels is None:
+      raise ValueError('random_node_split needs node labels: call init_node_labels first')
+    if isinstance(self.node_labels, dict):
+      splits = {t: random_split(y.size(0), num_val, num_test) for t, y in self.node_labels.items()}
+      self.init_node_split(tuple({t: s[i] for t, s in splits.items()} for i in range(3)))
+    else:
+      self.init_node_split(random_split(self.node_labels.size(0), num_val, num_test))
+    return self
+
+  # -- accessors --------------------------------------------------------------
+
+  @staticmethod
+  def _get(value, key, what: str):
+    if value is None:
+      return None
+    if isinstance(value, dict):
+      if key is None:
+        raise ValueError(f'the dataset is heterogeneous: name the {what} type')
+      if key not in value:
+        raise KeyError(f'unknown {what} type {key!r}; known: {sorted(value, key=str)}')
+      return value[key]
+    return value
+
+  def get_graph(self, etype: Optional[EdgeType] = None) -> Optional[Graph]:
+    return self._get(self.graph, etype, 'edge')
+
+  def get_node_types(self) -> Optional[List[NodeType]]:
+    if not self.is_hetero:
+      return None
+    types = set()
+    if isinstance(self.graph, dict):
+      for src, _, dst in self.graph:
+        types.update((src, dst))
+    for value in (self.node_features, self.node_labels):
+      if isinstance(value, dict):
+        types.update(value)
+    return sorted(types)
+
+  def get_edge_types(self) -> Optional[List[EdgeType]]:
+    if isinstance(self.graph, dict):
+      return list(self.graph.keys())
+    return None
+
+  def get_node_feature(self, ntype: Optional[NodeType] = None) -> Optional[Feature]:
+    if isinstance(self.node_features, dict) and ntype not in self.node_features:
+      return None
+    return self._get(self.node_features, ntype, 'node')
+
+  def get_edge_feature(self, etype: Optional[EdgeType] = None) -> Optional[Feature]:
+    if isinstance(self.edge_features, dict) and etype not in self.edge_features:
+      return None
+    return self._get(self.edge_features, etype, 'edge')
+
+  def get_node_label(self, ntype: Optional[NodeType] = None) -> Optional[torch.Tensor]:
+    if isinstance(self.node_labels, dict) and ntype not in self.node_labels:
+      return None
+    return self._get(self.node_labels, ntype, 'node')
+
+  def gather_node_labels(self, ids: torch.Tensor, ntype: Optional[NodeType] = None):
+    """Labels of the nodes ``ids`` (through id2idx when one was given)."""
+    labels = self.get_node_label(ntype)
+    if labels is None:
+      return None
+    id2idx = self._label_id2idx
+    if isinstance(id2idx, dict):
+      id2idx = id2idx.get(ntype)
+    if id2idx is not None:
+      ids = id2idx[ids]
+    return labels[ids]
+
+  # -- sharing across processes -----------------------------------------------
+
+  def share_ipc(self):
+    """Moves every tensor to shared memory; returns a picklable handle."""
+
+    def share(x):
+      if isinstance(x, dict):
+        return {k: share(v) for k, v in x.items()}
+      if isinstance(x, (Graph, Feature)):
+        return (type(x), x.share_ipc())
+      if isinstance(x, torch.Tensor):
+        return x.share_memory_()
+      return x
+
+    return (
+      self.edge_dir,
+      share(self.graph),
+      share(self.node_features),
+      share(self.edge_features),
+      share(self.node_labels),
+      share(self._label_id2idx),
+      tuple(share(x) for x in (self.train_idx, self.val_idx, self.test_idx)),
+    )
+
+  @classmethod
+  def from_ipc_handle(cls, ipc_handle) -> 'Dataset':
+    def rebuild(x):
+      if isinstance(x, dict):
+        return {k: rebuild(v) for k, v in x.items()}
+      if isinstance(x, tuple) and len(x) == 2 and x[0] in (Graph, Feature):
+        return x[0].from_ipc_handle(x[1])
+      return x
+
+    edge_dir, graph, nfeat, efeat, labels, label_map, split = ipc_handle
+    ds = cls(rebuild(graph), rebuild(nfeat), rebuild(efeat), labels, edge_dir)
+    ds._label_id2idx = label_map
+    ds.train_idx, ds.val_idx, ds.test_idx = split
+    return ds
+
+  def __repr__(self) -> str:
+    return (
+      f'{type(self).__name__}(edge_dir={self.edge_dir}, graph={self.graph!r}, '
+      f'node_features={self.node_features!r})'
+    )

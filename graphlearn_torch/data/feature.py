@@ -1,0 +1,119 @@
+"""Feature tables: rows looked up by node (or edge) id."""
+import logging
+from typing import List, Optional, Sequence, Union
+
+import torch
+
+from .._ext import ops
+from ..typing import TensorDataType
+from ..utils.tensor import convert_to_tensor
+
+logger = logging.getLogger(__name__)
+
+
+class DeviceGroup:
+  """GPUs that share one copy of the hot feature rows.
+
+  Args:
+    group_id: the group's index.
+    device_list: the GPUs of the group.
+  """
+
+  def __init__(self, group_id: int, device_list: List[torch.device]):
+    self.group_id = group_id
+    self.device_list = list(device_list)
+
+  @property
+  def size(self) -> int:
+    return len(self.device_list)
+
+
+class Feature:
+  """A table of feature rows with an optional id-to-row map.
+
+  Args:
+    feature_tensor: ``[num_rows, dim]`` (a 1-D tensor is one column).
+    id2index: ``id2index[id]`` is the row of ``id``; rows are ids when None.
+    split_ratio: the share of rows to keep in GPU memory (GPU path only).
+    device_group_list: GPU groups that share hot rows (GPU path only).
+    device: the GPU index (GPU path only).
+    with_gpu: use the GPU when there is one; on a machine without CUDA the
+      table stays in host memory.
+    dtype: the dtype of the table.
+  """
+
+  def __init__(
+    self,
+    feature_tensor: TensorDataType,
+    id2index: Optional[Union[torch.Tensor, Sequence]] = None,
+    split_ratio: float = 0.0,
+    device_group_list: Optional[List[DeviceGroup]] = None,
+    device: Optional[int] = None,
+    with_gpu: Optional[bool] = True,
+    dtype: torch.dtype = torch.float32,
+  ):
+    table = convert_to_tensor(feature_tensor)
+    if table.dim() == 1:
+      table = table.unsqueeze(1)
+    if table.dim() != 2:
+      raise ValueError(f'a feature table must be 2-D, got shape {tuple(table.shape)}')
+    if dtype is not None and table.dtype != dtype:
+      table = table.to(dtype)
+    self.feature_tensor = table.contiguous()
+    self.id2index = None if id2index is None else convert_to_tensor(id2index, torch.int64)
+    if not 0.0 <= float(split_ratio) <= 1.0:
+      raise ValueError(f'split_ratio must be in [0, 1], got {split_ratio}')
+    self.split_ratio = float(split_ratio)
+    self.device_group_list = device_group_list
+    self.device = device
+    self.with_gpu = bool(with_gpu) and torch.cuda.is_available()
+    if with_gpu and not self.with_gpu and split_ratio > 0:
+      logger.info('no CUDA device: the feature table stays in host memory')
+    self.dtype = self.feature_tensor.dtype
+
+  def __getitem__(self, ids: torch.Tensor) -> torch.Tensor:
+    return self.cpu_get(ids)
+
+  def cpu_get(self, ids: torch.Tensor) -> torch.Tensor:
+    """Gathers the rows of ``ids`` (int64) from host memory."""
+    ids = convert_to_tensor(ids, torch.int64).reshape(-1)
+    return ops.gather_rows(self.feature_tensor, ids.cpu(), self.id2index)
+
+  @property
+  def num_ids(self) -> int:
+    """How many ids the table can answer for."""
+    if self.id2index is not None:
+      return self.id2index.numel()
+    return self.feature_tensor.size(0)
+
+  @property
+  def shape(self) -> torch.Size:
+    return self.feature_tensor.shape
+
+  def size(self, dim: int) -> int:
+    return self.feature_tensor.size(dim)
+
+  def share_ipc(self):
+    """Moves the table to shared memory; returns a picklable handle."""
+    self.feature_tensor.share_memory_()
+    if self.id2index is not None:
+      self.id2index.share_memory_()
+    return (
+      self.feature_tensor,
+      self.id2index,
+      self.split_ratio,
+      self.device_group_list,
+      self.device,
+      self.with_gpu,
+    )
+
+  @classmethod
+  def from_ipc_handle(cls, ipc_handle) -> 'Feature':
+    table, id2index, split_ratio, groups, device, with_gpu = ipc_handle
+    return cls(table, id2index, split_ratio, groups, device, with_gpu, dtype=table.dtype)
+
+  def lazy_init_with_ipc_handle(self) -> None:
+    """Places the table for lookups (nothing to do on the CPU)."""
+
+  def __repr__(self) -> str:
+    return f'Feature(shape={tuple(self.shape)}, dtype={self.dtype})'

@@ -1,0 +1,289 @@
+"""Graph topology (COO in, CSR or CSC out) and the Graph that samplers read."""
+import logging
+from typing import Literal, Optional, Tuple
+
+import torch
+
+from .._ext import ops
+from ..typing import TensorDataType
+from ..utils.tensor import convert_to_tensor
+
+logger = logging.getLogger(__name__)
+
+GRAPH_MODES = ('CPU', 'ZERO_COPY', 'CUDA')
+LAYOUTS = ('COO', 'CSR', 'CSC')
+
+
+def _as_index(t: TensorDataType, name: str) -> torch.Tensor:
+  t = convert_to_tensor(t)
+  if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
+    raise ValueError(f'{name} must hold integer node ids, got dtype {t.dtype}')
+  t = t.to(torch.int64)
+  if t.dim() != 1:
+    raise ValueError(f'{name} must be 1-D, got shape {tuple(t.shape)}')
+  return t.contiguous()
+
+
+def _split_edge_index(edge_index, layout: str) -> Tuple[torch.Tensor, torch.Tensor]:
+  """Splits a [2, E] tensor or a pair of tensors into its two halves."""
+  if isinstance(edge_index, (tuple, list)):
+    if len(edge_index) != 2:
+      raise ValueError(f'a {layout} edge_index pair must have 2 members, got {len(edge_index)}')
+    first, second = edge_index
+  else:
+    edge_index = convert_to_tensor(edge_index)
+    if edge_index.dim() != 2 or edge_index.size(0) != 2:
+      raise ValueError(
+        f'edge_index must have shape [2, num_edges] (or be a pair of 1-D tensors), '
+        f'got shape {tuple(edge_index.shape)}'
+      )
+    first, second = edge_index[0], edge_index[1]
+  names = ('row', 'col') if layout == 'COO' else ('indptr', 'indices')
+  return _as_index(first, names[0]), _as_index(second, names[1])
+
+
+def _ptr_to_row(indptr: torch.Tensor) -> torch.Tensor:
+  counts = indptr[1:] - indptr[:-1]
+  return torch.repeat_interleave(torch.arange(counts.numel()), counts)
+
+
+def _check_ptr(indptr: torch.Tensor, indices: torch.Tensor, layout: str) -> None:
+  if indptr.numel() == 0 or int(indptr[0]) != 0:
+    raise ValueError(f'{layout} indptr must start at 0')
+  if int(indptr[-1]) != indices.numel():
+    raise ValueError(
+      f'{layout} indptr ends at {int(indptr[-1])} but indices holds {indices.numel()} entries'
+    )
+  if bool((indptr[1:] < indptr[:-1]).any()):
+    raise ValueError(f'{layout} indptr must be non-decreasing')
+
+
+class Topology:
+  """The edges of one graph (or one edge type) in a compressed sparse layout.
+
+  Args:
+    edge_index: COO ``[2, E]`` tensor or ``(row, col)`` pair of source and
+      destination ids; for CSR input ``(indptr, indices)`` over sources; for
+      CSC input ``(indptr, indices)`` over destinations.
+    edge_ids: a global id per input edge (default: the input position).
+    edge_weights: a non-negative weight per input edge, for weighted sampling.
+    input_layout: 'COO', 'CSR' or 'CSC'.
+    layout: 'CSR' (rows are sources, for out-edge sampling) or 'CSC' (rows are
+      destinations, for in-edge sampling).
+    size: ``(num_src_nodes, num_dst_nodes)``; inferred from the largest ids
+      when not given. Nodes with larger ids than any edge need it.
+
+  Within a row, entries are sorted by neighbor id; ``edge_ids`` and
+  ``edge_weights`` follow the edges through the sort.
+  """
+
+  def __init__(
+    self,
+    edge_index,
+    edge_ids: Optional[TensorDataType] = None,
+    edge_weights: Optional[TensorDataType] = None,
+    input_layout: str = 'COO',
+    layout: Literal['CSR', 'CSC'] = 'CSR',
+    size: Optional[Tuple[int, int]] = None,
+  ):
+    input_layout, layout = str(input_layout).upper(), str(layout).upper()
+    if input_layout not in LAYOUTS:
+      raise ValueError(f"input_layout must be one of {LAYOUTS}, got '{input_layout}'")
+    if layout not in ('CSR', 'CSC'):
+      raise ValueError(f"layout must be 'CSR' or 'CSC', got '{layout}'")
+    first, second = _split_edge_index(edge_index, input_layout)
+    if input_layout == 'COO':
+      if first.numel() != second.numel():
+        raise ValueError(
+          f'edge_index rows differ in length: {first.numel()} sources, {second.numel()} targets'
+        )
+      src, dst = first, second
+    else:
+      _check_ptr(first, second, input_layout)
+      rows = _ptr_to_row(first)
+      src, dst = (rows, second) if input_layout == 'CSR' else (second, rows)
+    num_edges = src.numel()
+    for name, ids in (('source', src), ('destination', dst)):
+      if num_edges and int(ids.min()) < 0:
+        raise ValueError(f'edge_index holds a negative {name} id: {int(ids.min())}')
+
+    if edge_ids is None:
+      edge_ids = torch.arange(num_edges, dtype=torch.int64)
+    else:
+      edge_ids = _as_index(edge_ids, 'edge_ids')
+      if edge_ids.numel() != num_edges:
+        raise ValueError(f'edge_ids has {edge_ids.numel()} entries for {num_edges} edges')
+    if edge_weights is not None:
+      edge_weights = convert_to_tensor(edge_weights).to(torch.float32).reshape(-1)
+      if edge_weights.numel() != num_edges:
+        raise ValueError(f'edge_weights has {edge_weights.numel()} entries for {num_edges} edges')
+      if not bool(torch.isfinite(edge_weights).all()) or bool((edge_weights < 0).any()):
+        raise ValueError('edge_weights must be finite and non-negative')
+
+    num_src = int(src.max()) + 1 if num_edges else 0
+    num_dst = int(dst.max()) + 1 if num_edges else 0
+    if input_layout == 'CSR':
+      num_src = max(num_src, first.numel() - 1)
+    elif input_layout == 'CSC':
+      num_dst = max(num_dst, first.numel() - 1)
+    if size is not None:
+      if size[0] < num_src or size[1] < num_dst:
+        raise ValueError(
+          f'size {tuple(size)} is smaller than the ids in edge_index need: ({num_src}, {num_dst})'
+        )
+      num_src, num_dst = int(size[0]), int(size[1])
+
+    rows, cols = (src, dst) if layout == 'CSR' else (dst, src)
+    num_rows, num_cols = (num_src, num_dst) if layout == 'CSR' else (num_dst, num_src)
+    indptr, indices, perm = ops.coo_to_csr(rows, cols, num_rows, num_cols)
+    self._layout = layout
+    self._indptr = indptr
+    self._indices = indices
+    self._edge_ids = edge_ids[perm]
+    self._edge_weights = edge_weights[perm] if edge_weights is not None else None
+    self._num_cols = num_cols
+
+  @property
+  def layout(self) -> str:
+    return self._layout
+
+  @property
+  def indptr(self) -> torch.Tensor:
+    return self._indptr
+
+  @property
+  def indices(self) -> torch.Tensor:
+    return self._indices
+
+  @property
+  def edge_ids(self) -> torch.Tensor:
+    return self._edge_ids
+
+  @property
+  def edge_weights(self) -> Optional[torch.Tensor]:
+    return self._edge_weights
+
+  @property
+  def degrees(self) -> torch.Tensor:
+    """The number of entries of each row (out-degrees for CSR, in-degrees for CSC)."""
+    return self._indptr[1:] - self._indptr[:-1]
+
+  @property
+  def row_count(self) -> int:
+    return self._indptr.numel() - 1
+
+  @property
+  def col_count(self) -> int:
+    return self._num_cols
+
+  @property
+  def edge_count(self) -> int:
+    return self._indices.numel()
+
+  def to_coo(self):
+    """Returns ``(src, dst, edge_ids, edge_weights)`` in stored order."""
+    rows = _ptr_to_row(self._indptr)
+    if self._layout == 'CSR':
+      return rows, self._indices, self._edge_ids, self._edge_weights
+    return self._indices, rows, self._edge_ids, self._edge_weights
+
+  def _to_layout(self, layout: str):
+    if layout == self._layout:
+      return self._indptr, self._indices, self._edge_ids, self._edge_weights
+    src, dst, eids, weights = self.to_coo()
+    size = (self.row_count, self.col_count)
+    if self._layout == 'CSC':
+      size = size[::-1]
+    topo = Topology((src, dst), eids, weights, 'COO', layout, size=size)
+    return topo.indptr, topo.indices, topo.edge_ids, topo.edge_weights
+
+  def to_csr(self):
+    """Returns ``(indptr, indices, edge_ids, edge_weights)`` with rows over sources."""
+    return self._to_layout('CSR')
+
+  def to_csc(self):
+    """Returns ``(indptr, indices, edge_ids, edge_weights)`` with rows over destinations."""
+    return self._to_layout('CSC')
+
+  def pad_rows(self, num_rows: int) -> None:
+    """Adds empty rows up to ``num_rows`` (nodes without edges of this type)."""
+    extra = num_rows - self.row_count
+    if extra > 0:
+      self._indptr = torch.cat([self._indptr, self._indptr[-1:].expand(extra)])
+
+  def share_memory_(self) -> 'Topology':
+    for t in (self._indptr, self._indices, self._edge_ids, self._edge_weights):
+      if t is not None:
+        t.share_memory_()
+    return self
+
+  def __repr__(self) -> str:
+    return (
+      f'Topology(layout={self._layout}, rows={self.row_count}, cols={self.col_count}, '
+      f'edges={self.edge_count}, weighted={self._edge_weights is not None})'
+    )
+
+
+def resolve_graph_mode(mode: str) -> str:
+  """Returns the graph mode this build can serve: CUDA modes fall back to 'CPU'."""
+  mode = str(mode).upper()
+  if mode not in GRAPH_MODES:
+    raise ValueError(f'graph mode must be one of {GRAPH_MODES}, got {mode!r}')
+  if mode != 'CPU':
+    logger.info("graph mode '%s' needs the CUDA kernels; using 'CPU'", mode)
+    return 'CPU'
+  return mode
+
+
+class Graph:
+  """A topology placed where the sampler reads it.
+
+  Args:
+    topo: the topology.
+    mode: 'CPU' (host memory, CPU kernels), 'ZERO_COPY' (pinned host memory
+      read by GPU kernels) or 'CUDA' (GPU memory). Without the CUDA kernels
+      every mode runs as 'CPU'.
+    device: the GPU index for 'ZERO_COPY' and 'CUDA'.
+  """
+
+  def __init__(self, topo: Topology, mode: str = 'ZERO_COPY', device: Optional[int] = None):
+    if not isinstance(topo, Topology):
+      raise TypeError(f'Graph needs a Topology, got {type(topo).__name__}')
+    self.topo = topo
+    self.requested_mode = str(mode).upper()
+    self.mode = resolve_graph_mode(mode)
+    self.device = device
+
+  def lazy_init(self) -> None:
+    """Places the topology for the sampler (nothing to do in 'CPU' mode)."""
+
+  def export_topology(self) -> Topology:
+    return self.topo
+
+  @property
+  def row_count(self) -> int:
+    return self.topo.row_count
+
+  @property
+  def col_count(self) -> int:
+    return self.topo.col_count
+
+  @property
+  def edge_count(self) -> int:
+    return self.topo.edge_count
+
+  def graph_handler(self) -> Topology:
+    return self.topo
+
+  def share_ipc(self):
+    """Moves the topology to shared memory; returns a picklable handle."""
+    self.topo.share_memory_()
+    return self.topo, self.requested_mode, self.device
+
+  @classmethod
+  def from_ipc_handle(cls, ipc_handle) -> 'Graph':
+    topo, mode, device = ipc_handle
+    return cls(topo, mode, device)
+
+  def __repr__(self) -> str:
+    return f'Graph(mode={self.mode}, {self.topo!r})'

@@ -1,0 +1,82 @@
+"""Sampler outputs to PyG ``Data`` / ``HeteroData``."""
+from typing import Dict, Optional
+
+import torch
+from torch_geometric.data import Data, HeteroData
+
+from ..sampler.base import HeteroSamplerOutput, SamplerOutput
+from ..typing import EdgeType, NodeType
+
+
+def to_data(
+  sampler_out: SamplerOutput,
+  batch_labels: Optional[torch.Tensor] = None,
+  node_feats: Optional[torch.Tensor] = None,
+  edge_feats: Optional[torch.Tensor] = None,
+  **kwargs,
+) -> Data:
+  """Builds a PyG ``Data`` from a homogeneous sampler output.
+
+  Args:
+    sampler_out: the sampled subgraph.
+    batch_labels: labels of ``sampler_out.node``.
+    node_feats: features of ``sampler_out.node``.
+    edge_feats: features of ``sampler_out.edge``.
+    **kwargs: more attributes (batch_size, input_id, ...).
+  """
+  data = Data(
+    x=node_feats,
+    edge_index=torch.stack([sampler_out.row, sampler_out.col]),
+    y=batch_labels,
+    n_id=sampler_out.node,
+    num_sampled_nodes=sampler_out.num_sampled_nodes,
+    num_sampled_edges=sampler_out.num_sampled_edges,
+    **kwargs,
+  )
+  data.num_nodes = sampler_out.node.numel()
+  if edge_feats is not None:
+    data.edge_attr = edge_feats
+  if sampler_out.edge is not None:
+    data.e_id = sampler_out.edge
+  if sampler_out.batch is not None:
+    data.batch = sampler_out.batch
+  return data
+
+
+def to_hetero_data(
+  sampler_out: HeteroSamplerOutput,
+  batch_label_dict: Optional[Dict[NodeType, torch.Tensor]] = None,
+  node_feat_dict: Optional[Dict[NodeType, torch.Tensor]] = None,
+  edge_feat_dict: Optional[Dict[EdgeType, torch.Tensor]] = None,
+  **kwargs,
+) -> HeteroData:
+  """Builds a PyG ``HeteroData`` from a heterogeneous sampler output.
+
+  Args:
+    sampler_out: the sampled subgraph.
+    batch_label_dict: labels per node type.
+    node_feat_dict: features per node type.
+    edge_feat_dict: features per output edge type.
+    **kwargs: attributes of the whole batch.
+  """
+  data = HeteroData(**kwargs)
+  for ntype, node in sampler_out.node.items():
+    store = data[ntype]
+    store.n_id = node
+    store.num_nodes = node.numel()
+    if sampler_out.num_sampled_nodes is not None:
+      store.num_sampled_nodes = sampler_out.num_sampled_nodes[ntype]
+    if node_feat_dict and node_feat_dict.get(ntype) is not None:
+      store.x = node_feat_dict[ntype]
+    if batch_label_dict and batch_label_dict.get(ntype) is not None:
+      store.y = batch_label_dict[ntype]
+  for etype in sampler_out.row:
+    store = data[etype]
+    store.edge_index = torch.stack([sampler_out.row[etype], sampler_out.col[etype]])
+    if sampler_out.edge is not None:
+      store.e_id = sampler_out.edge[etype]
+    if sampler_out.num_sampled_edges is not None:
+      store.num_sampled_edges = sampler_out.num_sampled_edges[etype]
+    if edge_feat_dict and edge_feat_dict.get(etype) is not None:
+      store.edge_attr = edge_feat_dict[etype]
+  return data

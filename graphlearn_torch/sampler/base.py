@@ -1,0 +1,290 @@
+"""Sampler inputs and outputs (dataclasses) and the sampler interface."""
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
+
+import torch
+
+from ..typing import EdgeType, NodeType, NumNeighbors
+
+
+class CastMixin:
+  """Lets a dataclass be built from an instance, a tuple or a dict of its fields."""
+
+  @classmethod
+  def cast(cls, *args, **kwargs):
+    if len(args) == 1 and not kwargs:
+      elem = args[0]
+      if elem is None or isinstance(elem, cls):
+        return elem
+      if isinstance(elem, (tuple, list)):
+        return cls(*elem)
+      if isinstance(elem, dict):
+        return cls(**elem)
+    return cls(*args, **kwargs)
+
+
+class EdgeIndex(NamedTuple):
+  """A sampled adjacency in PyG v1 form."""
+
+  edge_index: torch.Tensor
+  e_id: Optional[torch.Tensor]
+  size: Tuple[int, int]
+
+  def to(self, *args, **kwargs) -> 'EdgeIndex':
+    e_id = self.e_id.to(*args, **kwargs) if self.e_id is not None else None
+    return EdgeIndex(self.edge_index.to(*args, **kwargs), e_id, self.size)
+
+
+@dataclass
+class NodeSamplerInput(CastMixin):
+  """Seed nodes of a batch.
+
+  Args:
+    node: the seed node ids.
+    input_type: their node type (None for a homogeneous graph).
+  """
+
+  node: torch.Tensor
+  input_type: Optional[NodeType] = None
+
+  def __getitem__(self, index) -> 'NodeSamplerInput':
+    if not isinstance(index, torch.Tensor):
+      index = torch.as_tensor(index, dtype=torch.long)
+    return NodeSamplerInput(self.node[index], self.input_type)
+
+  def __len__(self) -> int:
+    return self.node.numel()
+
+  def share_memory(self) -> 'NodeSamplerInput':
+    self.node.share_memory_()
+    return self
+
+  def to(self, device: torch.device) -> 'NodeSamplerInput':
+    self.node = self.node.to(device)
+    return self
+
+
+class NegativeSamplingMode(Enum):
+  binary = 'binary'
+  triplet = 'triplet'
+
+
+class NegativeSampling(CastMixin):
+  """How many negative edges to draw per positive edge, and how.
+
+  Args:
+    mode: 'binary' (negatives labelled 0) or 'triplet' (negative destinations
+      per source).
+    amount: negatives per positive edge (> 0).
+    weight: optional sampling weight per destination node.
+  """
+
+  def __init__(
+    self,
+    mode: Union[NegativeSamplingMode, str],
+    amount: Union[int, float] = 1,
+    weight: Optional[torch.Tensor] = None,
+  ):
+    try:
+      self.mode = NegativeSamplingMode(mode)
+    except ValueError:
+      raise ValueError(f"negative sampling mode must be 'binary' or 'triplet', got {mode!r}") from None
+    if amount <= 0:
+      raise ValueError(f'negative sampling amount must be > 0, got {amount}')
+    if self.is_triplet() and math.ceil(amount) != amount:
+      raise ValueError(f'triplet negative sampling needs a whole amount, got {amount}')
+    self.amount = amount
+    self.weight = weight
+
+  def is_binary(self) -> bool:
+    return self.mode == NegativeSamplingMode.binary
+
+  def is_triplet(self) -> bool:
+    return self.mode == NegativeSamplingMode.triplet
+
+  def share_memory(self) -> 'NegativeSampling':
+    if self.weight is not None:
+      self.weight.share_memory_()
+    return self
+
+  def to(self, device: torch.device) -> 'NegativeSampling':
+    if self.weight is not None:
+      self.weight = self.weight.to(device)
+    return self
+
+
+@dataclass
+class EdgeSamplerInput(CastMixin):
+  """Seed edges of a batch.
+
+  Args:
+    row: source node ids.
+    col: destination node ids.
+    label: optional edge labels.
+    input_type: the edge type (None for a homogeneous graph).
+    neg_sampling: negative sampling settings.
+  """
+
+  row: torch.Tensor
+  col: torch.Tensor
+  label: Optional[torch.Tensor] = None
+  input_type: Optional[EdgeType] = None
+  neg_sampling: Optional[NegativeSampling] = None
+
+  def __getitem__(self, index) -> 'EdgeSamplerInput':
+    if not isinstance(index, torch.Tensor):
+      index = torch.as_tensor(index, dtype=torch.long)
+    return EdgeSamplerInput(
+      self.row[index],
+      self.col[index],
+      self.label[index] if self.label is not None else None,
+      self.input_type,
+      self.neg_sampling,
+    )
+
+  def __len__(self) -> int:
+    return self.row.numel()
+
+  def share_memory(self) -> 'EdgeSamplerInput':
+    self.row.share_memory_()
+    self.col.share_memory_()
+    if self.label is not None:
+      self.label.share_memory_()
+    if self.neg_sampling is not None:
+      self.neg_sampling.share_memory()
+    return self
+
+  def to(self, device: torch.device) -> 'EdgeSamplerInput':
+    self.row, self.col = self.row.to(device), self.col.to(device)
+    if self.label is not None:
+      self.label = self.label.to(device)
+    if self.neg_sampling is not None:
+      self.neg_sampling.to(device)
+    return self
+
+
+@dataclass
+class SamplerOutput(CastMixin):
+  """A sampled subgraph of a homogeneous graph.
+
+  ``node`` holds the global ids of the sampled nodes (seeds first), and
+  ``row``/``col`` the local ids of each sampled edge in message-passing
+  order: ``row`` the neighbor, ``col`` the node it was sampled for.
+
+  Args:
+    node: global node ids.
+    row: local source (neighbor) index per edge.
+    col: local destination (seed-side) index per edge.
+    edge: global edge ids (with ``with_edge``).
+    batch: the seed each node belongs to (disjoint sampling only).
+    num_sampled_nodes: nodes added per hop (hop 0: the seeds).
+    num_sampled_edges: edges added per hop.
+    device: where the tensors live.
+    metadata: extra outputs (seed positions, link labels, ...).
+  """
+
+  node: torch.Tensor
+  row: torch.Tensor
+  col: torch.Tensor
+  edge: Optional[torch.Tensor] = None
+  batch: Optional[torch.Tensor] = None
+  num_sampled_nodes: Optional[List[int]] = None
+  num_sampled_edges: Optional[List[int]] = None
+  device: Optional[torch.device] = None
+  metadata: Optional[Any] = None
+
+
+@dataclass
+class HeteroSamplerOutput(CastMixin):
+  """A sampled subgraph of a heterogeneous graph: SamplerOutput's fields as
+  dicts keyed by node type (node, batch, num_sampled_nodes) or by the output
+  edge type (row, col, edge, num_sampled_edges).
+
+  Args:
+    edge_types: the output edge types.
+    input_type: the node (or edge) type of the seeds.
+  """
+
+  node: Dict[NodeType, torch.Tensor]
+  row: Dict[EdgeType, torch.Tensor]
+  col: Dict[EdgeType, torch.Tensor]
+  edge: Optional[Dict[EdgeType, torch.Tensor]] = None
+  batch: Optional[Dict[NodeType, torch.Tensor]] = None
+  num_sampled_nodes: Optional[Dict[NodeType, List[int]]] = None
+  num_sampled_edges: Optional[Dict[EdgeType, List[int]]] = None
+  edge_types: Optional[List[EdgeType]] = None
+  input_type: Optional[Union[NodeType, EdgeType]] = None
+  device: Optional[torch.device] = None
+  metadata: Optional[Any] = None
+
+  def get_edge_index(self) -> Dict[EdgeType, torch.Tensor]:
+    return {etype: torch.stack([self.row[etype], self.col[etype]]) for etype in self.row}
+
+
+@dataclass
+class NeighborOutput(CastMixin):
+  """One hop of sampling: the neighbors of each seed.
+
+  Args:
+    nbr: neighbor ids, seed by seed.
+    nbr_num: how many neighbors each seed got.
+    edge: the sampled edges' ids (with ``with_edge``).
+  """
+
+  nbr: torch.Tensor
+  nbr_num: torch.Tensor
+  edge: Optional[torch.Tensor] = None
+
+  def to(self, device: torch.device) -> 'NeighborOutput':
+    return NeighborOutput(
+      self.nbr.to(device),
+      self.nbr_num.to(device),
+      self.edge.to(device) if self.edge is not None else None,
+    )
+
+
+class SamplingType(Enum):
+  NODE = 0
+  LINK = 1
+  SUBGRAPH = 2
+  RANDOM_WALK = 3
+
+
+@dataclass
+class SamplingConfig:
+  """Everything a (distributed) sampler needs to know about a loader."""
+
+  sampling_type: SamplingType
+  num_neighbors: Optional[NumNeighbors]
+  batch_size: int
+  shuffle: bool
+  drop_last: bool
+  with_edge: bool
+  collect_features: bool
+  with_neg: bool
+  with_weight: bool
+  edge_dir: str
+  seed: Optional[int]
+
+
+class BaseSampler(ABC):
+  """A sampler turns seed nodes or edges into a sampled subgraph."""
+
+  @abstractmethod
+  def sample_from_nodes(
+    self, inputs: NodeSamplerInput, **kwargs
+  ) -> Union[HeteroSamplerOutput, SamplerOutput]:
+    """Samples the neighborhood of seed nodes."""
+
+  @abstractmethod
+  def sample_from_edges(
+    self, inputs: EdgeSamplerInput, **kwargs
+  ) -> Union[HeteroSamplerOutput, SamplerOutput]:
+    """Samples the neighborhood of the endpoints of seed edges."""
+
+  @abstractmethod
+  def subgraph(self, inputs: NodeSamplerInput) -> SamplerOutput:
+    """Induces the subgraph over seed nodes and their sampled neighbors."""

@@ -1,0 +1,68 @@
+"""Tensor helpers."""
+from typing import Any, Dict, Optional, Sequence, Union
+
+import numpy as np
+import torch
+
+
+def convert_to_tensor(data: Any, dtype: Optional[torch.dtype] = None) -> Any:
+  """Converts a tensor-like value (or a dict of them) to ``torch.Tensor``.
+
+  Args:
+    data: a tensor, NumPy array, sequence, dict of those, or None.
+    dtype: the dtype to cast to; None keeps the input's.
+  """
+  if data is None:
+    return None
+  if isinstance(data, dict):
+    return {k: convert_to_tensor(v, dtype) for k, v in data.items()}
+  if isinstance(data, (tuple, list)) and data and isinstance(data[0], (torch.Tensor, np.ndarray)):
+    return type(data)(convert_to_tensor(v, dtype) for v in data)
+  if isinstance(data, np.ndarray):
+    data = torch.from_numpy(data if data.flags.writeable else np.array(data))
+  elif not isinstance(data, torch.Tensor):
+    data = torch.as_tensor(data)
+  if dtype is not None and data.dtype != dtype:
+    data = data.to(dtype)
+  return data
+
+
+def squeeze(data: Any) -> Any:
+  """Squeezes a tensor (or the tensors of a dict) to at most 1-D for labels."""
+  if data is None:
+    return None
+  if isinstance(data, dict):
+    return {k: squeeze(v) for k, v in data.items()}
+  if data.dim() > 1 and data.size(-1) == 1:
+    return data.view(-1)
+  return data
+
+
+def id2idx(ids: Union[Sequence, torch.Tensor]) -> torch.Tensor:
+  """Maps each id to its position: the result ``m`` has ``m[ids[i]] == i``.
+
+  Ids absent from ``ids`` map to -1.
+  """
+  ids = convert_to_tensor(ids, dtype=torch.int64)
+  if ids.numel() == 0:
+    return torch.empty(0, dtype=torch.int64)
+  if int(ids.min()) < 0:
+    raise ValueError('ids must be non-negative')
+  index = torch.full((int(ids.max()) + 1,), -1, dtype=torch.int64)
+  index[ids] = torch.arange(ids.numel(), dtype=torch.int64)
+  return index
+
+
+def index_select(data: Any, index: Any) -> Any:
+  """Selects ``data[index]`` for a tensor or a dict of tensors keyed alike."""
+  if data is None:
+    return None
+  if isinstance(data, dict):
+    return {k: index_select(v, index[k]) for k, v in data.items() if k in index}
+  return data[index]
+
+
+def merge_dict(in_dict: Dict[Any, Any], out_dict: Dict[Any, list]) -> None:
+  """Appends each value of ``in_dict`` to the list under its key in ``out_dict``."""
+  for k, v in in_dict.items():
+    out_dict.setdefault(k, []).append(v)

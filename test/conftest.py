@@ -1,0 +1,35 @@
+"""Shared fixtures: small random graphs and the path of the real datasets."""
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+SHARED_DATASETS = Path(
+  os.environ.get('GLT_SHARED_DATASETS', Path(__file__).resolve().parents[2] / 'shared' / 'datasets')
+)
+
+
+def random_edges(num_src: int, num_dst: int, num_edges: int, seed: int) -> torch.Tensor:
+  """A random COO edge_index (duplicates and self-loops allowed)."""
+  rng = np.random.default_rng(seed)
+  src = rng.integers(0, num_src, num_edges)
+  dst = rng.integers(0, num_dst, num_edges)
+  return torch.from_numpy(np.stack([src, dst])).long()
+
+
+@pytest.fixture
+def thread_count():
+  """Restores torch's thread count after a test changes it."""
+  n = torch.get_num_threads()
+  yield
+  torch.set_num_threads(n)
+
+
+@pytest.fixture(scope='session')
+def cora_root() -> Path:
+  root = SHARED_DATASETS / 'planetoid'
+  if not (root / 'ind.cora.graph').exists():
+    pytest.skip(f'Cora is not at {root}')
+  return root

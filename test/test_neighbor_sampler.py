@@ -1,0 +1,256 @@
+"""NeighborSampler against a brute-force reference on small random graphs."""
+import itertools
+from collections import Counter
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from graphlearn_torch.data import Dataset
+from graphlearn_torch.sampler import NeighborSampler, NodeSamplerInput, SamplerOutput
+from graphlearn_torch.typing import reverse_edge_type
+
+from conftest import random_edges
+
+HOMO_T = 'n'
+HOMO_E = ('n', 'e', 'n')
+
+HETERO_COUNTS = {'paper': 40, 'author': 25, 'inst': 6}
+HETERO_EDGES = {
+  ('author', 'writes', 'paper'): (25, 40, 150),
+  ('paper', 'cites', 'paper'): (40, 40, 200),
+  ('author', 'affiliated', 'inst'): (25, 6, 30),
+}
+
+
+def make_hetero(edge_dir):
+  edges = {
+    et: random_edges(s, d, e, seed=i) for i, (et, (s, d, e)) in enumerate(HETERO_EDGES.items())
+  }
+  ds = Dataset(edge_dir=edge_dir)
+  ds.init_graph(edges, graph_mode='CPU', num_nodes=HETERO_COUNTS)
+  return ds, edges
+
+
+def make_homo(edge_dir, num_nodes=50, num_edges=400, seed=0):
+  ei = random_edges(num_nodes, num_nodes, num_edges, seed=seed)
+  ds = Dataset(edge_dir=edge_dir)
+  ds.init_graph(ei, graph_mode='CPU', num_nodes=num_nodes)
+  return ds, {HOMO_E: ei}
+
+
+def as_hetero(out):
+  """Views a homogeneous output with the hetero output's dict fields."""
+  if isinstance(out, SamplerOutput):
+    return dict(
+      node={HOMO_T: out.node},
+      row={HOMO_E: out.row},
+      col={HOMO_E: out.col},
+      edge={HOMO_E: out.edge},
+      num_nodes={HOMO_T: out.num_sampled_nodes},
+      num_edges={HOMO_E: out.num_sampled_edges},
+    )
+  return dict(
+    node=out.node,
+    row=out.row,
+    col=out.col,
+    edge=out.edge,
+    num_nodes=out.num_sampled_nodes,
+    num_edges=out.num_sampled_edges,
+  )
+
+
+def check_output(out, edges, seeds, seed_type, fanouts, edge_dir, replace):
+  """Checks a sampler output against the full graph ``edges`` (by brute force)."""
+  o = as_hetero(out)
+  seed_pos = 0 if edge_dir == 'out' else 1
+  nbr_pos = 1 - seed_pos
+  # seeds first, deduplicated in order; node ids unique per type
+  uniq = list(dict.fromkeys(seeds.tolist()))
+  assert o['node'][seed_type][: len(uniq)].tolist() == uniq
+  for t, nodes in o['node'].items():
+    assert nodes.unique().numel() == nodes.numel(), f'duplicate nodes of type {t}'
+    assert sum(o['num_nodes'][t]) == nodes.numel()
+  node_hop_start = {t: np.cumsum([0] + list(c)) for t, c in o['num_nodes'].items()}
+  for out_et, row in o['row'].items():
+    orig = reverse_edge_type(out_et) if edge_dir == 'out' else out_et
+    ei, eids = edges[orig], o['edge'][out_et]
+    nbr_t, seed_t = out_et[0], out_et[-1]
+    col = o['col'][out_et]
+    assert row.numel() == col.numel() == eids.numel() == sum(o['num_edges'][out_et])
+    # every sampled edge exists in the graph, in the right direction
+    seed_ids, nbr_ids = o['node'][seed_t][col], o['node'][nbr_t][row]
+    assert torch.equal(ei[seed_pos, eids], seed_ids)
+    assert torch.equal(ei[nbr_pos, eids], nbr_ids)
+    edge_start = np.cumsum([0] + list(o['num_edges'][out_et]))
+    for hop, k in enumerate(fanouts[orig]):
+      lo, hi = edge_start[hop], edge_start[hop + 1]
+      # edges of hop h start at the nodes added in hop h
+      frontier = range(node_hop_start[seed_t][hop], node_hop_start[seed_t][hop + 1])
+      assert all(c in frontier for c in col[lo:hi].tolist())
+      assert all(r < node_hop_start[nbr_t][hop + 2] for r in row[lo:hi].tolist())
+      for c in frontier:
+        v = int(o['node'][seed_t][c])
+        mine = (ei[seed_pos] == v).nonzero().view(-1)
+        got = eids[lo:hi][col[lo:hi] == c]
+        deg = mine.numel()
+        if k == -1:
+          assert sorted(got.tolist()) == sorted(mine.tolist())
+        elif replace:
+          assert got.numel() == (k if deg else 0)
+        else:
+          assert got.numel() == min(k, deg)
+          assert got.unique().numel() == got.numel()
+        assert set(got.tolist()) <= set(mine.tolist())
+  # nodes of hop h + 1 are exactly the neighbors of hop h not seen before
+  for t, nodes in o['node'].items():
+    for hop in range(len(o['num_nodes'][t]) - 1):
+      new = set(nodes[node_hop_start[t][hop + 1] : node_hop_start[t][hop + 2]].tolist())
+      seen_before = set(nodes[: node_hop_start[t][hop + 1]].tolist())
+      nbrs = set()
+      for out_et, row in o['row'].items():
+        if out_et[0] != t:
+          continue
+        lo, hi = np.cumsum([0] + list(o['num_edges'][out_et]))[hop : hop + 2]
+        nbrs |= set(nodes[row[lo:hi]].tolist())
+      assert new == nbrs - seen_before
+
+
+@pytest.mark.parametrize('edge_dir', ['out', 'in'])
+@pytest.mark.parametrize('fanout,replace', [([3, 2], False), ([-1, 2], False), ([4, 3], True)])
+def test_homo_against_brute_force(edge_dir, fanout, replace):
+  ds, edges = make_homo(edge_dir)
+  sampler = NeighborSampler(ds.graph, fanout, device='cpu', with_edge=True, edge_dir=edge_dir,
+                            seed=7, replace=replace)
+  for seeds in (torch.tensor([0, 5, 9, 13]), torch.tensor([3, 3, 8]), torch.arange(50)):
+    out = sampler.sample_from_nodes(NodeSamplerInput(seeds))
+    assert out.num_sampled_nodes[0] == seeds.unique().numel()
+    check_output(out, edges, seeds, HOMO_T, {HOMO_E: fanout}, edge_dir, replace)
+    assert torch.equal(out.node[out.metadata['seed_local']], seeds)
+
+
+@pytest.mark.parametrize('edge_dir', ['out', 'in'])
+@pytest.mark.parametrize('replace', [False, True])
+def test_hetero_against_brute_force(edge_dir, replace):
+  ds, edges = make_hetero(edge_dir)
+  fanouts = {et: [3, 2] for et in edges}
+  fanouts[('paper', 'cites', 'paper')] = [-1, 1]
+  sampler = NeighborSampler(ds.graph, fanouts, device='cpu', with_edge=True,
+                            edge_dir=edge_dir, seed=3, replace=replace)
+  seed_type = 'paper' if edge_dir == 'in' else 'author'
+  seeds = torch.tensor([1, 4, 4, 7, 11])
+  out = sampler.sample_from_nodes(NodeSamplerInput(seeds, seed_type))
+  assert out.input_type == seed_type
+  for et in out.row:
+    expected = reverse_edge_type(et) if edge_dir == 'out' else et
+    assert expected in edges
+  check_output(out, edges, seeds, seed_type, fanouts, edge_dir, replace)
+
+
+def test_hetero_zero_fanout_skips_edge_type():
+  ds, edges = make_hetero('in')
+  fanouts = {et: [2, 2] for et in edges}
+  fanouts[('author', 'writes', 'paper')] = [0, 0]
+  sampler = NeighborSampler(ds.graph, fanouts, device='cpu', with_edge=True, edge_dir='in')
+  out = sampler.sample_from_nodes(NodeSamplerInput(torch.arange(10), 'paper'))
+  assert out.row[('author', 'writes', 'paper')].numel() == 0
+  assert out.node['author'].numel() == 0
+  check_output(out, edges, torch.arange(10), 'paper', fanouts, 'in', False)
+
+
+def test_same_seed_same_batch_for_1_and_2_threads(thread_count):
+  ds, _ = make_homo('out', num_nodes=3000, num_edges=60_000, seed=5)
+  outs = []
+  for threads in (1, 2, 1):
+    torch.set_num_threads(threads)
+    sampler = NeighborSampler(ds.graph, [10, 5], device='cpu', with_edge=True, seed=42)
+    outs.append(sampler.sample_from_nodes(NodeSamplerInput(torch.arange(0, 3000, 2))))
+  for other in outs[1:]:
+    for field in ('node', 'row', 'col', 'edge'):
+      assert torch.equal(getattr(outs[0], field), getattr(other, field))
+  different = NeighborSampler(ds.graph, [10, 5], device='cpu', seed=43)
+  assert not torch.equal(
+    different.sample_from_nodes(NodeSamplerInput(torch.arange(0, 3000, 2))).node, outs[0].node
+  )
+
+
+def test_global_torch_seed_governs_unseeded_sampler():
+  ds, _ = make_homo('out')
+  sampler = NeighborSampler(ds.graph, [2, 2], device='cpu')
+  torch.manual_seed(0)
+  a = sampler.sample_from_nodes(NodeSamplerInput(torch.arange(20)))
+  torch.manual_seed(0)
+  b = sampler.sample_from_nodes(NodeSamplerInput(torch.arange(20)))
+  assert torch.equal(a.node, b.node) and torch.equal(a.row, b.row)
+
+
+def star_dataset(deg, weights=None):
+  """Node 0 points at nodes 1..deg."""
+  ei = torch.stack([torch.zeros(deg, dtype=torch.long), torch.arange(1, deg + 1)])
+  ds = Dataset()
+  ds.init_graph(ei, edge_weights=weights, graph_mode='CPU')
+  return ds
+
+
+def draws(ds, k, n, replace=False, with_weight=False, seed=0):
+  sampler = NeighborSampler(ds.graph, [k], device='cpu', replace=replace,
+                            with_weight=with_weight, seed=seed)
+  out = sampler.sample_one_hop(torch.zeros(n, dtype=torch.long), k)
+  assert torch.equal(out.nbr_num, torch.full((n,), k))
+  return out.nbr.view(n, k) - 1
+
+
+@pytest.mark.parametrize('deg,k', [(5, 2), (6, 3)])
+def test_without_replacement_subsets_are_uniform(deg, k):
+  picks = draws(star_dataset(deg), k, 30_000)
+  counts = Counter(tuple(sorted(r)) for r in picks.tolist())
+  subsets = list(itertools.combinations(range(deg), k))
+  assert set(counts) == set(subsets)
+  obs = [counts[s] for s in subsets]
+  assert stats.chisquare(obs).pvalue > 1e-3
+
+
+@pytest.mark.parametrize('deg,k', [(50, 10), (80, 40)])  # Floyd's and shuffle paths
+def test_without_replacement_inclusion_is_uniform(deg, k):
+  picks = draws(star_dataset(deg), k, 20_000)
+  assert all(len(set(r)) == k for r in picks[:500].tolist())
+  obs = torch.bincount(picks.view(-1), minlength=deg).numpy()
+  assert stats.chisquare(obs).pvalue > 1e-3
+
+
+def test_with_replacement_is_uniform():
+  picks = draws(star_dataset(7), 5, 20_000, replace=True)
+  obs = torch.bincount(picks.view(-1), minlength=7).numpy()
+  assert stats.chisquare(obs).pvalue > 1e-3
+
+
+@pytest.mark.parametrize('replace', [True, False])
+def test_weighted_single_draw_follows_weights(replace):
+  w = torch.tensor([1.0, 2.0, 3.0, 0.0, 4.0, 10.0])
+  picks = draws(star_dataset(6, w), 1, 40_000, replace=replace, with_weight=True)
+  obs = torch.bincount(picks.view(-1), minlength=6).numpy()
+  assert obs[3] == 0  # weight 0 is never drawn
+  keep = w > 0
+  expected = (w[keep] / w.sum() * 40_000).numpy()
+  assert stats.chisquare(obs[keep.numpy()], expected).pvalue > 1e-3
+
+
+def test_weighted_without_replacement_pairs_follow_successive_sampling():
+  w = np.array([1.0, 2.0, 3.0, 4.0])
+  picks = draws(star_dataset(4, torch.tensor(w, dtype=torch.float32)), 2, 40_000,
+                with_weight=True)
+  counts = Counter(tuple(sorted(r)) for r in picks.tolist())
+  pairs = list(itertools.combinations(range(4), 2))
+  total = w.sum()
+  prob = [w[i] / total * w[j] / (total - w[i]) + w[j] / total * w[i] / (total - w[j])
+          for i, j in pairs]
+  obs = [counts[p] for p in pairs]
+  assert stats.chisquare(obs, np.array(prob) * 40_000).pvalue > 1e-3
+
+
+def test_weighted_without_replacement_takes_all_when_fanout_exceeds_degree():
+  w = torch.tensor([1.0, 0.0, 2.0])
+  sampler = NeighborSampler(star_dataset(3, w).graph, [5], device='cpu', with_weight=True)
+  out = sampler.sample_one_hop(torch.tensor([0]), 5)
+  assert sorted(out.nbr.tolist()) == [1, 3]  # the zero-weight edge is left out
