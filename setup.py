@@ -6,6 +6,7 @@ Environment:
                          never needs nvcc.
   MAX_JOBS=N             parallel compile jobs (ninja).
 """
+
 import glob
 import os
 
@@ -20,6 +21,7 @@ def cuda_enabled() -> bool:
   if flag in ('off', '0', 'false', 'no'):
     return False
   import torch
+
   available = torch.version.cuda is not None and cpp_extension.CUDA_HOME is not None
   if flag in ('on', '1', 'true', 'yes'):
     if not available:

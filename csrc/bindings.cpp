@@ -1,6 +1,7 @@
 // Python bindings of the graphlearn_torch extension (graphlearn_torch._C).
 #include <torch/extension.h>
 
+#include "cpu/buffer_pool.h"
 #include "cpu/ops.h"
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
@@ -13,7 +14,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("seeds"), py::arg("num_neighbors"), py::arg("replace"),
         py::arg("rng_seed"), py::call_guard<py::gil_scoped_release>());
   m.def("gather_rows", &glt::gather_rows, py::arg("table"), py::arg("ids"),
-        py::arg("id2index"), py::call_guard<py::gil_scoped_release>());
+        py::arg("id2index"), py::arg("pool") = nullptr,
+        py::call_guard<py::gil_scoped_release>());
+  py::class_<glt::BufferPool, std::shared_ptr<glt::BufferPool>>(m, "BufferPool")
+      .def(py::init<int64_t>(), py::arg("max_cached_bytes"))
+      .def("clear", &glt::BufferPool::clear)
+      .def_property_readonly("cached_bytes", &glt::BufferPool::cached_bytes);
   py::class_<glt::Inducer>(m, "Inducer")
       .def(py::init<int64_t>(), py::arg("num_node_types"))
       .def("init_nodes", &glt::Inducer::init_nodes, py::arg("seeds"),

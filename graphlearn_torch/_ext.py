@@ -1,4 +1,5 @@
 """Loads the compiled extension with a clear error when it is missing."""
+
 try:
   from . import _C  # noqa: F401
 except ImportError as e:  # pragma: no cover - exercised only on a broken install

@@ -1,4 +1,5 @@
 """Type aliases shared across graphlearn_torch (GLT 0.2.x compatible)."""
+
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np

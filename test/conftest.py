@@ -1,4 +1,5 @@
 """Shared fixtures: small random graphs and the path of the real datasets."""
+
 import os
 from pathlib import Path
 

@@ -1,17 +1,17 @@
 """NeighborSampler against a brute-force reference on small random graphs."""
+
 import itertools
 from collections import Counter
 
 import numpy as np
 import pytest
 import torch
+from conftest import random_edges
 from scipy import stats
 
 from graphlearn_torch.data import Dataset
 from graphlearn_torch.sampler import NeighborSampler, NodeSamplerInput, SamplerOutput
 from graphlearn_torch.typing import reverse_edge_type
-
-from conftest import random_edges
 
 HOMO_T = 'n'
 HOMO_E = ('n', 'e', 'n')
@@ -121,8 +121,9 @@ def check_output(out, edges, seeds, seed_type, fanouts, edge_dir, replace):
 @pytest.mark.parametrize('fanout,replace', [([3, 2], False), ([-1, 2], False), ([4, 3], True)])
 def test_homo_against_brute_force(edge_dir, fanout, replace):
   ds, edges = make_homo(edge_dir)
-  sampler = NeighborSampler(ds.graph, fanout, device='cpu', with_edge=True, edge_dir=edge_dir,
-                            seed=7, replace=replace)
+  sampler = NeighborSampler(
+    ds.graph, fanout, device='cpu', with_edge=True, edge_dir=edge_dir, seed=7, replace=replace
+  )
   for seeds in (torch.tensor([0, 5, 9, 13]), torch.tensor([3, 3, 8]), torch.arange(50)):
     out = sampler.sample_from_nodes(NodeSamplerInput(seeds))
     assert out.num_sampled_nodes[0] == seeds.unique().numel()
@@ -136,8 +137,9 @@ def test_hetero_against_brute_force(edge_dir, replace):
   ds, edges = make_hetero(edge_dir)
   fanouts = {et: [3, 2] for et in edges}
   fanouts[('paper', 'cites', 'paper')] = [-1, 1]
-  sampler = NeighborSampler(ds.graph, fanouts, device='cpu', with_edge=True,
-                            edge_dir=edge_dir, seed=3, replace=replace)
+  sampler = NeighborSampler(
+    ds.graph, fanouts, device='cpu', with_edge=True, edge_dir=edge_dir, seed=3, replace=replace
+  )
   seed_type = 'paper' if edge_dir == 'in' else 'author'
   seeds = torch.tensor([1, 4, 4, 7, 11])
   out = sampler.sample_from_nodes(NodeSamplerInput(seeds, seed_type))
@@ -194,8 +196,9 @@ def star_dataset(deg, weights=None):
 
 
 def draws(ds, k, n, replace=False, with_weight=False, seed=0):
-  sampler = NeighborSampler(ds.graph, [k], device='cpu', replace=replace,
-                            with_weight=with_weight, seed=seed)
+  sampler = NeighborSampler(
+    ds.graph, [k], device='cpu', replace=replace, with_weight=with_weight, seed=seed
+  )
   out = sampler.sample_one_hop(torch.zeros(n, dtype=torch.long), k)
   assert torch.equal(out.nbr_num, torch.full((n,), k))
   return out.nbr.view(n, k) - 1
@@ -238,13 +241,13 @@ def test_weighted_single_draw_follows_weights(replace):
 
 def test_weighted_without_replacement_pairs_follow_successive_sampling():
   w = np.array([1.0, 2.0, 3.0, 4.0])
-  picks = draws(star_dataset(4, torch.tensor(w, dtype=torch.float32)), 2, 40_000,
-                with_weight=True)
+  picks = draws(star_dataset(4, torch.tensor(w, dtype=torch.float32)), 2, 40_000, with_weight=True)
   counts = Counter(tuple(sorted(r)) for r in picks.tolist())
   pairs = list(itertools.combinations(range(4), 2))
   total = w.sum()
-  prob = [w[i] / total * w[j] / (total - w[i]) + w[j] / total * w[i] / (total - w[j])
-          for i, j in pairs]
+  prob = [
+    w[i] / total * w[j] / (total - w[i]) + w[j] / total * w[i] / (total - w[j]) for i, j in pairs
+  ]
   obs = [counts[p] for p in pairs]
   assert stats.chisquare(obs, np.array(prob) * 40_000).pvalue > 1e-3
 

@@ -1,11 +1,10 @@
 import numpy as np
 import pytest
 import torch
-
-from graphlearn_torch.data import Topology
+from conftest import random_edges
 from graphlearn_torch._C import coo_to_csr
 
-from conftest import random_edges
+from graphlearn_torch.data import Topology
 
 
 def brute_rows(src, dst, num_rows, eids):
@@ -18,7 +17,9 @@ def brute_rows(src, dst, num_rows, eids):
 
 def topo_rows(indptr, indices, eids):
   return [
-    sorted(zip(indices[indptr[i] : indptr[i + 1]].tolist(), eids[indptr[i] : indptr[i + 1]].tolist()))
+    sorted(
+      zip(indices[indptr[i] : indptr[i + 1]].tolist(), eids[indptr[i] : indptr[i + 1]].tolist())
+    )
     for i in range(indptr.numel() - 1)
   ]
 
@@ -65,8 +66,9 @@ def test_csr_input_layout_and_size():
   assert torch.equal(again.indptr, ref.indptr[: again.row_count + 1])
   assert torch.equal(again.edge_ids, ref.edge_ids)
   csc = Topology((ref.indptr, ref.indices), ref.edge_ids, input_layout='CSR', layout='CSC')
-  assert torch.equal(ei[:, csc.edge_ids][1], torch.repeat_interleave(
-    torch.arange(csc.row_count), csc.degrees))
+  assert torch.equal(
+    ei[:, csc.edge_ids][1], torch.repeat_interleave(torch.arange(csc.row_count), csc.degrees)
+  )
 
 
 def test_parallel_build_is_stable_and_thread_independent(thread_count):

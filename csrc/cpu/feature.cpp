@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "../common.h"
+#include "buffer_pool.h"
 #include "ops.h"
 
 namespace glt {
@@ -17,7 +18,8 @@ constexpr int64_t kPrefetchLines = 16;
 }  // namespace
 
 at::Tensor gather_rows(const at::Tensor& table, const at::Tensor& ids,
-                       const std::optional<at::Tensor>& id2index) {
+                       const std::optional<at::Tensor>& id2index,
+                       const std::shared_ptr<BufferPool>& pool) {
   TORCH_CHECK(table.device().is_cpu(), "feature table must be a CPU tensor");
   TORCH_CHECK(table.dim() == 2, "feature table must be 2-D, got shape ",
               table.sizes());
@@ -35,7 +37,8 @@ at::Tensor gather_rows(const at::Tensor& table, const at::Tensor& ids,
   const auto id_t = ids.contiguous();
   const int64_t n = id_t.numel();
   const int64_t* id = id_t.data_ptr<int64_t>();
-  auto out = at::empty({n, table.size(1)}, table.options());
+  auto out = pool ? pool->empty({n, table.size(1)}, table.scalar_type())
+                  : at::empty({n, table.size(1)}, table.options());
   const int64_t row_bytes = table.size(1) * table.element_size();
   if (n == 0 || row_bytes == 0) return out;
   const char* src = static_cast<const char*>(table.data_ptr());

@@ -4,6 +4,8 @@
 
 #include <ATen/ATen.h>
 
+#include <memory>
+
 #include <optional>
 #include <tuple>
 #include <unordered_map>
@@ -27,9 +29,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors(
     const std::optional<at::Tensor>& edge_weights, const at::Tensor& seeds,
     int64_t num_neighbors, bool replace, int64_t rng_seed);
 
-// Gathers rows `ids` of a 2-D table (through `id2index` when given).
+class BufferPool;
+
+// Gathers rows `ids` of a 2-D table (through `id2index` when given), into a
+// buffer from `pool` when one is given.
 at::Tensor gather_rows(const at::Tensor& table, const at::Tensor& ids,
-                       const std::optional<at::Tensor>& id2index);
+                       const std::optional<at::Tensor>& id2index,
+                       const std::shared_ptr<BufferPool>& pool);
 
 // Maps global node ids to local ids, one id space per node type.
 class IdMap {

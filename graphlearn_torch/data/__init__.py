@@ -1,4 +1,5 @@
 """Data layer: topology, graph, features and datasets."""
+
 from .dataset import Dataset, random_split
 from .feature import DeviceGroup, Feature
 from .graph import Graph, Topology

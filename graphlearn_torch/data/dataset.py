@@ -1,4 +1,5 @@
 """Dataset: the graph, features, labels and seed splits of one machine."""
+
 import logging
 from typing import Dict, List, Literal, Optional, Sequence, Tuple, Union
 
@@ -183,7 +184,9 @@ class Dataset:
     for etype, ei in edges.items():
       topo = Topology(ei, eids.get(etype), weights.get(etype), layouts[etype], topo_layout)
       src_count, dst_count = (
-        (topo.row_count, topo.col_count) if topo_layout == 'CSR' else (topo.col_count, topo.row_count)
+        (topo.row_count, topo.col_count)
+        if topo_layout == 'CSR'
+        else (topo.col_count, topo.row_count)
       )
       src_t, dst_t = (etype[0], etype[-1]) if hetero else (_HOMO, _HOMO)
       counts[src_t] = max(counts.get(src_t, 0), src_count)

@@ -1,4 +1,5 @@
 """Feature tables: rows looked up by node (or edge) id."""
+
 import logging
 from typing import List, Optional, Sequence, Union
 
@@ -9,6 +10,9 @@ from ..typing import TensorDataType
 from ..utils.tensor import convert_to_tensor
 
 logger = logging.getLogger(__name__)
+
+# How many bytes of released gather outputs a Feature keeps for reuse.
+OUTPUT_CACHE_BYTES = 1 << 30
 
 
 class DeviceGroup:
@@ -70,6 +74,8 @@ class Feature:
     if with_gpu and not self.with_gpu and split_ratio > 0:
       logger.info('no CUDA device: the feature table stays in host memory')
     self.dtype = self.feature_tensor.dtype
+    # Released gather outputs are reused: fresh pages cost more than the copy.
+    self._out_pool = ops.BufferPool(OUTPUT_CACHE_BYTES)
 
   def __getitem__(self, ids: torch.Tensor) -> torch.Tensor:
     return self.cpu_get(ids)
@@ -77,7 +83,7 @@ class Feature:
   def cpu_get(self, ids: torch.Tensor) -> torch.Tensor:
     """Gathers the rows of ``ids`` (int64) from host memory."""
     ids = convert_to_tensor(ids, torch.int64).reshape(-1)
-    return ops.gather_rows(self.feature_tensor, ids.cpu(), self.id2index)
+    return ops.gather_rows(self.feature_tensor, ids.cpu(), self.id2index, self._out_pool)
 
   @property
   def num_ids(self) -> int:

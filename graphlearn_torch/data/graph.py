@@ -1,4 +1,5 @@
 """Graph topology (COO in, CSR or CSC out) and the Graph that samplers read."""
+
 import logging
 from typing import Literal, Optional, Tuple
 

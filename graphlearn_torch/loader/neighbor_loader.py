@@ -1,4 +1,5 @@
 """NeighborLoader: PyG-style mini-batches of sampled neighborhoods."""
+
 from typing import List, Optional, Tuple
 
 import torch

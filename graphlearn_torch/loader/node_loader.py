@@ -1,4 +1,5 @@
 """NodeLoader: batches of seed nodes through a sampler into PyG data."""
+
 from typing import Iterator, Optional, Tuple, Union
 
 import torch
@@ -64,8 +65,10 @@ def resolve_input_nodes(
   ntype, nodes = None, input_nodes
   if isinstance(input_nodes, str):
     ntype, nodes = input_nodes, None
-  elif isinstance(input_nodes, (tuple, list)) and len(input_nodes) == 2 and isinstance(
-    input_nodes[0], str
+  elif (
+    isinstance(input_nodes, (tuple, list))
+    and len(input_nodes) == 2
+    and isinstance(input_nodes[0], str)
   ):
     ntype, nodes = input_nodes
   if hetero and ntype is None:

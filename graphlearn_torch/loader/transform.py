@@ -1,4 +1,5 @@
 """Sampler outputs to PyG ``Data`` / ``HeteroData``."""
+
 from typing import Dict, Optional
 
 import torch

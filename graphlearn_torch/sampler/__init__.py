@@ -1,4 +1,5 @@
 """Samplers: inputs, outputs and the neighbor sampler."""
+
 from .base import (
   BaseSampler,
   CastMixin,

@@ -1,4 +1,5 @@
 """Sampler inputs and outputs (dataclasses) and the sampler interface."""
+
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -91,7 +92,9 @@ class NegativeSampling(CastMixin):
     try:
       self.mode = NegativeSamplingMode(mode)
     except ValueError:
-      raise ValueError(f"negative sampling mode must be 'binary' or 'triplet', got {mode!r}") from None
+      raise ValueError(
+        f"negative sampling mode must be 'binary' or 'triplet', got {mode!r}"
+      ) from None
     if amount <= 0:
       raise ValueError(f'negative sampling amount must be > 0, got {amount}')
     if self.is_triplet() and math.ceil(amount) != amount:

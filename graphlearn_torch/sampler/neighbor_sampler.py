@@ -1,12 +1,20 @@
 """Multi-hop neighbor sampling on one machine (homogeneous and heterogeneous)."""
+
 from dataclasses import dataclass
-from typing import Dict, List, Literal, Optional, Tuple, Union
+from typing import Dict, List, Literal, Optional, Union
 
 import torch
 
 from .._ext import ops
 from ..data.graph import Graph
-from ..typing import HOMO_EDGE_TYPE, HOMO_NODE_TYPE, EdgeType, NodeType, NumNeighbors, reverse_edge_type
+from ..typing import (
+  HOMO_EDGE_TYPE,
+  HOMO_NODE_TYPE,
+  EdgeType,
+  NodeType,
+  NumNeighbors,
+  reverse_edge_type,
+)
 from ..utils.device import resolve_device
 from .base import BaseSampler, HeteroSamplerOutput, NeighborOutput, NodeSamplerInput, SamplerOutput
 
@@ -123,9 +131,7 @@ class NeighborSampler(BaseSampler):
         if not isinstance(v, int) or isinstance(v, bool):
           raise ValueError(f'num_neighbors{where} must hold integers, got {v!r}')
         if v < -1 or (v == 0 and not allow_zero):
-          raise ValueError(
-            f'num_neighbors{where} must be -1 (all neighbors) or positive, got {v}'
-          )
+          raise ValueError(f'num_neighbors{where} must be -1 (all neighbors) or positive, got {v}')
         out.append(v)
       return out
 
@@ -210,9 +216,7 @@ class NeighborSampler(BaseSampler):
     empty = torch.empty(0, dtype=torch.int64)
     seeds = [seed_dict.get(t, empty) for t in self._node_types]
     frontier = dict(zip(self._node_types, inducer.init_nodes(seeds)))
-    seed_local = {
-      t: inducer.local_ids(self._type_index[t], s) for t, s in seed_dict.items()
-    }
+    seed_local = {t: inducer.local_ids(self._type_index[t], s) for t, s in seed_dict.items()}
     nodes = {t: [f] for t, f in frontier.items()}
     num_nodes = {t: [f.numel()] for t, f in frontier.items()}
     out_etypes = {etype: self._out_edge_type(etype) for etype in self._graphs}
@@ -282,7 +286,9 @@ class NeighborSampler(BaseSampler):
     res = self._sample({ntype: seeds})
     return self._to_output(res, ntype, metadata={'seed_local': res.seed_local[ntype]})
 
-  def _to_output(self, res: _HopResult, input_type, metadata) -> Union[SamplerOutput, HeteroSamplerOutput]:
+  def _to_output(
+    self, res: _HopResult, input_type, metadata
+  ) -> Union[SamplerOutput, HeteroSamplerOutput]:
     def dev(x):
       if isinstance(x, dict):
         return {k: dev(v) for k, v in x.items()}
@@ -319,5 +325,3 @@ class NeighborSampler(BaseSampler):
 
   def subgraph(self, inputs):
     raise NotImplementedError('subgraph sampling is not available yet in graphlearn_torch')
-
-

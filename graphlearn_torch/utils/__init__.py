@@ -1,4 +1,5 @@
 """Utilities of graphlearn_torch."""
+
 from .device import resolve_device
 from .tensor import convert_to_tensor, id2idx, index_select, merge_dict, squeeze
 

@@ -1,4 +1,5 @@
 """Device helpers: fall back to the CPU where CUDA is not available."""
+
 import logging
 from typing import Optional, Union
 

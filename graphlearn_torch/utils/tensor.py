@@ -1,4 +1,5 @@
 """Tensor helpers."""
+
 from typing import Any, Dict, Optional, Sequence, Union
 
 import numpy as np

@@ -1,0 +1,125 @@
+"""Neighbor sampling and feature gather on an ogbn-products-size graph.
+
+  python benchmarks/bench_sampler.py [--threads 2] [--batches 60]
+
+Builds a seeded power-law graph with ogbn-products' size (2,449,029 nodes,
+61,859,140 undirected edges stored both ways: 123,718,280), then measures:
+  - CSR construction from COO;
+  - NeighborSampler, fanout [15, 10, 5], batch 1024: batches/s and sampled
+    edges/s, beside GLT 0.2.4's CPU build measured on this machine class;
+  - feature gather of the sampled nodes from a 100-dim fp32 table: our
+    kernel beside torch.index_select on the same ids, measured here.
+"""
+import argparse
+import time
+
+import torch
+
+import graphlearn_torch as glt
+
+NUM_NODES = 2_449_029
+NUM_UNDIRECTED = 61_859_140
+# GLT 0.2.4, CPU-only build, same graph and settings (figures from the issue
+# that set these targets; GLT cannot be built on this machine to re-measure).
+GLT_EDGES_PER_S = 1.35e6
+GLT_BATCHES_PER_S = 4.9
+GLT_GATHER_ROWS_PER_S = 2.7e6
+
+
+def build_graph(scale: float, seed: int):
+  num_nodes = int(NUM_NODES * scale)
+  half = int(NUM_UNDIRECTED * scale)
+  t = time.perf_counter()
+  edges = torch.empty(2, 2 * half, dtype=torch.int64)
+  glt.datasets.power_law_edges(num_nodes, half, exponent=0.5, seed=seed, out=edges[:, :half])
+  edges[0, half:] = edges[1, :half]
+  edges[1, half:] = edges[0, :half]
+  gen_s = time.perf_counter() - t
+  t = time.perf_counter()
+  ds = glt.data.Dataset(edge_dir='in')
+  ds.init_graph(edges, graph_mode='CPU', num_nodes=num_nodes)
+  build_s = time.perf_counter() - t
+  return ds, edges.size(1), gen_s, build_s
+
+
+def bench_sampling(ds, batches: int, batch_size: int, fanout, seed: int):
+  sampler = glt.sampler.NeighborSampler(ds.graph, fanout, device='cpu', edge_dir='in', seed=seed)
+  g = torch.Generator().manual_seed(seed)
+  num_nodes = ds.num_nodes()
+  seed_batches = [
+    torch.randperm(num_nodes, generator=g)[:batch_size] for _ in range(min(batches, 8))
+  ]
+  for s in seed_batches[:3]:  # warm-up
+    sampler.sample_from_nodes(glt.sampler.NodeSamplerInput(s))
+  edges = nodes = 0
+  sampled_nodes = []
+  t = time.perf_counter()
+  for i in range(batches):
+    out = sampler.sample_from_nodes(glt.sampler.NodeSamplerInput(seed_batches[i % 8]))
+    edges += out.row.numel()
+    nodes += out.node.numel()
+    if i < 8:
+      sampled_nodes.append(out.node)
+  elapsed = time.perf_counter() - t
+  return batches / elapsed, edges / elapsed, nodes / batches, edges / batches, sampled_nodes
+
+
+def bench_gather(num_nodes: int, dim: int, id_batches, repeat: int):
+  table = torch.randn(num_nodes, dim)
+  feat = glt.data.Feature(table)
+  total = sum(ids.numel() for ids in id_batches) * repeat
+  results = {}
+  for name, fn in (
+    ('graphlearn_torch gather', lambda ids: feat[ids]),
+    ('torch.index_select', lambda ids: torch.index_select(table, 0, ids)),
+  ):
+    fn(id_batches[0])
+    t = time.perf_counter()
+    for _ in range(repeat):
+      for ids in id_batches:
+        fn(ids)
+    results[name] = total / (time.perf_counter() - t)
+  assert torch.equal(feat[id_batches[0]], table[id_batches[0]])
+  return results, dim * table.element_size()
+
+
+def main():
+  p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  p.add_argument('--threads', type=int, default=2)
+  p.add_argument('--batches', type=int, default=60)
+  p.add_argument('--batch_size', type=int, default=1024)
+  p.add_argument('--fanout', type=int, nargs='+', default=[15, 10, 5])
+  p.add_argument('--scale', type=float, default=1.0, help='graph size relative to products')
+  p.add_argument('--dim', type=int, default=100)
+  p.add_argument('--seed', type=int, default=0)
+  args = p.parse_args()
+  torch.set_num_threads(args.threads)
+
+  ds, num_edges, gen_s, build_s = build_graph(args.scale, args.seed)
+  print(f'graph: {ds.num_nodes():,} nodes, {num_edges:,} directed edges '
+        f'(generated in {gen_s:.1f} s, CSR built in {build_s:.1f} s, {args.threads} threads)')
+  bps, eps, nodes_pb, edges_pb, sampled = bench_sampling(
+    ds, args.batches, args.batch_size, args.fanout, args.seed)
+  print(f'sampling: fanout {args.fanout}, batch {args.batch_size}, {args.batches} batches, '
+        f'{nodes_pb:,.0f} nodes and {edges_pb:,.0f} edges per batch')
+  gather, row_bytes = bench_gather(ds.num_nodes(), args.dim, sampled, repeat=3)
+
+  rows = [
+    ('sampling batches/s', bps, GLT_BATCHES_PER_S, 'GLT 0.2.4 CPU (reference)'),
+    ('sampled edges/s', eps, GLT_EDGES_PER_S, 'GLT 0.2.4 CPU (reference)'),
+  ]
+  ours = gather['graphlearn_torch gather']
+  rows.append(('gather rows/s', ours, gather['torch.index_select'], 'torch.index_select (measured)'))
+  rows.append(('gather rows/s', ours, GLT_GATHER_ROWS_PER_S, 'GLT 0.2.4 CPU (reference)'))
+  print()
+  print(f'| {"metric":<20} | {"graphlearn_torch":>16} | {"peer":>12} | {"ratio":>6} | peer |')
+  print(f'|{"-" * 22}|{"-" * 18}|{"-" * 14}|{"-" * 8}|------|')
+  for name, value, peer, peer_name in rows:
+    print(f'| {name:<20} | {value:>16,.1f} | {peer:>12,.1f} | {value / peer:>5.2f}x | {peer_name} |')
+  print(f'| {"gather GB/s":<20} | {ours * row_bytes / 1e9:>16.2f} | '
+        f'{gather["torch.index_select"] * row_bytes / 1e9:>12.2f} | '
+        f'{ours / gather["torch.index_select"]:>5.2f}x | torch.index_select (measured) |')
+
+
+if __name__ == '__main__':
+  main()

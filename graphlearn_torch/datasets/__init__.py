@@ -1,0 +1,6 @@
+"""Dataset readers and synthetic graph generators (no downloads)."""
+
+from .planetoid import load_planetoid
+from .synthetic import community_graph, power_law_edges
+
+__all__ = ['community_graph', 'load_planetoid', 'power_law_edges']

@@ -1,0 +1,125 @@
+"""Bad input raises a clear Python exception naming the problem."""
+
+import pytest
+import torch
+
+from graphlearn_torch import _C
+from graphlearn_torch.data import Dataset, Feature, Topology
+from graphlearn_torch.loader import NeighborLoader
+from graphlearn_torch.sampler import NeighborSampler, NodeSamplerInput
+
+
+@pytest.fixture
+def dataset():
+  ds = Dataset()
+  ds.init_graph(torch.tensor([[0, 1, 2, 3], [1, 2, 3, 0]]), graph_mode='CPU')
+  ds.init_node_features(torch.randn(4, 2))
+  return ds
+
+
+def hetero_dataset():
+  ds = Dataset()
+  ds.init_graph({('a', 'to', 'b'): torch.tensor([[0, 1], [1, 0]])}, graph_mode='CPU')
+  return ds
+
+
+@pytest.mark.parametrize('seeds', [torch.tensor([4]), torch.tensor([-1]), torch.tensor([0, 99])])
+def test_seed_out_of_range(dataset, seeds):
+  sampler = NeighborSampler(dataset.graph, [2], device='cpu')
+  with pytest.raises(ValueError, match='out of range'):
+    sampler.sample_from_nodes(NodeSamplerInput(seeds))
+  with pytest.raises(ValueError, match='out of range'):
+    NeighborLoader(dataset, [2], seeds, device='cpu')
+
+
+def test_float_seeds(dataset):
+  with pytest.raises(ValueError, match='integer'):
+    NeighborLoader(dataset, [2], torch.tensor([0.5]), device='cpu')
+
+
+@pytest.mark.parametrize(
+  'edge_index,match',
+  [
+    (torch.zeros(3, 4, dtype=torch.long), r'shape \[2, num_edges\]'),
+    (torch.zeros(4, dtype=torch.long), r'shape \[2, num_edges\]'),
+    (torch.zeros(2, 4), 'integer'),
+    (torch.tensor([[0, -1], [1, 2]]), 'negative'),
+    ((torch.tensor([0, 1]), torch.tensor([1])), 'differ in length'),
+  ],
+)
+def test_bad_edge_index(edge_index, match):
+  with pytest.raises(ValueError, match=match):
+    Topology(edge_index)
+  with pytest.raises(ValueError, match=match):
+    Dataset().init_graph(edge_index, graph_mode='CPU')
+
+
+@pytest.mark.parametrize('fanout', [[0], [2, -2], [2.5], [], 'ab'])
+def test_bad_fanout(dataset, fanout):
+  with pytest.raises(ValueError, match='num_neighbors'):
+    NeighborLoader(dataset, fanout, None, device='cpu')
+
+
+def test_feature_rows_fewer_than_nodes(dataset):
+  with pytest.raises(ValueError, match='answer for 3 ids but the graph has 4 nodes'):
+    dataset.init_node_features(torch.randn(3, 2))
+  ds = Dataset()
+  ds.init_node_features(torch.randn(2, 2))
+  with pytest.raises(ValueError, match='answer for 2 ids'):
+    ds.init_graph(torch.tensor([[0, 1], [1, 4]]), graph_mode='CPU')
+
+
+def test_unknown_types():
+  ds = hetero_dataset()
+  with pytest.raises(ValueError, match="unknown node type 'c'"):
+    NeighborLoader(ds, [1], ('c', torch.tensor([0])), device='cpu')
+  with pytest.raises(ValueError, match='heterogeneous'):
+    NeighborLoader(ds, [1], torch.tensor([0]), device='cpu')
+  with pytest.raises(ValueError, match='unknown edge types'):
+    NeighborSampler(ds.graph, {('a', 'x', 'b'): [1]}, device='cpu')
+  with pytest.raises(KeyError, match='unknown edge type'):
+    ds.get_graph(('a', 'x', 'b'))
+  sampler = NeighborSampler(ds.graph, [1], device='cpu')
+  with pytest.raises(ValueError, match='unknown node type'):
+    sampler.sample_from_nodes(NodeSamplerInput(torch.tensor([0]), 'zzz'))
+
+
+def test_other_bad_arguments(dataset):
+  with pytest.raises(ValueError, match='batch_size'):
+    NeighborLoader(dataset, [1], None, batch_size=0, device='cpu')
+  with pytest.raises(TypeError, match='unexpected arguments'):
+    NeighborLoader(dataset, [1], None, device='cpu', bogus=1)
+  with pytest.raises(ValueError, match='edge weights'):
+    NeighborSampler(dataset.graph, [1], device='cpu', with_weight=True)
+  with pytest.raises(ValueError, match='graph mode'):
+    Dataset().init_graph(torch.tensor([[0], [1]]), graph_mode='GPU-ish')
+  with pytest.raises(ValueError, match='edge_weights'):
+    Topology(torch.tensor([[0], [1]]), edge_weights=torch.tensor([-1.0]))
+  with pytest.raises(ValueError, match='2-D'):
+    Feature(torch.randn(2, 2, 2))
+
+
+def test_kernels_check_their_inputs():
+  indptr, indices = torch.tensor([0, 1, 2]), torch.tensor([1, 0])
+  with pytest.raises(RuntimeError, match='seeds holds ids outside'):
+    _C.sample_neighbors(indptr, indices, None, None, torch.tensor([2]), 1, False, 0)
+  with pytest.raises(RuntimeError, match='int64'):
+    _C.sample_neighbors(
+      indptr, indices, None, None, torch.tensor([0], dtype=torch.int32), 1, False, 0
+    )
+  with pytest.raises(RuntimeError, match='indptr ends at'):
+    _C.sample_neighbors(indptr, torch.tensor([1]), None, None, torch.tensor([0]), 1, False, 0)
+  with pytest.raises(RuntimeError, match='edge_ids'):
+    _C.sample_neighbors(indptr, indices, torch.tensor([0]), None, torch.tensor([0]), 1, False, 0)
+  with pytest.raises(RuntimeError, match='col holds ids outside'):
+    _C.coo_to_csr(torch.tensor([0]), torch.tensor([5]), 1, 2)
+  with pytest.raises(RuntimeError, match='out of range'):
+    _C.gather_rows(torch.randn(3, 2), torch.tensor([3]), None)
+  inducer = _C.Inducer(1)
+  inducer.init_nodes([torch.tensor([0])])
+  with pytest.raises(RuntimeError, match='not seen by the inducer'):
+    inducer.induce_next([0], [0], [torch.tensor([5])], [torch.tensor([1])], [torch.tensor([1])])
+  with pytest.raises(RuntimeError, match='nbr_nums sums to'):
+    inducer.induce_next([0], [0], [torch.tensor([0])], [torch.tensor([1])], [torch.tensor([2])])
+  with pytest.raises(RuntimeError, match='node type index'):
+    inducer.induce_next([1], [0], [torch.tensor([0])], [torch.tensor([1])], [torch.tensor([1])])
