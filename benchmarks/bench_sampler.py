@@ -10,6 +10,7 @@ Builds a seeded power-law graph with ogbn-products' size (2,449,029 nodes,
   - feature gather of the sampled nodes from a 100-dim fp32 table: our
     kernel beside torch.index_select on the same ids, measured here.
 """
+
 import argparse
 import time
 
@@ -96,12 +97,17 @@ def main():
   torch.set_num_threads(args.threads)
 
   ds, num_edges, gen_s, build_s = build_graph(args.scale, args.seed)
-  print(f'graph: {ds.num_nodes():,} nodes, {num_edges:,} directed edges '
-        f'(generated in {gen_s:.1f} s, CSR built in {build_s:.1f} s, {args.threads} threads)')
+  print(
+    f'graph: {ds.num_nodes():,} nodes, {num_edges:,} directed edges '
+    f'(generated in {gen_s:.1f} s, CSR built in {build_s:.1f} s, {args.threads} threads)'
+  )
   bps, eps, nodes_pb, edges_pb, sampled = bench_sampling(
-    ds, args.batches, args.batch_size, args.fanout, args.seed)
-  print(f'sampling: fanout {args.fanout}, batch {args.batch_size}, {args.batches} batches, '
-        f'{nodes_pb:,.0f} nodes and {edges_pb:,.0f} edges per batch')
+    ds, args.batches, args.batch_size, args.fanout, args.seed
+  )
+  print(
+    f'sampling: fanout {args.fanout}, batch {args.batch_size}, {args.batches} batches, '
+    f'{nodes_pb:,.0f} nodes and {edges_pb:,.0f} edges per batch'
+  )
   gather, row_bytes = bench_gather(ds.num_nodes(), args.dim, sampled, repeat=3)
 
   rows = [
@@ -109,16 +115,22 @@ def main():
     ('sampled edges/s', eps, GLT_EDGES_PER_S, 'GLT 0.2.4 CPU (reference)'),
   ]
   ours = gather['graphlearn_torch gather']
-  rows.append(('gather rows/s', ours, gather['torch.index_select'], 'torch.index_select (measured)'))
+  rows.append(
+    ('gather rows/s', ours, gather['torch.index_select'], 'torch.index_select (measured)')
+  )
   rows.append(('gather rows/s', ours, GLT_GATHER_ROWS_PER_S, 'GLT 0.2.4 CPU (reference)'))
   print()
   print(f'| {"metric":<20} | {"graphlearn_torch":>16} | {"peer":>12} | {"ratio":>6} | peer |')
   print(f'|{"-" * 22}|{"-" * 18}|{"-" * 14}|{"-" * 8}|------|')
   for name, value, peer, peer_name in rows:
-    print(f'| {name:<20} | {value:>16,.1f} | {peer:>12,.1f} | {value / peer:>5.2f}x | {peer_name} |')
-  print(f'| {"gather GB/s":<20} | {ours * row_bytes / 1e9:>16.2f} | '
-        f'{gather["torch.index_select"] * row_bytes / 1e9:>12.2f} | '
-        f'{ours / gather["torch.index_select"]:>5.2f}x | torch.index_select (measured) |')
+    print(
+      f'| {name:<20} | {value:>16,.1f} | {peer:>12,.1f} | {value / peer:>5.2f}x | {peer_name} |'
+    )
+  print(
+    f'| {"gather GB/s":<20} | {ours * row_bytes / 1e9:>16.2f} | '
+    f'{gather["torch.index_select"] * row_bytes / 1e9:>12.2f} | '
+    f'{ours / gather["torch.index_select"]:>5.2f}x | torch.index_select (measured) |'
+  )
 
 
 if __name__ == '__main__':
