@@ -9,6 +9,8 @@ Environment:
 
 import glob
 import os
+import shutil
+import subprocess
 
 from setuptools import find_packages, setup
 from torch.utils import cpp_extension
@@ -50,8 +52,35 @@ def extension():
   return cpp_extension.CppExtension(**kwargs)
 
 
+class BuildExtension(cpp_extension.BuildExtension):
+  """torch's BuildExtension plus a check of how the C++ runtime was linked.
+
+  Some toolchains (a CXX wrapper that adds -static-libstdc++, say) put a
+  private copy of libstdc++ into the extension. Beside torch's shared C++
+  runtime, any C++ exception thrown in the extension then crashes the process
+  (seen as a segfault on the first bad input). Fail the build instead.
+  """
+
+  def build_extensions(self):
+    super().build_extensions()
+    readelf = shutil.which('readelf')
+    if readelf is None:
+      return
+    for ext in self.extensions:
+      path = self.get_ext_fullpath(ext.name)
+      dynamic = subprocess.run([readelf, '-d', path], capture_output=True, text=True).stdout
+      if 'libstdc++' not in dynamic and 'libc++' not in dynamic:
+        os.remove(path)
+        raise RuntimeError(
+          f'{path} was linked without the shared C++ runtime (libstdc++.so): the compiler '
+          f'({os.environ.get("CXX", "c++")}) links it statically, which crashes on the first C++ '
+          'exception next to torch. Build with a compiler that links it dynamically, e.g. '
+          'CC=/usr/bin/gcc CXX=/usr/bin/g++ pip install --no-build-isolation -e .'
+        )
+
+
 setup(
   packages=find_packages(include=['graphlearn_torch', 'graphlearn_torch.*']),
   ext_modules=[extension()],
-  cmdclass={'build_ext': cpp_extension.BuildExtension.with_options(use_ninja=True)},
+  cmdclass={'build_ext': BuildExtension.with_options(use_ninja=True)},
 )

@@ -1,34 +1,69 @@
 // Python bindings of the graphlearn_torch extension (graphlearn_torch._C).
+//
+// Every binding goes through torch::wrap_pybind_function(_no_gil): a failed
+// input check (c10::ValueError from TORCH_CHECK_VALUE) is turned into a
+// Python ValueError inside the call, as torch's own bindings do, rather than
+// left to pybind11's exception dispatch.
 #include <torch/extension.h>
 
 #include "cpu/buffer_pool.h"
 #include "cpu/ops.h"
 
+namespace {
+
+using torch::wrap_pybind_function;
+using torch::wrap_pybind_function_no_gil;
+
+}  // namespace
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "graphlearn_torch C++ kernels";
-  m.def("coo_to_csr", &glt::coo_to_csr, py::arg("row"), py::arg("col"),
-        py::arg("num_rows"), py::arg("num_cols"),
-        py::call_guard<py::gil_scoped_release>());
-  m.def("sample_neighbors", &glt::sample_neighbors, py::arg("indptr"),
-        py::arg("indices"), py::arg("edge_ids"), py::arg("edge_weights"),
-        py::arg("seeds"), py::arg("num_neighbors"), py::arg("replace"),
-        py::arg("rng_seed"), py::call_guard<py::gil_scoped_release>());
-  m.def("gather_rows", &glt::gather_rows, py::arg("table"), py::arg("ids"),
-        py::arg("id2index"), py::arg("pool") = nullptr,
-        py::call_guard<py::gil_scoped_release>());
+  m.def("coo_to_csr", wrap_pybind_function_no_gil(&glt::coo_to_csr), py::arg("row"),
+        py::arg("col"), py::arg("num_rows"), py::arg("num_cols"));
+  m.def("sample_neighbors", wrap_pybind_function_no_gil(&glt::sample_neighbors),
+        py::arg("indptr"), py::arg("indices"), py::arg("edge_ids"), py::arg("edge_weights"),
+        py::arg("seeds"), py::arg("num_neighbors"), py::arg("replace"), py::arg("rng_seed"));
+  m.def("gather_rows", wrap_pybind_function_no_gil(&glt::gather_rows), py::arg("table"),
+        py::arg("ids"), py::arg("id2index"), py::arg("pool") = nullptr);
+
   py::class_<glt::BufferPool, std::shared_ptr<glt::BufferPool>>(m, "BufferPool")
-      .def(py::init<int64_t>(), py::arg("max_cached_bytes"))
-      .def("clear", &glt::BufferPool::clear)
-      .def_property_readonly("cached_bytes", &glt::BufferPool::cached_bytes);
+      .def(py::init(wrap_pybind_function([](int64_t max_cached_bytes) {
+             return std::make_shared<glt::BufferPool>(max_cached_bytes);
+           })),
+           py::arg("max_cached_bytes"))
+      .def("clear", wrap_pybind_function([](glt::BufferPool& self) { self.clear(); }))
+      .def_property_readonly("cached_bytes", wrap_pybind_function([](glt::BufferPool& self) {
+                               return self.cached_bytes();
+                             }));
+
   py::class_<glt::Inducer>(m, "Inducer")
-      .def(py::init<int64_t>(), py::arg("num_node_types"))
-      .def("init_nodes", &glt::Inducer::init_nodes, py::arg("seeds"),
-           py::call_guard<py::gil_scoped_release>())
-      .def("induce_next", &glt::Inducer::induce_next, py::arg("src_types"),
-           py::arg("nbr_types"), py::arg("srcs"), py::arg("nbrs"),
-           py::arg("nbr_nums"), py::call_guard<py::gil_scoped_release>())
-      .def("local_ids", &glt::Inducer::local_ids, py::arg("node_type"),
-           py::arg("ids"))
-      .def("reset", &glt::Inducer::reset)
-      .def_property_readonly("num_node_types", &glt::Inducer::num_node_types);
+      .def(py::init(wrap_pybind_function([](int64_t num_node_types) {
+             return std::make_unique<glt::Inducer>(num_node_types);
+           })),
+           py::arg("num_node_types"))
+      .def("init_nodes",
+           wrap_pybind_function_no_gil(
+               [](glt::Inducer& self, const std::vector<at::Tensor>& seeds) {
+                 return self.init_nodes(seeds);
+               }),
+           py::arg("seeds"))
+      .def("induce_next",
+           wrap_pybind_function_no_gil(
+               [](glt::Inducer& self, const std::vector<int64_t>& src_types,
+                  const std::vector<int64_t>& nbr_types, const std::vector<at::Tensor>& srcs,
+                  const std::vector<at::Tensor>& nbrs, const std::vector<at::Tensor>& nbr_nums) {
+                 return self.induce_next(src_types, nbr_types, srcs, nbrs, nbr_nums);
+               }),
+           py::arg("src_types"), py::arg("nbr_types"), py::arg("srcs"), py::arg("nbrs"),
+           py::arg("nbr_nums"))
+      .def("local_ids",
+           wrap_pybind_function_no_gil(
+               [](const glt::Inducer& self, int64_t node_type, const at::Tensor& ids) {
+                 return self.local_ids(node_type, ids);
+               }),
+           py::arg("node_type"), py::arg("ids"))
+      .def("reset", wrap_pybind_function([](glt::Inducer& self) { self.reset(); }))
+      .def_property_readonly("num_node_types", wrap_pybind_function([](const glt::Inducer& self) {
+                               return self.num_node_types();
+                             }));
 }

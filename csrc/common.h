@@ -10,11 +10,11 @@ namespace glt {
 
 // Checks that `t` is a 1-D int64 CPU tensor; `name` appears in the error.
 inline void check_index(const at::Tensor& t, const char* name) {
-  TORCH_CHECK(t.device().is_cpu(), name, " must be a CPU tensor, got one on ",
+  TORCH_CHECK_VALUE(t.device().is_cpu(), name, " must be a CPU tensor, got one on ",
               t.device());
-  TORCH_CHECK(t.scalar_type() == at::kLong, name, " must be int64, got ",
+  TORCH_CHECK_VALUE(t.scalar_type() == at::kLong, name, " must be int64, got ",
               t.scalar_type());
-  TORCH_CHECK(t.dim() == 1, name, " must be 1-D, got shape ", t.sizes());
+  TORCH_CHECK_VALUE(t.dim() == 1, name, " must be 1-D, got shape ", t.sizes());
 }
 
 // Checks that every value of the 1-D int64 tensor `t` lies in [0, upper).
@@ -22,7 +22,7 @@ inline void check_range(const at::Tensor& t, int64_t upper, const char* name) {
   if (t.numel() == 0) return;
   const int64_t lo = t.min().item<int64_t>();
   const int64_t hi = t.max().item<int64_t>();
-  TORCH_CHECK(lo >= 0 && hi < upper, name, " holds ids outside [0, ", upper,
+  TORCH_CHECK_VALUE(lo >= 0 && hi < upper, name, " holds ids outside [0, ", upper,
               "): min ", lo, ", max ", hi);
 }
 

@@ -22,9 +22,9 @@ def test_feature_with_id2index():
   table = torch.arange(8, dtype=torch.float32).view(4, 2)
   feat = Feature(table, id2index=id2idx(ids))
   assert torch.equal(feat[torch.tensor([9, 7])], table[[2, 0]])
-  with pytest.raises(RuntimeError, match='has no feature row'):
+  with pytest.raises(ValueError, match='has no feature row'):
     feat[torch.tensor([5])]
-  with pytest.raises(RuntimeError, match='out of range'):
+  with pytest.raises(ValueError, match='out of range'):
     feat[torch.tensor([10])]
 
 

@@ -101,25 +101,25 @@ def test_other_bad_arguments(dataset):
 
 def test_kernels_check_their_inputs():
   indptr, indices = torch.tensor([0, 1, 2]), torch.tensor([1, 0])
-  with pytest.raises(RuntimeError, match='seeds holds ids outside'):
+  with pytest.raises(ValueError, match='seeds holds ids outside'):
     _C.sample_neighbors(indptr, indices, None, None, torch.tensor([2]), 1, False, 0)
-  with pytest.raises(RuntimeError, match='int64'):
+  with pytest.raises(ValueError, match='int64'):
     _C.sample_neighbors(
       indptr, indices, None, None, torch.tensor([0], dtype=torch.int32), 1, False, 0
     )
-  with pytest.raises(RuntimeError, match='indptr ends at'):
+  with pytest.raises(ValueError, match='indptr ends at'):
     _C.sample_neighbors(indptr, torch.tensor([1]), None, None, torch.tensor([0]), 1, False, 0)
-  with pytest.raises(RuntimeError, match='edge_ids'):
+  with pytest.raises(ValueError, match='edge_ids'):
     _C.sample_neighbors(indptr, indices, torch.tensor([0]), None, torch.tensor([0]), 1, False, 0)
-  with pytest.raises(RuntimeError, match='col holds ids outside'):
+  with pytest.raises(ValueError, match='col holds ids outside'):
     _C.coo_to_csr(torch.tensor([0]), torch.tensor([5]), 1, 2)
-  with pytest.raises(RuntimeError, match='out of range'):
+  with pytest.raises(ValueError, match='out of range'):
     _C.gather_rows(torch.randn(3, 2), torch.tensor([3]), None)
   inducer = _C.Inducer(1)
   inducer.init_nodes([torch.tensor([0])])
-  with pytest.raises(RuntimeError, match='not seen by the inducer'):
+  with pytest.raises(ValueError, match='not seen by the inducer'):
     inducer.induce_next([0], [0], [torch.tensor([5])], [torch.tensor([1])], [torch.tensor([1])])
-  with pytest.raises(RuntimeError, match='nbr_nums sums to'):
+  with pytest.raises(ValueError, match='nbr_nums sums to'):
     inducer.induce_next([0], [0], [torch.tensor([0])], [torch.tensor([1])], [torch.tensor([2])])
-  with pytest.raises(RuntimeError, match='node type index'):
+  with pytest.raises(ValueError, match='node type index'):
     inducer.induce_next([1], [0], [torch.tensor([0])], [torch.tensor([1])], [torch.tensor([1])])

@@ -20,17 +20,17 @@ constexpr int64_t kPrefetchLines = 16;
 at::Tensor gather_rows(const at::Tensor& table, const at::Tensor& ids,
                        const std::optional<at::Tensor>& id2index,
                        const std::shared_ptr<BufferPool>& pool) {
-  TORCH_CHECK(table.device().is_cpu(), "feature table must be a CPU tensor");
-  TORCH_CHECK(table.dim() == 2, "feature table must be 2-D, got shape ",
+  TORCH_CHECK_VALUE(table.device().is_cpu(), "feature table must be a CPU tensor");
+  TORCH_CHECK_VALUE(table.dim() == 2, "feature table must be 2-D, got shape ",
               table.sizes());
-  TORCH_CHECK(table.is_contiguous(), "feature table must be contiguous");
+  TORCH_CHECK_VALUE(table.is_contiguous(), "feature table must be contiguous");
   check_index(ids, "ids");
   const int64_t num_rows = table.size(0);
   const int64_t* map = nullptr;
   int64_t num_ids = num_rows;
   if (id2index.has_value()) {
     check_index(*id2index, "id2index");
-    TORCH_CHECK(id2index->is_contiguous(), "id2index must be contiguous");
+    TORCH_CHECK_VALUE(id2index->is_contiguous(), "id2index must be contiguous");
     map = id2index->data_ptr<int64_t>();
     num_ids = id2index->numel();
   }
@@ -73,9 +73,9 @@ at::Tensor gather_rows(const at::Tensor& table, const at::Tensor& ids,
   const int64_t bad = first_bad.load();
   if (bad < n) {
     const int64_t v = id[bad];
-    TORCH_CHECK(v >= 0 && v < num_ids, "id ", v, " is out of range [0, ", num_ids,
+    TORCH_CHECK_VALUE(v >= 0 && v < num_ids, "id ", v, " is out of range [0, ", num_ids,
                 ") of the feature");
-    TORCH_CHECK(false, "id ", v, " has no feature row (id2index gives ",
+    TORCH_CHECK_VALUE(false, "id ", v, " has no feature row (id2index gives ",
                 map[v], " for a table of ", num_rows, " rows)");
   }
   return out;

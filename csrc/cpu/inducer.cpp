@@ -85,13 +85,13 @@ void IdMap::clear() {
 }
 
 Inducer::Inducer(int64_t num_node_types) {
-  TORCH_CHECK(num_node_types >= 1, "an Inducer needs at least one node type, got ",
+  TORCH_CHECK_VALUE(num_node_types >= 1, "an Inducer needs at least one node type, got ",
               num_node_types);
   maps_.resize(num_node_types);
 }
 
 void Inducer::check_type(int64_t t) const {
-  TORCH_CHECK(t >= 0 && t < num_node_types(), "node type index ", t,
+  TORCH_CHECK_VALUE(t >= 0 && t < num_node_types(), "node type index ", t,
               " out of range for ", num_node_types(), " node types");
 }
 
@@ -100,7 +100,7 @@ void Inducer::reset() {
 }
 
 std::vector<at::Tensor> Inducer::init_nodes(const std::vector<at::Tensor>& seeds) {
-  TORCH_CHECK(static_cast<int64_t>(seeds.size()) == num_node_types(),
+  TORCH_CHECK_VALUE(static_cast<int64_t>(seeds.size()) == num_node_types(),
               "init_nodes expects one seed tensor per node type (",
               num_node_types(), "), got ", seeds.size());
   reset();
@@ -144,7 +144,7 @@ Inducer::induce_next(const std::vector<int64_t>& src_types,
                      const std::vector<at::Tensor>& nbrs,
                      const std::vector<at::Tensor>& nbr_nums) {
   const size_t num_etypes = srcs.size();
-  TORCH_CHECK(src_types.size() == num_etypes && nbr_types.size() == num_etypes &&
+  TORCH_CHECK_VALUE(src_types.size() == num_etypes && nbr_types.size() == num_etypes &&
                   nbrs.size() == num_etypes && nbr_nums.size() == num_etypes,
               "induce_next expects src_types, nbr_types, srcs, nbrs and "
               "nbr_nums of one length");
@@ -158,12 +158,12 @@ Inducer::induce_next(const std::vector<int64_t>& src_types,
     check_index(nbr_nums[e], "nbr_nums");
     const auto src = srcs[e].contiguous(), nbr = nbrs[e].contiguous(),
                num = nbr_nums[e].contiguous();
-    TORCH_CHECK(src.numel() == num.numel(), "srcs and nbr_nums differ in length: ",
+    TORCH_CHECK_VALUE(src.numel() == num.numel(), "srcs and nbr_nums differ in length: ",
                 src.numel(), " vs ", num.numel());
     if (num.numel() > 0) {
-      TORCH_CHECK(num.min().item<int64_t>() >= 0, "nbr_nums must be >= 0");
+      TORCH_CHECK_VALUE(num.min().item<int64_t>() >= 0, "nbr_nums must be >= 0");
     }
-    TORCH_CHECK(num.sum().item<int64_t>() == nbr.numel(),
+    TORCH_CHECK_VALUE(num.sum().item<int64_t>() == nbr.numel(),
                 "nbr_nums sums to ", num.sum().item<int64_t>(), " but nbrs holds ",
                 nbr.numel(), " entries");
     check_range(nbr, INT64_MAX, "nbrs");
@@ -181,7 +181,7 @@ Inducer::induce_next(const std::vector<int64_t>& src_types,
     int64_t o = 0;
     for (int64_t i = 0; i < src.numel(); ++i) {
       const int64_t local = src_map.find(s[i]);
-      TORCH_CHECK(local >= 0, "source node ", s[i],
+      TORCH_CHECK_VALUE(local >= 0, "source node ", s[i],
                   " was not seen by the inducer before this hop");
       for (int64_t j = 0; j < m[i]; ++j, ++o) {
         bool inserted;

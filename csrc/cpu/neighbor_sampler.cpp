@@ -116,26 +116,26 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors(
   check_index(indptr, "indptr");
   check_index(indices, "indices");
   check_index(seeds, "seeds");
-  TORCH_CHECK(indptr.numel() >= 1, "indptr must hold at least one entry");
-  TORCH_CHECK(indptr.is_contiguous() && indices.is_contiguous(),
+  TORCH_CHECK_VALUE(indptr.numel() >= 1, "indptr must hold at least one entry");
+  TORCH_CHECK_VALUE(indptr.is_contiguous() && indices.is_contiguous(),
               "indptr and indices must be contiguous");
-  TORCH_CHECK(num_neighbors >= -1, "num_neighbors must be -1 (all) or >= 0, got ",
+  TORCH_CHECK_VALUE(num_neighbors >= -1, "num_neighbors must be -1 (all) or >= 0, got ",
               num_neighbors);
   const int64_t num_rows = indptr.numel() - 1;
   const int64_t num_edges = indices.numel();
-  TORCH_CHECK(indptr[num_rows].item<int64_t>() == num_edges,
+  TORCH_CHECK_VALUE(indptr[num_rows].item<int64_t>() == num_edges,
               "indptr ends at ", indptr[num_rows].item<int64_t>(),
               " but indices holds ", num_edges, " entries");
   Csr g{indptr.data_ptr<int64_t>(), indices.data_ptr<int64_t>(), nullptr,
         nullptr};
   if (edge_ids.has_value()) {
     check_index(*edge_ids, "edge_ids");
-    TORCH_CHECK(edge_ids->numel() == num_edges && edge_ids->is_contiguous(),
+    TORCH_CHECK_VALUE(edge_ids->numel() == num_edges && edge_ids->is_contiguous(),
                 "edge_ids must be contiguous with one entry per edge");
     g.edge_ids = edge_ids->data_ptr<int64_t>();
   }
   if (edge_weights.has_value()) {
-    TORCH_CHECK(edge_weights->scalar_type() == at::kFloat &&
+    TORCH_CHECK_VALUE(edge_weights->scalar_type() == at::kFloat &&
                     edge_weights->dim() == 1 && edge_weights->is_contiguous() &&
                     edge_weights->numel() == num_edges &&
                     edge_weights->device().is_cpu(),

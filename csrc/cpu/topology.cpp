@@ -66,10 +66,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> coo_to_csr(
     int64_t num_cols) {
   check_index(row, "row");
   check_index(col, "col");
-  TORCH_CHECK(row.numel() == col.numel(),
+  TORCH_CHECK_VALUE(row.numel() == col.numel(),
               "row and col must have the same length, got ", row.numel(),
               " and ", col.numel());
-  TORCH_CHECK(num_rows >= 0 && num_cols >= 0,
+  TORCH_CHECK_VALUE(num_rows >= 0 && num_cols >= 0,
               "num_rows and num_cols must be >= 0, got ", num_rows, " and ",
               num_cols);
   check_range(row, num_rows, "row");
