@@ -23,6 +23,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("sample_neighbors", wrap_pybind_function_no_gil(&glt::sample_neighbors),
         py::arg("indptr"), py::arg("indices"), py::arg("edge_ids"), py::arg("edge_weights"),
         py::arg("seeds"), py::arg("num_neighbors"), py::arg("replace"), py::arg("rng_seed"));
+  m.def("sample_negative", wrap_pybind_function_no_gil(&glt::sample_negative),
+        py::arg("indptr"), py::arg("indices"), py::arg("fixed"), py::arg("fixed_is_row"),
+        py::arg("num_cols"),
+        py::arg("num_samples"), py::arg("trials"), py::arg("padding"), py::arg("rng_seed"));
+  m.def("induced_subgraph", wrap_pybind_function_no_gil(&glt::induced_subgraph),
+        py::arg("indptr"), py::arg("indices"), py::arg("edge_ids"), py::arg("nodes"));
   m.def("gather_rows", wrap_pybind_function_no_gil(&glt::gather_rows), py::arg("table"),
         py::arg("ids"), py::arg("id2index"), py::arg("pool") = nullptr);
 

@@ -29,6 +29,23 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors(
     const std::optional<at::Tensor>& edge_weights, const at::Tensor& seeds,
     int64_t num_neighbors, bool replace, int64_t rng_seed);
 
+// Draws `num_samples` (row, col) pairs that are not edges, each with up to
+// `trials` tries; with `fixed`, one pair per fixed row (or col, when
+// `fixed_is_row` is false). Without `padding`, pairs whose tries all hit
+// edges are dropped; with it they are kept.
+std::tuple<at::Tensor, at::Tensor> sample_negative(const at::Tensor& indptr,
+                                                   const at::Tensor& indices,
+                                                   const std::optional<at::Tensor>& fixed,
+                                                   bool fixed_is_row, int64_t num_cols,
+                                                   int64_t num_samples,
+                                                   int64_t trials, bool padding,
+                                                   int64_t rng_seed);
+
+// The edges among `nodes` (unique ids): (local row, local col, edge ids).
+std::tuple<at::Tensor, at::Tensor, at::Tensor> induced_subgraph(
+    const at::Tensor& indptr, const at::Tensor& indices,
+    const std::optional<at::Tensor>& edge_ids, const at::Tensor& nodes);
+
 class BufferPool;
 
 // Gathers rows `ids` of a 2-D table (through `id2index` when given), into a

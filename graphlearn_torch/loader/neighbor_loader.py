@@ -83,12 +83,10 @@ class NeighborLoader(NodeLoader):
       **kwargs,
     )
 
-  def __next__(self):
+  def _sample_batch(self, index: torch.Tensor):
     if not self.as_pyg_v1:
-      return super().__next__()
-    if self._batches is None:
-      self._batches = iter(self._batcher)
-    seeds = self.input_nodes[next(self._batches)]
+      return super()._sample_batch(index)
+    seeds = self.input_nodes[index]
     out = self.sampler.sample_from_nodes(NodeSamplerInput(seeds, self.input_type))
     return self._to_pyg_v1(out, seeds.numel())
 

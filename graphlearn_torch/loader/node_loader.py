@@ -1,56 +1,17 @@
 """NodeLoader: batches of seed nodes through a sampler into PyG data."""
 
-from typing import Iterator, Optional, Tuple, Union
+from typing import Optional, Tuple, Union
 
 import torch
 from torch_geometric.data import Data, HeteroData
 
 from ..data.dataset import Dataset
-from ..sampler.base import BaseSampler, HeteroSamplerOutput, NodeSamplerInput, SamplerOutput
-from ..typing import InputNodes, NodeType, reverse_edge_type
-from ..utils.device import resolve_device
-from .transform import to_data, to_hetero_data
+from ..sampler.base import BaseSampler, NodeSamplerInput
+from ..typing import InputNodes, NodeType
+from .base import BaseLoader, SeedBatcher, check_kwargs
+from .transform import collate
 
-
-class SeedBatcher:
-  """Splits ``num_seeds`` seed positions into batches, reshuffled every epoch.
-
-  Args:
-    num_seeds: how many seeds there are.
-    batch_size: seeds per batch (> 0).
-    shuffle: permute the seeds at the start of every epoch.
-    drop_last: drop a last batch smaller than ``batch_size``.
-    seed: seeds the shuffling; None uses torch's global generator.
-  """
-
-  def __init__(
-    self,
-    num_seeds: int,
-    batch_size: int,
-    shuffle: bool = False,
-    drop_last: bool = False,
-    seed: Optional[int] = None,
-  ):
-    if not isinstance(batch_size, int) or batch_size <= 0:
-      raise ValueError(f'batch_size must be a positive integer, got {batch_size!r}')
-    self.num_seeds = num_seeds
-    self.batch_size = batch_size
-    self.shuffle = shuffle
-    self.drop_last = drop_last
-    self._generator = torch.Generator().manual_seed(seed) if seed is not None else None
-
-  def __len__(self) -> int:
-    if self.drop_last:
-      return self.num_seeds // self.batch_size
-    return (self.num_seeds + self.batch_size - 1) // self.batch_size
-
-  def __iter__(self) -> Iterator[torch.Tensor]:
-    if self.shuffle:
-      order = torch.randperm(self.num_seeds, generator=self._generator)
-    else:
-      order = torch.arange(self.num_seeds)
-    for i in range(len(self)):
-      yield order[i * self.batch_size : (i + 1) * self.batch_size]
+__all__ = ['NodeLoader', 'SeedBatcher', 'resolve_input_nodes']
 
 
 def resolve_input_nodes(
@@ -94,7 +55,7 @@ def resolve_input_nodes(
   return ntype, nodes
 
 
-class NodeLoader:
+class NodeLoader(BaseLoader):
   """Iterates over mini-batches of seed nodes, sampled and collated to PyG.
 
   Args:
@@ -116,69 +77,22 @@ class NodeLoader:
     device: torch.device = torch.device('cuda:0'),
     **kwargs,
   ):
-    self.data = data
-    self.sampler = node_sampler
-    self.device = resolve_device(device)
     self.input_type, self.input_nodes = resolve_input_nodes(data, input_nodes)
-    batch_size = kwargs.pop('batch_size', 1)
-    shuffle = kwargs.pop('shuffle', False)
-    drop_last = kwargs.pop('drop_last', False)
-    seed = kwargs.pop('seed', None)
+    batching = {
+      k: kwargs.pop(k) for k in ('batch_size', 'shuffle', 'drop_last', 'seed') if k in kwargs
+    }
     self.with_edge = kwargs.pop('with_edge', False)
-    if kwargs:
-      raise TypeError(f'{type(self).__name__} got unexpected arguments {sorted(kwargs)}')
-    self.batch_size = batch_size
-    self._batcher = SeedBatcher(self.input_nodes.numel(), batch_size, shuffle, drop_last, seed)
-    self._batches = None
+    check_kwargs(self, kwargs)
+    super().__init__(data, node_sampler, self.input_nodes.numel(), device, **batching)
 
-  def __len__(self) -> int:
-    return len(self._batcher)
-
-  def __iter__(self) -> 'NodeLoader':
-    self._batches = iter(self._batcher)
-    return self
-
-  def __next__(self) -> Union[Data, HeteroData]:
-    if self._batches is None:
-      self._batches = iter(self._batcher)
-    index = next(self._batches)
+  def _sample_batch(self, index: torch.Tensor) -> Union[Data, HeteroData]:
     seeds = self.input_nodes[index]
     out = self.sampler.sample_from_nodes(NodeSamplerInput(seeds, self.input_type))
     return self._collate_fn(out, index)
 
-  def _collate_fn(self, out: Union[SamplerOutput, HeteroSamplerOutput], input_id: torch.Tensor):
-    """Gathers features and labels of a sampled subgraph into PyG data."""
-    data, dev = self.data, self.device
-    batch_size = input_id.numel()
-    if isinstance(out, SamplerOutput):
-      feat = data.get_node_feature()
-      efeat = data.get_edge_feature()
-      labels = data.gather_node_labels(out.node)
-      res = to_data(
-        out,
-        batch_labels=labels,
-        node_feats=feat[out.node] if feat is not None else None,
-        edge_feats=efeat[out.edge] if efeat is not None and out.edge is not None else None,
-        batch_size=batch_size,
-        input_id=input_id,
-      )
-      return res.to(dev) if dev.type != 'cpu' else res
-
-    node_feats, labels, edge_feats = {}, {}, {}
-    for ntype, nodes in out.node.items():
-      feat = data.get_node_feature(ntype)
-      if feat is not None:
-        node_feats[ntype] = feat[nodes]
-      label = data.gather_node_labels(nodes, ntype)
-      if label is not None:
-        labels[ntype] = label
-    if out.edge is not None:
-      for etype, eids in out.edge.items():
-        orig = reverse_edge_type(etype) if data.edge_dir == 'out' else etype
-        efeat = data.get_edge_feature(orig)
-        if efeat is not None:
-          edge_feats[etype] = efeat[eids]
-    res = to_hetero_data(out, labels, node_feats, edge_feats)
-    res[self.input_type].batch_size = batch_size
-    res[self.input_type].input_id = input_id
-    return res.to(dev) if dev.type != 'cpu' else res
+  def _collate_fn(self, out, input_id: torch.Tensor) -> Union[Data, HeteroData]:
+    res = collate(self.data, out, self.device)
+    store = res if isinstance(res, Data) else res[self.input_type]
+    store.batch_size = input_id.numel()
+    store.input_id = input_id.to(self.device)
+    return res

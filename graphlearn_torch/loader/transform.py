@@ -1,12 +1,13 @@
 """Sampler outputs to PyG ``Data`` / ``HeteroData``."""
 
-from typing import Dict, Optional
+from typing import Dict, Optional, Union
 
 import torch
 from torch_geometric.data import Data, HeteroData
 
+from ..data.dataset import Dataset
 from ..sampler.base import HeteroSamplerOutput, SamplerOutput
-from ..typing import EdgeType, NodeType
+from ..typing import EdgeType, NodeType, reverse_edge_type
 
 
 def to_data(
@@ -81,3 +82,39 @@ def to_hetero_data(
     if edge_feat_dict and edge_feat_dict.get(etype) is not None:
       store.edge_attr = edge_feat_dict[etype]
   return data
+
+
+def collate(
+  data: Dataset, out: Union[SamplerOutput, HeteroSamplerOutput], device: torch.device
+) -> Union[Data, HeteroData]:
+  """Gathers the features and labels of a sampled subgraph into PyG data.
+
+  Args:
+    data: the dataset the sample was drawn from.
+    out: the sampler's output.
+    device: where the batch goes.
+  """
+  if isinstance(out, SamplerOutput):
+    feat, efeat = data.get_node_feature(), data.get_edge_feature()
+    res = to_data(
+      out,
+      batch_labels=data.gather_node_labels(out.node),
+      node_feats=feat[out.node] if feat is not None else None,
+      edge_feats=efeat[out.edge] if efeat is not None and out.edge is not None else None,
+    )
+  else:
+    node_feats, labels, edge_feats = {}, {}, {}
+    for ntype, nodes in out.node.items():
+      feat = data.get_node_feature(ntype)
+      if feat is not None:
+        node_feats[ntype] = feat[nodes]
+      label = data.gather_node_labels(nodes, ntype)
+      if label is not None:
+        labels[ntype] = label
+    for etype, eids in (out.edge or {}).items():
+      orig = reverse_edge_type(etype) if data.edge_dir == 'out' else etype
+      efeat = data.get_edge_feature(orig)
+      if efeat is not None:
+        edge_feats[etype] = efeat[eids]
+    res = to_hetero_data(out, labels, node_feats, edge_feats)
+  return res.to(device) if device.type != 'cpu' else res

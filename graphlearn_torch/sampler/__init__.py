@@ -14,6 +14,7 @@ from .base import (
   SamplingConfig,
   SamplingType,
 )
+from .negative_sampler import RandomNegativeSampler
 from .neighbor_sampler import NeighborSampler
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
   'NeighborOutput',
   'NeighborSampler',
   'NodeSamplerInput',
+  'RandomNegativeSampler',
   'SamplerOutput',
   'SamplingConfig',
   'SamplingType',

@@ -1,7 +1,8 @@
 """Multi-hop neighbor sampling on one machine (homogeneous and heterogeneous)."""
 
+import math
 from dataclasses import dataclass
-from typing import Dict, List, Literal, Optional, Union
+from typing import Dict, List, Literal, Optional, Tuple, Union
 
 import torch
 
@@ -16,7 +17,15 @@ from ..typing import (
   reverse_edge_type,
 )
 from ..utils.device import resolve_device
-from .base import BaseSampler, HeteroSamplerOutput, NeighborOutput, NodeSamplerInput, SamplerOutput
+from .base import (
+  BaseSampler,
+  EdgeSamplerInput,
+  HeteroSamplerOutput,
+  NeighborOutput,
+  NodeSamplerInput,
+  SamplerOutput,
+)
+from .negative_sampler import RandomNegativeSampler
 
 STRATEGIES = ('random',)
 
@@ -109,6 +118,7 @@ class NeighborSampler(BaseSampler):
     self.num_neighbors = num_neighbors
     self._fanouts = self._normalize_fanouts(num_neighbors) if num_neighbors is not None else None
     self._inducer = None
+    self._neg_samplers: Dict[EdgeType, RandomNegativeSampler] = {}
 
   # -- configuration ----------------------------------------------------------
 
@@ -318,10 +328,183 @@ class NeighborSampler(BaseSampler):
       metadata=dev(metadata),
     )
 
-  def sample_from_edges(self, inputs, **kwargs):
-    raise NotImplementedError(
-      'link sampling (sample_from_edges) is not available yet in graphlearn_torch'
+  def _negative_sampler(self, etype: EdgeType) -> RandomNegativeSampler:
+    if etype not in self._neg_samplers:
+      self._neg_samplers[etype] = RandomNegativeSampler(
+        self._graphs[etype], edge_dir=self.edge_dir, generator=self._generator
+      )
+    return self._neg_samplers[etype]
+
+  def _random_nodes(self, ntype: NodeType, n: int, weight: Optional[torch.Tensor]) -> torch.Tensor:
+    if weight is not None:
+      return torch.multinomial(weight.float(), n, replacement=True, generator=self._generator)
+    return torch.randint(0, self._num_nodes[ntype], (n,), generator=self._generator)
+
+  def sample_from_edges(
+    self, inputs: EdgeSamplerInput, **kwargs
+  ) -> Union[SamplerOutput, HeteroSamplerOutput]:
+    """Samples the neighborhood of both endpoints of seed edges, with
+    optional negative sampling.
+
+    Binary negative sampling adds ``ceil(amount * num_edges)`` pairs that are
+    not edges (strict: checked against the graph) and returns
+    ``metadata['edge_label_index']`` (local ids) and ``metadata['edge_label']``
+    (1, or the given labels, for positives; 0 for negatives). Triplet
+    sampling draws ``amount`` non-adjacent destinations per source and
+    returns ``src_index``, ``dst_pos_index`` and ``dst_neg_index``. With a
+    ``NegativeSampling.weight``, negative destinations follow that node
+    distribution instead (not checked against the graph).
+    """
+    inputs = EdgeSamplerInput.cast(inputs)
+    if self.is_hetero:
+      etype = inputs.input_type
+      if etype is None or tuple(etype) not in self._graphs:
+        raise ValueError(f'unknown edge type {etype!r}; known: {list(self._graphs)}')
+      etype = tuple(etype)
+    else:
+      etype = HOMO_EDGE_TYPE
+    src_t, dst_t = etype[0], etype[-1]
+    row = self._check_seeds(inputs.row, src_t)
+    col = self._check_seeds(inputs.col, dst_t)
+    if row.numel() != col.numel():
+      raise ValueError(
+        f'seed edges need as many sources as targets: {row.numel()} vs {col.numel()}'
+      )
+    num_pos = row.numel()
+    neg = inputs.neg_sampling
+    label = inputs.label
+    metadata = {}
+    if neg is None or neg.is_binary():
+      src, dst = row, col
+      if neg is not None:
+        num_neg = math.ceil(num_pos * neg.amount)
+        if neg.weight is None:
+          pairs = self._negative_sampler(etype).sample(num_neg, padding=True)
+          neg_src, neg_dst = pairs[0], pairs[1]
+        else:
+          neg_src = self._random_nodes(src_t, num_neg, None)
+          neg_dst = self._random_nodes(dst_t, num_neg, neg.weight)
+        src, dst = torch.cat([row, neg_src]), torch.cat([col, neg_dst])
+        if label is None:
+          label = torch.ones(num_pos)
+        label = torch.cat([label, label.new_zeros((num_neg,) + tuple(label.shape[1:]))])
+      if label is not None:
+        metadata['edge_label'] = label
+      seeds, parts = self._edge_seeds([(src_t, src), (dst_t, dst)])
+      res = self._sample(seeds)
+      local_src, local_dst = (self._split(res.seed_local, parts, t) for t in (src_t, dst_t))
+      metadata['edge_label_index'] = torch.stack([local_src[0], local_dst[-1]])
+    else:
+      amount = int(neg.amount)
+      src_rep = row.repeat_interleave(amount)
+      if neg.weight is None:
+        neg_dst = self._negative_sampler(etype).sample(0, padding=True, src=src_rep)[1]
+      else:
+        neg_dst = self._random_nodes(dst_t, src_rep.numel(), neg.weight)
+      seeds, parts = self._edge_seeds([(src_t, row), (dst_t, col), (dst_t, neg_dst)])
+      res = self._sample(seeds)
+      local_src = self._split(res.seed_local, parts, src_t)
+      local_dst = self._split(res.seed_local, parts, dst_t)
+      metadata['src_index'] = local_src[0]
+      metadata['dst_pos_index'] = local_dst[-2]
+      dst_neg = local_dst[-1]
+      metadata['dst_neg_index'] = dst_neg if amount == 1 else dst_neg.view(num_pos, amount)
+    return self._to_output(res, etype if self.is_hetero else None, metadata)
+
+  @staticmethod
+  def _edge_seeds(pieces: List[Tuple[NodeType, torch.Tensor]]):
+    """Concatenates seed pieces per node type; remembers the pieces' sizes."""
+    merged, parts = {}, {}
+    for t, piece in pieces:
+      merged.setdefault(t, []).append(piece)
+    for t, pieces in merged.items():
+      parts[t] = [p.numel() for p in pieces]
+      merged[t] = torch.cat(pieces)
+    return merged, parts
+
+  @staticmethod
+  def _split(seed_local, parts, ntype) -> List[torch.Tensor]:
+    return list(torch.split(seed_local[ntype], parts[ntype]))
+
+  def subgraph(self, inputs: NodeSamplerInput) -> SamplerOutput:
+    """The subgraph induced by the seeds and (with ``num_neighbors``) their
+    sampled neighbors: every edge of the graph among those nodes.
+
+    Edges come in the sampler's message-passing order (``row`` the
+    neighbor-side end); ``metadata['mapping']`` gives each seed's local index.
+    Homogeneous graphs only.
+    """
+    if self.is_hetero:
+      raise ValueError('subgraph sampling supports homogeneous graphs only')
+    inputs = NodeSamplerInput.cast(inputs)
+    seeds = self._check_seeds(inputs.node, HOMO_NODE_TYPE)
+    if self._fanouts is not None:
+      res = self._sample({HOMO_NODE_TYPE: seeds})
+      nodes, mapping = res.node[HOMO_NODE_TYPE], res.seed_local[HOMO_NODE_TYPE]
+    else:
+      inducer = self.get_inducer()
+      nodes = inducer.init_nodes([seeds])[0]
+      mapping = inducer.local_ids(0, seeds)
+    topo = self._graphs[HOMO_EDGE_TYPE].topo
+    rows, cols, eids = ops.induced_subgraph(
+      topo.indptr, topo.indices, topo.edge_ids if self.with_edge else None, nodes
+    )
+    return SamplerOutput(
+      node=nodes.to(self.device),
+      row=cols.to(self.device),
+      col=rows.to(self.device),
+      edge=eids.to(self.device) if self.with_edge else None,
+      device=self.device,
+      metadata={'mapping': mapping.to(self.device)},
     )
 
-  def subgraph(self, inputs):
-    raise NotImplementedError('subgraph sampling is not available yet in graphlearn_torch')
+  def sample_prob(
+    self, inputs: NodeSamplerInput, node_cnt: Union[int, Dict[NodeType, int]]
+  ) -> Union[torch.Tensor, Dict[NodeType, torch.Tensor]]:
+    """Per node, the probability of being touched when sampling from these
+    seeds with this sampler's fanouts (what FrequencyPartitioner weighs).
+
+    Computed hop by hop over the whole graph: a node first reached in hop h
+    picks each neighbor with probability min(1, k / degree) in hop h + 1
+    (1 - (1 - 1/degree)^k with replacement), and picks from different nodes
+    are taken as independent. Exact for one hop.
+
+    Args:
+      inputs: the seeds (and their node type).
+      node_cnt: the number of nodes (a dict by node type for a
+        heterogeneous graph); sets the output's length.
+    """
+    inputs = NodeSamplerInput.cast(inputs)
+    if self._fanouts is None:
+      raise ValueError('the sampler has no num_neighbors')
+    ntype = inputs.input_type if self.is_hetero else HOMO_NODE_TYPE
+    if ntype not in self._type_index:
+      raise ValueError(f'unknown node type {ntype!r}; known: {self._node_types}')
+    counts = node_cnt if isinstance(node_cnt, dict) else {ntype: node_cnt}
+    sizes = {t: max(int(counts.get(t, 0)), self._num_nodes[t]) for t in self._node_types}
+    touched = {t: torch.zeros(n, dtype=torch.float64) for t, n in sizes.items()}
+    touched[ntype][self._check_seeds(inputs.node, ntype)] = 1.0
+    fresh = {t: p.clone() for t, p in touched.items()}
+    for hop in range(self.num_hops):
+      log_miss = {t: torch.zeros(n, dtype=torch.float64) for t, n in sizes.items()}
+      for etype, fanout in self._fanouts.items():
+        k = fanout[hop]
+        if k == 0:
+          continue
+        topo = self._graphs[etype].topo
+        deg = topo.degrees.double()
+        if k < 0:
+          pick = torch.ones_like(deg)
+        elif self.replace:
+          pick = 1.0 - (1.0 - 1.0 / deg.clamp(min=1)) ** k
+        else:
+          pick = (k / deg.clamp(min=1)).clamp(max=1.0)
+        seed_t, nbr_t = self._seed_type(etype), self._nbr_type(etype)
+        per_row = (fresh[seed_t][: topo.row_count] * pick).clamp(max=1.0 - 1e-12)
+        per_edge = torch.repeat_interleave(torch.log1p(-per_row), topo.degrees)
+        log_miss[nbr_t].index_add_(0, topo.indices, per_edge)
+      hit = {t: -torch.expm1(m) for t, m in log_miss.items()}
+      fresh = {t: (1.0 - touched[t]) * hit[t] for t in sizes}
+      touched = {t: touched[t] + fresh[t] for t in sizes}
+    out = {t: p[: sizes[t]].float() for t, p in touched.items()}
+    return out if self.is_hetero else out[HOMO_NODE_TYPE]

@@ -1,0 +1,79 @@
+// The subgraph induced by a node set: every stored edge whose both ends are
+// in the set, relabelled to the nodes' positions. Parallel over nodes.
+#include <ATen/Parallel.h>
+
+#include "../common.h"
+#include "ops.h"
+
+namespace glt {
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> induced_subgraph(
+    const at::Tensor& indptr, const at::Tensor& indices,
+    const std::optional<at::Tensor>& edge_ids, const at::Tensor& nodes) {
+  check_index(indptr, "indptr");
+  check_index(indices, "indices");
+  check_index(nodes, "nodes");
+  TORCH_CHECK_VALUE(indptr.numel() >= 1 && indptr.is_contiguous() && indices.is_contiguous(),
+                    "indptr must be non-empty; indptr and indices contiguous");
+  const int64_t num_rows = indptr.numel() - 1;
+  TORCH_CHECK_VALUE(indptr[num_rows].item<int64_t>() == indices.numel(), "indptr ends at ",
+                    indptr[num_rows].item<int64_t>(), " but indices holds ", indices.numel(),
+                    " entries");
+  const int64_t* eid = nullptr;
+  if (edge_ids.has_value()) {
+    check_index(*edge_ids, "edge_ids");
+    TORCH_CHECK_VALUE(edge_ids->numel() == indices.numel() && edge_ids->is_contiguous(),
+                      "edge_ids must be contiguous with one entry per edge");
+    eid = edge_ids->data_ptr<int64_t>();
+  }
+  const auto node_t = nodes.contiguous();
+  check_range(node_t, INT64_MAX, "nodes");
+  const int64_t n = node_t.numel();
+  const int64_t* node = node_t.data_ptr<int64_t>();
+  IdMap local;
+  local.reserve(n);
+  for (int64_t i = 0; i < n; ++i) {
+    bool inserted;
+    local.insert(node[i], &inserted);
+    TORCH_CHECK_VALUE(inserted, "nodes must be unique; ", node[i], " appears twice");
+  }
+  const int64_t* ptr = indptr.data_ptr<int64_t>();
+  const int64_t* idx = indices.data_ptr<int64_t>();
+
+  std::vector<int64_t> offsets(n + 1, 0);
+  at::parallel_for(0, n, 256, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t v = node[i];
+      if (v >= num_rows) continue;
+      int64_t cnt = 0;
+      for (int64_t p = ptr[v]; p < ptr[v + 1]; ++p) cnt += local.find(idx[p]) >= 0;
+      offsets[i + 1] = cnt;
+    }
+  });
+  for (int64_t i = 0; i < n; ++i) offsets[i + 1] += offsets[i];
+  const int64_t total = offsets[n];
+  auto rows = at::empty({total}, indptr.options());
+  auto cols = at::empty({total}, indptr.options());
+  auto eids = at::empty({eid ? total : 0}, indptr.options());
+  int64_t* r = rows.data_ptr<int64_t>();
+  int64_t* c = cols.data_ptr<int64_t>();
+  int64_t* e = eid ? eids.data_ptr<int64_t>() : nullptr;
+  at::parallel_for(0, n, 256, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t v = node[i];
+      if (v >= num_rows) continue;
+      int64_t o = offsets[i];
+      for (int64_t p = ptr[v]; p < ptr[v + 1]; ++p) {
+        const int64_t l = local.find(idx[p]);
+        if (l < 0) continue;
+        r[o] = i;
+        c[o] = l;
+        if (e) e[o] = eid[p];
+        ++o;
+      }
+    }
+  });
+  return {rows, cols, eids};
+}
+
+}  // namespace glt

@@ -1,0 +1,106 @@
+"""The batching lifecycle shared by every loader: seed positions in, one
+sampled and collated batch out per step, reshuffled every epoch."""
+
+from abc import ABC, abstractmethod
+from typing import Any, Iterator, Optional
+
+import torch
+
+from ..data.dataset import Dataset
+from ..sampler.base import BaseSampler
+from ..utils.device import resolve_device
+
+
+class SeedBatcher:
+  """Splits ``num_seeds`` seed positions into batches, reshuffled every epoch.
+
+  Args:
+    num_seeds: how many seeds there are.
+    batch_size: seeds per batch (> 0).
+    shuffle: permute the seeds at the start of every epoch.
+    drop_last: drop a last batch smaller than ``batch_size``.
+    seed: seeds the shuffling; None uses torch's global generator.
+  """
+
+  def __init__(
+    self,
+    num_seeds: int,
+    batch_size: int,
+    shuffle: bool = False,
+    drop_last: bool = False,
+    seed: Optional[int] = None,
+  ):
+    if not isinstance(batch_size, int) or batch_size <= 0:
+      raise ValueError(f'batch_size must be a positive integer, got {batch_size!r}')
+    self.num_seeds = num_seeds
+    self.batch_size = batch_size
+    self.shuffle = shuffle
+    self.drop_last = drop_last
+    self._generator = torch.Generator().manual_seed(seed) if seed is not None else None
+
+  def __len__(self) -> int:
+    if self.drop_last:
+      return self.num_seeds // self.batch_size
+    return (self.num_seeds + self.batch_size - 1) // self.batch_size
+
+  def __iter__(self) -> Iterator[torch.Tensor]:
+    if self.shuffle:
+      order = torch.randperm(self.num_seeds, generator=self._generator)
+    else:
+      order = torch.arange(self.num_seeds)
+    for i in range(len(self)):
+      yield order[i * self.batch_size : (i + 1) * self.batch_size]
+
+
+class BaseLoader(ABC):
+  """Iterates over batches of seed positions; subclasses sample and collate.
+
+  Args:
+    data: the dataset.
+    sampler: the sampler.
+    num_seeds: how many seeds (nodes or edges) an epoch covers.
+    device: where batches go (CUDA falls back to the CPU without a GPU).
+    batch_size: seeds per batch.
+    shuffle: reshuffle the seeds every epoch.
+    drop_last: drop the last incomplete batch.
+    seed: seeds the shuffling.
+  """
+
+  def __init__(
+    self,
+    data: Dataset,
+    sampler: BaseSampler,
+    num_seeds: int,
+    device: torch.device,
+    batch_size: int = 1,
+    shuffle: bool = False,
+    drop_last: bool = False,
+    seed: Optional[int] = None,
+  ):
+    self.data = data
+    self.sampler = sampler
+    self.device = resolve_device(device)
+    self.batch_size = batch_size
+    self._batcher = SeedBatcher(num_seeds, batch_size, shuffle, drop_last, seed)
+    self._batches: Optional[Iterator[torch.Tensor]] = None
+
+  def __len__(self) -> int:
+    return len(self._batcher)
+
+  def __iter__(self) -> 'BaseLoader':
+    self._batches = iter(self._batcher)
+    return self
+
+  def __next__(self) -> Any:
+    if self._batches is None:
+      self._batches = iter(self._batcher)
+    return self._sample_batch(next(self._batches))
+
+  @abstractmethod
+  def _sample_batch(self, index: torch.Tensor) -> Any:
+    """Samples and collates the batch of seed positions ``index``."""
+
+
+def check_kwargs(loader: object, kwargs: dict) -> None:
+  if kwargs:
+    raise TypeError(f'{type(loader).__name__} got unexpected arguments {sorted(kwargs)}')

@@ -1,0 +1,137 @@
+"""LinkLoader: batches of seed edges (with negative sampling) into PyG data."""
+
+from typing import Literal, Optional, Tuple, Union
+
+import torch
+from torch_geometric.data import Data, HeteroData
+
+from ..data.dataset import Dataset
+from ..sampler.base import BaseSampler, EdgeSamplerInput, NegativeSampling
+from ..typing import HOMO_EDGE_TYPE, EdgeType, InputEdges
+from .base import BaseLoader, check_kwargs
+from .transform import collate
+
+
+def get_edge_label_index(
+  data: Dataset, edge_label_index: InputEdges
+) -> Tuple[Optional[EdgeType], torch.Tensor]:
+  """Returns ``(edge type, [2, n] seed edges)`` for a link loader.
+
+  Accepts None (every edge of a homogeneous graph), a ``[2, n]`` tensor or a
+  (src, dst) pair, an edge type (all its edges), or ``(edge type, edges)``.
+  """
+  hetero = data.is_hetero
+  etype, edges = None, edge_label_index
+  if (
+    isinstance(edge_label_index, tuple)
+    and len(edge_label_index) == 3
+    and all(isinstance(x, str) for x in edge_label_index)
+  ):
+    etype, edges = edge_label_index, None
+  elif (
+    isinstance(edge_label_index, (tuple, list))
+    and len(edge_label_index) == 2
+    and isinstance(edge_label_index[0], tuple)
+  ):
+    etype, edges = tuple(edge_label_index[0]), edge_label_index[1]
+  if hetero and etype is None:
+    raise ValueError('the dataset is heterogeneous: give edge_label_index as (edge_type, edges)')
+  if hetero and etype not in (data.get_edge_types() or []):
+    raise ValueError(f'unknown edge type {etype!r}; known: {data.get_edge_types()}')
+  if edges is None:
+    src, dst, _, _ = data.get_graph(etype).topo.to_coo()
+    return etype, torch.stack([src, dst])
+  if isinstance(edges, (tuple, list)):
+    edges = torch.stack([torch.as_tensor(edges[0]), torch.as_tensor(edges[1])])
+  edges = torch.as_tensor(edges)
+  if edges.dim() != 2 or edges.size(0) != 2:
+    raise ValueError(f'edge_label_index must have shape [2, num_edges], got {tuple(edges.shape)}')
+  if edges.is_floating_point():
+    raise ValueError(f'edge_label_index must hold integer node ids, got dtype {edges.dtype}')
+  edges = edges.to(torch.int64)
+  src_t, dst_t = (etype[0], etype[-1]) if hetero else (None, None)
+  for row, ntype, what in ((0, src_t, 'source'), (1, dst_t, 'destination')):
+    n = data.num_nodes(ntype)
+    ids = edges[row]
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= n):
+      bad = int(ids.min()) if int(ids.min()) < 0 else int(ids.max())
+      raise ValueError(f'edge_label_index holds {what} node id {bad}, out of range [0, {n})')
+  return etype, edges
+
+
+class LinkLoader(BaseLoader):
+  """Iterates over mini-batches of seed edges, sampled and collated to PyG.
+
+  Batches carry ``edge_label_index`` and ``edge_label`` (binary negative
+  sampling, or none), or ``src_index``, ``dst_pos_index`` and
+  ``dst_neg_index`` (triplet), indexing the batch's nodes, plus ``input_id``.
+
+  Args:
+    data: the dataset.
+    link_sampler: samples the neighborhood of seed edges' endpoints.
+    edge_label_index: the seed edges (see ``get_edge_label_index``).
+    edge_label: a label per seed edge.
+    neg_sampling: negative sampling ('binary' or 'triplet', amount).
+    device: where batches go (CUDA falls back to the CPU without a GPU).
+    edge_dir: the sampling direction of the sampler.
+    batch_size, shuffle, drop_last, seed: batching (see NodeLoader).
+  """
+
+  def __init__(
+    self,
+    data: Dataset,
+    link_sampler: BaseSampler,
+    edge_label_index: InputEdges = None,
+    edge_label: Optional[torch.Tensor] = None,
+    neg_sampling: Optional[NegativeSampling] = None,
+    device: torch.device = torch.device('cuda:0'),
+    edge_dir: Literal['out', 'in'] = 'out',
+    **kwargs,
+  ):
+    self.input_type, self.edge_label_index = get_edge_label_index(data, edge_label_index)
+    self.neg_sampling = NegativeSampling.cast(neg_sampling)
+    if edge_label is not None:
+      edge_label = torch.as_tensor(edge_label)
+      if edge_label.size(0) != self.edge_label_index.size(1):
+        raise ValueError(
+          f'edge_label has {edge_label.size(0)} entries for '
+          f'{self.edge_label_index.size(1)} seed edges'
+        )
+      if self.neg_sampling is not None and self.neg_sampling.is_binary():
+        # As PyG: 0 now means "negative", so given labels move up by one.
+        if edge_label.numel() and int(edge_label.min()) == 0:
+          edge_label = edge_label + 1
+    self.edge_label = edge_label
+    self.edge_dir = edge_dir
+    batching = {
+      k: kwargs.pop(k) for k in ('batch_size', 'shuffle', 'drop_last', 'seed') if k in kwargs
+    }
+    kwargs.pop('with_edge', None)
+    check_kwargs(self, kwargs)
+    super().__init__(data, link_sampler, self.edge_label_index.size(1), device, **batching)
+
+  def _sample_batch(self, index: torch.Tensor) -> Union[Data, HeteroData]:
+    edges = self.edge_label_index[:, index]
+    label = self.edge_label[index] if self.edge_label is not None else None
+    out = self.sampler.sample_from_edges(
+      EdgeSamplerInput(edges[0], edges[1], label, self.input_type, self.neg_sampling)
+    )
+    res = collate(self.data, out, self.device)
+    meta = {k: v.to(self.device) for k, v in out.metadata.items()}
+    if isinstance(res, Data):
+      for key, value in meta.items():
+        res[key] = value
+      res.input_id = index.to(self.device)
+      return res
+    etype = self.input_type or HOMO_EDGE_TYPE
+    src_t, dst_t = etype[0], etype[-1]
+    if 'edge_label_index' in meta:
+      res[etype].edge_label_index = meta['edge_label_index']
+      if 'edge_label' in meta:
+        res[etype].edge_label = meta['edge_label']
+    else:
+      res[src_t].src_index = meta['src_index']
+      res[dst_t].dst_pos_index = meta['dst_pos_index']
+      res[dst_t].dst_neg_index = meta['dst_neg_index']
+    res[etype].input_id = index.to(self.device)
+    return res

@@ -1,0 +1,85 @@
+"""LinkNeighborLoader: PyG-style mini-batches around seed edges."""
+
+from typing import Optional
+
+import torch
+
+from ..data.dataset import Dataset
+from ..sampler.base import NegativeSampling
+from ..sampler.neighbor_sampler import NeighborSampler
+from ..typing import InputEdges, NumNeighbors
+from .link_loader import LinkLoader
+
+
+class LinkNeighborLoader(LinkLoader):
+  """Samples the multi-hop neighborhood of the endpoints of each batch of
+  seed edges (plus negatives) and yields PyG ``Data``/``HeteroData`` with the
+  fields of PyG's LinkNeighborLoader.
+
+  Args:
+    data: the dataset.
+    num_neighbors: neighbors per hop (-1: all), or a dict by edge type.
+    neighbor_sampler: a sampler to use instead of building one.
+    edge_label_index: the seed edges: ``[2, n]``, an edge type, or
+      (edge type, edges); all edges when None.
+    edge_label: a label per seed edge.
+    neg_sampling: ``NegativeSampling('binary' | 'triplet', amount)``.
+    with_edge: return edge ids and edge features.
+    with_weight: sample neighbors in proportion to edge weights.
+    batch_size: seed edges per batch.
+    shuffle: reshuffle the seed edges every epoch.
+    drop_last: drop the last incomplete batch.
+    strategy: 'random'.
+    device: where batches go (CUDA falls back to the CPU without a GPU).
+    seed: seeds sampling and shuffling.
+    replace: sample neighbors with replacement.
+  """
+
+  def __init__(
+    self,
+    data: Dataset,
+    num_neighbors: NumNeighbors,
+    neighbor_sampler: Optional[NeighborSampler] = None,
+    edge_label_index: InputEdges = None,
+    edge_label: Optional[torch.Tensor] = None,
+    neg_sampling: Optional[NegativeSampling] = None,
+    with_edge: bool = False,
+    with_weight: bool = False,
+    batch_size: int = 1,
+    shuffle: bool = False,
+    drop_last: bool = False,
+    strategy: str = 'random',
+    device: torch.device = torch.device('cuda:0'),
+    seed: Optional[int] = None,
+    replace: bool = False,
+    **kwargs,
+  ):
+    if data.graph is None:
+      raise ValueError('the dataset has no graph: call init_graph first')
+    if neighbor_sampler is None:
+      neighbor_sampler = NeighborSampler(
+        data.graph,
+        num_neighbors,
+        device=device,
+        with_edge=with_edge,
+        with_neg=neg_sampling is not None,
+        with_weight=with_weight,
+        strategy=strategy,
+        edge_dir=data.edge_dir,
+        seed=seed,
+        replace=replace,
+      )
+    super().__init__(
+      data,
+      neighbor_sampler,
+      edge_label_index,
+      edge_label,
+      neg_sampling,
+      device,
+      data.edge_dir,
+      batch_size=batch_size,
+      shuffle=shuffle,
+      drop_last=drop_last,
+      seed=seed,
+      **kwargs,
+    )
