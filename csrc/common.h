@@ -26,6 +26,20 @@ inline void check_range(const at::Tensor& t, int64_t upper, const char* name) {
               "): min ", lo, ", max ", hi);
 }
 
+// Checks a compressed sparse topology; returns its number of rows.
+inline int64_t check_csr(const at::Tensor& indptr, const at::Tensor& indices) {
+  check_index(indptr, "indptr");
+  check_index(indices, "indices");
+  TORCH_CHECK_VALUE(indptr.numel() >= 1, "indptr must hold at least one entry");
+  TORCH_CHECK_VALUE(indptr.is_contiguous() && indices.is_contiguous(),
+                    "indptr and indices must be contiguous");
+  const int64_t num_rows = indptr.numel() - 1;
+  const int64_t end = indptr[num_rows].item<int64_t>();
+  TORCH_CHECK_VALUE(end == indices.numel(), "indptr ends at ", end, " but indices holds ",
+                    indices.numel(), " entries");
+  return num_rows;
+}
+
 inline uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;

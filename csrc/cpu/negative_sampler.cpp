@@ -17,14 +17,7 @@ std::tuple<at::Tensor, at::Tensor> sample_negative(const at::Tensor& indptr,
                                                    int64_t num_samples,
                                                    int64_t trials, bool padding,
                                                    int64_t rng_seed) {
-  check_index(indptr, "indptr");
-  check_index(indices, "indices");
-  TORCH_CHECK_VALUE(indptr.numel() >= 1 && indptr.is_contiguous() && indices.is_contiguous(),
-                    "indptr must be non-empty; indptr and indices contiguous");
-  const int64_t num_rows = indptr.numel() - 1;
-  TORCH_CHECK_VALUE(indptr[num_rows].item<int64_t>() == indices.numel(), "indptr ends at ",
-                    indptr[num_rows].item<int64_t>(), " but indices holds ", indices.numel(),
-                    " entries");
+  const int64_t num_rows = check_csr(indptr, indices);
   TORCH_CHECK_VALUE(trials >= 1, "trials must be >= 1, got ", trials);
   TORCH_CHECK_VALUE(num_samples >= 0, "num_samples must be >= 0, got ", num_samples);
   const int64_t* fixed_ids = nullptr;

@@ -113,19 +113,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors(
     const std::optional<at::Tensor>& edge_ids,
     const std::optional<at::Tensor>& edge_weights, const at::Tensor& seeds,
     int64_t num_neighbors, bool replace, int64_t rng_seed) {
-  check_index(indptr, "indptr");
-  check_index(indices, "indices");
+  const int64_t num_rows = check_csr(indptr, indices);
   check_index(seeds, "seeds");
-  TORCH_CHECK_VALUE(indptr.numel() >= 1, "indptr must hold at least one entry");
-  TORCH_CHECK_VALUE(indptr.is_contiguous() && indices.is_contiguous(),
-              "indptr and indices must be contiguous");
   TORCH_CHECK_VALUE(num_neighbors >= -1, "num_neighbors must be -1 (all) or >= 0, got ",
-              num_neighbors);
-  const int64_t num_rows = indptr.numel() - 1;
+                    num_neighbors);
   const int64_t num_edges = indices.numel();
-  TORCH_CHECK_VALUE(indptr[num_rows].item<int64_t>() == num_edges,
-              "indptr ends at ", indptr[num_rows].item<int64_t>(),
-              " but indices holds ", num_edges, " entries");
   Csr g{indptr.data_ptr<int64_t>(), indices.data_ptr<int64_t>(), nullptr,
         nullptr};
   if (edge_ids.has_value()) {

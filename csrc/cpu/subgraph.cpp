@@ -10,15 +10,8 @@ namespace glt {
 std::tuple<at::Tensor, at::Tensor, at::Tensor> induced_subgraph(
     const at::Tensor& indptr, const at::Tensor& indices,
     const std::optional<at::Tensor>& edge_ids, const at::Tensor& nodes) {
-  check_index(indptr, "indptr");
-  check_index(indices, "indices");
+  const int64_t num_rows = check_csr(indptr, indices);
   check_index(nodes, "nodes");
-  TORCH_CHECK_VALUE(indptr.numel() >= 1 && indptr.is_contiguous() && indices.is_contiguous(),
-                    "indptr must be non-empty; indptr and indices contiguous");
-  const int64_t num_rows = indptr.numel() - 1;
-  TORCH_CHECK_VALUE(indptr[num_rows].item<int64_t>() == indices.numel(), "indptr ends at ",
-                    indptr[num_rows].item<int64_t>(), " but indices holds ", indices.numel(),
-                    " entries");
   const int64_t* eid = nullptr;
   if (edge_ids.has_value()) {
     check_index(*edge_ids, "edge_ids");

@@ -6,7 +6,7 @@ import torch
 
 from ..data.dataset import Dataset
 from ..sampler.base import NegativeSampling
-from ..sampler.neighbor_sampler import NeighborSampler
+from ..sampler.neighbor_sampler import NeighborSampler, build_neighbor_sampler
 from ..typing import InputEdges, NumNeighbors
 from .link_loader import LinkLoader
 
@@ -54,18 +54,15 @@ class LinkNeighborLoader(LinkLoader):
     replace: bool = False,
     **kwargs,
   ):
-    if data.graph is None:
-      raise ValueError('the dataset has no graph: call init_graph first')
     if neighbor_sampler is None:
-      neighbor_sampler = NeighborSampler(
-        data.graph,
+      neighbor_sampler = build_neighbor_sampler(
+        data,
         num_neighbors,
         device=device,
         with_edge=with_edge,
         with_neg=neg_sampling is not None,
         with_weight=with_weight,
         strategy=strategy,
-        edge_dir=data.edge_dir,
         seed=seed,
         replace=replace,
       )

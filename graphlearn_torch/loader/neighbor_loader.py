@@ -6,7 +6,7 @@ import torch
 
 from ..data.dataset import Dataset
 from ..sampler.base import EdgeIndex, NodeSamplerInput, SamplerOutput
-from ..sampler.neighbor_sampler import NeighborSampler
+from ..sampler.neighbor_sampler import NeighborSampler, build_neighbor_sampler
 from ..typing import InputNodes, NumNeighbors
 from .node_loader import NodeLoader
 
@@ -53,17 +53,14 @@ class NeighborLoader(NodeLoader):
     replace: bool = False,
     **kwargs,
   ):
-    if data.graph is None:
-      raise ValueError('the dataset has no graph: call init_graph first')
     if neighbor_sampler is None:
-      neighbor_sampler = NeighborSampler(
-        data.graph,
+      neighbor_sampler = build_neighbor_sampler(
+        data,
         num_neighbors,
         device=device,
         with_edge=with_edge,
         with_weight=with_weight,
         strategy=strategy,
-        edge_dir=data.edge_dir,
         seed=seed,
         replace=replace,
       )

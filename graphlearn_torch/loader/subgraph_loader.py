@@ -7,7 +7,7 @@ from torch_geometric.data import Data
 
 from ..data.dataset import Dataset
 from ..sampler.base import NodeSamplerInput
-from ..sampler.neighbor_sampler import NeighborSampler
+from ..sampler.neighbor_sampler import NeighborSampler, build_neighbor_sampler
 from ..typing import InputNodes, NumNeighbors
 from .node_loader import NodeLoader
 from .transform import collate
@@ -46,13 +46,12 @@ class SubGraphLoader(NodeLoader):
     **kwargs,
   ):
     if neighbor_sampler is None:
-      neighbor_sampler = NeighborSampler(
-        data.graph,
+      neighbor_sampler = build_neighbor_sampler(
+        data,
         num_neighbors,
         device=device,
         with_edge=with_edge,
         strategy=strategy,
-        edge_dir=data.edge_dir,
         seed=seed,
       )
     super().__init__(

@@ -508,3 +508,31 @@ class NeighborSampler(BaseSampler):
       touched = {t: touched[t] + fresh[t] for t in sizes}
     out = {t: p[: sizes[t]].float() for t, p in touched.items()}
     return out if self.is_hetero else out[HOMO_NODE_TYPE]
+
+
+def build_neighbor_sampler(
+  data,
+  num_neighbors: Optional[NumNeighbors],
+  device: torch.device,
+  with_edge: bool = False,
+  with_neg: bool = False,
+  with_weight: bool = False,
+  strategy: str = 'random',
+  seed: Optional[int] = None,
+  replace: bool = False,
+) -> NeighborSampler:
+  """The NeighborSampler a loader builds for a dataset (its graph and edge_dir)."""
+  if data.graph is None:
+    raise ValueError('the dataset has no graph: call init_graph first')
+  return NeighborSampler(
+    data.graph,
+    num_neighbors,
+    device=device,
+    with_edge=with_edge,
+    with_neg=with_neg,
+    with_weight=with_weight,
+    strategy=strategy,
+    edge_dir=data.edge_dir,
+    seed=seed,
+    replace=replace,
+  )
