@@ -136,7 +136,7 @@ class Dataset:
     """Adds empty rows so every node of ``ntype`` can be a sampling seed."""
     for etype, graph in _by_type(self.graph, self.is_hetero, 'graph').items():
       if self._seed_side(etype) == ntype:
-        graph.topo.pad_rows(num_nodes)
+        graph.topo.resize(num_rows=num_nodes)
 
   # -- initialisation ---------------------------------------------------------
 
@@ -199,8 +199,7 @@ class Dataset:
     for etype, topo in graphs.items():
       src_t, dst_t = (etype[0], etype[-1]) if hetero else (_HOMO, _HOMO)
       rows, cols = (src_t, dst_t) if topo_layout == 'CSR' else (dst_t, src_t)
-      topo.pad_rows(counts[rows])
-      topo._num_cols = max(topo.col_count, counts[cols])
+      topo.resize(counts[rows], counts[cols])
       graphs[etype] = Graph(topo, graph_mode, device)
     self.graph = _unwrap(graphs, hetero)
     self._check_feature_rows()

@@ -206,11 +206,13 @@ class Topology:
     """Returns ``(indptr, indices, edge_ids, edge_weights)`` with rows over destinations."""
     return self._to_layout('CSC')
 
-  def pad_rows(self, num_rows: int) -> None:
-    """Adds empty rows up to ``num_rows`` (nodes without edges of this type)."""
-    extra = num_rows - self.row_count
+  def resize(self, num_rows: Optional[int] = None, num_cols: Optional[int] = None) -> None:
+    """Grows the node counts: empty rows up to ``num_rows`` (nodes without
+    edges of this type) and a column count of at least ``num_cols``."""
+    extra = (num_rows or 0) - self.row_count
     if extra > 0:
       self._indptr = torch.cat([self._indptr, self._indptr[-1:].expand(extra)])
+    self._num_cols = max(self._num_cols, num_cols or 0)
 
   def share_memory_(self) -> 'Topology':
     for t in (self._indptr, self._indices, self._edge_ids, self._edge_weights):
