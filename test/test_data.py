@@ -73,3 +73,32 @@ def test_share_ipc_round_trip():
   assert torch.equal(again.get_graph().topo.indices, ds.get_graph().topo.indices)
   assert torch.equal(again.node_features[torch.arange(3)], ds.node_features[torch.arange(3)])
   assert again.get_graph().topo.indices.is_shared()
+
+
+def _sample_in_child(ds, queue):
+  from graphlearn_torch.loader import NeighborLoader
+
+  batch = next(iter(NeighborLoader(ds, [2], torch.tensor([0, 1]), batch_size=2, device='cpu')))
+  # plain lists: tensors put on a queue live only as long as this process
+  queue.put((ds.get_graph().topo.indices.is_shared(), batch.x.tolist(), batch.n_id.tolist()))
+
+
+def test_dataset_travels_to_a_spawned_process_through_shared_memory():
+  import torch.multiprocessing as mp
+
+  ds = Dataset()
+  ds.init_graph(torch.tensor([[0, 1, 2], [1, 2, 0]]), graph_mode='CPU')
+  ds.init_node_features(torch.arange(12, dtype=torch.float32).view(3, 4))
+  ctx = mp.get_context('spawn')
+  queue = ctx.Queue()
+  proc = ctx.Process(target=_sample_in_child, args=(ds, queue))
+  proc.start()
+  try:
+    shared, x, n_id = queue.get(timeout=120)
+  finally:
+    proc.join(timeout=30)
+    if proc.is_alive():
+      proc.kill()
+      proc.join()
+  assert proc.exitcode == 0 and shared
+  assert torch.equal(torch.tensor(x), ds.node_features[torch.tensor(n_id)])

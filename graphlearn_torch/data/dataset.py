@@ -1,6 +1,7 @@
 """Dataset: the graph, features, labels and seed splits of one machine."""
 
 import logging
+from multiprocessing.reduction import ForkingPickler
 from typing import Dict, List, Literal, Optional, Sequence, Tuple, Union
 
 import torch
@@ -433,3 +434,16 @@ class Dataset:
       f'{type(self).__name__}(edge_dir={self.edge_dir}, graph={self.graph!r}, '
       f'node_features={self.node_features!r})'
     )
+
+
+def rebuild_dataset(ipc_handle) -> Dataset:
+  """Rebuilds a Dataset in another process from its ``share_ipc`` handle."""
+  return Dataset.from_ipc_handle(ipc_handle)
+
+
+def reduce_dataset(dataset: Dataset):
+  """Pickles a Dataset for multiprocessing as a shared-memory handle (no copy)."""
+  return rebuild_dataset, (dataset.share_ipc(),)
+
+
+ForkingPickler.register(Dataset, reduce_dataset)

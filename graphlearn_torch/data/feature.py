@@ -1,6 +1,7 @@
 """Feature tables: rows looked up by node (or edge) id."""
 
 import logging
+from multiprocessing.reduction import ForkingPickler
 from typing import List, Optional, Sequence, Union
 
 import torch
@@ -123,3 +124,16 @@ class Feature:
 
   def __repr__(self) -> str:
     return f'Feature(shape={tuple(self.shape)}, dtype={self.dtype})'
+
+
+def rebuild_feature(ipc_handle) -> Feature:
+  """Rebuilds a Feature in another process from its ``share_ipc`` handle."""
+  return Feature.from_ipc_handle(ipc_handle)
+
+
+def reduce_feature(feature: Feature):
+  """Pickles a Feature for multiprocessing as a shared-memory handle (no copy)."""
+  return rebuild_feature, (feature.share_ipc(),)
+
+
+ForkingPickler.register(Feature, reduce_feature)

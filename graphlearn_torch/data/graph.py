@@ -1,6 +1,7 @@
 """Graph topology (COO in, CSR or CSC out) and the Graph that samplers read."""
 
 import logging
+from multiprocessing.reduction import ForkingPickler
 from typing import Literal, Optional, Tuple
 
 import torch
@@ -290,3 +291,16 @@ class Graph:
 
   def __repr__(self) -> str:
     return f'Graph(mode={self.mode}, {self.topo!r})'
+
+
+def rebuild_graph(ipc_handle) -> Graph:
+  """Rebuilds a Graph in another process from its ``share_ipc`` handle."""
+  return Graph.from_ipc_handle(ipc_handle)
+
+
+def reduce_graph(graph: Graph):
+  """Pickles a Graph for multiprocessing as a shared-memory handle (no copy)."""
+  return rebuild_graph, (graph.share_ipc(),)
+
+
+ForkingPickler.register(Graph, reduce_graph)
