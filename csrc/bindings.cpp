@@ -43,10 +43,11 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
                              }));
 
   py::class_<glt::Inducer>(m, "Inducer")
-      .def(py::init(wrap_pybind_function([](int64_t num_node_types) {
-             return std::make_unique<glt::Inducer>(num_node_types);
-           })),
-           py::arg("num_node_types"))
+      .def(py::init(wrap_pybind_function(
+               [](int64_t num_node_types, const std::vector<int64_t>& num_nodes) {
+                 return std::make_unique<glt::Inducer>(num_node_types, num_nodes);
+               })),
+           py::arg("num_node_types"), py::arg("num_nodes") = std::vector<int64_t>{})
       .def("init_nodes",
            wrap_pybind_function_no_gil(
                [](glt::Inducer& self, const std::vector<at::Tensor>& seeds) {

@@ -257,3 +257,21 @@ def test_weighted_without_replacement_takes_all_when_fanout_exceeds_degree():
   sampler = NeighborSampler(star_dataset(3, w).graph, [5], device='cpu', with_weight=True)
   out = sampler.sample_one_hop(torch.tensor([0]), 5)
   assert sorted(out.nbr.tolist()) == [1, 3]  # the zero-weight edge is left out
+
+
+def test_dense_and_hashed_inducers_agree(monkeypatch):
+  import graphlearn_torch.sampler.neighbor_sampler as ns
+
+  ds, edges = make_hetero('in')
+  seeds = torch.tensor([2, 9, 9, 30])
+  outs = []
+  for limit in (ns.DENSE_INDUCER_MAX_NODES, 0):  # id-indexed maps, then hash tables
+    monkeypatch.setattr(ns, 'DENSE_INDUCER_MAX_NODES', limit)
+    sampler = NeighborSampler(ds.graph, [3, 2], device='cpu', with_edge=True, edge_dir='in', seed=1)
+    for _ in range(2):  # the second batch reuses the reset maps
+      outs.append(sampler.sample_from_nodes(NodeSamplerInput(seeds, 'paper')))
+  for dense, hashed in zip(outs[:2], outs[2:]):
+    for field in ('node', 'row', 'col', 'edge'):
+      for key, value in getattr(dense, field).items():
+        assert torch.equal(value, getattr(hashed, field)[key])
+  check_output(outs[1], edges, seeds, 'paper', {et: [3, 2] for et in edges}, 'in', False)

@@ -29,7 +29,24 @@ IdMap::IdMap()
       shift_(64 - kInitialBits),
       size_(0) {}
 
+void IdMap::use_dense(int64_t num_ids) {
+  TORCH_CHECK_VALUE(size_ == 0, "use_dense needs an empty map");
+  dense_.assign(num_ids, -1);
+}
+
 int64_t IdMap::insert(int64_t key, bool* inserted) {
+  if (!dense_.empty()) {
+    TORCH_CHECK_VALUE(key < static_cast<int64_t>(dense_.size()), "node id ", key,
+                      " is out of range for ", dense_.size(), " nodes");
+    int32_t& slot = dense_[key];
+    *inserted = slot < 0;
+    if (*inserted) {
+      TORCH_CHECK_VALUE(size_ < INT32_MAX, "too many nodes in one batch");
+      slot = static_cast<int32_t>(size_++);
+      dense_keys_.push_back(key);
+    }
+    return slot;
+  }
   if (2 * (size_ + 1) > static_cast<int64_t>(keys_.size())) grow();
   uint64_t i = slot_of(key, shift_);
   while (true) {
@@ -49,6 +66,9 @@ int64_t IdMap::insert(int64_t key, bool* inserted) {
 }
 
 int64_t IdMap::find(int64_t key) const {
+  if (!dense_.empty()) {
+    return key < static_cast<int64_t>(dense_.size()) ? dense_[key] : -1;
+  }
   uint64_t i = slot_of(key, shift_);
   while (true) {
     const int64_t k = keys_[i];
@@ -59,6 +79,10 @@ int64_t IdMap::find(int64_t key) const {
 }
 
 void IdMap::reserve(int64_t n) {
+  if (!dense_.empty()) {
+    dense_keys_.reserve(n);
+    return;
+  }
   while (2 * n > static_cast<int64_t>(keys_.size())) grow();
 }
 
@@ -80,14 +104,25 @@ void IdMap::grow() {
 
 void IdMap::clear() {
   if (size_ == 0) return;
-  std::fill(keys_.begin(), keys_.end(), kEmpty);
+  if (!dense_.empty()) {
+    for (int64_t key : dense_keys_) dense_[key] = -1;
+    dense_keys_.clear();
+  } else {
+    std::fill(keys_.begin(), keys_.end(), kEmpty);
+  }
   size_ = 0;
 }
 
-Inducer::Inducer(int64_t num_node_types) {
+Inducer::Inducer(int64_t num_node_types, const std::vector<int64_t>& num_nodes) {
   TORCH_CHECK_VALUE(num_node_types >= 1, "an Inducer needs at least one node type, got ",
-              num_node_types);
+                    num_node_types);
+  TORCH_CHECK_VALUE(num_nodes.empty() || static_cast<int64_t>(num_nodes.size()) == num_node_types,
+                    "num_nodes needs one entry per node type (", num_node_types, "), got ",
+                    num_nodes.size());
   maps_.resize(num_node_types);
+  for (size_t t = 0; t < num_nodes.size(); ++t) {
+    if (num_nodes[t] > 0) maps_[t].use_dense(num_nodes[t]);
+  }
 }
 
 void Inducer::check_type(int64_t t) const {

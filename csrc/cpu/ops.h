@@ -54,10 +54,14 @@ at::Tensor gather_rows(const at::Tensor& table, const at::Tensor& ids,
                        const std::optional<at::Tensor>& id2index,
                        const std::shared_ptr<BufferPool>& pool);
 
-// Maps global node ids to local ids, one id space per node type.
+// Maps global node ids to local ids, one id space per node type: a hash
+// table, or, when the id range is known and small enough, an id-indexed
+// array (one memory access per lookup, reset through the inserted ids).
 class IdMap {
  public:
   IdMap();
+  // Switches to an id-indexed array for ids in [0, num_ids).
+  void use_dense(int64_t num_ids);
   // Local id of `key`; inserts it with the next local id if absent.
   int64_t insert(int64_t key, bool* inserted);
   // Local id of `key`, or -1.
@@ -73,13 +77,16 @@ class IdMap {
   uint64_t mask_;
   int shift_;
   int64_t size_;
+  std::vector<int32_t> dense_;         // id -> local id, -1 when absent
+  std::vector<int64_t> dense_keys_;    // ids inserted since the last clear
 };
 
 // Deduplicates and relabels the nodes met while sampling several hops into
 // one local id space per node type. A homogeneous graph has one node type.
 class Inducer {
  public:
-  explicit Inducer(int64_t num_node_types);
+  // `num_nodes[t]` > 0 gives type t an id-indexed map over [0, num_nodes[t]).
+  explicit Inducer(int64_t num_node_types, const std::vector<int64_t>& num_nodes = {});
 
   // Registers the seeds; returns them per type without duplicates, in order.
   std::vector<at::Tensor> init_nodes(const std::vector<at::Tensor>& seeds);

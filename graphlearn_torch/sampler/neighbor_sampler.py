@@ -29,6 +29,9 @@ from .negative_sampler import RandomNegativeSampler
 
 STRATEGIES = ('random',)
 
+# Node types up to this size get an id-indexed inducer map (4 bytes a node).
+DENSE_INDUCER_MAX_NODES = 1 << 26
+
 
 @dataclass
 class _HopResult:
@@ -176,7 +179,9 @@ class NeighborSampler(BaseSampler):
     return self._inducer
 
   def create_inducer(self, input_batch_size: int = 0):
-    return ops.Inducer(len(self._node_types))
+    # An id-indexed map (4 bytes a node) where that stays small; else hashing.
+    sizes = [self._num_nodes[t] for t in self._node_types]
+    return ops.Inducer(len(sizes), [n if n <= DENSE_INDUCER_MAX_NODES else 0 for n in sizes])
 
   def lazy_init_sampler(self) -> None:
     """Prepares the graphs for sampling (nothing to do on the CPU)."""
