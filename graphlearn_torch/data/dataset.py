@@ -161,7 +161,7 @@ class Dataset:
       edge_weights: edge weights for weighted sampling.
       layout: the input layout, 'COO', 'CSR' or 'CSC' (or a dict by type).
       graph_mode: 'CPU', 'ZERO_COPY' or 'CUDA' (see Graph).
-      directed: recorded for the caller; edges are used as given.
+      directed: accepted for GLT compatibility; edges are used as given.
       device: the GPU index for GPU graph modes.
       num_nodes: node count (or dict by node type) when some nodes have larger
         ids than any edge; inferred otherwise.
@@ -169,7 +169,6 @@ class Dataset:
     if edge_index is None:
       return self
     hetero = isinstance(edge_index, dict)
-    self._directed = directed
     edges = _by_type(edge_index, hetero, 'edge_index')
     eids = _by_type(edge_ids, hetero, 'edge_ids')
     weights = _by_type(edge_weights, hetero, 'edge_weights')

@@ -1,6 +1,6 @@
 """Tensor helpers."""
 
-from typing import Any, Dict, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -52,18 +52,3 @@ def id2idx(ids: Union[Sequence, torch.Tensor]) -> torch.Tensor:
   index = torch.full((int(ids.max()) + 1,), -1, dtype=torch.int64)
   index[ids] = torch.arange(ids.numel(), dtype=torch.int64)
   return index
-
-
-def index_select(data: Any, index: Any) -> Any:
-  """Selects ``data[index]`` for a tensor or a dict of tensors keyed alike."""
-  if data is None:
-    return None
-  if isinstance(data, dict):
-    return {k: index_select(v, index[k]) for k, v in data.items() if k in index}
-  return data[index]
-
-
-def merge_dict(in_dict: Dict[Any, Any], out_dict: Dict[Any, list]) -> None:
-  """Appends each value of ``in_dict`` to the list under its key in ``out_dict``."""
-  for k, v in in_dict.items():
-    out_dict.setdefault(k, []).append(v)
