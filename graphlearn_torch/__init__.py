@@ -5,10 +5,20 @@ GraphLearn-for-PyTorch 0.2.x compatible: ``import graphlearn_torch as glt``.
 
 import logging
 
-from . import data, datasets, loader, sampler, typing, utils
+from . import data, datasets, distributed, loader, partition, sampler, typing, utils
 
 __version__ = '0.1.0'
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
-__all__ = ['__version__', 'data', 'datasets', 'loader', 'sampler', 'typing', 'utils']
+__all__ = [
+  '__version__',
+  'data',
+  'datasets',
+  'distributed',
+  'loader',
+  'partition',
+  'sampler',
+  'typing',
+  'utils',
+]

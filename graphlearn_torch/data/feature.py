@@ -7,6 +7,7 @@ from typing import List, Optional, Sequence, Union
 import torch
 
 from .._ext import ops
+from ..partition.partition_book import OffsetId2Index
 from ..typing import TensorDataType
 from ..utils.tensor import convert_to_tensor
 
@@ -38,7 +39,8 @@ class Feature:
 
   Args:
     feature_tensor: ``[num_rows, dim]`` (a 1-D tensor is one column).
-    id2index: ``id2index[id]`` is the row of ``id``; rows are ids when None.
+    id2index: ``id2index[id]`` is the row of ``id``; rows are ids when None;
+      an OffsetId2Index for a table of the contiguous ids ``offset + row``.
     split_ratio: the share of rows to keep in GPU memory (GPU path only).
     device_group_list: GPU groups that share hot rows (GPU path only).
     device: the GPU index (GPU path only).
@@ -65,7 +67,10 @@ class Feature:
     if dtype is not None and table.dtype != dtype:
       table = table.to(dtype)
     self.feature_tensor = table.contiguous()
-    self.id2index = None if id2index is None else convert_to_tensor(id2index, torch.int64)
+    if id2index is None or isinstance(id2index, OffsetId2Index):
+      self.id2index = id2index
+    else:
+      self.id2index = convert_to_tensor(id2index, torch.int64)
     if not 0.0 <= float(split_ratio) <= 1.0:
       raise ValueError(f'split_ratio must be in [0, 1], got {split_ratio}')
     self.split_ratio = float(split_ratio)
@@ -83,12 +88,17 @@ class Feature:
 
   def cpu_get(self, ids: torch.Tensor) -> torch.Tensor:
     """Gathers the rows of ``ids`` (int64) from host memory."""
-    ids = convert_to_tensor(ids, torch.int64).reshape(-1)
-    return ops.gather_rows(self.feature_tensor, ids.cpu(), self.id2index, self._out_pool)
+    ids = convert_to_tensor(ids, torch.int64).reshape(-1).cpu()
+    id2index = self.id2index
+    if isinstance(id2index, OffsetId2Index):
+      ids, id2index = id2index[ids], None
+    return ops.gather_rows(self.feature_tensor, ids, id2index, self._out_pool)
 
   @property
   def num_ids(self) -> int:
     """How many ids the table can answer for."""
+    if isinstance(self.id2index, OffsetId2Index):
+      return self.id2index.offset + self.feature_tensor.size(0)
     if self.id2index is not None:
       return self.id2index.numel()
     return self.feature_tensor.size(0)
@@ -103,7 +113,7 @@ class Feature:
   def share_ipc(self):
     """Moves the table to shared memory; returns a picklable handle."""
     self.feature_tensor.share_memory_()
-    if self.id2index is not None:
+    if isinstance(self.id2index, torch.Tensor):
       self.id2index.share_memory_()
     return (
       self.feature_tensor,

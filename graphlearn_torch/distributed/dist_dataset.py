@@ -1,0 +1,242 @@
+"""DistDataset: the Dataset of one partition, plus the partition books that say
+where everything else lives."""
+
+import logging
+import os
+from typing import Callable, Dict, List, Literal, Optional, Tuple, Union
+
+import torch
+
+from ..data import Dataset, DeviceGroup, Feature, Graph
+from ..partition.format import book_path, split_path
+from ..partition.load import PartitionReader, cat_feature_cache, load_partition
+from ..partition.npy import load_npy
+from ..partition.partition_book import (
+  HeteroEdgePartitionDict,
+  HeteroNodePartitionDict,
+  PartitionBook,
+  as_partition_book,
+)
+from ..typing import EdgeType, NodeIndex, NodeLabel, NodeType
+
+logger = logging.getLogger(__name__)
+
+
+def default_id_filter(node_pb: PartitionBook, partition_idx: int) -> torch.Tensor:
+  """The ids ``node_pb`` assigns to ``partition_idx``."""
+  from ..partition.partition_book import owned_ids
+
+  return owned_ids(node_pb, partition_idx)
+
+
+def default_id_select(srcs: torch.Tensor, node_pb: PartitionBook, partition_idx: int):
+  """The ids of ``srcs`` owned by ``partition_idx``."""
+  return srcs[node_pb[srcs] == partition_idx]
+
+
+def _load_labels(path: str) -> torch.Tensor:
+  """A whole label vector from ``.npy`` (mapped) or ``.pt`` (tensors only)."""
+  if not os.path.exists(path):
+    raise FileNotFoundError(f'label file {path} not found')
+  if path.endswith('.npy'):
+    return load_npy(path)
+  return torch.load(path, weights_only=True)
+
+
+class DistDataset(Dataset):
+  """The graph, features and labels of one partition, with the partition books.
+
+  Args:
+    num_partitions: the number of partitions.
+    partition_idx: this partition.
+    graph_partition: the partition's Graph (or dict by edge type).
+    node_feature_partition: its node Feature (or dict by node type).
+    edge_feature_partition: its edge Feature (or dict by edge type).
+    whole_node_labels: the labels of all nodes (or dict by node type).
+    node_pb: the node partition book (or dict by node type).
+    edge_pb: the edge partition book (or dict by edge type).
+    node_feat_pb: where each node's feature row is (defaults to node_pb;
+      differs when rows of other partitions are cached here).
+    edge_feat_pb: the same for edge features.
+    edge_dir: 'out' or 'in', as for Dataset.
+    graph_caching: whether the graph is the whole graph.
+    node_split: ``(train_idx, val_idx, test_idx)`` of this partition.
+    id_filter: ``f(node_pb, partition_idx)`` -> the ids this partition owns.
+    id_select: ``f(ids, node_pb, partition_idx)`` -> those of ``ids`` it owns.
+  """
+
+  def __init__(
+    self,
+    num_partitions: int = 1,
+    partition_idx: int = 0,
+    graph_partition: Union[Graph, Dict[EdgeType, Graph]] = None,
+    node_feature_partition: Union[Feature, Dict[NodeType, Feature]] = None,
+    edge_feature_partition: Union[Feature, Dict[EdgeType, Feature]] = None,
+    whole_node_labels: NodeLabel = None,
+    node_pb: Union[PartitionBook, HeteroNodePartitionDict] = None,
+    edge_pb: Union[PartitionBook, HeteroEdgePartitionDict] = None,
+    node_feat_pb: Union[PartitionBook, HeteroNodePartitionDict] = None,
+    edge_feat_pb: Union[PartitionBook, HeteroEdgePartitionDict] = None,
+    edge_dir: Literal['in', 'out'] = 'out',
+    graph_caching: bool = False,
+    node_split: Tuple[NodeIndex, NodeIndex, NodeIndex] = None,
+    id_filter: Callable = default_id_filter,
+    id_select: Callable = default_id_select,
+  ):
+    super().__init__(
+      graph_partition,
+      node_feature_partition,
+      edge_feature_partition,
+      whole_node_labels,
+      edge_dir,
+      node_split,
+    )
+    self.num_partitions = int(num_partitions)
+    self.partition_idx = int(partition_idx)
+    self.node_pb = node_pb
+    self.edge_pb = edge_pb
+    self._node_feat_pb = node_feat_pb
+    self._edge_feat_pb = edge_feat_pb
+    self.graph_caching = graph_caching
+    self.id_filter = id_filter
+    self.id_select = id_select
+    self.meta: Optional[Dict] = None
+    self._reader: Optional[PartitionReader] = None
+
+  @property
+  def node_feat_pb(self):
+    """Where each node's feature row lives (node_pb unless rows are cached)."""
+    return self.node_pb if self._node_feat_pb is None else self._node_feat_pb
+
+  @property
+  def edge_feat_pb(self):
+    return self.edge_pb if self._edge_feat_pb is None else self._edge_feat_pb
+
+  def _check_feature_rows(self) -> None:
+    """A partition holds some feature rows only, by design."""
+
+  def load(
+    self,
+    root_dir: str,
+    partition_idx: int,
+    graph_mode: str = 'ZERO_COPY',
+    input_layout: Literal['COO', 'CSR', 'CSC'] = 'COO',
+    feature_with_gpu: bool = True,
+    graph_caching: bool = False,
+    device_group_list: Optional[List[DeviceGroup]] = None,
+    whole_node_label_file: Union[str, Dict[NodeType, str]] = None,
+    device: Optional[int] = None,
+    allow_pickle: bool = False,
+    verify: bool = False,
+  ) -> 'DistDataset':
+    """Loads one partition written by a partitioner. Feature tables stay
+    memory-mapped (pages are read when rows are first gathered).
+
+    Args:
+      root_dir: the partition directory.
+      partition_idx: the partition to load.
+      graph_mode: 'CPU', 'ZERO_COPY' or 'CUDA' (see Graph).
+      input_layout: the stored layout; partitions are stored as 'COO'.
+      feature_with_gpu: place hot feature rows on the GPU when there is one.
+      graph_caching: load the whole graph instead of the partition's edges.
+      device_group_list: GPU groups sharing hot feature rows.
+      whole_node_label_file: a ``.npy`` or ``.pt`` label file (or a dict of
+        them by node type); default: the partition's ``labels.npy``.
+      device: the GPU index for GPU modes.
+      allow_pickle: accept a GLT 0.2.x (pickle-based) partition.
+      verify: check every file's sha256 against META.json.
+    """
+    if str(input_layout).upper() != 'COO':
+      raise ValueError(f'partitions are stored as COO edges, got input_layout={input_layout!r}')
+    (num_parts, idx, graph_data, node_feat_data, edge_feat_data, node_pb, edge_pb) = load_partition(
+      root_dir, partition_idx, graph_caching, allow_pickle=allow_pickle, verify=verify
+    )
+    hetero = isinstance(graph_data, dict)
+    self.num_partitions, self.partition_idx = num_parts, idx
+    self.graph_caching = graph_caching
+    reader = (
+      None
+      if allow_pickle and not os.path.exists(os.path.join(root_dir, 'META.json'))
+      else (PartitionReader(root_dir))
+    )
+    self._reader = reader
+    self.meta = reader.meta if reader is not None else None
+
+    def per_type(d):
+      return d if hetero else {None: d}
+
+    graphs = per_type(graph_data)
+    num_nodes = None
+    if reader is not None:
+      counts = reader.meta['num_nodes']
+      num_nodes = (
+        {t: counts[t] for t in reader.node_types()} if hetero else next(iter(counts.values()))
+      )
+    self.init_graph(
+      edge_index={k: g.edge_index for k, g in graphs.items()} if hetero else graph_data.edge_index,
+      edge_ids={k: g.eids for k, g in graphs.items()} if hetero else graph_data.eids,
+      edge_weights=(
+        {k: g.weights for k, g in graphs.items() if g.weights is not None} or None
+        if hetero
+        else graph_data.weights
+      ),
+      graph_mode=graph_mode,
+      device=device,
+      num_nodes=num_nodes,
+    )
+
+    self.node_pb = node_pb if hetero else as_partition_book(node_pb, num_parts)
+    self.edge_pb = edge_pb
+    self._node_feat_pb = self._edge_feat_pb = None
+    if node_feat_data is not None:
+      feats, feat_pbs = {}, {}
+      for t, data in per_type(node_feat_data).items():
+        book = node_pb[t] if hetero else node_pb
+        table, id2index, feat_pbs[t] = cat_feature_cache(idx, data, book)
+        feats[t] = Feature(table, id2index, with_gpu=feature_with_gpu, dtype=table.dtype)
+        feats[t].device_group_list, feats[t].device = device_group_list, device
+      self.node_features = feats if hetero else feats[None]
+      self._node_feat_pb = feat_pbs if hetero else feat_pbs[None]
+    if edge_feat_data is not None:
+      feats, feat_pbs = {}, {}
+      for e, data in per_type(edge_feat_data).items():
+        book = edge_pb[e] if hetero else edge_pb
+        table, id2index, feat_pbs[e] = cat_feature_cache(idx, data, book)
+        feats[e] = Feature(table, id2index, with_gpu=feature_with_gpu, dtype=table.dtype)
+      self.edge_features = feats if hetero else feats[None]
+      self._edge_feat_pb = feat_pbs if hetero else feat_pbs[None]
+
+    self._load_labels_and_splits(root_dir, reader, whole_node_label_file, hetero)
+    logger.info('loaded partition %d of %d from %s', idx, num_parts, root_dir)
+    return self
+
+  def _load_labels_and_splits(self, root_dir, reader, label_file, hetero) -> None:
+    if label_file is not None:
+      if isinstance(label_file, dict):
+        self.node_labels = {t: _load_labels(p) for t, p in label_file.items()}
+      else:
+        self.node_labels = _load_labels(label_file)
+    if reader is None:
+      return
+    ntypes = reader.node_types()
+    if label_file is None:
+      labels = {t: reader.load(book_path('labels', reader.dir_of(t)), False) for t in ntypes}
+      labels = {t: y for t, y in labels.items() if y is not None}
+      if labels:
+        self.node_labels = labels if hetero else next(iter(labels.values()))
+    splits = []
+    for name in ('train_idx', 'val_idx', 'test_idx'):
+      ids = {
+        t: reader.load(split_path(name, self.partition_idx, reader.dir_of(t)), False)
+        for t in ntypes
+      }
+      ids = {t: x for t, x in ids.items() if x is not None}
+      splits.append((ids if hetero else next(iter(ids.values()))) if ids else None)
+    self.train_idx, self.val_idx, self.test_idx = splits
+
+  def node_map(self, ntype: Optional[NodeType] = None) -> Optional[torch.Tensor]:
+    """The original id of every node when the partitioner renumbered nodes
+    (``book='range'``); None when ids are the original ones."""
+    if self._reader is None or self.meta.get('book') != 'range':
+      return None
+    return self._reader.load(book_path('node_map', self._reader.dir_of(ntype)))

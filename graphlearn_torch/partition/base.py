@@ -1,0 +1,503 @@
+"""PartitionerBase: splits a graph's nodes, edges and features into partitions
+and writes them in the format of ``format.py``.
+
+A partitioner decides which partition owns each node (``_assign_nodes``);
+this base class does the rest, streaming: edges go to the partition of their
+source (``edge_assign_strategy='by_src'``) or destination node, feature rows to
+the partition of their node or edge, written chunk by chunk so memory stays of
+the order of the input graph.
+"""
+
+import logging
+import os
+import time
+import warnings
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple, Union
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from ..typing import (
+  HOMO_EDGE_TYPE,
+  HOMO_NODE_TYPE,
+  EdgeType,
+  NodeIndex,
+  NodeLabel,
+  NodeType,
+  TensorDataType,
+)
+from .format import (
+  META_FILE,
+  book_path,
+  feature_path,
+  graph_path,
+  record_files,
+  save_meta,
+  save_npy,
+  split_path,
+  type_key,
+)
+from .npy import NpyWriter, numpy_dtype
+
+logger = logging.getLogger(__name__)
+
+SPLITS = ('train_idx', 'val_idx', 'test_idx')
+EDGE_CHUNK = 1 << 22  # edges handled at a time when assigning and counting cuts
+
+
+def as_tensor(data) -> Optional[torch.Tensor]:
+  """A tensor view of tensor-like input, without copying NumPy arrays (read-only
+  memory maps included: the partitioner never writes to its inputs)."""
+  if data is None or isinstance(data, torch.Tensor):
+    return data
+  if isinstance(data, np.ndarray):
+    with warnings.catch_warnings():
+      warnings.simplefilter('ignore')
+      return torch.from_numpy(data)
+  return torch.as_tensor(data)
+
+
+def split_edge_index(edge_index) -> Tuple[torch.Tensor, torch.Tensor]:
+  """``(rows, cols)`` of a ``[2, E]`` tensor/array or a pair of 1-D ones."""
+  if isinstance(edge_index, (tuple, list)):
+    if len(edge_index) != 2:
+      raise ValueError(f'edge_index must be a pair (rows, cols), got {len(edge_index)} members')
+    rows, cols = (as_tensor(x) for x in edge_index)
+  else:
+    ei = as_tensor(edge_index)
+    if ei.dim() != 2 or ei.size(0) != 2:
+      raise ValueError(f'edge_index must have shape [2, num_edges], got {tuple(ei.shape)}')
+    rows, cols = ei[0], ei[1]
+  if rows.dim() != 1 or rows.shape != cols.shape:
+    raise ValueError(
+      f'edge_index rows and cols must be 1-D of one length, got {tuple(rows.shape)} '
+      f'and {tuple(cols.shape)}'
+    )
+  if rows.is_floating_point() or cols.is_floating_point():
+    raise ValueError('edge_index must hold integer node ids')
+  return rows, cols
+
+
+def balance(counts: List[int]) -> float:
+  """max / mean of per-partition counts (1.0 is perfect balance)."""
+  total = sum(counts)
+  return max(counts) * len(counts) / total if total else 1.0
+
+
+@dataclass
+class PartitionSummary:
+  """What a partitioning produced.
+
+  Args:
+    partitioner: the partitioner's name.
+    num_parts: the number of partitions.
+    nodes: per node type, the nodes each partition owns.
+    edges: per edge type, the edges each partition holds.
+    cut_edges: the edges whose endpoints lie in different partitions.
+    train_nodes: per node type, the training seeds each partition owns.
+    cache_nodes: per node type, the cached rows each partition holds.
+    seconds: the wall time.
+  """
+
+  partitioner: str
+  num_parts: int
+  nodes: Dict[str, List[int]] = field(default_factory=dict)
+  edges: Dict[str, List[int]] = field(default_factory=dict)
+  cut_edges: int = 0
+  train_nodes: Dict[str, List[int]] = field(default_factory=dict)
+  cache_nodes: Dict[str, List[int]] = field(default_factory=dict)
+  seconds: float = 0.0
+
+  @property
+  def num_edges(self) -> int:
+    return sum(sum(c) for c in self.edges.values())
+
+  @property
+  def cut_ratio(self) -> float:
+    """The share of edges cut by the partitioning."""
+    return self.cut_edges / self.num_edges if self.num_edges else 0.0
+
+  def node_balance(self, ntype: Optional[str] = None) -> float:
+    return balance(self.nodes[ntype or next(iter(self.nodes))])
+
+  def train_balance(self, ntype: Optional[str] = None) -> float:
+    return balance(self.train_nodes[ntype or next(iter(self.train_nodes))])
+
+  def format(self) -> str:
+    """A table: one row per partition, then the cut and balance figures."""
+    cols = [f'nodes[{k}]' for k in self.nodes] + [f'edges[{k}]' for k in self.edges]
+    cols += [f'train[{k}]' for k in self.train_nodes] + [f'cache[{k}]' for k in self.cache_nodes]
+    groups = [self.nodes, self.edges, self.train_nodes, self.cache_nodes]
+    lines = ['part ' + ' '.join(f'{c:>14}' for c in cols)]
+    for p in range(self.num_parts):
+      cells = [g[k][p] for g in groups for k in g]
+      lines.append(f'{p:>4} ' + ' '.join(f'{c:>14,}' for c in cells))
+    bal = [balance(g[k]) for g in groups for k in g]
+    lines.append('max/mean ' + ' '.join(f'{b:>14.3f}' for b in bal)[4:])
+    lines.append(
+      f'{self.partitioner}: {self.num_parts} parts, edge cut {self.cut_edges:,} of '
+      f'{self.num_edges:,} ({100 * self.cut_ratio:.2f}%), {self.seconds:.1f} s'
+    )
+    return '\n'.join(lines)
+
+
+class PartitionerBase(ABC):
+  """Splits a homogeneous or heterogeneous graph into ``num_parts`` partitions.
+
+  Args:
+    output_dir: the directory to write (see docs/partition_format.md).
+    num_parts: the number of partitions.
+    num_nodes: the node count, or a dict of them by node type.
+    edge_index: ``[2, E]`` (or ``(rows, cols)``) global node ids, or a dict of
+      them by edge type. NumPy memory maps are read without copying.
+    node_feat: ``[num_nodes, dim]`` features (or a dict by node type).
+    node_feat_dtype: the dtype node features are stored in.
+    edge_feat: ``[E, dim]`` features by edge position (or a dict by type).
+    edge_feat_dtype: the dtype edge features are stored in.
+    edge_weights: ``[E]`` weights (or a dict by edge type).
+    edge_assign_strategy: 'by_src' puts an edge in its source's partition
+      (for out-edge sampling), 'by_dst' in its destination's (in-edges).
+    chunk_size: feature rows (and 16x as many edges) written at a time.
+    node_labels: labels (or a dict by node type) written to ``labels.npy``.
+    node_split: ``(train_idx, val_idx, test_idx)`` (tensors or dicts by
+      node type, None for a missing split), written per partition.
+    book: 'tensor' keeps node ids and writes one partition id per node;
+      'range' renumbers nodes so partition i owns a contiguous id range (the
+      book is then a list of ranges; ``node_map`` gives each new id's
+      original id, and labels, splits and edges use the new ids).
+    progress: show a progress bar (on a terminal).
+  """
+
+  name = 'base'
+
+  def __init__(
+    self,
+    output_dir: str,
+    num_parts: int,
+    num_nodes: Union[int, Dict[NodeType, int]],
+    edge_index: Union[TensorDataType, Dict[EdgeType, TensorDataType]],
+    node_feat: Optional[Union[TensorDataType, Dict[NodeType, TensorDataType]]] = None,
+    node_feat_dtype: torch.dtype = torch.float32,
+    edge_feat: Optional[Union[TensorDataType, Dict[EdgeType, TensorDataType]]] = None,
+    edge_feat_dtype: torch.dtype = torch.float32,
+    edge_weights: Optional[Union[TensorDataType, Dict[EdgeType, TensorDataType]]] = None,
+    edge_assign_strategy: str = 'by_src',
+    chunk_size: int = 10000,
+    node_labels: Optional[NodeLabel] = None,
+    node_split: Optional[Tuple[NodeIndex, NodeIndex, NodeIndex]] = None,
+    book: str = 'tensor',
+    progress: bool = True,
+  ):
+    if not 1 <= int(num_parts) < 2**15:
+      raise ValueError(f'num_parts must be in [1, 32767], got {num_parts}')
+    if edge_assign_strategy not in ('by_src', 'by_dst'):
+      raise ValueError(
+        f"edge_assign_strategy must be 'by_src' or 'by_dst', got {edge_assign_strategy!r}"
+      )
+    if book not in ('tensor', 'range'):
+      raise ValueError(f"book must be 'tensor' or 'range', got {book!r}")
+    if int(chunk_size) < 1:
+      raise ValueError(f'chunk_size must be positive, got {chunk_size}')
+    self.output_dir = output_dir
+    self.num_parts = int(num_parts)
+    self.edge_assign_strategy = edge_assign_strategy
+    self.chunk_size = int(chunk_size)
+    self.book = book
+    self.progress = progress
+    self.node_feat_dtype, self.edge_feat_dtype = node_feat_dtype, edge_feat_dtype
+    self.data_cls = (
+      'hetero' if isinstance(num_nodes, dict) or isinstance(edge_index, dict) else 'homo'
+    )
+    hetero = self.data_cls == 'hetero'
+    if hetero and not (isinstance(num_nodes, dict) and isinstance(edge_index, dict)):
+      raise TypeError('a heterogeneous graph needs num_nodes and edge_index as dicts by type')
+
+    def by_type(value, what, default_key):
+      if value is None:
+        return {}
+      if hetero != isinstance(value, dict):
+        raise TypeError(f'{what} must {"" if hetero else "not "}be a dict by type')
+      return dict(value) if hetero else {default_key: value}
+
+    self.num_nodes: Dict[NodeType, int] = {
+      t: int(n) for t, n in by_type(num_nodes, 'num_nodes', HOMO_NODE_TYPE).items()
+    }
+    self.edge_index = {
+      t: split_edge_index(e) for t, e in by_type(edge_index, 'edge_index', HOMO_EDGE_TYPE).items()
+    }
+    self.node_feat = {
+      t: as_tensor(f) for t, f in by_type(node_feat, 'node_feat', HOMO_NODE_TYPE).items()
+    }
+    self.edge_feat = {
+      t: as_tensor(f) for t, f in by_type(edge_feat, 'edge_feat', HOMO_EDGE_TYPE).items()
+    }
+    self.edge_weights = {
+      t: as_tensor(w).reshape(-1)
+      for t, w in by_type(edge_weights, 'edge_weights', HOMO_EDGE_TYPE).items()
+    }
+    self.node_labels = {
+      t: as_tensor(y) for t, y in by_type(node_labels, 'node_labels', HOMO_NODE_TYPE).items()
+    }
+    self.node_split: Dict[str, Dict[NodeType, torch.Tensor]] = {}
+    for name, ids in zip(SPLITS, node_split or (None, None, None)):
+      self.node_split[name] = {
+        t: as_tensor(x).to(torch.int64).reshape(-1)
+        for t, x in by_type(ids, name, HOMO_NODE_TYPE).items()
+      }
+    self._check_inputs()
+
+  # -- input checks -------------------------------------------------------------
+
+  def _check_inputs(self) -> None:
+    for ntype, n in self.num_nodes.items():
+      if n < 0:
+        raise ValueError(f'num_nodes of {ntype!r} is negative: {n}')
+    for etype, (rows, cols) in self.edge_index.items():
+      for side, ids, ntype in (('source', rows, etype[0]), ('destination', cols, etype[-1])):
+        if ntype not in self.num_nodes:
+          raise ValueError(f'edge type {etype} names node type {ntype!r} missing from num_nodes')
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.num_nodes[ntype]):
+          raise ValueError(
+            f'edge type {etype}: {side} ids must be in [0, {self.num_nodes[ntype]}), got '
+            f'[{int(ids.min())}, {int(ids.max())}]'
+          )
+      num_edges = rows.numel()
+      for what, table in (('edge_feat', self.edge_feat), ('edge_weights', self.edge_weights)):
+        if etype in table and table[etype].size(0) != num_edges:
+          raise ValueError(
+            f'{what} of {etype} has {table[etype].size(0)} rows for {num_edges} edges'
+          )
+    for what, table in (('node_feat', self.node_feat), ('node_labels', self.node_labels)):
+      for ntype, t in table.items():
+        if ntype not in self.num_nodes:
+          raise ValueError(f'{what} names node type {ntype!r} missing from num_nodes')
+        if t.size(0) != self.num_nodes[ntype]:
+          raise ValueError(
+            f'{what} of {ntype!r} has {t.size(0)} rows for {self.num_nodes[ntype]} nodes'
+          )
+    for name, split in self.node_split.items():
+      for ntype, ids in split.items():
+        n = self.num_nodes.get(ntype, 0)
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= n):
+          raise ValueError(f'{name} of {ntype!r} holds ids outside [0, {n})')
+
+  # -- GLT accessors --------------------------------------------------------------
+
+  def _key(self, t, homo_key):
+    return homo_key if t is None and self.data_cls == 'homo' else t
+
+  def get_edge_index(self, etype: Optional[EdgeType] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+    return self.edge_index[self._key(etype, HOMO_EDGE_TYPE)]
+
+  def get_node_feat(self, ntype: Optional[NodeType] = None) -> Optional[torch.Tensor]:
+    return self.node_feat.get(self._key(ntype, HOMO_NODE_TYPE))
+
+  def get_edge_feat(self, etype: Optional[EdgeType] = None) -> Optional[torch.Tensor]:
+    return self.edge_feat.get(self._key(etype, HOMO_EDGE_TYPE))
+
+  # -- what subclasses decide -------------------------------------------------------
+
+  @abstractmethod
+  def _assign_nodes(self) -> Dict[NodeType, torch.Tensor]:
+    """The partition id (int64) of every node, by node type."""
+
+  def _cache_nodes(
+    self, node_pb: Dict[NodeType, torch.Tensor]
+  ) -> Dict[NodeType, List[torch.Tensor]]:
+    """Per node type and partition, the ids of other partitions' rows to
+    replicate there, hottest first (none by default)."""
+    return {}
+
+  # -- the partitioning ---------------------------------------------------------------
+
+  def _dir(self, t):
+    """The type as the path helpers take it (None for a homogeneous dataset)."""
+    return None if self.data_cls == 'homo' else t
+
+  def partition(self, with_feature: bool = True, graph_caching: bool = False) -> PartitionSummary:
+    """Partitions the graph and writes ``output_dir``.
+
+    Args:
+      with_feature: write node and edge features.
+      graph_caching: also write the whole graph, so each partition can
+        sample locally (``DistDataset.load(graph_caching=True)``).
+
+    Returns:
+      a PartitionSummary (also logged).
+    """
+    start = time.perf_counter()
+    out = self.output_dir
+    os.makedirs(out, exist_ok=True)
+    if os.path.exists(os.path.join(out, META_FILE)):
+      os.remove(os.path.join(out, META_FILE))  # a stale table must not survive
+    parts = range(self.num_parts)
+    steps = len(self.edge_index) * (self.num_parts + graph_caching) + len(self.num_nodes)
+    if with_feature:
+      steps += (len(self.node_feat) + len(self.edge_feat)) * self.num_parts
+    bar = tqdm(
+      total=steps + 1,
+      desc=f'{self.name} partitioning',
+      unit='step',
+      disable=None if self.progress else True,
+    )
+    summary = PartitionSummary(self.name, self.num_parts)
+
+    logger.info('%s partitioner: assigning nodes to %d partitions', self.name, self.num_parts)
+    node_pb = {t: pb.to(torch.int64) for t, pb in self._assign_nodes().items()}
+    for ntype, n in self.num_nodes.items():
+      pb = node_pb[ntype]
+      if pb.numel() != n or (n and (int(pb.min()) < 0 or int(pb.max()) >= self.num_parts)):
+        raise RuntimeError(f'{self.name}: bad assignment of node type {ntype!r}')
+    bar.update(1)
+
+    # Node ids as written: the original ones, or renumbered by partition.
+    new_ids: Dict[NodeType, Optional[torch.Tensor]] = dict.fromkeys(self.num_nodes)
+    node_ranges = {}
+    for ntype, pb in node_pb.items():
+      counts = torch.bincount(pb, minlength=self.num_parts)
+      summary.nodes[type_key(ntype)] = counts.tolist()
+      if self.book == 'range':
+        order = torch.sort(pb, stable=True).indices  # new id -> original id
+        new_ids[ntype] = torch.empty_like(order)
+        new_ids[ntype][order] = torch.arange(order.numel())
+        ends = torch.cumsum(counts, 0).tolist()
+        node_ranges[type_key(ntype)] = [[e - int(c), e] for e, c in zip(ends, counts)]
+        save_npy(out, book_path('node_map', self._dir(ntype)), order)
+      else:
+        save_npy(out, book_path('node_pb', self._dir(ntype)), pb)
+      bar.update(1)
+
+    def renumber(ntype, ids):
+      return ids if new_ids[ntype] is None else new_ids[ntype][ids]
+
+    # Edges: assignment, cut count, per-partition files.
+    num_edges = {}
+    for etype, (rows, cols) in self.edge_index.items():
+      src_t, dst_t = etype[0], etype[-1]
+      num_edges[type_key(etype)] = rows.numel()
+      assign = torch.empty(rows.numel(), dtype=torch.int16)
+      cut = 0
+      for s in range(0, rows.numel(), EDGE_CHUNK):
+        src_part = node_pb[src_t][rows[s : s + EDGE_CHUNK].to(torch.int64)]
+        dst_part = node_pb[dst_t][cols[s : s + EDGE_CHUNK].to(torch.int64)]
+        cut += int((src_part != dst_part).sum())
+        assign[s : s + EDGE_CHUNK] = src_part if self.edge_assign_strategy == 'by_src' else dst_part
+      summary.cut_edges += cut
+      save_npy(out, book_path('edge_pb', self._dir(etype)), assign)
+      counts = []
+      for p in parts:
+        eids = torch.nonzero(assign == p).view(-1)
+        counts.append(eids.numel())
+        self._write_edges(graph_path(p, self._dir(etype)), etype, eids, renumber)
+        if with_feature and etype in self.edge_feat:
+          self._write_rows(
+            feature_path(p, 'edge_feat', self._dir(etype)),
+            self.edge_feat[etype],
+            self.edge_feat_dtype,
+            eids,
+            eids,
+          )
+          bar.update(1)
+        bar.update(1)
+      del assign
+      summary.edges[type_key(etype)] = counts
+      if graph_caching:
+        self._write_edges(graph_path(None, self._dir(etype)), etype, None, renumber)
+        bar.update(1)
+
+    # Node features and caches.
+    caches = self._cache_nodes(node_pb) if with_feature else {}
+    for ntype, table in self.node_feat.items() if with_feature else ():
+      cache = caches.get(ntype)
+      for p in parts:
+        owned = torch.nonzero(node_pb[ntype] == p).view(-1)
+        base = feature_path(p, 'node_feat', self._dir(ntype))
+        self._write_rows(base, table, self.node_feat_dtype, owned, renumber(ntype, owned))
+        if cache is not None:
+          self._write_rows(
+            base, table, self.node_feat_dtype, cache[p], renumber(ntype, cache[p]), 'cache_'
+          )
+        bar.update(1)
+      if cache is not None:
+        summary.cache_nodes[type_key(ntype)] = [c.numel() for c in cache]
+
+    # Labels and seed splits.
+    for ntype, labels in self.node_labels.items():
+      if new_ids[ntype] is not None:
+        labels = labels[torch.sort(node_pb[ntype], stable=True).indices]
+      save_npy(out, book_path('labels', self._dir(ntype)), labels)
+    for name, split in self.node_split.items():
+      for ntype, ids in split.items():
+        owner = node_pb[ntype][ids]
+        for p in parts:
+          save_npy(out, split_path(name, p, self._dir(ntype)), renumber(ntype, ids[owner == p]))
+        if name == 'train_idx':
+          summary.train_nodes[type_key(ntype)] = torch.bincount(
+            owner, minlength=self.num_parts
+          ).tolist()
+
+    hetero = self.data_cls == 'hetero'
+    save_meta(
+      out,
+      self.num_parts,
+      self.data_cls,
+      list(self.num_nodes) if hetero else None,
+      list(self.edge_index) if hetero else None,
+      edge_assign_strategy=self.edge_assign_strategy,
+      partitioner=self.name,
+      book=self.book,
+      num_nodes={type_key(t): n for t, n in self.num_nodes.items()},
+      num_edges=num_edges,
+      node_ranges=node_ranges or None,
+      graph_caching=bool(graph_caching),
+      with_feature=bool(with_feature),
+      complete=True,
+    )
+    bar.update(1)
+    bar.close()
+    summary.seconds = time.perf_counter() - start
+    logger.info('partitioned into %s\n%s', out, summary.format())
+    return summary
+
+  # -- streaming writers ----------------------------------------------------------------
+
+  def _write_edges(self, base: str, etype, eids: Optional[torch.Tensor], renumber) -> None:
+    """Writes the edges ``eids`` (all when None) of ``etype`` under ``base``."""
+    rows, cols = self.edge_index[etype]
+    weights = self.edge_weights.get(etype)
+    count = rows.numel() if eids is None else eids.numel()
+    step = self.chunk_size * 16
+    names = ['rows', 'cols', 'eids'] + (['weights'] if weights is not None else [])
+    dtypes = [torch.int64] * 3 + [torch.float32]
+    writers = {
+      n: NpyWriter(os.path.join(self.output_dir, base, f'{n}.npy'), (count,), d)
+      for n, d in zip(names, dtypes)
+    }
+    try:
+      for s in range(0, count, step):
+        sel = torch.arange(s, min(s + step, count)) if eids is None else eids[s : s + step]
+        writers['rows'].write(renumber(etype[0], rows[sel].to(torch.int64)))
+        writers['cols'].write(renumber(etype[-1], cols[sel].to(torch.int64)))
+        writers['eids'].write(sel)
+        if weights is not None:
+          writers['weights'].write(weights[sel].to(torch.float32))
+    except BaseException:
+      for w in writers.values():
+        w.abort()
+      raise
+    records = {os.path.join(base, f'{n}.npy'): w.close() for n, w in writers.items()}
+    record_files(self.output_dir, records)
+
+  def _write_rows(self, base, table, dtype, rows, ids, prefix: str = '') -> None:
+    """Writes ``table[rows]`` as ``<prefix>feats.npy`` and ``ids`` as ``<prefix>ids.npy``."""
+    path = os.path.join(base, f'{prefix}feats.npy')
+    shape = (rows.numel(),) + tuple(table.shape[1:])
+    with NpyWriter(os.path.join(self.output_dir, path), shape, numpy_dtype(dtype)) as feats:
+      for s in range(0, rows.numel(), self.chunk_size):
+        chunk = table[rows[s : s + self.chunk_size]]
+        feats.write(chunk.to(dtype) if chunk.dtype != dtype else chunk)
+    record_files(self.output_dir, {path: feats.record})
+    save_npy(self.output_dir, os.path.join(base, f'{prefix}ids.npy'), ids.to(torch.int64))

@@ -1,0 +1,260 @@
+"""The on-disk partition format: paths, META.json, and the save_* functions.
+
+See docs/partition_format.md. Every data file is a ``.npy`` (no pickle) that
+``load_partition`` memory-maps; META.json records each file's shape, dtype and
+sha256 and is completed last, so an interrupted run is recognised.
+"""
+
+import json
+import os
+from typing import Dict, List, NamedTuple, Optional, Union
+
+import torch
+
+from ..typing import HOMO_EDGE_TYPE, HOMO_NODE_TYPE, EdgeType, NodeType, as_str
+from .npy import append_npy, write_npy
+from .partition_book import GLTPartitionBook, PartitionBook, RangePartitionBook
+
+FORMAT_NAME = 'graphlearn_torch.partition'
+FORMAT_VERSION = 1
+META_FILE = 'META.json'
+
+
+class GraphPartitionData(NamedTuple):
+  """The edges of one partition (global node ids, global edge ids)."""
+
+  edge_index: torch.Tensor  # [2, num_edges]: rows, cols
+  eids: torch.Tensor
+  weights: Optional[torch.Tensor] = None
+
+
+class FeaturePartitionData(NamedTuple):
+  """The feature rows held by one partition, their ids, and its cache."""
+
+  feats: Optional[torch.Tensor]
+  ids: Optional[torch.Tensor]
+  cache_feats: Optional[torch.Tensor] = None
+  cache_ids: Optional[torch.Tensor] = None
+
+
+def type_key(type_: Union[NodeType, EdgeType]) -> str:
+  """The META.json key of a type (a homogeneous dataset's are '_N' and '_N___E___N')."""
+  return as_str(type_)
+
+
+def type_dir(type_: Union[None, NodeType, EdgeType]) -> str:
+  """The path component of a type: '' for a homogeneous dataset."""
+  if type_ is None or type_ in (HOMO_NODE_TYPE, HOMO_EDGE_TYPE):
+    return ''
+  return as_str(type_)
+
+
+def part_dir(partition_idx: int) -> str:
+  return f'part{partition_idx}'
+
+
+def graph_path(partition_idx: Optional[int], etype=None) -> str:
+  """Where a partition's edges live (``partition_idx`` None: the cached whole graph)."""
+  base = 'graph' if partition_idx is None else os.path.join(part_dir(partition_idx), 'graph')
+  return os.path.join(base, type_dir(etype))
+
+
+def feature_path(partition_idx: int, group: str, type_=None) -> str:
+  return os.path.join(part_dir(partition_idx), group, type_dir(type_))
+
+
+def book_path(kind: str, type_=None) -> str:
+  """``node_pb.npy`` / ``node_pb/<ntype>.npy`` (and the same for edge_pb, labels...)."""
+  name = type_dir(type_)
+  return os.path.join(kind, f'{name}.npy') if name else f'{kind}.npy'
+
+
+def split_path(split: str, partition_idx: int, ntype=None) -> str:
+  return os.path.join(split, type_dir(ntype), f'part{partition_idx}.npy')
+
+
+# -- META.json ----------------------------------------------------------------
+
+
+def read_meta_json(root_dir: str) -> Dict:
+  path = os.path.join(root_dir, META_FILE)
+  with open(path) as f:
+    try:
+      return json.load(f)
+    except json.JSONDecodeError as e:
+      raise ValueError(f'{path} is corrupt ({e}); re-run the partitioner') from e
+
+
+def _write_meta_json(root_dir: str, meta: Dict) -> None:
+  path = os.path.join(root_dir, META_FILE)
+  tmp = path + '.tmp'
+  with open(tmp, 'w') as f:
+    json.dump(meta, f, indent=1, sort_keys=True)
+  os.replace(tmp, path)
+
+
+def _update_meta(root_dir: str, **fields) -> None:
+  path = os.path.join(root_dir, META_FILE)
+  meta = read_meta_json(root_dir) if os.path.exists(path) else {}
+  files = fields.pop('files', None)
+  meta.update(fields)
+  meta.setdefault('files', {}).update(files or {})
+  _write_meta_json(root_dir, meta)
+
+
+def record_files(root_dir: str, records: Dict[str, Dict]) -> None:
+  """Adds files (path relative to ``root_dir`` -> shape/dtype/sha256) to META.json."""
+  if records:
+    _update_meta(root_dir, files={k.replace(os.sep, '/'): v for k, v in records.items()})
+
+
+def save_npy(root_dir: str, relpath: str, data) -> None:
+  """Writes a tensor to ``root_dir/relpath`` and records it in META.json."""
+  record_files(root_dir, {relpath: write_npy(os.path.join(root_dir, relpath), data)})
+
+
+def save_meta(
+  output_dir: str,
+  num_parts: int,
+  data_cls: str = 'homo',
+  node_types: Optional[List[NodeType]] = None,
+  edge_types: Optional[List[EdgeType]] = None,
+  **fields,
+) -> None:
+  """Writes the header of META.json (the file table is kept).
+
+  Args:
+    output_dir: the partition root.
+    num_parts: the number of partitions.
+    data_cls: 'homo' or 'hetero'.
+    node_types: the node types of a heterogeneous dataset.
+    edge_types: the edge types of a heterogeneous dataset.
+    **fields: further META fields (num_nodes, num_edges, partitioner, ...).
+  """
+  if data_cls not in ('homo', 'hetero'):
+    raise ValueError(f"data_cls must be 'homo' or 'hetero', got {data_cls!r}")
+  os.makedirs(output_dir, exist_ok=True)
+  _update_meta(
+    output_dir,
+    format=FORMAT_NAME,
+    version=FORMAT_VERSION,
+    num_parts=int(num_parts),
+    data_cls=data_cls,
+    node_types=list(node_types) if node_types else None,
+    edge_types=[list(e) for e in edge_types] if edge_types else None,
+    **fields,
+  )
+
+
+def _book_tensor(book) -> torch.Tensor:
+  return book.tensor if isinstance(book, GLTPartitionBook) else torch.as_tensor(book)
+
+
+def save_node_pb(
+  output_dir: str, node_pb: Union[PartitionBook, torch.Tensor], ntype: Optional[NodeType] = None
+) -> None:
+  """Saves a node partition book (a range book goes into META.json's node_ranges)."""
+  if isinstance(node_pb, RangePartitionBook):
+    path = os.path.join(output_dir, META_FILE)
+    ranges = read_meta_json(output_dir).get('node_ranges', {}) if os.path.exists(path) else {}
+    ranges[type_key(ntype or HOMO_NODE_TYPE)] = [list(r) for r in node_pb.partition_ranges]
+    _update_meta(output_dir, node_ranges=ranges)
+    return
+  save_npy(output_dir, book_path('node_pb', ntype), _book_tensor(node_pb))
+
+
+def save_edge_pb(
+  output_dir: str, edge_pb: Union[PartitionBook, torch.Tensor], etype: Optional[EdgeType] = None
+) -> None:
+  """Saves an edge partition book (partition id by global edge id)."""
+  save_npy(output_dir, book_path('edge_pb', etype), _book_tensor(edge_pb))
+
+
+def _save_graph(output_dir: str, base: str, data: GraphPartitionData) -> None:
+  rows, cols = data.edge_index[0], data.edge_index[1]
+  save_npy(output_dir, os.path.join(base, 'rows.npy'), rows.to(torch.int64))
+  save_npy(output_dir, os.path.join(base, 'cols.npy'), cols.to(torch.int64))
+  save_npy(output_dir, os.path.join(base, 'eids.npy'), data.eids.to(torch.int64))
+  if data.weights is not None:
+    save_npy(output_dir, os.path.join(base, 'weights.npy'), data.weights.to(torch.float32))
+
+
+def save_graph_partition(
+  output_dir: str,
+  partition_idx: int,
+  graph_partition: GraphPartitionData,
+  etype: Optional[EdgeType] = None,
+) -> None:
+  """Saves the edges of one partition."""
+  _save_graph(output_dir, graph_path(partition_idx, etype), graph_partition)
+
+
+def save_graph_cache(
+  output_dir: str,
+  graph_partition_list: List[GraphPartitionData],
+  etype: Optional[EdgeType] = None,
+  with_edge_feat: bool = False,
+) -> None:
+  """Saves the whole graph (every partition's edges) for ``graph_caching``."""
+  parts = list(graph_partition_list)
+  weights = None
+  if parts and all(p.weights is not None for p in parts):
+    weights = torch.cat([p.weights for p in parts])
+  whole = GraphPartitionData(
+    torch.cat([torch.as_tensor(p.edge_index) for p in parts], dim=1),
+    torch.cat([p.eids for p in parts]),
+    weights,
+  )
+  _save_graph(output_dir, graph_path(None, etype), whole)
+
+
+def save_feature_partition(
+  output_dir: str,
+  partition_idx: int,
+  feature_partition: FeaturePartitionData,
+  group: str = 'node_feat',
+  graph_type: Optional[Union[NodeType, EdgeType]] = None,
+) -> None:
+  """Saves the feature rows (and ids, and cache) of one partition."""
+  base = feature_path(partition_idx, group, graph_type)
+  save_npy(output_dir, os.path.join(base, 'feats.npy'), feature_partition.feats)
+  save_npy(output_dir, os.path.join(base, 'ids.npy'), feature_partition.ids.to(torch.int64))
+  save_feature_partition_cache(output_dir, partition_idx, feature_partition, group, graph_type)
+
+
+def save_feature_partition_chunk(
+  output_dir: str,
+  partition_idx: int,
+  feature_partition: FeaturePartitionData,
+  group: str = 'node_feat',
+  graph_type: Optional[Union[NodeType, EdgeType]] = None,
+) -> None:
+  """Appends a chunk of feature rows and ids to a partition's files."""
+  from .npy import read_header, sha256_file
+
+  base = feature_path(partition_idx, group, graph_type)
+  records = {}
+  for name, data in (('feats.npy', feature_partition.feats), ('ids.npy', feature_partition.ids)):
+    rel = os.path.join(base, name)
+    path = os.path.join(output_dir, rel)
+    append_npy(path, data)
+    dtype, shape, _ = read_header(path)
+    records[rel] = {'shape': list(shape), 'dtype': dtype.str, 'sha256': sha256_file(path)}
+  record_files(output_dir, records)
+
+
+def save_feature_partition_cache(
+  output_dir: str,
+  partition_idx: int,
+  feature_partition: FeaturePartitionData,
+  group: str = 'node_feat',
+  graph_type: Optional[Union[NodeType, EdgeType]] = None,
+) -> None:
+  """Saves the cached hot rows of other partitions held by one partition."""
+  if feature_partition.cache_feats is None:
+    return
+  base = feature_path(partition_idx, group, graph_type)
+  save_npy(output_dir, os.path.join(base, 'cache_feats.npy'), feature_partition.cache_feats)
+  save_npy(
+    output_dir, os.path.join(base, 'cache_ids.npy'), feature_partition.cache_ids.to(torch.int64)
+  )

@@ -1,0 +1,333 @@
+"""Reading partitions: META.json checks, memory-mapped files, partition books."""
+
+import logging
+import os
+from typing import Dict, Optional, Tuple, Union
+
+import torch
+
+from ..typing import HOMO_EDGE_TYPE, HOMO_NODE_TYPE
+from .base import as_tensor
+from .format import (
+  FORMAT_NAME,
+  FORMAT_VERSION,
+  META_FILE,
+  FeaturePartitionData,
+  GraphPartitionData,
+  book_path,
+  feature_path,
+  graph_path,
+  read_meta_json,
+  record_files,
+  type_key,
+)
+from .npy import NpyWriter, PartitionFileError, load_npy, numpy_dtype
+from .partition_book import GLTPartitionBook, PartitionBook, RangePartitionBook, owned_ids
+
+logger = logging.getLogger(__name__)
+
+RERUN = 're-run the partitioner (e.g. examples/partition_dataset.py) to rewrite it'
+
+
+def is_glt_partition(root_dir: str) -> bool:
+  """Whether ``root_dir`` holds a GLT 0.2.x (pickle-based) partition."""
+  return not os.path.exists(os.path.join(root_dir, META_FILE)) and os.path.exists(
+    os.path.join(root_dir, 'META')
+  )
+
+
+def read_meta(root_dir: str) -> Dict:
+  """Reads and checks META.json of a partition directory.
+
+  Raises:
+    FileNotFoundError: there is no META.json.
+    ValueError: it is not ours, is from a newer format version, or the
+      partitioning that wrote it did not finish.
+  """
+  path = os.path.join(root_dir, META_FILE)
+  if not os.path.exists(path):
+    if is_glt_partition(root_dir):
+      raise ValueError(
+        f'{root_dir} holds a GLT 0.2.x partition (a pickled META): reading it runs pickle, '
+        f'so pass allow_pickle=True if you trust its source'
+      )
+    raise FileNotFoundError(
+      f'{path} not found: {root_dir} is not a partition directory; partition the graph first '
+      f'(e.g. examples/partition_dataset.py)'
+    )
+  meta = read_meta_json(root_dir)
+  if meta.get('format') != FORMAT_NAME:
+    raise ValueError(f'{path}: not a graphlearn_torch partition (format {meta.get("format")!r})')
+  version = meta.get('version')
+  if not isinstance(version, int) or version > FORMAT_VERSION:
+    raise ValueError(
+      f'{path}: format version {version} comes from a newer graphlearn_torch; this one reads '
+      f'versions up to {FORMAT_VERSION}: upgrade graphlearn_torch'
+    )
+  if 'num_parts' not in meta:
+    raise ValueError(f'{path}: the partitioning that wrote it did not finish; {RERUN}')
+  return meta
+
+
+class PartitionReader:
+  """Reads the files of one partition directory, checked against META.json.
+
+  Args:
+    root_dir: the partition directory.
+    verify: check every file's sha256 (reads each file once).
+  """
+
+  def __init__(self, root_dir: str, verify: bool = False):
+    self.root_dir = root_dir
+    self.meta = read_meta(root_dir)
+    self.verify = verify
+    self.hetero = self.meta['data_cls'] == 'hetero'
+
+  @property
+  def num_parts(self) -> int:
+    return int(self.meta['num_parts'])
+
+  def node_types(self):
+    return list(self.meta['node_types']) if self.hetero else [HOMO_NODE_TYPE]
+
+  def edge_types(self):
+    return [tuple(e) for e in self.meta['edge_types']] if self.hetero else [HOMO_EDGE_TYPE]
+
+  def dir_of(self, t):
+    return t if self.hetero else None
+
+  def check_partition_idx(self, partition_idx: int) -> None:
+    if not 0 <= int(partition_idx) < self.num_parts:
+      raise ValueError(
+        f'partition_idx {partition_idx} is out of range: {self.root_dir} has {self.num_parts} '
+        f'partitions (0 to {self.num_parts - 1})'
+      )
+
+  def exists(self, relpath: str) -> bool:
+    return os.path.exists(os.path.join(self.root_dir, relpath))
+
+  def load(self, relpath: str, required: bool = True) -> Optional[torch.Tensor]:
+    """Memory-maps one file; a missing optional file gives None."""
+    path = os.path.join(self.root_dir, relpath)
+    record = self.meta['files'].get(relpath.replace(os.sep, '/'))
+    if not os.path.exists(path):
+      if not required and record is None:
+        return None
+      raise FileNotFoundError(f'{path} is missing from the partition at {self.root_dir}; {RERUN}')
+    if record is None and self.verify:
+      raise PartitionFileError(f'{path} is not recorded in {META_FILE}; {RERUN}')
+    try:
+      return load_npy(path, record, self.verify)
+    except PartitionFileError as e:
+      raise PartitionFileError(f'{e}; {RERUN}') from e
+
+  def graph(self, partition_idx: Optional[int], etype) -> GraphPartitionData:
+    base = graph_path(partition_idx, self.dir_of(etype))
+    rows, cols, eids = (self.load(os.path.join(base, f'{n}.npy')) for n in ('rows', 'cols', 'eids'))
+    weights = self.load(os.path.join(base, 'weights.npy'), required=False)
+    return GraphPartitionData(torch.stack([rows, cols]), eids, weights)
+
+  def features(self, partition_idx: int, group: str, type_) -> Optional[FeaturePartitionData]:
+    base = feature_path(partition_idx, group, self.dir_of(type_))
+    feats = self.load(os.path.join(base, 'feats.npy'), required=False)
+    if feats is None:
+      return None
+    ids = self.load(os.path.join(base, 'ids.npy'))
+    cache_feats = self.load(os.path.join(base, 'cache_feats.npy'), required=False)
+    cache_ids = None if cache_feats is None else self.load(os.path.join(base, 'cache_ids.npy'))
+    return FeaturePartitionData(feats, ids, cache_feats, cache_ids)
+
+  def node_book(self, ntype, partition_idx: int) -> PartitionBook:
+    ranges = (self.meta.get('node_ranges') or {}).get(type_key(ntype))
+    if ranges is not None:
+      return RangePartitionBook(ranges, partition_idx)
+    return GLTPartitionBook(self.load(book_path('node_pb', self.dir_of(ntype))), self.num_parts)
+
+  def edge_book(self, etype) -> Optional[PartitionBook]:
+    pb = self.load(book_path('edge_pb', self.dir_of(etype)), required=False)
+    return None if pb is None else GLTPartitionBook(pb, self.num_parts)
+
+
+def _unwrap(d: Dict, hetero: bool):
+  return d if hetero else next(iter(d.values()), None)
+
+
+def load_partition(
+  root_dir: str,
+  partition_idx: int,
+  graph_caching: bool = False,
+  device: torch.device = torch.device('cpu'),
+  allow_pickle: bool = False,
+  verify: bool = False,
+) -> Tuple:
+  """Loads one partition: ``(num_parts, partition_idx, graph_data,
+  node_feat_data, edge_feat_data, node_pb, edge_pb)``, dicts by type for a
+  heterogeneous dataset. Tensors memory-map the files (pages are read when
+  touched).
+
+  Args:
+    root_dir: the partition directory.
+    partition_idx: the partition to load.
+    graph_caching: load the whole graph instead of the partition's edges
+      (the directory must have been written with ``graph_caching=True``).
+    device: only the CPU is supported for loading; tensors move later.
+    allow_pickle: read a GLT 0.2.x (pickle-based) partition; only for
+      partitions from a trusted source, as unpickling can run code.
+    verify: check every file's sha256 against META.json.
+  """
+  if is_glt_partition(root_dir) and allow_pickle:
+    from .glt_format import load_glt_partition
+
+    return load_glt_partition(root_dir, partition_idx, graph_caching)
+  reader = PartitionReader(root_dir, verify)
+  reader.check_partition_idx(partition_idx)
+  if graph_caching and not reader.meta.get('graph_caching'):
+    raise ValueError(
+      f'{root_dir} was partitioned without graph_caching: partition again with '
+      f'partition(graph_caching=True), or load with graph_caching=False'
+    )
+  graph_idx = None if graph_caching else partition_idx
+  graph = {e: reader.graph(graph_idx, e) for e in reader.edge_types()}
+  node_feat = {t: reader.features(partition_idx, 'node_feat', t) for t in reader.node_types()}
+  edge_feat = {e: reader.features(partition_idx, 'edge_feat', e) for e in reader.edge_types()}
+  node_pb = {t: reader.node_book(t, partition_idx) for t in reader.node_types()}
+  edge_pb = {e: reader.edge_book(e) for e in reader.edge_types()}
+  node_feat = {t: f for t, f in node_feat.items() if f is not None}
+  edge_feat = {e: f for e, f in edge_feat.items() if f is not None}
+  h = reader.hetero
+  return (
+    reader.num_parts,
+    int(partition_idx),
+    _unwrap(graph, h),
+    _unwrap(node_feat, h) if node_feat else None,
+    _unwrap(edge_feat, h) if edge_feat else None,
+    _unwrap(node_pb, h),
+    _unwrap(edge_pb, h),
+  )
+
+
+def load_graph_partition_data(
+  graph_data_dir: str, device: torch.device = torch.device('cpu')
+) -> Optional[GraphPartitionData]:
+  """Loads ``rows/cols/eids[/weights].npy`` of one graph directory (unchecked
+  against META.json; ``load_partition`` checks)."""
+  if not os.path.exists(os.path.join(graph_data_dir, 'rows.npy')):
+    return None
+  rows, cols, eids = (
+    load_npy(os.path.join(graph_data_dir, f'{n}.npy')) for n in ('rows', 'cols', 'eids')
+  )
+  weights_path = os.path.join(graph_data_dir, 'weights.npy')
+  weights = load_npy(weights_path) if os.path.exists(weights_path) else None
+  return GraphPartitionData(torch.stack([rows, cols]), eids, weights)
+
+
+def load_feature_partition_data(
+  feature_data_dir: str, device: torch.device = torch.device('cpu')
+) -> Optional[FeaturePartitionData]:
+  """Loads ``feats/ids[/cache_feats/cache_ids].npy`` of one feature directory."""
+  if not os.path.exists(os.path.join(feature_data_dir, 'feats.npy')):
+    return None
+
+  def opt(name):
+    path = os.path.join(feature_data_dir, name)
+    return load_npy(path) if os.path.exists(path) else None
+
+  return FeaturePartitionData(
+    load_npy(os.path.join(feature_data_dir, 'feats.npy')),
+    load_npy(os.path.join(feature_data_dir, 'ids.npy')),
+    opt('cache_feats.npy'),
+    opt('cache_ids.npy'),
+  )
+
+
+def book_tensor(book: Union[PartitionBook, torch.Tensor]) -> torch.Tensor:
+  """The partition id of every id, materialised as a tensor."""
+  if isinstance(book, RangePartitionBook):
+    sizes = torch.tensor([e - s for s, e in book.partition_ranges])
+    return torch.repeat_interleave(torch.arange(len(sizes)), sizes)
+  return book.tensor if isinstance(book, GLTPartitionBook) else torch.as_tensor(book)
+
+
+def cat_feature_cache(
+  partition_idx: int, feat_pdata: FeaturePartitionData, feat_pb: Union[PartitionBook, torch.Tensor]
+) -> Tuple[torch.Tensor, object, PartitionBook]:
+  """Joins a partition's own feature rows with its cache of other partitions'
+  hot rows: ``(feats, id2index, feat_pb)``, where ``feat_pb`` sends the cached
+  ids to this partition. Without a cache the rows stay memory-mapped, and a
+  range book's id2index is an offset (no memory per id).
+  """
+  feats, ids = feat_pdata.feats, feat_pdata.ids
+  has_cache = feat_pdata.cache_feats is not None and feat_pdata.cache_feats.size(0) > 0
+  if not has_cache and isinstance(feat_pb, RangePartitionBook):
+    return feats, feat_pb.id2index, feat_pb
+  if has_cache:
+    feats = torch.cat([feat_pdata.cache_feats, feats])
+    ids = torch.cat([feat_pdata.cache_ids, ids])
+  num_ids = len(feat_pb)
+  id2index = torch.full((num_ids,), -1, dtype=torch.int64)
+  id2index[ids] = torch.arange(ids.numel())
+  if not has_cache:
+    return feats, id2index, feat_pb
+  book = book_tensor(feat_pb).clone()
+  book[feat_pdata.cache_ids] = partition_idx
+  num_parts = feat_pb.num_parts if isinstance(feat_pb, PartitionBook) else None
+  return feats, id2index, GLTPartitionBook(book, num_parts)
+
+
+def build_partition_feature(
+  root_dir: str,
+  partition_idx: int,
+  chunk_size: int = 10000,
+  node_feat=None,
+  node_feat_dtype: torch.dtype = torch.float32,
+  edge_feat=None,
+  edge_feat_dtype: torch.dtype = torch.float32,
+) -> None:
+  """Writes (or replaces) the features of one existing partition from whole
+  feature tables, following the partition books on disk.
+
+  Args:
+    root_dir: the partition directory.
+    partition_idx: the partition to write.
+    chunk_size: rows gathered and written at a time.
+    node_feat: ``[num_nodes, dim]`` by original node id (a dict by type when
+      heterogeneous).
+    node_feat_dtype: the dtype to store node features in.
+    edge_feat: ``[num_edges, dim]`` by edge id (a dict by type when heterogeneous).
+    edge_feat_dtype: the dtype to store edge features in.
+  """
+  reader = PartitionReader(root_dir)
+  reader.check_partition_idx(partition_idx)
+  records = {}
+
+  def write(group, type_, table, dtype, rows, ids):
+    base = feature_path(partition_idx, group, reader.dir_of(type_))
+    table = as_tensor(table)
+    path = os.path.join(base, 'feats.npy')
+    shape = (rows.numel(),) + tuple(table.shape[1:])
+    with NpyWriter(os.path.join(root_dir, path), shape, numpy_dtype(dtype)) as w:
+      for s in range(0, rows.numel(), chunk_size):
+        w.write(table[rows[s : s + chunk_size]].to(dtype))
+    records[path] = w.record
+    with NpyWriter(os.path.join(root_dir, base, 'ids.npy'), (ids.numel(),), torch.int64) as w:
+      w.write(ids)
+    records[os.path.join(base, 'ids.npy')] = w.record
+
+  tables = (
+    node_feat if reader.hetero else ({HOMO_NODE_TYPE: node_feat} if node_feat is not None else {})
+  )
+  for ntype, table in tables.items():
+    ids = owned_ids(reader.node_book(ntype, partition_idx), partition_idx)
+    node_map = reader.load(book_path('node_map', reader.dir_of(ntype)), required=False)
+    rows = ids if node_map is None else node_map[ids]
+    write('node_feat', ntype, table, node_feat_dtype, rows, ids)
+  tables = (
+    edge_feat if reader.hetero else ({HOMO_EDGE_TYPE: edge_feat} if edge_feat is not None else {})
+  )
+  for etype, table in tables.items():
+    book = reader.edge_book(etype)
+    if book is None:
+      raise FileNotFoundError(f'{root_dir} has no edge partition book for {etype}; {RERUN}')
+    eids = owned_ids(book, partition_idx)
+    write('edge_feat', etype, table, edge_feat_dtype, eids, eids)
+  record_files(root_dir, records)

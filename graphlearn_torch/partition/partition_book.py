@@ -1,0 +1,182 @@
+"""Partition books: which partition owns each node (or edge) id."""
+
+from abc import ABC, abstractmethod
+from typing import Dict, List, Sequence, Tuple, Union
+
+import torch
+
+from ..typing import EdgeType, NodeType
+
+
+class PartitionBook(ABC):
+  """Maps global ids to the partition that owns them: ``book[ids]``."""
+
+  @abstractmethod
+  def __getitem__(self, ids: torch.Tensor) -> torch.Tensor:
+    """The partition id of each id in ``ids``."""
+
+  @property
+  @abstractmethod
+  def num_parts(self) -> int:
+    """The number of partitions."""
+
+  @property
+  def offset(self) -> int:
+    """The first global id of this partition's range (0 for a tensor book)."""
+    return 0
+
+
+class GLTPartitionBook(PartitionBook):
+  """A partition book held as one tensor: ``tensor[id]`` is ``id``'s partition.
+
+  Args:
+    tensor: an integer tensor with one entry per id.
+    num_parts: the number of partitions (default: the largest entry + 1).
+  """
+
+  def __init__(self, tensor: torch.Tensor, num_parts: int = None):
+    self.tensor = torch.as_tensor(tensor)
+    if num_parts is None:
+      num_parts = int(self.tensor.max()) + 1 if self.tensor.numel() else 1
+    self._num_parts = int(num_parts)
+
+  def __getitem__(self, ids) -> torch.Tensor:
+    return self.tensor[ids]
+
+  def __len__(self) -> int:
+    return self.tensor.numel()
+
+  @property
+  def num_parts(self) -> int:
+    return self._num_parts
+
+  @property
+  def device(self) -> torch.device:
+    return self.tensor.device
+
+  def to(self, device) -> 'GLTPartitionBook':
+    return GLTPartitionBook(self.tensor.to(device), self._num_parts)
+
+  def share_memory_(self) -> 'GLTPartitionBook':
+    self.tensor.share_memory_()
+    return self
+
+  def __repr__(self) -> str:
+    return f'GLTPartitionBook(num_ids={len(self)}, num_parts={self.num_parts})'
+
+
+TensorPartitionBook = GLTPartitionBook
+
+
+class OffsetId2Index:
+  """Maps a global id to its row in a partition that owns a contiguous id
+  range: ``row = id - offset``.
+
+  Args:
+    offset: the first id of the range.
+  """
+
+  def __init__(self, offset: int):
+    self.offset = int(offset)
+
+  def __getitem__(self, ids: torch.Tensor) -> torch.Tensor:
+    return ids - self.offset
+
+  def to(self, device) -> 'OffsetId2Index':
+    return self
+
+  def __repr__(self) -> str:
+    return f'OffsetId2Index(offset={self.offset})'
+
+
+class RangePartitionBook(PartitionBook):
+  """A partition book where partition ``i`` owns the ids
+  ``[partition_ranges[i][0], partition_ranges[i][1])``; a lookup is a binary
+  search over the range ends, with no memory per id.
+
+  Args:
+    partition_ranges: ``(start, end)`` per partition, contiguous from 0.
+    partition_idx: the partition of the process holding this book.
+  """
+
+  def __init__(self, partition_ranges: Sequence[Tuple[int, int]], partition_idx: int = 0):
+    ranges = [(int(s), int(e)) for s, e in partition_ranges]
+    expected_start = 0
+    for i, (start, end) in enumerate(ranges):
+      if start != expected_start or end < start:
+        raise ValueError(f'partition ranges must be contiguous from 0: range {i} is {start, end}')
+      expected_start = end
+    if not 0 <= partition_idx < max(len(ranges), 1):
+      raise ValueError(f'partition_idx {partition_idx} out of range for {len(ranges)} partitions')
+    self.partition_ranges = ranges
+    self.partition_idx = int(partition_idx)
+    self._ends = torch.tensor([e for _, e in ranges], dtype=torch.int64)
+
+  def __getitem__(self, ids) -> torch.Tensor:
+    ids = torch.as_tensor(ids, dtype=torch.int64)
+    num_ids = self._ends[-1] if len(self._ends) else 0
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= num_ids):
+      raise IndexError(f'ids outside [0, {int(num_ids)}) in a range partition book')
+    return torch.searchsorted(self._ends.to(ids.device), ids, right=True)
+
+  def __len__(self) -> int:
+    return int(self._ends[-1]) if len(self._ends) else 0
+
+  @property
+  def num_parts(self) -> int:
+    return len(self.partition_ranges)
+
+  @property
+  def offset(self) -> int:
+    return self.partition_ranges[self.partition_idx][0]
+
+  @property
+  def device(self) -> torch.device:
+    return self._ends.device
+
+  @property
+  def id2index(self) -> OffsetId2Index:
+    """Maps this partition's global ids to its local rows."""
+    return OffsetId2Index(self.offset)
+
+  def id_filter(self, node_pb: PartitionBook, partition_idx: int) -> torch.Tensor:
+    """The global ids owned by ``partition_idx``."""
+    start, end = self.partition_ranges[partition_idx]
+    return torch.arange(start, end, dtype=torch.int64)
+
+  def to(self, device) -> 'RangePartitionBook':
+    return self
+
+  def share_memory_(self) -> 'RangePartitionBook':
+    return self
+
+  def __repr__(self) -> str:
+    return f'RangePartitionBook(ranges={self.partition_ranges}, idx={self.partition_idx})'
+
+
+HeteroNodePartitionDict = Dict[NodeType, PartitionBook]
+HeteroEdgePartitionDict = Dict[EdgeType, PartitionBook]
+PartitionBookLike = Union[PartitionBook, torch.Tensor]
+
+
+def as_partition_book(book: PartitionBookLike, num_parts: int = None) -> PartitionBook:
+  """Wraps a plain tensor of partition ids as a book; passes books through."""
+  if isinstance(book, PartitionBook):
+    return book
+  return GLTPartitionBook(book, num_parts)
+
+
+def owned_ids(book: PartitionBookLike, partition_idx: int) -> torch.Tensor:
+  """The global ids that ``book`` assigns to ``partition_idx``, ascending."""
+  if isinstance(book, RangePartitionBook):
+    return book.id_filter(book, partition_idx)
+  tensor = book.tensor if isinstance(book, GLTPartitionBook) else book
+  return torch.nonzero(tensor == partition_idx).view(-1)
+
+
+def partition_sizes(book: PartitionBookLike, num_parts: int) -> List[int]:
+  """The number of ids each partition owns."""
+  if isinstance(book, RangePartitionBook):
+    return [e - s for s, e in book.partition_ranges]
+  tensor = book.tensor if isinstance(book, GLTPartitionBook) else book
+  return torch.bincount(tensor.to(torch.int64), minlength=num_parts).tolist()
