@@ -38,6 +38,7 @@ test: lint
 bench: install
 	$(PY) benchmarks/bench_sampler.py
 	$(PY) benchmarks/bench_link.py
+	$(PY) benchmarks/bench_partition.py
 
 clean:
 	rm -rf build *.egg-info graphlearn_torch/_C*.so $(VENV)

@@ -324,3 +324,38 @@ def test_balance_train_and_edges(tmp_path):
 def balance_of(counts_by_type):
   counts = np.array(list(counts_by_type.values())[0])
   return counts.max() / counts.mean()
+
+
+def test_dist_dataset_load_hetero_and_label_file(tmp_path):
+  sizes = {'paper': 150, 'author': 90}
+  etype = ('author', 'writes', 'paper')
+  edges = random_edges(90, 150, 600, 21)
+  feats = torch.randn(150, 3)
+  RandomPartitioner(
+    str(tmp_path / 'p'),
+    2,
+    sizes,
+    {etype: edges},
+    node_feat={'paper': feats},
+    edge_assign_strategy='by_dst',
+    seed=0,
+    progress=False,
+  ).partition()
+  labels = torch.arange(150) % 7
+  np.save(tmp_path / 'paper_labels.npy', labels.numpy())
+  for p in range(2):
+    ds = DistDataset(edge_dir='in').load(
+      str(tmp_path / 'p'),
+      p,
+      graph_mode='CPU',
+      whole_node_label_file={'paper': str(tmp_path / 'paper_labels.npy')},
+    )
+    assert ds.is_hetero and set(ds.node_pb) == set(sizes)
+    owned = owned_ids(ds.node_pb['paper'], p)
+    assert torch.equal(ds.get_node_feature('paper')[owned], feats[owned])
+    assert torch.equal(ds.get_node_label('paper'), labels)
+    # In-edge (CSC) topology of the papers this partition owns, complete.
+    topo = ds.get_graph(etype).topo
+    assert topo.layout == 'CSC' and topo.row_count == 150 and topo.col_count == 90
+    mine = ds.node_pb['paper'][edges[1]] == p
+    assert topo.edge_count == int(mine.sum())

@@ -43,6 +43,16 @@ def _load_labels(path: str) -> torch.Tensor:
   return torch.load(path, weights_only=True)
 
 
+def _partial_features(feat_data, books, partition_idx, hetero, with_gpu, device_groups, device):
+  """Features of one partition (own rows and cache) and the feature books."""
+  feats, feat_pbs = {}, {}
+  for key, data in (feat_data if hetero else {None: feat_data}).items():
+    book = books[key] if hetero else books
+    table, id2index, feat_pbs[key] = cat_feature_cache(partition_idx, data, book)
+    feats[key] = Feature(table, id2index, 0.0, device_groups, device, with_gpu, table.dtype)
+  return (feats, feat_pbs) if hetero else (feats[None], feat_pbs[None])
+
+
 class DistDataset(Dataset):
   """The graph, features and labels of one partition, with the partition books.
 
@@ -188,23 +198,11 @@ class DistDataset(Dataset):
     self.node_pb = node_pb if hetero else as_partition_book(node_pb, num_parts)
     self.edge_pb = edge_pb
     self._node_feat_pb = self._edge_feat_pb = None
+    partial = (idx, hetero, feature_with_gpu, device_group_list, device)
     if node_feat_data is not None:
-      feats, feat_pbs = {}, {}
-      for t, data in per_type(node_feat_data).items():
-        book = node_pb[t] if hetero else node_pb
-        table, id2index, feat_pbs[t] = cat_feature_cache(idx, data, book)
-        feats[t] = Feature(table, id2index, with_gpu=feature_with_gpu, dtype=table.dtype)
-        feats[t].device_group_list, feats[t].device = device_group_list, device
-      self.node_features = feats if hetero else feats[None]
-      self._node_feat_pb = feat_pbs if hetero else feat_pbs[None]
+      self.node_features, self._node_feat_pb = _partial_features(node_feat_data, node_pb, *partial)
     if edge_feat_data is not None:
-      feats, feat_pbs = {}, {}
-      for e, data in per_type(edge_feat_data).items():
-        book = edge_pb[e] if hetero else edge_pb
-        table, id2index, feat_pbs[e] = cat_feature_cache(idx, data, book)
-        feats[e] = Feature(table, id2index, with_gpu=feature_with_gpu, dtype=table.dtype)
-      self.edge_features = feats if hetero else feats[None]
-      self._edge_feat_pb = feat_pbs if hetero else feat_pbs[None]
+      self.edge_features, self._edge_feat_pb = _partial_features(edge_feat_data, edge_pb, *partial)
 
     self._load_labels_and_splits(root_dir, reader, whole_node_label_file, hetero)
     logger.info('loaded partition %d of %d from %s', idx, num_parts, root_dir)

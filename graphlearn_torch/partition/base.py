@@ -128,15 +128,20 @@ class PartitionSummary:
 
   def format(self) -> str:
     """A table: one row per partition, then the cut and balance figures."""
-    cols = [f'nodes[{k}]' for k in self.nodes] + [f'edges[{k}]' for k in self.edges]
-    cols += [f'train[{k}]' for k in self.train_nodes] + [f'cache[{k}]' for k in self.cache_nodes]
+
+    def label(what, key):
+      return what if key in ('_N', '_N___E___N') else f'{what}[{key}]'
+
+    cols = [label('nodes', k) for k in self.nodes] + [label('edges', k) for k in self.edges]
+    cols += [label('train', k) for k in self.train_nodes]
+    cols += [label('cache', k) for k in self.cache_nodes]
     groups = [self.nodes, self.edges, self.train_nodes, self.cache_nodes]
-    lines = ['part ' + ' '.join(f'{c:>14}' for c in cols)]
+    lines = [f'{"part":<9}' + ''.join(f' {c:>15}' for c in cols)]
     for p in range(self.num_parts):
-      cells = [g[k][p] for g in groups for k in g]
-      lines.append(f'{p:>4} ' + ' '.join(f'{c:>14,}' for c in cells))
-    bal = [balance(g[k]) for g in groups for k in g]
-    lines.append('max/mean ' + ' '.join(f'{b:>14.3f}' for b in bal)[4:])
+      lines.append(f'{p:<9}' + ''.join(f' {g[k][p]:>15,}' for g in groups for k in g))
+    lines.append(
+      f'{"max/mean":<9}' + ''.join(f' {balance(g[k]):>15.3f}' for g in groups for k in g)
+    )
     lines.append(
       f'{self.partitioner}: {self.num_parts} parts, edge cut {self.cut_edges:,} of '
       f'{self.num_edges:,} ({100 * self.cut_ratio:.2f}%), {self.seconds:.1f} s'

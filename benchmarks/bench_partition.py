@@ -1,0 +1,143 @@
+"""Time and peak memory to partition an ogbn-products-size graph.
+
+  python benchmarks/bench_partition.py [--scale 1.0] [--parts 2 4] [--workdir .bench]
+
+Writes a seeded power-law graph with ogbn-products' size (2,449,029 nodes,
+123,718,280 directed edges) and a 100-dim fp32 feature table to .npy files once,
+then runs each partitioning in a fresh process that memory-maps them, and
+reports wall time and peak RSS (the input itself is 1.98 GB of edges and
+0.98 GB of features). Beside METIS it runs the peer: pymetis.part_graph on the
+same undirected graph (METIS alone, reading nothing and writing nothing),
+measured in the same run, so the ratio is the cost of our whole pipeline
+(symmetrising, METIS, writing every partition) over METIS's own.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import torch
+
+import graphlearn_torch as glt
+
+NUM_NODES = 2_449_029
+NUM_UNDIRECTED = 61_859_140
+FEATURE_DIM = 100
+
+CHILD = textwrap.dedent(
+  """
+  import json, resource, shutil, sys, time
+  import numpy as np, torch
+  import graphlearn_torch as glt
+  from graphlearn_torch.partition.metis_partitioner import symmetric_adjacency
+
+  workdir, kind, num_parts = sys.argv[1], sys.argv[2], int(sys.argv[3])
+  edges = np.load(f'{workdir}/edges.npy', mmap_mode='r')
+  feats = np.load(f'{workdir}/feats.npy', mmap_mode='r')
+  num_nodes = feats.shape[0]
+  out = f'{workdir}/out-{kind}-{num_parts}'
+  t = time.perf_counter()
+  if kind == 'pymetis':
+    import pymetis
+    e = torch.from_numpy(np.asarray(edges))
+    indptr, indices = symmetric_adjacency(e[0], e[1], num_nodes)
+    del e
+    adj = pymetis.CSRAdjacency(indptr.numpy(), indices.numpy())
+    t = time.perf_counter()  # METIS alone
+    pymetis.part_graph(num_parts, adj, recursive=False)
+    cut = float('nan')
+  else:
+    cls = {'random': glt.partition.RandomPartitioner, 'metis': glt.partition.MetisPartitioner}[kind]
+    summary = cls(out, num_parts, num_nodes, edges, node_feat=feats, progress=False).partition()
+    cut = summary.cut_ratio
+  seconds = time.perf_counter() - t
+  shutil.rmtree(out, ignore_errors=True)
+  peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+  print(json.dumps({'seconds': seconds, 'peak_rss': peak, 'cut': cut}))
+  """
+)
+
+
+def write_inputs(workdir: str, scale: float, seed: int) -> None:
+  num_nodes = int(NUM_NODES * scale)
+  half = int(NUM_UNDIRECTED * scale)
+  if os.path.exists(os.path.join(workdir, 'feats.npy')):
+    shape = np.load(os.path.join(workdir, 'feats.npy'), mmap_mode='r').shape
+    if shape == (num_nodes, FEATURE_DIM):
+      return
+  os.makedirs(workdir, exist_ok=True)
+  edges = torch.empty(2, 2 * half, dtype=torch.int64)
+  glt.datasets.power_law_edges(num_nodes, half, exponent=0.5, seed=seed, out=edges[:, :half])
+  edges[0, half:] = edges[1, :half]
+  edges[1, half:] = edges[0, :half]
+  np.save(os.path.join(workdir, 'edges.npy'), edges.numpy())
+  del edges
+  feats = np.lib.format.open_memmap(
+    os.path.join(workdir, 'feats.npy'), 'w+', np.float32, (num_nodes, FEATURE_DIM)
+  )
+  g = torch.Generator().manual_seed(seed)
+  for s in range(0, num_nodes, 1 << 18):
+    n = min(1 << 18, num_nodes - s)
+    feats[s : s + n] = torch.randn(n, FEATURE_DIM, generator=g).numpy()
+  feats.flush()
+  del feats
+
+
+def run_child(workdir: str, kind: str, num_parts: int) -> dict:
+  out = subprocess.run(
+    [sys.executable, '-c', CHILD, workdir, kind, str(num_parts)],
+    capture_output=True,
+    text=True,
+    timeout=3600,
+  )
+  if out.returncode != 0:
+    raise RuntimeError(f'{kind} {num_parts} failed:\n{out.stderr[-3000:]}')
+  return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main():
+  p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+  p.add_argument('--scale', type=float, default=1.0, help='graph size relative to products')
+  p.add_argument('--parts', type=int, nargs='+', default=[2, 4])
+  p.add_argument('--workdir', default='.bench/partition')
+  p.add_argument('--seed', type=int, default=0)
+  args = p.parse_args()
+
+  t = time.perf_counter()
+  write_inputs(args.workdir, args.scale, args.seed)
+  edges = np.load(os.path.join(args.workdir, 'edges.npy'), mmap_mode='r')
+  feats = np.load(os.path.join(args.workdir, 'feats.npy'), mmap_mode='r')
+  print(
+    f'graph: {feats.shape[0]:,} nodes, {edges.shape[1]:,} directed edges, '
+    f'{FEATURE_DIM}-dim fp32 features; input {edges.nbytes / 1e9:.2f} GB edges + '
+    f'{feats.nbytes / 1e9:.2f} GB features (ready in {time.perf_counter() - t:.0f} s); '
+    f'{torch.get_num_threads()} threads'
+  )
+  print(
+    f'{"partitioner":<12}{"parts":>6}{"seconds":>10}{"peak RSS GB":>13}{"edge cut":>10}'
+    f'{"pymetis s":>11}{"ratio":>8}{"pymetis GB":>12}'
+  )
+  for num_parts in args.parts:
+    for kind in ('random', 'metis'):
+      r = run_child(args.workdir, kind, num_parts)
+      peer = run_child(args.workdir, 'pymetis', num_parts) if kind == 'metis' else None
+      peer_cols = (
+        f'{peer["seconds"]:>11.1f}{r["seconds"] / peer["seconds"]:>8.2f}'
+        f'{peer["peak_rss"] / 1e9:>12.2f}'
+        if peer
+        else ''
+      )
+      print(
+        f'{kind:<12}{num_parts:>6}{r["seconds"]:>10.1f}{r["peak_rss"] / 1e9:>13.2f}'
+        f'{r["cut"]:>10.3f}' + peer_cols,
+        flush=True,
+      )
+
+
+if __name__ == '__main__':
+  main()
