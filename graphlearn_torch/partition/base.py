@@ -39,8 +39,9 @@ from .format import (
   save_npy,
   split_path,
   type_key,
+  write_feature_rows,
 )
-from .npy import NpyWriter, numpy_dtype
+from .npy import NpyWriter
 
 logger = logging.getLogger(__name__)
 
@@ -360,12 +361,13 @@ class PartitionerBase(ABC):
 
     # Node ids as written: the original ones, or renumbered by partition.
     new_ids: Dict[NodeType, Optional[torch.Tensor]] = dict.fromkeys(self.num_nodes)
+    original_ids: Dict[NodeType, torch.Tensor] = {}  # range book: new id -> original id
     node_ranges = {}
     for ntype, pb in node_pb.items():
       counts = torch.bincount(pb, minlength=self.num_parts)
       summary.nodes[type_key(ntype)] = counts.tolist()
       if self.book == 'range':
-        order = torch.sort(pb, stable=True).indices  # new id -> original id
+        order = original_ids[ntype] = torch.sort(pb, stable=True).indices
         new_ids[ntype] = torch.empty_like(order)
         new_ids[ntype][order] = torch.arange(order.numel())
         ends = torch.cumsum(counts, 0).tolist()
@@ -398,12 +400,14 @@ class PartitionerBase(ABC):
         counts.append(eids.numel())
         self._write_edges(graph_path(p, self._dir(etype)), etype, eids, renumber)
         if with_feature and etype in self.edge_feat:
-          self._write_rows(
+          write_feature_rows(
+            out,
             feature_path(p, 'edge_feat', self._dir(etype)),
             self.edge_feat[etype],
             self.edge_feat_dtype,
             eids,
             eids,
+            self.chunk_size,
           )
           bar.update(1)
         bar.update(1)
@@ -420,10 +424,19 @@ class PartitionerBase(ABC):
       for p in parts:
         owned = torch.nonzero(node_pb[ntype] == p).view(-1)
         base = feature_path(p, 'node_feat', self._dir(ntype))
-        self._write_rows(base, table, self.node_feat_dtype, owned, renumber(ntype, owned))
+        write_feature_rows(
+          out, base, table, self.node_feat_dtype, owned, renumber(ntype, owned), self.chunk_size
+        )
         if cache is not None:
-          self._write_rows(
-            base, table, self.node_feat_dtype, cache[p], renumber(ntype, cache[p]), 'cache_'
+          write_feature_rows(
+            out,
+            base,
+            table,
+            self.node_feat_dtype,
+            cache[p],
+            renumber(ntype, cache[p]),
+            self.chunk_size,
+            'cache_',
           )
         bar.update(1)
       if cache is not None:
@@ -431,8 +444,8 @@ class PartitionerBase(ABC):
 
     # Labels and seed splits.
     for ntype, labels in self.node_labels.items():
-      if new_ids[ntype] is not None:
-        labels = labels[torch.sort(node_pb[ntype], stable=True).indices]
+      if ntype in original_ids:
+        labels = labels[original_ids[ntype]]
       save_npy(out, book_path('labels', self._dir(ntype)), labels)
     for name, split in self.node_split.items():
       for ntype, ids in split.items():
@@ -495,14 +508,3 @@ class PartitionerBase(ABC):
       raise
     records = {os.path.join(base, f'{n}.npy'): w.close() for n, w in writers.items()}
     record_files(self.output_dir, records)
-
-  def _write_rows(self, base, table, dtype, rows, ids, prefix: str = '') -> None:
-    """Writes ``table[rows]`` as ``<prefix>feats.npy`` and ``ids`` as ``<prefix>ids.npy``."""
-    path = os.path.join(base, f'{prefix}feats.npy')
-    shape = (rows.numel(),) + tuple(table.shape[1:])
-    with NpyWriter(os.path.join(self.output_dir, path), shape, numpy_dtype(dtype)) as feats:
-      for s in range(0, rows.numel(), self.chunk_size):
-        chunk = table[rows[s : s + self.chunk_size]]
-        feats.write(chunk.to(dtype) if chunk.dtype != dtype else chunk)
-    record_files(self.output_dir, {path: feats.record})
-    save_npy(self.output_dir, os.path.join(base, f'{prefix}ids.npy'), ids.to(torch.int64))

@@ -12,7 +12,7 @@ from typing import Dict, List, NamedTuple, Optional, Union
 import torch
 
 from ..typing import HOMO_EDGE_TYPE, HOMO_NODE_TYPE, EdgeType, NodeType, as_str
-from .npy import append_npy, write_npy
+from .npy import NpyWriter, append_npy, numpy_dtype, read_header, sha256_file, write_npy
 from .partition_book import GLTPartitionBook, PartitionBook, RangePartitionBook
 
 FORMAT_NAME = 'graphlearn_torch.partition'
@@ -208,6 +208,21 @@ def save_graph_cache(
   _save_graph(output_dir, graph_path(None, etype), whole)
 
 
+def write_feature_rows(
+  output_dir: str, base: str, table, dtype, rows, ids, chunk_size: int, prefix: str = ''
+) -> None:
+  """Writes ``table[rows]`` as ``base/<prefix>feats.npy`` (gathered ``chunk_size``
+  rows at a time) and ``ids`` as ``base/<prefix>ids.npy``, recorded in META.json."""
+  path = os.path.join(base, f'{prefix}feats.npy')
+  shape = (rows.numel(),) + tuple(table.shape[1:])
+  with NpyWriter(os.path.join(output_dir, path), shape, numpy_dtype(dtype)) as feats:
+    for s in range(0, rows.numel(), chunk_size):
+      chunk = table[rows[s : s + chunk_size]]
+      feats.write(chunk.to(dtype) if chunk.dtype != dtype else chunk)
+  record_files(output_dir, {path: feats.record})
+  save_npy(output_dir, os.path.join(base, f'{prefix}ids.npy'), ids.to(torch.int64))
+
+
 def save_feature_partition(
   output_dir: str,
   partition_idx: int,
@@ -230,8 +245,6 @@ def save_feature_partition_chunk(
   graph_type: Optional[Union[NodeType, EdgeType]] = None,
 ) -> None:
   """Appends a chunk of feature rows and ids to a partition's files."""
-  from .npy import read_header, sha256_file
-
   base = feature_path(partition_idx, group, graph_type)
   records = {}
   for name, data in (('feats.npy', feature_partition.feats), ('ids.npy', feature_partition.ids)):

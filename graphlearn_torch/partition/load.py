@@ -18,10 +18,10 @@ from .format import (
   feature_path,
   graph_path,
   read_meta_json,
-  record_files,
   type_key,
+  write_feature_rows,
 )
-from .npy import NpyWriter, PartitionFileError, load_npy, numpy_dtype
+from .npy import PartitionFileError, load_npy
 from .partition_book import GLTPartitionBook, PartitionBook, RangePartitionBook, owned_ids
 
 logger = logging.getLogger(__name__)
@@ -298,20 +298,10 @@ def build_partition_feature(
   """
   reader = PartitionReader(root_dir)
   reader.check_partition_idx(partition_idx)
-  records = {}
 
   def write(group, type_, table, dtype, rows, ids):
     base = feature_path(partition_idx, group, reader.dir_of(type_))
-    table = as_tensor(table)
-    path = os.path.join(base, 'feats.npy')
-    shape = (rows.numel(),) + tuple(table.shape[1:])
-    with NpyWriter(os.path.join(root_dir, path), shape, numpy_dtype(dtype)) as w:
-      for s in range(0, rows.numel(), chunk_size):
-        w.write(table[rows[s : s + chunk_size]].to(dtype))
-    records[path] = w.record
-    with NpyWriter(os.path.join(root_dir, base, 'ids.npy'), (ids.numel(),), torch.int64) as w:
-      w.write(ids)
-    records[os.path.join(base, 'ids.npy')] = w.record
+    write_feature_rows(root_dir, base, as_tensor(table), dtype, rows, ids, chunk_size)
 
   tables = (
     node_feat if reader.hetero else ({HOMO_NODE_TYPE: node_feat} if node_feat is not None else {})
@@ -330,4 +320,3 @@ def build_partition_feature(
       raise FileNotFoundError(f'{root_dir} has no edge partition book for {etype}; {RERUN}')
     eids = owned_ids(book, partition_idx)
     write('edge_feat', etype, table, edge_feat_dtype, eids, eids)
-  record_files(root_dir, records)
