@@ -8,6 +8,7 @@
 
 #include "cpu/buffer_pool.h"
 #include "cpu/ops.h"
+#include "shm_queue.h"
 
 namespace {
 
@@ -73,4 +74,37 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def_property_readonly("num_node_types", wrap_pybind_function([](const glt::Inducer& self) {
                                return self.num_node_types();
                              }));
+
+  py::class_<glt::ShmQueue, std::shared_ptr<glt::ShmQueue>>(m, "ShmQueue")
+      .def(py::init(wrap_pybind_function_no_gil(&glt::ShmQueue::create)), py::arg("capacity"),
+           py::arg("shm_size"))
+      .def_static("attach", wrap_pybind_function_no_gil(&glt::ShmQueue::attach), py::arg("fd"))
+      .def("send",
+           wrap_pybind_function_no_gil([](glt::ShmQueue& self, const std::vector<std::string>& keys,
+                                          const std::vector<at::Tensor>& tensors,
+                                          int64_t timeout_ms) {
+             std::string error;
+             const auto status = self.send(keys, tensors, timeout_ms, &error);
+             return std::make_pair(static_cast<int>(status), error);
+           }),
+           py::arg("keys"), py::arg("tensors"), py::arg("timeout_ms"))
+      .def("recv",
+           wrap_pybind_function_no_gil([](glt::ShmQueue& self, int64_t timeout_ms) {
+             auto msg = self.recv(timeout_ms);
+             return std::make_tuple(static_cast<int>(msg.status), std::move(msg.error),
+                                    std::move(msg.keys), std::move(msg.tensors));
+           }),
+           py::arg("timeout_ms"))
+      .def_static("message_bytes", wrap_pybind_function(&glt::ShmQueue::message_bytes),
+                  py::arg("keys"), py::arg("tensors"))
+      .def("empty", wrap_pybind_function_no_gil([](const glt::ShmQueue& self) { return self.empty(); }))
+      .def("size", wrap_pybind_function_no_gil([](const glt::ShmQueue& self) { return self.size(); }))
+      .def("free_bytes",
+           wrap_pybind_function_no_gil([](const glt::ShmQueue& self) { return self.free_bytes(); }))
+      .def("stats", wrap_pybind_function_no_gil([](const glt::ShmQueue& self) { return self.stats(); }))
+      .def_property_readonly("capacity", &glt::ShmQueue::capacity)
+      .def_property_readonly("shm_size", &glt::ShmQueue::shm_size)
+      .def_property_readonly("fd", &glt::ShmQueue::fd)
+      .def_property_readonly("mapping_address", &glt::ShmQueue::mapping_address)
+      .def_property_readonly("mapping_size", &glt::ShmQueue::mapping_size);
 }

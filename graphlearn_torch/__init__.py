@@ -5,7 +5,7 @@ GraphLearn-for-PyTorch 0.2.x compatible: ``import graphlearn_torch as glt``.
 
 import logging
 
-from . import data, datasets, distributed, loader, partition, sampler, typing, utils
+from . import channel, data, datasets, distributed, loader, partition, sampler, typing, utils
 
 __version__ = '0.1.0'
 
@@ -13,6 +13,7 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
   '__version__',
+  'channel',
   'data',
   'datasets',
   'distributed',

@@ -1,0 +1,105 @@
+// A bounded multi-producer queue of tensor messages in shared memory.
+//
+// One segment (an anonymous memfd: it never has a name in /dev/shm, so
+// nothing is left behind whoever dies) holds a header, a ring of message
+// slots and a ring of data bytes. A producer reserves a block of the data
+// ring under a process-shared robust mutex, copies its tensors into it
+// without the lock, and queues the block. The consumer pops a block and gets
+// tensors that view it directly; the block returns to the ring when the last
+// of those tensors is released.
+//
+// Crash safety: every process that uses the queue is recorded (pid and start
+// time) in the header. Blocks being written by a producer that died, or held
+// by a consumer that died, are reclaimed by whoever waits for room; the mutex
+// is robust, so a holder's death does not lock the others out; waits sleep
+// on futexes in short slices and check their peers between slices, so a
+// consumer whose producers all died, or a producer whose consumer died, gets
+// an error rather than a hang.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace glt {
+
+struct ShmQueueHeader;
+
+enum class ShmQueueStatus : int {
+  kOk = 0,
+  kTimeout = 1,   // nothing to receive, or no room to send, within the timeout
+  kPeerGone = 2,  // all producers (recv) or the owner (send) exited
+};
+
+struct ShmQueueMessage {
+  ShmQueueStatus status = ShmQueueStatus::kOk;
+  std::string error;  // why, when status is kPeerGone
+  std::vector<std::string> keys;
+  std::vector<at::Tensor> tensors;
+};
+
+class ShmQueue : public std::enable_shared_from_this<ShmQueue> {
+ public:
+  // A new segment of `shm_size` data bytes and `capacity` message slots,
+  // reserved up front (a clear error now instead of SIGBUS later).
+  static std::shared_ptr<ShmQueue> create(int64_t capacity, int64_t shm_size);
+  // Maps the segment behind `fd`, a descriptor passed from another process;
+  // the queue owns `fd` from then on.
+  static std::shared_ptr<ShmQueue> attach(int fd);
+  ~ShmQueue();
+  ShmQueue(const ShmQueue&) = delete;
+  ShmQueue& operator=(const ShmQueue&) = delete;
+
+  // Copies `tensors` (named by `keys`) into one block and queues it. Waits
+  // at most `timeout_ms` for room (forever if negative, while the owner
+  // lives). A message larger than the ring is a ValueError.
+  ShmQueueStatus send(const std::vector<std::string>& keys,
+                      const std::vector<at::Tensor>& tensors, int64_t timeout_ms,
+                      std::string* error);
+  // Pops the oldest message; its tensors view shared memory.
+  ShmQueueMessage recv(int64_t timeout_ms);
+
+  bool empty() const;
+  int64_t size() const;  // queued messages
+  int64_t capacity() const;
+  int64_t shm_size() const;  // data ring bytes
+  int64_t free_bytes() const;
+  // A snapshot of the queue's state: queued, pending (being written), used
+  // and free bytes, head, tail, processes (live entries in the table).
+  std::map<std::string, int64_t> stats() const;
+  int fd() const { return fd_; }
+  // The mapping, for cudaHostRegister by the consumer.
+  uintptr_t mapping_address() const { return reinterpret_cast<uintptr_t>(base_); }
+  int64_t mapping_size() const { return static_cast<int64_t>(mapped_); }
+  // Bytes a message of these tensors takes in the ring (header and padding
+  // included).
+  static int64_t message_bytes(const std::vector<std::string>& keys,
+                               const std::vector<at::Tensor>& tensors);
+
+ private:
+  class Guard;
+  ShmQueue(int fd, void* base, size_t mapped);
+  int32_t register_self(uint32_t role);
+  bool alive(int32_t slot, std::vector<int8_t>* cache) const;
+  bool reclaim();
+  void free_block(void* block);
+  uint64_t allocate(uint64_t bytes);
+  void release_block(uint64_t offset);
+  uint8_t* data() const;
+
+  int fd_;
+  uint8_t* base_;
+  size_t mapped_;
+  ShmQueueHeader* header_;
+  int32_t self_slot_ = -1;
+  int32_t self_pid_ = 0;
+  uint32_t self_roles_ = 0;
+
+  friend struct ShmBlockRef;
+};
+
+}  // namespace glt

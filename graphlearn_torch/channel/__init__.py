@@ -1,0 +1,14 @@
+"""Channels that carry sampled messages from sampler processes to trainers."""
+
+from .base import ChannelBase, ChannelClosedError, QueueTimeoutError, SampleMessage
+from .mp_channel import MpChannel
+from .shm_channel import ShmChannel
+
+__all__ = [
+  'ChannelBase',
+  'ChannelClosedError',
+  'MpChannel',
+  'QueueTimeoutError',
+  'SampleMessage',
+  'ShmChannel',
+]

@@ -1,0 +1,58 @@
+"""What every channel is: a queue of sampled messages between processes."""
+
+from abc import ABC, abstractmethod
+from typing import Dict, List, Mapping, Optional, Tuple
+
+import torch
+
+SampleMessage = Dict[str, torch.Tensor]
+r"""A sampled batch on its way to the trainer: named tensors."""
+
+
+class QueueTimeoutError(TimeoutError):
+  r"""Nothing arrived (recv), or no room freed up (send), within the timeout."""
+
+
+class ChannelClosedError(RuntimeError):
+  r"""The other side of a channel is gone: every producer exited while the
+  consumer waited, or the consumer exited while a producer waited for room."""
+
+
+class ChannelBase(ABC):
+  r"""A queue of :obj:`SampleMessage` from sampler processes to a consumer."""
+
+  @abstractmethod
+  def send(self, msg: SampleMessage, **kwargs) -> None:
+    r"""Queues ``msg``, waiting for room if the channel is full."""
+
+  @abstractmethod
+  def recv(self, **kwargs) -> SampleMessage:
+    r"""Returns the oldest message, waiting for one if the channel is empty."""
+
+
+def split_message(msg: Mapping[str, torch.Tensor]) -> Tuple[List[str], List[torch.Tensor]]:
+  r"""The keys and tensors of ``msg``, checked.
+
+  Raises:
+    TypeError: ``msg`` is not a mapping of str to tensors.
+  """
+  if not isinstance(msg, Mapping):
+    raise TypeError(f'a message must be a dict of str to tensors, got {type(msg).__name__}')
+  keys, tensors = [], []
+  for key, value in msg.items():
+    if not isinstance(key, str):
+      raise TypeError(f'message keys must be str, got {key!r}')
+    if not isinstance(value, torch.Tensor):
+      raise TypeError(f"message entry '{key}' must be a tensor, got {type(value).__name__}")
+    keys.append(key)
+    tensors.append(value)
+  return keys, tensors
+
+
+def timeout_ms_arg(timeout_ms: Optional[float]) -> int:
+  r"""A timeout in milliseconds for the C++ queue: -1 for none."""
+  if timeout_ms is None:
+    return -1
+  if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, (int, float)) or timeout_ms < 0:
+    raise ValueError(f'timeout_ms must be a non-negative number or None, got {timeout_ms!r}')
+  return int(timeout_ms)

@@ -1,0 +1,154 @@
+"""ShmChannel: a queue of tensor messages in shared memory (C++)."""
+
+import logging
+from multiprocessing import reduction
+from typing import Dict, Optional, Union
+
+import torch
+
+from .._ext import ops
+from ..utils.size import parse_size
+from .base import (
+  ChannelBase,
+  ChannelClosedError,
+  QueueTimeoutError,
+  SampleMessage,
+  split_message,
+  timeout_ms_arg,
+)
+
+logger = logging.getLogger(__name__)
+
+_OK, _TIMEOUT, _PEER_GONE = 0, 1, 2
+
+
+class ShmChannel(ChannelBase):
+  r"""A bounded queue of messages in shared memory, for many producer
+  processes and one consumer.
+
+  A message is written once, into the channel's shared memory; the tensors
+  that :meth:`recv` returns view that memory directly, and its block returns
+  to the channel when the last of them is released. So keep at most
+  ``shm_size`` bytes of received messages alive (``clone()`` what you keep
+  longer), or producers wait for room.
+
+  The memory is an anonymous segment: it has no name in ``/dev/shm`` and is
+  freed when the last process using it exits, however it exits. Pass the
+  channel to processes as an argument of ``multiprocessing`` /
+  ``torch.multiprocessing`` (it pickles as a duplicated file descriptor).
+
+  Waits notice dead peers: :meth:`recv` raises :class:`ChannelClosedError`
+  when every producer has exited and nothing is left, :meth:`send` when the
+  process that made the channel has exited; a producer that dies while
+  writing leaves nothing behind for the others.
+
+  Args:
+    capacity: most messages queued at once.
+    shm_size: bytes of message data the channel holds, as an int or a string
+      such as ``'256MB'``; reserved when the channel is made. A message takes
+      its tensors' bytes plus 64 bytes per tensor and 64 more.
+  """
+
+  def __init__(self, capacity: int = 128, shm_size: Union[str, int] = '256MB'):
+    if isinstance(capacity, bool) or not isinstance(capacity, int):
+      raise TypeError(f'capacity must be an int, got {capacity!r}')
+    self._queue = ops.ShmQueue(capacity, parse_size(shm_size))
+    self._pinned = False
+
+  @classmethod
+  def _attach(cls, fd: reduction.DupFd) -> 'ShmChannel':
+    channel = cls.__new__(cls)
+    channel._queue = ops.ShmQueue.attach(fd.detach())
+    channel._pinned = False
+    return channel
+
+  def __reduce__(self):
+    return (ShmChannel._attach, (reduction.DupFd(self._queue.fd),))
+
+  @property
+  def capacity(self) -> int:
+    r"""Most messages queued at once."""
+    return self._queue.capacity
+
+  @property
+  def shm_size(self) -> int:
+    r"""Bytes of message data the channel holds."""
+    return self._queue.shm_size
+
+  def send(self, msg: SampleMessage, timeout_ms: Optional[float] = None, **kwargs) -> None:
+    r"""Copies ``msg`` into the channel and queues it.
+
+    Args:
+      msg: named tensors (CPU or CUDA, any dtype, dense).
+      timeout_ms: most milliseconds to wait for room; ``None`` waits as long
+        as the consumer lives.
+
+    Raises:
+      QueueTimeoutError: no room within ``timeout_ms``.
+      ChannelClosedError: the process that made the channel has exited.
+      ValueError: the message is larger than ``shm_size``.
+    """
+    keys, tensors = split_message(msg)
+    status, error = self._queue.send(keys, tensors, timeout_ms_arg(timeout_ms))
+    if status == _TIMEOUT:
+      raise QueueTimeoutError(
+        f'no room in the channel within {timeout_ms} ms: {self._queue.size()} of '
+        f'{self.capacity} messages queued, {self._queue.free_bytes()} of {self.shm_size} '
+        'bytes free (received messages still alive hold their bytes)'
+      )
+    if status == _PEER_GONE:
+      raise ChannelClosedError(error)
+
+  def recv(self, timeout_ms: Optional[float] = None, **kwargs) -> SampleMessage:
+    r"""Returns the oldest message; its tensors view the channel's memory.
+
+    Args:
+      timeout_ms: most milliseconds to wait; ``None`` waits as long as a
+        producer lives (or none has started yet).
+
+    Raises:
+      QueueTimeoutError: nothing arrived within ``timeout_ms``.
+      ChannelClosedError: every producer has exited and the channel is empty.
+    """
+    status, error, keys, tensors = self._queue.recv(timeout_ms_arg(timeout_ms))
+    if status == _TIMEOUT:
+      raise QueueTimeoutError(f'no message arrived within {timeout_ms} ms')
+    if status == _PEER_GONE:
+      raise ChannelClosedError(error)
+    return dict(zip(keys, tensors))
+
+  def empty(self) -> bool:
+    r"""Whether no message is queued."""
+    return self._queue.empty()
+
+  def qsize(self) -> int:
+    r"""Messages queued now."""
+    return self._queue.size()
+
+  def stats(self) -> Dict[str, int]:
+    r"""A snapshot of the channel: ``queued`` messages, ``pending`` ones being
+    written, ``used_bytes``, ``free_bytes``, the allocation ``cursor`` and
+    ``processes`` recorded as using it."""
+    return dict(self._queue.stats())
+
+  def pin_memory(self) -> bool:
+    r"""Page-locks the channel's memory in this process for CUDA
+    (``cudaHostRegister``), so received tensors copy to the GPU at full speed
+    and ``non_blocking``. Call it in the consumer. The registration lasts as
+    long as the process.
+
+    Returns:
+      Whether the memory is pinned; ``False``, with a warning, without CUDA.
+    """
+    if self._pinned:
+      return True
+    if not torch.cuda.is_available():
+      logger.warning('ShmChannel.pin_memory: CUDA is not available, the channel stays unpinned')
+      return False
+    err = torch.cuda.cudart().cudaHostRegister(
+      self._queue.mapping_address, self._queue.mapping_size, 0
+    )
+    if int(err) != 0:
+      raise RuntimeError(f'cudaHostRegister of the channel memory failed: {err}')
+    self._pinned = True
+    return True

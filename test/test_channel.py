@@ -1,0 +1,424 @@
+"""ShmChannel and MpChannel: order, content, sizes, timeouts, dead peers and
+leftovers. Producers are spawned processes; every one is reaped, also when a
+test fails."""
+
+import gc
+import multiprocessing
+import os
+import pickle
+import signal
+import time
+
+import pytest
+import torch
+
+from graphlearn_torch.channel import (
+  ChannelClosedError,
+  MpChannel,
+  QueueTimeoutError,
+  ShmChannel,
+)
+
+SPAWN = multiprocessing.get_context('spawn')
+JOIN_S = 60
+
+
+def expected_message(producer: int, seq: int) -> dict:
+  r"""The message producer `producer` sends as its `seq`-th: sizes vary with
+  both, and the content says who sent it and when."""
+  tag = producer * 100_000 + seq
+  n = (seq * 7919 + producer * 104_729) % 3000
+  return {
+    'producer': torch.tensor([producer]),
+    'seq': torch.tensor([seq]),
+    'ids': torch.arange(n) + tag,
+    'feat': torch.full((n % 97, 5), float(tag), dtype=torch.float32),
+    'mask': torch.arange(n % 13) % 2 == 0,
+    'scalar': torch.tensor(float(tag), dtype=torch.float64),
+  }
+
+
+def assert_message_equal(got: dict, want: dict):
+  assert list(got) == list(want)
+  for key, value in want.items():
+    assert got[key].dtype == value.dtype, key
+    assert torch.equal(got[key], value), key
+
+
+def produce(channel, producer: int, count: int, delay_s: float = 0.0):
+  for seq in range(count):
+    channel.send(expected_message(producer, seq))
+    if delay_s:
+      time.sleep(delay_s)
+
+
+def produce_sizes(channel, sizes):
+  for nbytes in sizes:
+    channel.send(sized_message(nbytes))
+
+
+def sized_message(nbytes: int) -> dict:
+  r"""A message of about `nbytes` bytes of tensor data, in three tensors."""
+  n = nbytes // 8
+  return {
+    'a': torch.arange(n // 2, dtype=torch.int64),
+    'b': torch.arange(n - n // 2, dtype=torch.float64).flip(0),
+    'c': torch.tensor([nbytes], dtype=torch.int64),
+  }
+
+
+def strided_payload() -> torch.Tensor:
+  return torch.arange(4096 * 4096, dtype=torch.int32).view(4096, 4096).t()
+
+
+def produce_forever_strided(channel):
+  r"""Sends a large non-contiguous tensor forever, so most of its time is
+  spent copying into the channel."""
+  payload = strided_payload()
+  seq = 0
+  while True:
+    channel.send({'x': payload, 'seq': torch.tensor([seq])})
+    seq += 1
+
+
+def own_channel_then_die(result_queue):
+  r"""Makes a 1-slot channel, starts a producer on it, and exits once the
+  producer waits for room."""
+  channel = ShmChannel(capacity=1, shm_size='1MB')
+  producer = SPAWN.Process(target=fill_channel, args=(channel, result_queue))
+  producer.start()
+  result_queue.put(('producer_pid', producer.pid))
+  while channel.qsize() < 1:  # the producer's second message waits for room
+    time.sleep(0.01)
+  os._exit(0)
+
+
+def fill_channel(channel, result_queue):
+  channel.send({'x': torch.zeros(1)})
+  start = time.monotonic()
+  try:
+    channel.send({'x': torch.ones(1)})
+    result_queue.put(('sent', time.monotonic() - start))
+  except ChannelClosedError as e:
+    result_queue.put(('closed', time.monotonic() - start, str(e)))
+
+
+@pytest.fixture
+def procs():
+  r"""Processes a test starts; all are killed and reaped at the end."""
+  started = []
+  yield started
+  for p in started:
+    if p.is_alive():
+      p.kill()
+    p.join(JOIN_S)
+
+
+def start(procs, target, *args, daemon=True):
+  p = SPAWN.Process(target=target, args=args, daemon=daemon)
+  p.start()
+  procs.append(p)
+  return p
+
+
+def our_mappings() -> int:
+  with open('/proc/self/maps') as f:
+    return sum('glt-shm-channel' in line for line in f)
+
+
+def dev_shm() -> set:
+  return set(os.listdir('/dev/shm')) if os.path.isdir('/dev/shm') else set()
+
+
+@pytest.fixture(scope='module', autouse=True)
+def no_leftovers():
+  r"""After this module, /dev/shm holds nothing new and this process maps no
+  channel segment."""
+  before = dev_shm()
+  yield
+  gc.collect()
+  assert dev_shm() - before == set()
+  assert our_mappings() == 0
+
+
+@pytest.mark.parametrize('num_producers', [1, 4])
+def test_order_and_content(procs, num_producers):
+  channel = ShmChannel(capacity=16, shm_size='2MB')
+  count = 150
+  for p in range(num_producers):
+    start(procs, produce, channel, p, count)
+  next_seq = [0] * num_producers
+  for _ in range(num_producers * count):
+    msg = channel.recv(timeout_ms=30_000)
+    p, seq = int(msg['producer']), int(msg['seq'])
+    assert seq == next_seq[p], "each producer's messages arrive in the order sent"
+    next_seq[p] += 1
+    assert_message_equal(msg, expected_message(p, seq))
+  assert next_seq == [count] * num_producers
+  for p in procs:
+    p.join(JOIN_S)
+    assert p.exitcode == 0
+  assert channel.empty()
+
+
+def test_sizes_from_zero_to_200mb(procs):
+  channel = ShmChannel(capacity=4, shm_size='256MB')
+  sizes = [0, 8, 1000, 1 << 20, 50 << 20, 200 << 20, 16]
+  start(procs, produce_sizes, channel, sizes)
+  for nbytes in sizes:
+    msg = channel.recv(timeout_ms=60_000)
+    assert int(msg['c']) == nbytes
+    assert_message_equal(msg, sized_message(nbytes))
+    del msg
+  procs[0].join(JOIN_S)
+  assert procs[0].exitcode == 0
+
+  channel.send({})  # no tensors at all
+  assert channel.recv(timeout_ms=1000) == {}
+  empty = {'e': torch.empty(0, 3), 'z': torch.zeros(())}
+  channel.send(empty)
+  assert_message_equal(channel.recv(timeout_ms=1000), empty)
+
+
+def test_received_tensors_view_the_channel_and_free_it():
+  channel = ShmChannel(capacity=4, shm_size='1MB')
+  free = channel.stats()['free_bytes']
+  channel.send({'x': torch.arange(1000), 'y': torch.ones(10, 10)})
+  msg = channel.recv(timeout_ms=1000)
+  lo = channel._queue.mapping_address
+  hi = lo + channel._queue.mapping_size
+  assert all(lo <= t.data_ptr() < hi for t in msg.values()), 'no copy out of the channel'
+  assert channel.stats()['free_bytes'] < free
+  x = msg.pop('x')
+  assert channel.stats()['free_bytes'] < free, 'x still holds the block'
+  del msg
+  assert channel.stats()['free_bytes'] < free
+  del x
+  assert channel.stats()['free_bytes'] == free
+
+
+def test_non_contiguous_and_dtypes_round_trip():
+  channel = ShmChannel(capacity=8, shm_size='4MB')
+  msg = {
+    't': torch.arange(60).view(6, 10).t(),
+    'h': torch.randn(5, 3).half(),
+    'b': torch.randn(4).bfloat16(),
+    'u': torch.arange(7, dtype=torch.uint8),
+    'c': torch.randn(3, dtype=torch.complex64),
+    's': torch.arange(30)[::3],
+  }
+  channel.send(msg)
+  got = channel.recv(timeout_ms=1000)
+  assert_message_equal(got, msg)
+  assert all(t.is_contiguous() for t in got.values())
+
+
+def test_message_larger_than_shm_size():
+  channel = ShmChannel(capacity=4, shm_size='1MB')
+  with pytest.raises(ValueError, match='does not fit in this channel.s shm_size'):
+    channel.send({'x': torch.zeros(1 << 18), 'y': torch.zeros(1)})
+  assert channel.empty() and channel.stats()['pending'] == 0
+  channel.send({'x': torch.zeros(1000)})  # still usable
+  assert channel.recv(timeout_ms=1000)['x'].numel() == 1000
+
+
+def test_bad_input():
+  channel = ShmChannel(capacity=2, shm_size='64KB')
+  with pytest.raises(TypeError, match="entry 'x' must be a tensor"):
+    channel.send({'x': [1, 2]})
+  with pytest.raises(TypeError, match='dict of str to tensors'):
+    channel.send(torch.zeros(1))
+  with pytest.raises(ValueError, match='only dense tensors'):
+    channel.send({'s': torch.eye(3).to_sparse()})
+  with pytest.raises(ValueError, match='timeout_ms'):
+    channel.recv(timeout_ms=-5)
+  with pytest.raises(ValueError, match='capacity'):
+    ShmChannel(capacity=0)
+  with pytest.raises(ValueError, match='256MB'):
+    ShmChannel(shm_size='lots')
+  assert channel.stats()['pending'] == 0 and channel.empty()
+
+
+@pytest.mark.parametrize('timeout_ms', [100, 1000])
+def test_recv_timeout_is_accurate(timeout_ms):
+  channel = ShmChannel(capacity=2, shm_size='64KB')
+  begin = time.monotonic()
+  with pytest.raises(QueueTimeoutError, match='no message'):
+    channel.recv(timeout_ms=timeout_ms)
+  elapsed_ms = (time.monotonic() - begin) * 1000
+  assert timeout_ms <= elapsed_ms <= 1.1 * timeout_ms
+
+
+def test_send_timeout_when_full():
+  channel = ShmChannel(capacity=2, shm_size='64KB')
+  channel.send({'x': torch.zeros(1)})
+  channel.send({'x': torch.zeros(1)})
+  begin = time.monotonic()
+  with pytest.raises(QueueTimeoutError, match='2 of 2 messages queued'):
+    channel.send({'x': torch.zeros(1)}, timeout_ms=300)
+  assert 300 <= (time.monotonic() - begin) * 1000 <= 330
+  held = channel.recv(timeout_ms=100)  # a slot is free again; bytes suffice
+  channel.send({'x': torch.zeros(1)}, timeout_ms=100)
+  del held
+  # Bytes: a message alive in the consumer keeps its bytes from producers.
+  channel = ShmChannel(capacity=8, shm_size='64KB')
+  channel.send({'x': torch.zeros(10_000)})
+  held = channel.recv(timeout_ms=100)
+  with pytest.raises(QueueTimeoutError, match='bytes free'):
+    channel.send({'x': torch.zeros(10_000)}, timeout_ms=100)
+  del held
+  channel.send({'x': torch.zeros(10_000)}, timeout_ms=100)
+
+
+def test_ring_wraps_around_with_messages_held():
+  channel = ShmChannel(capacity=64, shm_size='128KB')
+  sent = 0
+  held = []
+  for round_ in range(200):
+    nbytes = 800 * (1 + round_ % 17)
+    channel.send(sized_message(nbytes), timeout_ms=100)
+    sent += 1
+    held.append((nbytes, channel.recv(timeout_ms=100)))
+    if len(held) > 3:  # release out of order: the second oldest first
+      nbytes_, msg = held.pop(1)
+      assert_message_equal(msg, sized_message(nbytes_))
+  for nbytes_, msg in held:
+    assert_message_equal(msg, sized_message(nbytes_))
+  del held, msg
+  assert channel.stats()['used_bytes'] == 0
+
+
+def test_sigkill_mid_write_leaves_the_channel_usable(procs):
+  channel = ShmChannel(capacity=64, shm_size='160MB')
+  victim = start(procs, produce_forever_strided, channel)
+  for p in range(3):
+    start(procs, produce, channel, p, 100, 0.002)
+  payload = strided_payload()
+  # Wait until the victim is inside a write (its 64 MB strided copy takes
+  # tens of ms; the others' writes take microseconds), then kill it there.
+  deadline = time.monotonic() + 60
+  received = {p: 0 for p in range(3)}
+  victim_seq = []
+  writing_since = None
+  while True:
+    assert time.monotonic() < deadline, 'the victim never started a write'
+    stats = channel.stats()
+    if stats['pending'] == 0:
+      writing_since = None
+    elif writing_since is None:
+      writing_since = time.monotonic()
+    elif victim_seq and time.monotonic() - writing_since > 0.005:
+      os.kill(victim.pid, signal.SIGKILL)
+      break
+    msg = channel.recv(timeout_ms=100) if stats['queued'] else None
+    if msg is not None:
+      if 'x' in msg:
+        victim_seq.append(int(msg['seq']))
+      else:
+        p = int(msg['producer'])
+        assert int(msg['seq']) == received[p]
+        received[p] += 1
+  victim.join(JOIN_S)
+  assert victim.exitcode == -signal.SIGKILL
+  assert channel.stats()['pending'] >= 1, 'the victim died holding a half-written block'
+
+  # The others go on; the consumer gets all of their messages, and the
+  # victim's in order and whole.
+  while min(received.values()) < 100:
+    msg = channel.recv(timeout_ms=30_000)
+    if 'x' in msg:
+      victim_seq.append(int(msg['seq']))
+      assert torch.equal(msg['x'], payload)
+      continue
+    p, seq = int(msg['producer']), int(msg['seq'])
+    assert seq == received[p]
+    assert_message_equal(msg, expected_message(p, seq))
+    received[p] += 1
+  assert victim_seq == list(range(len(victim_seq)))
+  del msg
+
+  # Every producer has exited: an empty channel says so instead of waiting.
+  for p in procs:
+    p.join(JOIN_S)
+  while not channel.empty():
+    channel.recv(timeout_ms=1000)
+  begin = time.monotonic()
+  with pytest.raises(ChannelClosedError, match='all 4 producer processes'):
+    channel.recv(timeout_ms=30_000)
+  assert time.monotonic() - begin < 1.0
+  # The victim's half-written block was reclaimed: the whole ring is free.
+  stats = channel.stats()
+  assert stats['pending'] == 0 and stats['used_bytes'] == 0
+  big = {'x': torch.zeros((160 << 20) // 4 - 64, dtype=torch.float32)}
+  channel.send(big, timeout_ms=1000)
+  assert channel.recv(timeout_ms=1000)['x'].numel() == big['x'].numel()
+
+
+def test_consumer_sees_dead_producers(procs):
+  channel = ShmChannel(capacity=8, shm_size='1MB')
+  producer = start(procs, produce, channel, 0, 3)
+  for seq in range(3):
+    assert int(channel.recv(timeout_ms=30_000)['seq']) == seq
+  producer.join(JOIN_S)
+  begin = time.monotonic()
+  with pytest.raises(ChannelClosedError, match='all 1 producer'):
+    channel.recv()  # no timeout: the dead producer is what ends the wait
+  assert time.monotonic() - begin < 1.0
+
+
+def test_producer_sees_dead_owner(procs):
+  results = SPAWN.Queue()
+  owner = start(procs, own_channel_then_die, results, daemon=False)
+  kind, producer_pid = results.get(timeout=JOIN_S)
+  assert kind == 'producer_pid'
+  owner.join(JOIN_S)
+  assert owner.exitcode == 0
+  outcome = results.get(timeout=JOIN_S)
+  assert outcome[0] == 'closed', outcome
+  assert outcome[1] < 2.0 and 'has exited' in outcome[2]
+  deadline = time.monotonic() + JOIN_S
+  while time.monotonic() < deadline:  # the orphaned producer exits by itself
+    try:
+      os.kill(producer_pid, 0)
+    except ProcessLookupError:
+      break
+    time.sleep(0.05)
+  else:
+    os.kill(producer_pid, signal.SIGKILL)
+    pytest.fail('the producer did not exit after its consumer died')
+
+
+def test_pickle_outside_spawning_uses_a_passed_descriptor():
+  channel = ShmChannel(capacity=4, shm_size='64KB')
+  same = pickle.loads(pickle.dumps(channel))  # through multiprocessing's resource sharer
+  same.send({'x': torch.arange(3)})
+  assert torch.equal(channel.recv(timeout_ms=1000)['x'], torch.arange(3))
+  del same
+
+
+def test_pin_memory_without_cuda_is_a_warning(caplog):
+  if torch.cuda.is_available():
+    pytest.skip('CUDA is available; the GPU tests cover pinning')
+  channel = ShmChannel(capacity=2, shm_size='64KB')
+  assert channel.pin_memory() is False
+  assert 'CUDA is not available' in caplog.text
+
+
+def mp_produce(channel, count, done):
+  for seq in range(count):
+    channel.send(expected_message(0, seq))
+  done.wait(JOIN_S)  # torch shares each tensor through this process: it must outlive the recv
+
+
+def test_mp_channel(procs):
+  channel = MpChannel(capacity=4)
+  done = SPAWN.Event()
+  start(procs, mp_produce, channel, 20, done)
+  for seq in range(20):
+    assert_message_equal(channel.recv(timeout_ms=30_000), expected_message(0, seq))
+  with pytest.raises(QueueTimeoutError):
+    channel.recv(timeout_ms=100)
+  done.set()
+  procs[0].join(JOIN_S)
+  assert procs[0].exitcode == 0
+  assert MpChannel(maxsize=2)._queue._maxsize == 2
