@@ -1,7 +1,7 @@
 # graphlearn_torch: set-up, demo, tests and benchmarks.
 #   make demo   set up .venv and train GraphSAGE with our NeighborLoader
 #   make test   set up .venv, lint, and run the test suite
-#   make bench  set up .venv and run the sampling benchmarks
+#   make bench  set up .venv and run the benchmarks
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -39,6 +39,7 @@ bench: install
 	$(PY) benchmarks/bench_sampler.py
 	$(PY) benchmarks/bench_link.py
 	$(PY) benchmarks/bench_partition.py
+	$(PY) benchmarks/bench_channel.py
 
 clean:
 	rm -rf build *.egg-info graphlearn_torch/_C*.so $(VENV)

@@ -1,0 +1,157 @@
+"""Channel throughput: ShmChannel vs torch.multiprocessing.Queue vs MpChannel.
+
+  python benchmarks/bench_channel.py [--sizes 1MB 32MB] [--seconds 4]
+
+One producer process sends messages shaped like sampled batches (node ids,
+edge rows and columns, a float feature block: four tensors); the consumer (this
+process) receives them and reads one value per 4 KiB page of every tensor, as a
+trainer that uses the batch would. The producer builds every message anew
+(fresh tensors, filled), as a sampler does, so no channel can profit from
+sending the same storage twice; that work is measured alone too ("producer
+alone"), as the ceiling. Throughput is over a fixed number of messages after
+a warm-up, from the consumer's side.
+
+Producers run with MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ set, so that glibc keeps freed
+buffers for reuse: without it, glibc sometimes hands every 32 MB buffer back to
+the kernel and page-faults it in again, which doubles the producer's work at
+random (seen as 60 instead of 120 messages/s in one run out of three).
+"""
+
+import argparse
+import multiprocessing
+import os
+import queue as queue_module
+import time
+
+import torch
+
+from graphlearn_torch.channel import MpChannel, ShmChannel
+from graphlearn_torch.utils import parse_size
+
+SPAWN = multiprocessing.get_context('spawn')
+WARMUP = 5
+
+
+def make_message(nbytes: int, seq: int) -> dict:
+  r"""A batch-shaped message of about ``nbytes`` bytes in four tensors."""
+  nodes = max(1, nbytes // 10 // 8)
+  edges = max(1, nbytes // 5 // 16)
+  feat = max(1, (nbytes - nodes * 8 - edges * 16) // 4 // 100)
+  return {
+    'node': torch.empty(nodes, dtype=torch.int64).fill_(seq),
+    'row': torch.empty(edges, dtype=torch.int64).fill_(seq),
+    'col': torch.empty(edges, dtype=torch.int64).fill_(seq),
+    'x': torch.empty(feat, 100, dtype=torch.float32).fill_(seq),
+  }
+
+
+def message_bytes(msg: dict) -> int:
+  return sum(t.numel() * t.element_size() for t in msg.values())
+
+
+def touch(msg: dict) -> float:
+  r"""Reads one element per 4 KiB page of each tensor."""
+  total = 0.0
+  for t in msg.values():
+    flat = t.view(-1)
+    total += float(flat[:: max(1, 4096 // t.element_size())].sum())
+  return total
+
+
+def produce(channel, kind: str, nbytes: int, count: int, done):
+  torch.set_num_threads(1)
+  for seq in range(count):
+    msg = make_message(nbytes, seq)
+    if kind == 'queue':
+      channel.put(msg)
+    else:
+      channel.send(msg)
+  done.wait(600)  # a torch queue's tensors are fetched from this process
+
+
+def measure(kind: str, nbytes: int, count: int) -> float:
+  r"""Seconds for the consumer to receive ``count`` messages after warm-up."""
+  slots = max(4, min(16, (512 << 20) // max(nbytes, 1)))
+  if kind == 'shm':
+    channel = ShmChannel(capacity=slots, shm_size=max(64 << 20, slots * (nbytes + (1 << 20))))
+  elif kind == 'mp':
+    channel = MpChannel(capacity=slots)
+  else:
+    channel = SPAWN.Queue(maxsize=slots)
+  done = SPAWN.Event()
+  producer = SPAWN.Process(target=produce, args=(channel, kind, nbytes, WARMUP + count, done))
+  producer.start()
+  try:
+
+    def recv():
+      if kind == 'queue':
+        try:
+          return channel.get(timeout=120)
+        except queue_module.Empty:
+          raise TimeoutError('the producer sent nothing for 120 s') from None
+      return channel.recv(timeout_ms=120_000)
+
+    for _ in range(WARMUP):
+      touch(recv())
+    start = time.perf_counter()
+    for _ in range(count):
+      touch(recv())
+    elapsed = time.perf_counter() - start
+  finally:
+    done.set()
+    producer.join(60)
+    if producer.is_alive():
+      producer.kill()
+      producer.join()
+  return elapsed
+
+
+def producer_alone(nbytes: int, count: int) -> float:
+  torch.set_num_threads(1)
+  for seq in range(WARMUP):
+    make_message(nbytes, seq)
+  start = time.perf_counter()
+  for seq in range(count):
+    make_message(nbytes, seq)
+  return time.perf_counter() - start
+
+
+def in_process(fn, *args):
+  r"""``fn(*args)`` in a fresh spawned process, as the producers run."""
+  with SPAWN.Pool(1) as pool:
+    return pool.apply(fn, args)
+
+
+def main():
+  p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  p.add_argument('--sizes', nargs='+', default=['1MB', '32MB'])
+  p.add_argument('--gb', type=float, default=4.0, help='GB sent per size and channel')
+  args = p.parse_args()
+  torch.set_num_threads(1)  # the consumer, like the producer, uses one thread
+  os.environ.setdefault('MALLOC_MMAP_THRESHOLD_', str(1 << 30))  # for the producers
+  os.environ.setdefault('MALLOC_TRIM_THRESHOLD_', str(4 << 30))
+
+  rows = []
+  for size in args.sizes:
+    nbytes = parse_size(size)
+    actual = message_bytes(make_message(nbytes, 0))
+    count = max(20, int(args.gb * (1 << 30) / actual))
+    results = {
+      'producer alone': in_process(producer_alone, nbytes, count),
+      'torch.multiprocessing.Queue': measure('queue', nbytes, count),
+      'MpChannel': measure('mp', nbytes, count),
+      'ShmChannel': measure('shm', nbytes, count),
+    }
+    base = results['torch.multiprocessing.Queue']
+    for name, seconds in results.items():
+      rows.append((size, name, actual * count / seconds / 1e9, count / seconds, base / seconds))
+
+  print(f'torch {torch.__version__}; 1 producer process and the consumer, 1 thread each\n')
+  print('| message | channel                     |   GB/s |  messages/s | vs mp.Queue |')
+  print('|---------|-----------------------------|--------|-------------|-------------|')
+  for size, name, gbs, mps, ratio in rows:
+    print(f'| {size:>7} | {name:<27} | {gbs:6.2f} | {mps:11.1f} | {ratio:10.2f}x |')
+
+
+if __name__ == '__main__':
+  main()
