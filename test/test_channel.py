@@ -82,15 +82,15 @@ def produce_forever_strided(channel):
 
 
 def own_channel_then_die(result_queue):
-  r"""Makes a 1-slot channel, starts a producer on it, and exits once the
-  producer waits for room."""
+  r"""Makes a 1-slot channel, starts a producer on it, and kills itself
+  (SIGKILL) once the producer waits for room."""
   channel = ShmChannel(capacity=1, shm_size='1MB')
   producer = SPAWN.Process(target=fill_channel, args=(channel, result_queue))
   producer.start()
   result_queue.put(('producer_pid', producer.pid))
   while channel.qsize() < 1:  # the producer's second message waits for room
     time.sleep(0.01)
-  os._exit(0)
+  os.kill(os.getpid(), signal.SIGKILL)
 
 
 def fill_channel(channel, result_queue):
@@ -372,7 +372,7 @@ def test_producer_sees_dead_owner(procs):
   kind, producer_pid = results.get(timeout=JOIN_S)
   assert kind == 'producer_pid'
   owner.join(JOIN_S)
-  assert owner.exitcode == 0
+  assert owner.exitcode == -signal.SIGKILL
   outcome = results.get(timeout=JOIN_S)
   assert outcome[0] == 'closed', outcome
   assert outcome[1] < 2.0 and 'has exited' in outcome[2]
