@@ -2,7 +2,7 @@
 
 import math
 from dataclasses import dataclass
-from typing import Dict, List, Literal, Optional, Tuple, Union
+from typing import Dict, Generator, List, Literal, Optional, Tuple, Union
 
 import torch
 
@@ -28,6 +28,9 @@ from .base import (
 from .negative_sampler import RandomNegativeSampler
 
 STRATEGIES = ('random',)
+
+# One draw of a hop: (edge type, seed nodes, neighbors per seed).
+HopRequest = Tuple[EdgeType, torch.Tensor, int]
 
 # Node types up to this size get an id-indexed inducer map (4 bytes a node).
 DENSE_INDUCER_MAX_NODES = 1 << 26
@@ -225,9 +228,30 @@ class NeighborSampler(BaseSampler):
     return NeighborOutput(nbr, nbr_num, eid if self.with_edge else None)
 
   def _sample(self, seed_dict: Dict[NodeType, torch.Tensor]) -> _HopResult:
+    """Samples every hop here, one edge type after another."""
+    steps = self.sample_steps(seed_dict)
+    try:
+      requests = next(steps)
+      while True:
+        requests = steps.send([self.sample_one_hop(src, k, etype) for etype, src, k in requests])
+    except StopIteration as done:
+      return done.value
+
+  def sample_steps(
+    self, seed_dict: Dict[NodeType, torch.Tensor], inducer=None
+  ) -> Generator[List[HopRequest], List[NeighborOutput], _HopResult]:
+    """Multi-hop sampling with the one-hop draws left to the caller.
+
+    Yields, once per hop, the hop's requests ``(edge type, seeds, fanout)``
+    and takes back their NeighborOutputs in the same order; returns the
+    deduplicated and relabelled result. ``_sample`` answers the requests
+    from the local graph; the distributed sampler from whichever partition
+    owns each seed. ``inducer`` (default: the sampler's own) must not be
+    shared by two unfinished runs.
+    """
     if self._fanouts is None:
       raise ValueError('the sampler has no num_neighbors')
-    inducer = self.get_inducer()
+    inducer = inducer if inducer is not None else self.get_inducer()
     empty = torch.empty(0, dtype=torch.int64)
     seeds = [seed_dict.get(t, empty) for t in self._node_types]
     frontier = dict(zip(self._node_types, inducer.init_nodes(seeds)))
@@ -241,18 +265,18 @@ class NeighborSampler(BaseSampler):
     num_edges = {out_etypes[e]: [0] * self.num_hops for e in self._graphs}
 
     for hop in range(self.num_hops):
-      sampled, src_types, nbr_types, srcs, nbrs, nums = [], [], [], [], [], []
-      for etype, fanout in self._fanouts.items():
-        src = frontier[self._seed_type(etype)]
-        if fanout[hop] == 0 or src.numel() == 0:
-          continue
-        out = self.sample_one_hop(src, fanout[hop], etype)
-        sampled.append((etype, out))
-        src_types.append(self._type_index[self._seed_type(etype)])
-        nbr_types.append(self._type_index[self._nbr_type(etype)])
-        srcs.append(src)
-        nbrs.append(out.nbr)
-        nums.append(out.nbr_num)
+      requests = [
+        (etype, frontier[self._seed_type(etype)], fanout[hop])
+        for etype, fanout in self._fanouts.items()
+        if fanout[hop] != 0 and frontier[self._seed_type(etype)].numel() > 0
+      ]
+      outs = (yield requests) if requests else []
+      sampled = [(etype, out) for (etype, _, _), out in zip(requests, outs)]
+      src_types = [self._type_index[self._seed_type(etype)] for etype, _, _ in requests]
+      nbr_types = [self._type_index[self._nbr_type(etype)] for etype, _, _ in requests]
+      srcs = [src for _, src, _ in requests]
+      nbrs = [out.nbr for out in outs]
+      nums = [out.nbr_num for out in outs]
       new_nodes, hop_rows, hop_cols = inducer.induce_next(src_types, nbr_types, srcs, nbrs, nums)
       for (etype, out), r, c in zip(sampled, hop_rows, hop_cols):
         key = out_etypes[etype]

@@ -1,0 +1,121 @@
+"""Who this process is in a distributed job: its role, group and ranks.
+
+The one piece of global state graphlearn_torch keeps: set once per process by
+``init_worker_group`` (worker mode) or by ``init_server`` / ``init_client``.
+"""
+
+from enum import Enum
+from typing import Optional
+
+
+class DistRole(Enum):
+  r"""The role of a process: a worker (worker mode: trains and samples), a
+  server (holds a partition and samples for clients) or a client (trains on
+  batches that servers sample)."""
+
+  WORKER = 1
+  SERVER = 2
+  CLIENT = 3
+
+
+class DistContext:
+  r"""The distributed identity of this process.
+
+  Args:
+    role: its role.
+    group_name: the name of its group (processes of one role in one job).
+    world_size: processes in its group.
+    rank: its rank in its group.
+    global_world_size: processes in the whole job (servers and clients).
+    global_rank: its rank in the whole job.
+  """
+
+  def __init__(
+    self,
+    role: DistRole,
+    group_name: str,
+    world_size: int,
+    rank: int,
+    global_world_size: int,
+    global_rank: int,
+  ):
+    if not 0 <= rank < world_size:
+      raise ValueError(f'rank {rank} is outside the group of {world_size}')
+    if not 0 <= global_rank < global_world_size:
+      raise ValueError(f'global rank {global_rank} is outside the job of {global_world_size}')
+    self.role = role
+    self.group_name = group_name
+    self.world_size = world_size
+    self.rank = rank
+    self.global_world_size = global_world_size
+    self.global_rank = global_rank
+    # The RPC name of global rank 0 when it is in another group (clients).
+    self.global_leader_name: Optional[str] = None
+
+  def __repr__(self) -> str:
+    return (
+      f'DistContext(role={self.role.name}, group={self.group_name!r}, '
+      f'rank={self.rank}/{self.world_size}, global_rank={self.global_rank}/'
+      f'{self.global_world_size})'
+    )
+
+  def is_worker(self) -> bool:
+    return self.role == DistRole.WORKER
+
+  def is_server(self) -> bool:
+    return self.role == DistRole.SERVER
+
+  def is_client(self) -> bool:
+    return self.role == DistRole.CLIENT
+
+  def num_servers(self) -> int:
+    if self.is_server():
+      return self.world_size
+    if self.is_client():
+      return self.global_world_size - self.world_size
+    return 0
+
+  def num_clients(self) -> int:
+    if self.is_client():
+      return self.world_size
+    if self.is_server():
+      return self.global_world_size - self.world_size
+    return 0
+
+  def worker_name(self) -> str:
+    r"""This process's name in the RPC world: ``{group_name}_{rank}``."""
+    return worker_name(self.group_name, self.rank)
+
+
+def worker_name(group_name: str, rank: int) -> str:
+  r"""The RPC name of rank ``rank`` of group ``group_name``."""
+  return f'{group_name}_{rank}'
+
+
+_context: Optional[DistContext] = None
+
+
+def get_context() -> Optional[DistContext]:
+  r"""This process's DistContext, or None before a group is joined."""
+  return _context
+
+
+def _set_context(context: Optional[DistContext]) -> None:
+  global _context
+  _context = context
+
+
+def init_worker_group(world_size: int, rank: int, group_name: Optional[str] = None) -> DistContext:
+  r"""Makes this process rank ``rank`` of a worker group of ``world_size``
+  (worker mode: every process of the group both trains and samples).
+
+  Args:
+    world_size: processes in the group.
+    rank: this process's rank.
+    group_name: the group's name (default ``'_default_worker'``).
+  """
+  context = DistContext(
+    DistRole.WORKER, group_name or '_default_worker', world_size, rank, world_size, rank
+  )
+  _set_context(context)
+  return context

@@ -1,0 +1,66 @@
+"""DistNeighborLoader: node-wise neighbor sampling across partitions."""
+
+from typing import Literal, Optional
+
+import torch
+
+from ..loader.node_loader import resolve_input_nodes
+from ..sampler.base import NodeSamplerInput, SamplingConfig, SamplingType
+from ..typing import InputNodes, NumNeighbors
+from .dist_dataset import DistDataset
+from .dist_loader import DistLoader
+from .dist_options import _BasicDistSamplingWorkerOptions
+
+
+class DistNeighborLoader(DistLoader):
+  r"""Mini-batches of seed nodes with their multi-hop neighborhoods, sampled
+  across the partitions of a distributed dataset.
+
+  Args:
+    data: this process's partition.
+    num_neighbors: neighbors per hop (a dict by edge type when heterogeneous).
+    input_nodes: this process's seeds: ids, a mask, a node type or
+      ``(node type, ids)``.
+    batch_size: seeds per batch.
+    shuffle: reshuffle the seeds every epoch.
+    drop_last: drop the last incomplete batch.
+    with_edge: return sampled edge ids (and edge features).
+    with_weight: sample proportionally to edge weights.
+    edge_dir: 'out' or 'in'; must be the dataset's.
+    collect_features: gather features and labels into the batches.
+    to_device: where batches go.
+    random_seed: seeds sampling and shuffling.
+    worker_options: where sampling runs (default: collocated).
+  """
+
+  def __init__(
+    self,
+    data: Optional[DistDataset],
+    num_neighbors: NumNeighbors,
+    input_nodes: InputNodes,
+    batch_size: int = 1,
+    shuffle: bool = False,
+    drop_last: bool = False,
+    with_edge: bool = False,
+    with_weight: bool = False,
+    edge_dir: Literal['in', 'out'] = 'out',
+    collect_features: bool = False,
+    to_device: Optional[torch.device] = None,
+    random_seed: Optional[int] = None,
+    worker_options: Optional[_BasicDistSamplingWorkerOptions] = None,
+  ):
+    input_type, seeds = resolve_input_nodes(data, input_nodes)
+    config = SamplingConfig(
+      SamplingType.NODE,
+      num_neighbors,
+      batch_size,
+      shuffle,
+      drop_last,
+      with_edge,
+      collect_features,
+      with_neg=False,
+      with_weight=with_weight,
+      edge_dir=edge_dir,
+      seed=random_seed,
+    )
+    super().__init__(data, NodeSamplerInput(seeds, input_type), config, to_device, worker_options)

@@ -1,0 +1,312 @@
+"""DistNeighborSampler: multi-hop neighbor sampling over a partitioned graph.
+
+Each hop splits the frontier by the node partition book; seeds of this
+partition are sampled here by the C++ sampler, the others by one RPC per
+owning partition (sent first, so they run while the local part is drawn);
+the pieces are stitched back in frontier order and handed to the same
+dedup-and-relabel step as single-machine sampling (``NeighborSampler.
+sample_steps``). Batches run as coroutines on an event loop, ``concurrency``
+at a time.
+"""
+
+import asyncio
+import logging
+import queue
+from typing import Dict, List, Literal, Optional, Tuple, Union
+
+import torch
+
+from ..channel import ChannelBase, SampleMessage
+from ..sampler.base import (
+  HeteroSamplerOutput,
+  NeighborOutput,
+  NodeSamplerInput,
+  SamplerOutput,
+)
+from ..sampler.neighbor_sampler import NeighborSampler
+from ..typing import (
+  HOMO_EDGE_TYPE,
+  HOMO_NODE_TYPE,
+  EdgeType,
+  NodeType,
+  NumNeighbors,
+  reverse_edge_type,
+)
+from .dist_dataset import DistDataset
+from .dist_feature import DistFeature
+from .dist_graph import DistGraph, positions_by_partition
+from .event_loop import ConcurrentEventLoop, wrap_torch_future
+from .message import to_message
+from .rpc import (
+  RpcCalleeBase,
+  RpcDataPartitionRouter,
+  rpc_register,
+  rpc_request_async,
+  rpc_sync_data_partitions,
+)
+
+logger = logging.getLogger(__name__)
+
+_EDGE_STRATEGY = {'out': 'by_src', 'in': 'by_dst'}
+
+
+class RpcSamplingCallee(RpcCalleeBase):
+  r"""Samples one hop from this partition's seeds for a peer."""
+
+  def __init__(self, sampler: NeighborSampler, device: torch.device = None):
+    self.sampler = sampler
+
+  def call(self, seeds: torch.Tensor, fanout: int, etype: EdgeType) -> NeighborOutput:
+    return self.sampler.sample_one_hop(seeds, fanout, etype)
+
+
+def stitch_neighbors(
+  num_seeds: int, parts: List[Tuple[torch.Tensor, NeighborOutput]], with_edge: bool
+) -> NeighborOutput:
+  r"""One NeighborOutput in seed order from per-partition pieces.
+
+  Args:
+    num_seeds: seeds of the hop.
+    parts: ``(positions of its seeds, their NeighborOutput)`` per partition.
+    with_edge: whether the pieces carry edge ids.
+  """
+  if len(parts) == 1 and parts[0][0].numel() == num_seeds:
+    pos, out = parts[0]
+    if bool((pos == torch.arange(num_seeds)).all()):
+      return out
+  nbr_num = torch.zeros(num_seeds, dtype=torch.int64)
+  for pos, out in parts:
+    nbr_num[pos] = out.nbr_num
+  starts = torch.cumsum(nbr_num, 0) - nbr_num
+  total = int(nbr_num.sum())
+  nbr = torch.empty(total, dtype=torch.int64)
+  edge = torch.empty(total, dtype=torch.int64) if with_edge else None
+  for pos, out in parts:
+    if out.nbr.numel() == 0:
+      continue
+    piece_starts = torch.cumsum(out.nbr_num, 0) - out.nbr_num
+    dest = torch.repeat_interleave(starts[pos] - piece_starts, out.nbr_num)
+    dest += torch.arange(out.nbr.numel())
+    nbr[dest] = out.nbr
+    if with_edge:
+      edge[dest] = out.edge
+  return NeighborOutput(nbr, nbr_num, edge)
+
+
+class DistNeighborSampler(ConcurrentEventLoop):
+  r"""Neighbor sampling across the partitions of a DistDataset.
+
+  Building one is collective: every process of the worker group builds its
+  sampler at the same point (the callees it registers get the same ids
+  everywhere, and the group learns which process holds which partition).
+
+  Args:
+    data: this process's partition.
+    num_neighbors: neighbors per hop (a dict by edge type when heterogeneous).
+    with_edge: return sampled edge ids.
+    with_neg: link sampling with negatives (not yet distributed).
+    with_weight: sample proportionally to edge weights.
+    edge_dir: must be the dataset's: 'out' needs partitions by source
+      ('by_src'), 'in' by destination.
+    collect_features: gather node (and edge) features and labels into the
+      batch.
+    channel: where finished batches go (``sample_from_nodes`` then returns at
+      once); None returns them.
+    use_all2all: unsupported; must be False.
+    concurrency: batches in flight at once.
+    device: where outputs go.
+    seed: seeds the random stream.
+  """
+
+  def __init__(
+    self,
+    data: DistDataset,
+    num_neighbors: Optional[NumNeighbors] = None,
+    with_edge: bool = False,
+    with_neg: bool = False,
+    with_weight: bool = False,
+    edge_dir: Literal['in', 'out'] = 'out',
+    collect_features: bool = False,
+    channel: Optional[ChannelBase] = None,
+    use_all2all: bool = False,
+    concurrency: int = 1,
+    device: Optional[torch.device] = None,
+    seed: int = None,
+  ):
+    super().__init__(concurrency)
+    if use_all2all:
+      raise ValueError('use_all2all is not supported: features are fetched by RPC')
+    if with_neg:
+      raise NotImplementedError('distributed link sampling is not built yet')
+    if edge_dir != data.edge_dir:
+      raise ValueError(
+        f"edge_dir '{edge_dir}' differs from the dataset's '{data.edge_dir}': the partition's "
+        'topology was built for the latter'
+      )
+    strategy = (data.meta or {}).get('edge_assign_strategy')
+    if strategy is not None and strategy != _EDGE_STRATEGY[edge_dir]:
+      raise ValueError(
+        f"edge_dir '{edge_dir}' samples each node's edges in its own partition, which needs "
+        f"partitions made with edge_assign_strategy='{_EDGE_STRATEGY[edge_dir]}'; these were "
+        f"made with '{strategy}'"
+      )
+    self.data = data
+    self.num_neighbors = num_neighbors
+    self.with_edge = with_edge
+    self.with_weight = with_weight
+    self.edge_dir = edge_dir
+    self.collect_features = collect_features
+    self.channel = channel
+    self.device = device or torch.device('cpu')
+    self.num_partitions = data.num_partitions
+    self.partition_idx = data.partition_idx
+    self.dist_graph = DistGraph(
+      data.num_partitions, data.partition_idx, data.graph, data.node_pb, data.edge_pb
+    )
+    self.sampler = NeighborSampler(
+      data.graph,
+      num_neighbors,
+      device=torch.device('cpu'),
+      with_edge=with_edge,
+      with_weight=with_weight,
+      edge_dir=edge_dir,
+      seed=seed,
+    )
+    self._inducers: queue.SimpleQueue = queue.SimpleQueue()
+    for _ in range(concurrency):
+      self._inducers.put(self.sampler.create_inducer())
+
+    # Collective part: callees first, then the partition table, which every
+    # process reaches only after registering, so no request finds a callee
+    # missing.
+    self._sampling_callee_id = rpc_register(RpcSamplingCallee(self.sampler))
+    self.router = RpcDataPartitionRouter(
+      rpc_sync_data_partitions(data.num_partitions, data.partition_idx)
+    )
+    self.dist_node_feature = self.dist_edge_feature = None
+    if collect_features and data.node_features is not None:
+      self.dist_node_feature = DistFeature(
+        data.num_partitions,
+        data.partition_idx,
+        data.node_features,
+        data.node_feat_pb,
+        rpc_router=self.router,
+      )
+    if collect_features and with_edge and data.edge_features is not None:
+      self.dist_edge_feature = DistFeature(
+        data.num_partitions,
+        data.partition_idx,
+        data.edge_features,
+        data.edge_feat_pb,
+        rpc_router=self.router,
+      )
+
+  # -- one hop -------------------------------------------------------------
+
+  async def _sample_one_hop(self, seeds: torch.Tensor, fanout: int, etype: EdgeType):
+    seed_type = self.sampler._seed_type(etype)
+    book = self.dist_graph.node_book(None if seed_type == HOMO_NODE_TYPE else seed_type)
+    positions = positions_by_partition(book[seeds], self.num_partitions)
+    remote = []
+    for p, pos in enumerate(positions):
+      if p != self.partition_idx and pos.numel():
+        fut = rpc_request_async(
+          self.router.get_to_worker(p), self._sampling_callee_id, (seeds[pos], fanout, etype)
+        )
+        remote.append((pos, wrap_torch_future(fut)))
+    parts = []
+    local = positions[self.partition_idx]
+    if local.numel():
+      parts.append((local, self.sampler.sample_one_hop(seeds[local], fanout, etype)))
+    for pos, fut in remote:
+      parts.append((pos, await fut))
+    if not parts:
+      empty = torch.empty(0, dtype=torch.int64)
+      return NeighborOutput(empty, empty, empty if self.with_edge else None)
+    return stitch_neighbors(seeds.numel(), parts, self.with_edge)
+
+  async def _sample(self, seed_dict: Dict[NodeType, torch.Tensor]):
+    inducer = self._inducers.get()
+    try:
+      steps = self.sampler.sample_steps(seed_dict, inducer)
+      try:
+        requests = next(steps)
+        while True:
+          outs = await asyncio.gather(
+            *[self._sample_one_hop(src, k, etype) for etype, src, k in requests]
+          )
+          requests = steps.send(list(outs))
+      except StopIteration as done:
+        return done.value
+    finally:
+      self._inducers.put(inducer)
+
+  # -- features --------------------------------------------------------------
+
+  async def _collect(self, out: Union[SamplerOutput, HeteroSamplerOutput]) -> SampleMessage:
+    hetero = isinstance(out, HeteroSamplerOutput)
+    nodes = out.node if hetero else {HOMO_NODE_TYPE: out.node}
+    node_feats, labels, edge_feats = {}, {}, {}
+    pending = []
+    if self.dist_node_feature is not None:
+      for ntype, ids in nodes.items():
+        if not hetero or ntype in self.data.node_features:
+          key = ntype if hetero else None
+          fut = wrap_torch_future(self.dist_node_feature.async_get(ids, key))
+          pending.append((node_feats, ntype, fut))
+    if self.dist_edge_feature is not None and out.edge is not None:
+      for etype, eids in (out.edge if hetero else {HOMO_EDGE_TYPE: out.edge}).items():
+        key = None
+        if hetero:  # features are stored by the graph's edge type
+          key = reverse_edge_type(etype) if self.edge_dir == 'out' else etype
+          if key not in self.data.edge_features:
+            continue
+        fut = wrap_torch_future(self.dist_edge_feature.async_get(eids, key))
+        pending.append((edge_feats, etype, fut))
+    if self.collect_features:
+      for ntype, ids in nodes.items():
+        label = self.data.gather_node_labels(ids, ntype if hetero else None)
+        if label is not None:
+          labels[ntype] = label
+    for target, key, fut in pending:
+      target[key] = await fut
+    return to_message(out, node_feats, labels, edge_feats)
+
+  # -- public sampling -------------------------------------------------------
+
+  async def _sample_from_nodes(self, inputs: NodeSamplerInput) -> SampleMessage:
+    if self.sampler.is_hetero:
+      ntype = inputs.input_type
+      if ntype is None:
+        raise ValueError('the graph is heterogeneous: NodeSamplerInput needs an input_type')
+    else:
+      ntype = HOMO_NODE_TYPE
+    seeds = self.sampler._check_seeds(inputs.node, ntype)
+    res = await self._sample({ntype: seeds})
+    out = self.sampler._to_output(res, inputs.input_type, {'seed_local': res.seed_local[ntype]})
+    return await self._collect(out)
+
+  def sample_from_nodes(
+    self, inputs: NodeSamplerInput, timeout: Optional[float] = None, **kwargs
+  ) -> Optional[SampleMessage]:
+    r"""Samples the neighborhood of ``inputs`` across partitions.
+
+    With a channel, the batch is sent there when done and this returns None
+    once the batch is in flight; else it waits and returns the batch as a
+    message (see ``distributed.message``).
+
+    Args:
+      inputs: the seeds.
+      timeout: seconds to wait (for the result, or for a free place among
+        ``concurrency``).
+    """
+    inputs = NodeSamplerInput.cast(inputs)
+    if self.channel is None:
+      return self.run_task(self._sample_from_nodes(inputs), timeout)
+    self.add_task(
+      self._sample_from_nodes(inputs),
+      callback=self.channel.send,
+      on_error=kwargs.get('on_error'),
+      timeout=timeout,
+    )
+    return None

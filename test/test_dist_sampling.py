@@ -1,0 +1,226 @@
+"""Distributed sampling in worker mode on loopback: every batch is checked
+against the full graph (edges, edge ids, fanout per seed, features, labels,
+seed coverage). Workers are spawned processes, reaped also on failure."""
+
+import multiprocessing
+import os
+import socket
+import traceback
+
+import pytest
+import torch
+
+from graphlearn_torch.partition import RandomPartitioner
+from graphlearn_torch.typing import reverse_edge_type
+
+SPAWN = multiprocessing.get_context('spawn')
+TIMEOUT_S = 120
+FANOUT = [3, 2]
+
+
+def free_port() -> int:
+  with socket.socket() as s:
+    s.bind(('127.0.0.1', 0))
+    return s.getsockname()[1]
+
+
+def homo_graph(num_nodes=300, num_edges=2000, seed=0):
+  g = torch.Generator().manual_seed(seed)
+  return {
+    'num_nodes': num_nodes,
+    'src': torch.randint(0, num_nodes, (num_edges,), generator=g),
+    'dst': torch.randint(0, num_nodes, (num_edges,), generator=g),
+    'x': torch.randn(num_nodes, 6, generator=g),
+    'y': torch.randint(0, 5, (num_nodes,), generator=g),
+    'edge_attr': torch.randn(num_edges, 2, generator=g),
+    'train': torch.randperm(num_nodes, generator=g)[:200],
+  }
+
+
+HETERO_SIZES = {'user': 150, 'item': 120}
+HETERO_ETYPES = [('user', 'buys', 'item'), ('item', 'sold_to', 'user'), ('user', 'follows', 'user')]
+
+
+def hetero_graph(seed=0):
+  g = torch.Generator().manual_seed(seed)
+  out = {'edges': {}, 'x': {}, 'y': {}}
+  for i, (s, r, d) in enumerate(HETERO_ETYPES):
+    n = 600 + 100 * i
+    src = torch.randint(0, HETERO_SIZES[s], (n,), generator=g)
+    dst = torch.randint(0, HETERO_SIZES[d], (n,), generator=g)
+    out['edges'][(s, r, d)] = (src, dst)
+  out['x'] = {t: torch.randn(n, 4, generator=g) for t, n in HETERO_SIZES.items()}
+  out['y'] = {'user': torch.randint(0, 3, (HETERO_SIZES['user'],), generator=g)}
+  out['train'] = torch.randperm(HETERO_SIZES['user'], generator=g)[:100]
+  return out
+
+
+def partition(root, num_parts, hetero):
+  if hetero:
+    graph = hetero_graph()
+    RandomPartitioner(
+      root,
+      num_parts,
+      HETERO_SIZES,
+      {e: torch.stack(v) for e, v in graph['edges'].items()},
+      node_feat=graph['x'],
+      node_labels=graph['y'],
+      node_split=({'user': graph['train']}, None, None),
+      seed=0,
+      progress=False,
+    ).partition()
+  else:
+    graph = homo_graph()
+    RandomPartitioner(
+      root,
+      num_parts,
+      graph['num_nodes'],
+      torch.stack([graph['src'], graph['dst']]),
+      node_feat=graph['x'],
+      edge_feat=graph['edge_attr'],
+      node_labels=graph['y'],
+      node_split=(graph['train'], None, None),
+      seed=0,
+      progress=False,
+    ).partition()
+  torch.save(graph, os.path.join(root, 'full.pt'))
+
+
+def check_hop_counts(src_local, hop_edges, hop_nodes, degree, fanout, node_offset):
+  r"""Every node of a hop's frontier got min(fanout, degree) neighbors."""
+  counts = torch.bincount(src_local[hop_edges] - node_offset, minlength=hop_nodes.numel())
+  expected = degree[hop_nodes].clamp(max=fanout)
+  assert torch.equal(counts[: hop_nodes.numel()], expected), 'fanout not respected'
+
+
+def check_homo_batch(batch, graph, input_nodes, degree):
+  n = graph['num_nodes']
+  n_id = batch.n_id
+  bs = batch.batch_size
+  assert torch.equal(n_id[:bs], input_nodes[batch.input_id]), 'seeds first, in order'
+  nbr_local, seed_local = batch.edge_index
+  src, dst = n_id[seed_local], n_id[nbr_local]  # edge_dir 'out': seed -> neighbor
+  assert torch.equal(graph['src'][batch.e_id], src) and torch.equal(graph['dst'][batch.e_id], dst)
+  keys = torch.unique(graph['src'] * n + graph['dst'])
+  assert torch.isin(src * n + dst, keys).all(), 'every sampled edge exists'
+  assert torch.equal(batch.x, graph['x'][n_id]), 'features are the full table rows'
+  assert torch.equal(batch.y, graph['y'][n_id]), 'labels'
+  assert torch.equal(batch.edge_attr, graph['edge_attr'][batch.e_id]), 'edge features'
+  assert n_id.unique().numel() == n_id.numel(), 'nodes are deduplicated'
+  ne, nn = batch.num_sampled_edges, batch.num_sampled_nodes
+  offset = 0
+  edge_start = 0
+  for hop, fanout in enumerate(FANOUT):
+    hop_nodes = n_id[offset : offset + nn[hop]]
+    hop_edges = torch.arange(edge_start, edge_start + ne[hop])
+    check_hop_counts(seed_local, hop_edges, hop_nodes, degree, fanout, offset)
+    offset += nn[hop]
+    edge_start += ne[hop]
+  assert edge_start == nbr_local.numel()
+
+
+def check_hetero_batch(batch, graph, input_nodes, sizes):
+  n_id = batch['user'].n_id
+  bs = batch['user'].batch_size
+  assert torch.equal(n_id[:bs], input_nodes[batch['user'].input_id])
+  for ntype in HETERO_SIZES:
+    ids = batch[ntype].n_id
+    assert torch.equal(batch[ntype].x, graph['x'][ntype][ids])
+    assert ids.unique().numel() == ids.numel()
+  assert torch.equal(batch['user'].y, graph['y']['user'][n_id])
+  for etype, (src_all, dst_all) in graph['edges'].items():
+    out_type = reverse_edge_type(etype)
+    if out_type not in batch.edge_types:
+      continue
+    nbr_local, seed_local = batch[out_type].edge_index
+    src = batch[etype[0]].n_id[seed_local]
+    dst = batch[etype[-1]].n_id[nbr_local]
+    n = sizes[etype[-1]]
+    keys = torch.unique(src_all * n + dst_all)
+    assert torch.isin(src * n + dst, keys).all(), f'every sampled {etype} edge exists'
+    # Hop 0 starts from the seeds (users): each gets min(fanout, degree).
+    if etype[0] == 'user':
+      deg = torch.bincount(src_all, minlength=sizes['user'])
+      first = torch.arange(batch[out_type].num_sampled_edges[0])
+      check_hop_counts(seed_local, first, n_id[:bs], deg, FANOUT[0], 0)
+
+
+def run_worker(rank, world_size, port, root, hetero, results):
+  import graphlearn_torch as glt
+
+  dist = glt.distributed
+  try:
+    dist.init_worker_group(world_size, rank, 'trainer')
+    dist.init_rpc('127.0.0.1', port, num_rpc_threads=4, rpc_timeout=60)
+    ds = dist.DistDataset(edge_dir='out').load(root, rank, graph_mode='CPU')
+    graph = torch.load(os.path.join(root, 'full.pt'), weights_only=False)
+    if hetero:
+      input_nodes = ds.train_idx['user']
+      loader = dist.DistNeighborLoader(
+        ds, FANOUT, ('user', input_nodes), batch_size=16, shuffle=True,
+        collect_features=True, random_seed=rank,
+      )  # fmt: skip
+    else:
+      input_nodes = ds.train_idx
+      loader = dist.DistNeighborLoader(
+        ds, FANOUT, input_nodes, batch_size=16, shuffle=True, with_edge=True,
+        collect_features=True, random_seed=rank,
+      )  # fmt: skip
+      degree = torch.bincount(graph['src'], minlength=graph['num_nodes'])
+    seen, edges = [], 0
+    for epoch in range(2):
+      for batch in loader:
+        if hetero:
+          check_hetero_batch(batch, graph, input_nodes, HETERO_SIZES)
+          seen.append(batch['user'].n_id[: batch['user'].batch_size])
+          edges += sum(batch[e].edge_index.size(1) for e in batch.edge_types)
+        else:
+          check_homo_batch(batch, graph, input_nodes, degree)
+          seen.append(batch.n_id[: batch.batch_size])
+          edges += batch.edge_index.size(1)
+    seeds = torch.cat(seen)
+    assert torch.equal(torch.sort(seeds).values, torch.sort(input_nodes.repeat(2)).values), (
+      'each epoch covers every seed once'
+    )
+    loader.shutdown()
+    results.put((rank, 'ok', len(seen), edges))
+  except Exception:
+    results.put((rank, traceback.format_exc(), 0, 0))
+  finally:
+    dist.shutdown_rpc(graceful=True, timeout=30)
+
+
+def run_group(root, world_size, hetero):
+  port = free_port()
+  results = SPAWN.Queue()
+  procs = [
+    SPAWN.Process(target=run_worker, args=(r, world_size, port, root, hetero, results))
+    for r in range(world_size)
+  ]
+  for p in procs:
+    p.start()
+  try:
+    reports = [results.get(timeout=TIMEOUT_S) for _ in procs]
+  finally:
+    for p in procs:
+      p.join(TIMEOUT_S / 4)
+      if p.is_alive():
+        p.kill()
+        p.join()
+  return sorted(reports)
+
+
+@pytest.mark.parametrize('num_parts', [2, 3])
+def test_dist_neighbor_loader_homo(tmp_path, num_parts):
+  partition(str(tmp_path), num_parts, hetero=False)
+  reports = run_group(str(tmp_path), num_parts, hetero=False)
+  for rank, status, batches, edges in reports:
+    assert status == 'ok', f'rank {rank}:\n{status}'
+    assert batches > 0 and edges > 0
+
+
+def test_dist_neighbor_loader_hetero(tmp_path):
+  partition(str(tmp_path), 2, hetero=True)
+  for rank, status, batches, edges in run_group(str(tmp_path), 2, hetero=True):
+    assert status == 'ok', f'rank {rank}:\n{status}'
+    assert batches > 0 and edges > 0
