@@ -145,30 +145,37 @@ def check_hetero_batch(batch, graph, input_nodes, sizes):
       check_hop_counts(seed_local, first, n_id[:bs], deg, FANOUT[0], 0)
 
 
-def run_worker(rank, world_size, port, root, hetero, results):
+def run_worker(rank, world_size, port, root, hetero, mode, results):
   import graphlearn_torch as glt
 
   dist = glt.distributed
   try:
     dist.init_worker_group(world_size, rank, 'trainer')
-    dist.init_rpc('127.0.0.1', port, num_rpc_threads=4, rpc_timeout=60)
+    if mode == 'collocated':
+      dist.init_rpc('127.0.0.1', port, num_rpc_threads=4, rpc_timeout=60)
+      options = None
+    else:  # samplers in 2 processes per trainer, meeting at `port`
+      options = dist.MpDistSamplingWorkerOptions(
+        num_workers=2, worker_concurrency=2, master_addr='127.0.0.1', master_port=port,
+        rpc_timeout=60, channel_size='16MB',
+      )  # fmt: skip
     ds = dist.DistDataset(edge_dir='out').load(root, rank, graph_mode='CPU')
     graph = torch.load(os.path.join(root, 'full.pt'), weights_only=False)
     if hetero:
       input_nodes = ds.train_idx['user']
       loader = dist.DistNeighborLoader(
         ds, FANOUT, ('user', input_nodes), batch_size=16, shuffle=True,
-        collect_features=True, random_seed=rank,
+        collect_features=True, random_seed=rank, worker_options=options,
       )  # fmt: skip
     else:
       input_nodes = ds.train_idx
       loader = dist.DistNeighborLoader(
         ds, FANOUT, input_nodes, batch_size=16, shuffle=True, with_edge=True,
-        collect_features=True, random_seed=rank,
+        collect_features=True, random_seed=rank, worker_options=options,
       )  # fmt: skip
       degree = torch.bincount(graph['src'], minlength=graph['num_nodes'])
     seen, edges = [], 0
-    for epoch in range(2):
+    for _epoch in range(2):
       for batch in loader:
         if hetero:
           check_hetero_batch(batch, graph, input_nodes, HETERO_SIZES)
@@ -190,11 +197,11 @@ def run_worker(rank, world_size, port, root, hetero, results):
     dist.shutdown_rpc(graceful=True, timeout=30)
 
 
-def run_group(root, world_size, hetero):
+def run_group(root, world_size, hetero, mode='collocated'):
   port = free_port()
   results = SPAWN.Queue()
   procs = [
-    SPAWN.Process(target=run_worker, args=(r, world_size, port, root, hetero, results))
+    SPAWN.Process(target=run_worker, args=(r, world_size, port, root, hetero, mode, results))
     for r in range(world_size)
   ]
   for p in procs:
@@ -210,17 +217,18 @@ def run_group(root, world_size, hetero):
   return sorted(reports)
 
 
-@pytest.mark.parametrize('num_parts', [2, 3])
-def test_dist_neighbor_loader_homo(tmp_path, num_parts):
+@pytest.mark.parametrize('num_parts,mode', [(2, 'collocated'), (3, 'collocated'), (2, 'mp')])
+def test_dist_neighbor_loader_homo(tmp_path, num_parts, mode):
   partition(str(tmp_path), num_parts, hetero=False)
-  reports = run_group(str(tmp_path), num_parts, hetero=False)
+  reports = run_group(str(tmp_path), num_parts, hetero=False, mode=mode)
   for rank, status, batches, edges in reports:
     assert status == 'ok', f'rank {rank}:\n{status}'
     assert batches > 0 and edges > 0
 
 
-def test_dist_neighbor_loader_hetero(tmp_path):
+@pytest.mark.parametrize('mode', ['collocated', 'mp'])
+def test_dist_neighbor_loader_hetero(tmp_path, mode):
   partition(str(tmp_path), 2, hetero=True)
-  for rank, status, batches, edges in run_group(str(tmp_path), 2, hetero=True):
+  for rank, status, batches, edges in run_group(str(tmp_path), 2, hetero=True, mode=mode):
     assert status == 'ok', f'rank {rank}:\n{status}'
     assert batches > 0 and edges > 0

@@ -7,7 +7,8 @@ from .dist_graph import DistGraph
 from .dist_loader import DistLoader
 from .dist_neighbor_loader import DistNeighborLoader
 from .dist_neighbor_sampler import DistNeighborSampler, RpcSamplingCallee
-from .dist_options import CollocatedDistSamplingWorkerOptions
+from .dist_options import CollocatedDistSamplingWorkerOptions, MpDistSamplingWorkerOptions
+from .dist_sampling_producer import DistMpSamplingProducer, MpCommand
 from .event_loop import ConcurrentEventLoop, wrap_torch_future
 from .rpc import (
   RpcCalleeBase,
@@ -35,9 +36,12 @@ __all__ = [
   'DistFeature',
   'DistGraph',
   'DistLoader',
+  'DistMpSamplingProducer',
   'DistNeighborLoader',
   'DistNeighborSampler',
   'DistRole',
+  'MpCommand',
+  'MpDistSamplingWorkerOptions',
   'RpcCalleeBase',
   'RpcDataPartitionRouter',
   'RpcFeatureLookupCallee',

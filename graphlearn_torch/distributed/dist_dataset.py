@@ -3,6 +3,7 @@ where everything else lives."""
 
 import logging
 import os
+from multiprocessing.reduction import ForkingPickler
 from typing import Callable, Dict, List, Literal, Optional, Tuple, Union
 
 import torch
@@ -112,6 +113,7 @@ class DistDataset(Dataset):
     self.id_select = id_select
     self.meta: Optional[Dict] = None
     self._reader: Optional[PartitionReader] = None
+    self._load_args: Optional[Dict] = None  # how `load` was called: other processes re-map
 
   @property
   def node_feat_pb(self):
@@ -205,6 +207,17 @@ class DistDataset(Dataset):
       self.edge_features, self._edge_feat_pb = _partial_features(edge_feat_data, edge_pb, *partial)
 
     self._load_labels_and_splits(root_dir, reader, whole_node_label_file, hetero)
+    self._load_args = dict(
+      root_dir=root_dir,
+      partition_idx=partition_idx,
+      graph_mode=graph_mode,
+      feature_with_gpu=feature_with_gpu,
+      graph_caching=graph_caching,
+      device_group_list=device_group_list,
+      whole_node_label_file=whole_node_label_file,
+      device=device,
+      allow_pickle=allow_pickle,
+    )
     logger.info('loaded partition %d of %d from %s', idx, num_parts, root_dir)
     return self
 
@@ -238,3 +251,61 @@ class DistDataset(Dataset):
     if self._reader is None or self.meta.get('book') != 'range':
       return None
     return self._reader.load(book_path('node_map', self._reader.dir_of(ntype)))
+
+  def share_ipc(self):
+    """A picklable handle: the partition tensors in shared memory, plus the
+    books and partition numbers."""
+    return (
+      super().share_ipc(),
+      self.num_partitions,
+      self.partition_idx,
+      self.node_pb,
+      self.edge_pb,
+      self._node_feat_pb,
+      self._edge_feat_pb,
+      self.graph_caching,
+    )
+
+  @classmethod
+  def from_ipc_handle(cls, ipc_handle) -> 'DistDataset':
+    base, num_parts, idx, node_pb, edge_pb, node_feat_pb, edge_feat_pb, caching = ipc_handle
+    plain = Dataset.from_ipc_handle(base)
+    ds = cls(
+      num_parts,
+      idx,
+      graph_partition=plain.graph,
+      node_feature_partition=plain.node_features,
+      edge_feature_partition=plain.edge_features,
+      whole_node_labels=plain.node_labels,
+      node_pb=node_pb,
+      edge_pb=edge_pb,
+      node_feat_pb=node_feat_pb,
+      edge_feat_pb=edge_feat_pb,
+      edge_dir=plain.edge_dir,
+      graph_caching=caching,
+      node_split=(plain.train_idx, plain.val_idx, plain.test_idx),
+    )
+    ds._label_id2idx = plain._label_id2idx
+    return ds
+
+
+def rebuild_dist_dataset(handle) -> DistDataset:
+  """Rebuilds a DistDataset in another process (see ``reduce_dist_dataset``)."""
+  kind, payload = handle
+  if kind == 'load':
+    edge_dir, load_args = payload
+    return DistDataset(edge_dir=edge_dir).load(**load_args)
+  return DistDataset.from_ipc_handle(payload)
+
+
+def reduce_dist_dataset(dataset: DistDataset):
+  """Pickles a DistDataset for another process. One loaded from a directory
+  travels as the directory and its load arguments, and the receiver maps the
+  same files again (no copy; the page cache is shared); any other moves its
+  tensors to shared memory."""
+  if dataset._load_args is not None:
+    return rebuild_dist_dataset, (('load', (dataset.edge_dir, dataset._load_args)),)
+  return rebuild_dist_dataset, (('ipc', dataset.share_ipc()),)
+
+
+ForkingPickler.register(DistDataset, reduce_dist_dataset)

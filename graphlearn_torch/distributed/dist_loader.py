@@ -6,13 +6,18 @@ from typing import Optional, Union
 import torch
 from torch_geometric.data import Data, HeteroData
 
-from ..channel import SampleMessage
+from ..channel import SampleMessage, ShmChannel
 from ..loader.base import SeedBatcher
 from ..sampler.base import NodeSamplerInput, SamplingConfig, SamplingType
 from ..utils.device import resolve_device
 from .dist_context import get_context
 from .dist_dataset import DistDataset
-from .dist_options import CollocatedDistSamplingWorkerOptions, _BasicDistSamplingWorkerOptions
+from .dist_options import (
+  CollocatedDistSamplingWorkerOptions,
+  MpDistSamplingWorkerOptions,
+  _BasicDistSamplingWorkerOptions,
+)
+from .dist_sampling_producer import INPUT_ID_KEY, DistMpSamplingProducer, raise_if_error
 from .message import message_to_data
 from .rpc import init_rpc, rpc_is_initialized
 
@@ -58,12 +63,25 @@ class DistLoader:
       sampling_config.seed,
     )
     self._batches = None
-    if not isinstance(self.worker_options, CollocatedDistSamplingWorkerOptions):
-      raise NotImplementedError(
-        f'{type(self.worker_options).__name__} is not built yet; use '
-        'CollocatedDistSamplingWorkerOptions'
-      )
-    self._init_collocated()
+    self._sampler = self._producer = self._channel = None
+    self._remaining = 0
+    if isinstance(self.worker_options, MpDistSamplingWorkerOptions):
+      self._init_mp()
+    elif isinstance(self.worker_options, CollocatedDistSamplingWorkerOptions):
+      self._init_collocated()
+    else:
+      raise NotImplementedError(f'{type(self.worker_options).__name__} is not built yet')
+
+  def _init_mp(self) -> None:
+    opts = self.worker_options
+    capacity = max(8, 2 * opts.num_workers * opts.worker_concurrency)
+    self._channel = ShmChannel(capacity, opts.channel_size)
+    if opts.pin_memory:
+      self._channel.pin_memory()
+    self._producer = DistMpSamplingProducer(
+      self.data, self.input_data, self.sampling_config, opts, self._channel
+    )
+    self._producer.init()
 
   def _init_collocated(self) -> None:
     from .dist_neighbor_sampler import DistNeighborSampler
@@ -92,10 +110,26 @@ class DistLoader:
     return len(self._batcher)
 
   def __iter__(self) -> 'DistLoader':
-    self._batches = iter(self._batcher)
+    if self._producer is not None:
+      while self._remaining > 0:  # the last epoch was left unfinished
+        self._recv()
+      self._remaining = self._producer.produce_all()
+    else:
+      self._batches = iter(self._batcher)
     return self
 
+  def _recv(self) -> SampleMessage:
+    msg = self._channel.recv(timeout_ms=self.worker_options.rpc_timeout * 1000)
+    raise_if_error(msg)
+    self._remaining -= 1
+    return msg
+
   def __next__(self) -> Union[Data, HeteroData]:
+    if self._producer is not None:
+      if self._remaining == 0:
+        raise StopIteration
+      msg = self._recv()
+      return self._collate_fn(msg, msg.pop(INPUT_ID_KEY))
     if self._batches is None:
       self._batches = iter(self._batcher)
     index = next(self._batches)
@@ -117,6 +151,10 @@ class DistLoader:
     if sampler is not None:
       sampler.shutdown_loop()
       self._sampler = None
+    producer = getattr(self, '_producer', None)
+    if producer is not None:
+      producer.shutdown()
+      self._producer = None
 
   def __enter__(self) -> 'DistLoader':
     return self

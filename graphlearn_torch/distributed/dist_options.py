@@ -68,3 +68,55 @@ class CollocatedDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):
     if use_all2all:
       raise ValueError('use_all2all is not supported')
     self.use_all2all = False
+
+
+class MpDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):
+  r"""Sample in ``num_workers`` processes that the loader spawns. They form an
+  RPC world of their own with the sampling processes of every trainer
+  (rendezvous at ``master_addr:master_port``, which must differ from the
+  trainers' own), and feed the trainer through a shared-memory channel.
+
+  Args:
+    num_workers: sampling processes per trainer.
+    worker_devices: unused on the CPU.
+    worker_concurrency: batches each sampling process keeps in flight.
+    master_addr: the samplers' rendezvous address.
+    master_port: its port.
+    num_rpc_threads: threads serving peers' requests in each sampler.
+    rpc_timeout: seconds an RPC may take, and the longest the trainer waits
+      for a batch.
+    channel_size: bytes of the trainer's channel (default 256 MB per
+      worker).
+    pin_memory: page-lock the channel for fast copies to the GPU.
+    use_all2all: unsupported; must be False.
+  """
+
+  def __init__(
+    self,
+    num_workers: int = 1,
+    worker_devices: Optional[List[torch.device]] = None,
+    worker_concurrency: int = 4,
+    master_addr: Optional[str] = None,
+    master_port: Optional[Union[str, int]] = None,
+    num_rpc_threads: Optional[int] = None,
+    rpc_timeout: float = DEFAULT_RPC_TIMEOUT_S,
+    channel_size: Optional[Union[int, str]] = None,
+    pin_memory: bool = False,
+    use_all2all: bool = False,
+  ):
+    super().__init__(
+      num_workers,
+      worker_devices,
+      worker_concurrency,
+      master_addr,
+      master_port,
+      num_rpc_threads,
+      rpc_timeout,
+    )
+    if master_addr is None or master_port is None:
+      raise ValueError('MpDistSamplingWorkerOptions needs master_addr and master_port')
+    if use_all2all:
+      raise ValueError('use_all2all is not supported')
+    self.channel_size = channel_size if channel_size is not None else (256 << 20) * num_workers
+    self.pin_memory = pin_memory
+    self.use_all2all = False

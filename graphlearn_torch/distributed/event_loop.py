@@ -105,7 +105,7 @@ class ConcurrentEventLoop:
       TimeoutError: no place freed up within ``timeout`` seconds.
     """
     self.start_loop()
-    if not self._slots.acquire(timeout=-1 if timeout is None else timeout):
+    if not self._slots.acquire(timeout=timeout):
       raise TimeoutError(f'no sampling task finished within {timeout} s')
     with self._idle:
       self._pending += 1
