@@ -1,0 +1,190 @@
+"""Distributed GraphSAGE in worker mode: one trainer per partition, DDP.
+
+  # one machine, 2 trainers, synthetic data (partitioned on first use):
+  python examples/distributed/dist_train_sage_supervised.py
+  # Cora from the Planetoid raw files:
+  python examples/distributed/dist_train_sage_supervised.py --dataset cora \\
+      --raw_dataset_dir ../shared/datasets/planetoid
+  # two machines, one trainer each (run on both, node_rank 0 and 1):
+  python examples/distributed/dist_train_sage_supervised.py --num_nodes 2 --node_rank 0 \\
+      --num_training_procs 1 --master_addr 10.0.0.1
+
+Every trainer loads its partition (``{dataset_root_dir}/{dataset}-partitions``,
+made with examples/partition_dataset.py when missing), samples batches of its
+training seeds across all partitions in ``--num_workers`` sampling processes
+(MpDistSamplingWorkerOptions), and trains one DDP replica; test accuracy is
+summed over the trainers' test seeds. Arguments follow GLT's example.
+"""
+
+import argparse
+import logging
+import os
+import sys
+import time
+from datetime import timedelta
+
+import torch
+import torch.distributed
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
+from torch_geometric.nn import GraphSAGE
+from tqdm import tqdm
+
+import graphlearn_torch as glt
+
+log = logging.getLogger('dist_train_sage')
+EXAMPLES = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def ensure_partitions(args) -> str:
+  r"""The partition directory; partitions the dataset first when missing."""
+  out = os.path.join(args.dataset_root_dir, f'{args.dataset}-partitions')
+  if os.path.exists(os.path.join(out, 'META.json')):
+    return out
+  sys.path.insert(0, EXAMPLES)
+  import partition_dataset
+
+  argv = [
+    '--dataset', args.dataset, '--dataset_root_dir', args.raw_dataset_dir,
+    '--output_dir', out, '--num_partitions', str(args.num_dataset_partitions),
+    '--edge_dir', 'in', '--num_nodes', str(args.synthetic_nodes), '--seed', '0',
+  ]  # fmt: skip
+  partition_dataset.run(partition_dataset.parse_args(argv))
+  return out
+
+
+@torch.no_grad()
+def test_accuracy(model, loader) -> torch.Tensor:
+  r"""``[correct, total]`` over this trainer's test seeds."""
+  model.eval()
+  counts = torch.zeros(2)
+  for batch in loader:
+    out = model(batch.x, batch.edge_index)[: batch.batch_size]
+    counts[0] += int((out.argmax(-1) == batch.y[: batch.batch_size]).sum())
+    counts[1] += batch.batch_size
+  return counts
+
+
+def train(local_rank: int, args, root: str, results) -> None:
+  rank = args.node_rank * args.num_training_procs + local_rank
+  world_size = args.num_nodes * args.num_training_procs
+  logging.basicConfig(level=logging.INFO, format=f'%(asctime)s [trainer {rank}] %(message)s')
+  torch.manual_seed(args.seed)
+  glt.distributed.init_worker_group(world_size, rank, 'distributed-sage-supervised-trainer')
+  torch.distributed.init_process_group(
+    'gloo',
+    init_method=f'tcp://{args.master_addr}:{args.training_pg_master_port}',
+    world_size=world_size,
+    rank=rank,
+    timeout=timedelta(seconds=args.timeout),
+  )
+  ds = glt.distributed.DistDataset(edge_dir='in').load(
+    root, rank % args.num_dataset_partitions, graph_mode='CPU'
+  )
+  num_classes = int(ds.meta.get('num_classes', 0)) or int(ds.node_labels.max()) + 1
+
+  def loader(seeds, port, shuffle):
+    return glt.distributed.DistNeighborLoader(
+      ds,
+      args.fanout,
+      seeds,
+      batch_size=args.batch_size,
+      shuffle=shuffle,
+      edge_dir='in',
+      collect_features=True,
+      random_seed=args.seed + rank,
+      worker_options=glt.distributed.MpDistSamplingWorkerOptions(
+        num_workers=args.num_workers,
+        worker_concurrency=args.worker_concurrency,
+        master_addr=args.master_addr,
+        master_port=port,
+        rpc_timeout=args.timeout,
+        channel_size=args.channel_size,
+      ),
+    )
+
+  train_loader = loader(ds.train_idx, args.train_loader_master_port, True)
+  test_loader = loader(ds.test_idx, args.test_loader_master_port, False)
+  feature_dim = ds.node_features.shape[1]
+  model = DistributedDataParallel(
+    GraphSAGE(feature_dim, args.hidden, len(args.fanout), num_classes, dropout=args.dropout)
+  )
+  opt = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+  for epoch in range(1, args.epochs + 1):
+    model.train()
+    start, total_loss, seen = time.perf_counter(), 0.0, 0
+    bar = tqdm(train_loader, desc=f'[{rank}] epoch {epoch}', disable=not args.progress)
+    with model.join():  # trainers hold different numbers of batches
+      for batch in bar:
+        opt.zero_grad()
+        out = model(batch.x, batch.edge_index)[: batch.batch_size]
+        loss = F.cross_entropy(out, batch.y[: batch.batch_size])
+        loss.backward()
+        opt.step()
+        total_loss += loss.item() * batch.batch_size
+        seen += batch.batch_size
+    train_s = time.perf_counter() - start
+    counts = test_accuracy(model.module, test_loader)
+    torch.distributed.all_reduce(counts)
+    acc = float(counts[0] / counts[1].clamp(min=1))
+    log.info(
+      'epoch %d  loss %.4f  test accuracy %.4f  (train %.1f s, test %.1f s)',
+      epoch,
+      total_loss / max(seen, 1),
+      acc,
+      train_s,
+      time.perf_counter() - start - train_s,
+    )
+  if rank == 0:
+    log.info('final test accuracy %.4f', acc)
+  if results is not None:
+    results.put((rank, acc))
+  train_loader.shutdown()
+  test_loader.shutdown()
+  torch.distributed.destroy_process_group()
+
+
+def parser() -> argparse.ArgumentParser:
+  p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  p.add_argument('--dataset', default='synthetic', help="'synthetic', 'cora', 'citeseer', ...")
+  p.add_argument('--dataset_root_dir', default='.', help='where <dataset>-partitions lives')
+  p.add_argument(
+    '--raw_dataset_dir', default='../shared/datasets/planetoid', help='raw files to partition'
+  )
+  p.add_argument('--num_dataset_partitions', type=int, default=2)
+  p.add_argument('--synthetic_nodes', type=int, default=20_000)
+  p.add_argument('--num_nodes', type=int, default=1, help='machines')
+  p.add_argument('--node_rank', type=int, default=0, help='this machine')
+  p.add_argument('--num_training_procs', type=int, default=2, help='trainers per machine')
+  p.add_argument('--master_addr', default='127.0.0.1')
+  p.add_argument('--training_pg_master_port', type=int, default=11111)
+  p.add_argument('--train_loader_master_port', type=int, default=11112)
+  p.add_argument('--test_loader_master_port', type=int, default=11113)
+  p.add_argument('--num_workers', type=int, default=1, help='sampling processes per trainer')
+  p.add_argument('--worker_concurrency', type=int, default=4)
+  p.add_argument('--channel_size', default='256MB')
+  p.add_argument('--fanout', type=int, nargs='+', default=[10, 10])
+  p.add_argument('--hidden', type=int, default=64)
+  p.add_argument('--dropout', type=float, default=0.5)
+  p.add_argument('--lr', type=float, default=0.01)
+  p.add_argument('--weight_decay', type=float, default=5e-4)
+  p.add_argument('--batch_size', type=int, default=32)
+  p.add_argument('--epochs', type=int, default=10)
+  p.add_argument('--seed', type=int, default=0)
+  p.add_argument('--timeout', type=float, default=60, help='seconds any wait may take')
+  p.add_argument('--no-progress', dest='progress', action='store_false')
+  return p
+
+
+def main(argv=None, results=None):
+  args = parser().parse_args(argv)
+  root = ensure_partitions(args) if args.node_rank == 0 else None
+  root = root or os.path.join(args.dataset_root_dir, f'{args.dataset}-partitions')
+  torch.multiprocessing.spawn(
+    train, args=(args, root, results), nprocs=args.num_training_procs, join=True
+  )
+
+
+if __name__ == '__main__':
+  logging.basicConfig(level=logging.INFO, format='%(asctime)s %(message)s', datefmt='%H:%M:%S')
+  main()

@@ -1,0 +1,89 @@
+"""Accuracy parity on real data: 2-trainer worker-mode DDP training of GraphSAGE
+on METIS-partitioned Cora (examples/distributed/dist_train_sage_supervised.py)
+against the single-process NeighborLoader run with the same settings."""
+
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch_geometric.nn import GraphSAGE
+
+import graphlearn_torch as glt
+
+ROOT = Path(__file__).resolve().parents[1]
+EPOCHS = 30
+LAST = 5  # accuracy = mean test accuracy of the last LAST epochs (less noise)
+FANOUT = [10, 10]
+
+
+def free_ports(n):
+  socks = [socket.socket() for _ in range(n)]
+  for s in socks:
+    s.bind(('127.0.0.1', 0))
+  ports = [s.getsockname()[1] for s in socks]
+  for s in socks:
+    s.close()
+  return ports
+
+
+def single_process_accuracy(cora_root) -> float:
+  torch.manual_seed(0)
+  data = glt.datasets.load_planetoid(cora_root, 'cora')
+  ds = glt.data.Dataset(edge_dir='in')
+  ds.init_graph(data.edge_index, graph_mode='CPU', num_nodes=data.num_nodes)
+  ds.init_node_features(data.x)
+  ds.init_node_labels(data.y)
+  train_idx, test_idx = data.train_mask.nonzero().view(-1), data.test_mask.nonzero().view(-1)
+  loader = glt.loader.NeighborLoader(
+    ds, FANOUT, train_idx, batch_size=32, shuffle=True, device='cpu', seed=0
+  )
+  test_loader = glt.loader.NeighborLoader(ds, FANOUT, test_idx, batch_size=32, device='cpu')
+  model = GraphSAGE(data.num_features, 64, 2, 7, dropout=0.5)
+  opt = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
+  accs = []
+  for _ in range(EPOCHS):
+    model.train()
+    for batch in loader:
+      opt.zero_grad()
+      out = model(batch.x, batch.edge_index)[: batch.batch_size]
+      F.cross_entropy(out, batch.y[: batch.batch_size]).backward()
+      opt.step()
+    model.eval()
+    correct = 0
+    with torch.no_grad():
+      for batch in test_loader:
+        out = model(batch.x, batch.edge_index)[: batch.batch_size]
+        correct += int((out.argmax(-1) == batch.y[: batch.batch_size]).sum())
+    accs.append(correct / test_idx.numel())
+  return sum(accs[-LAST:]) / LAST
+
+
+def distributed_accuracy(cora_root, tmp_path) -> float:
+  pg, train_port, test_port = free_ports(3)
+  cmd = [
+    sys.executable, str(ROOT / 'examples/distributed/dist_train_sage_supervised.py'),
+    '--dataset', 'cora', '--raw_dataset_dir', str(cora_root),
+    '--dataset_root_dir', str(tmp_path), '--epochs', str(EPOCHS), '--no-progress',
+    '--training_pg_master_port', str(pg), '--train_loader_master_port', str(train_port),
+    '--test_loader_master_port', str(test_port),
+  ]  # fmt: skip
+  run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+  assert run.returncode == 0, run.stderr[-4000:]
+  accs = [
+    float(m.group(1))
+    for m in re.finditer(r'\[trainer 0\] epoch \d+ .*test accuracy ([0-9.]+)', run.stderr)
+  ]
+  assert len(accs) == EPOCHS, run.stderr[-4000:]
+  return sum(accs[-LAST:]) / LAST
+
+
+def test_two_partition_training_matches_single_process(cora_root, tmp_path):
+  single = single_process_accuracy(cora_root)
+  dist = distributed_accuracy(cora_root, tmp_path)
+  print(f'Cora test accuracy: single process {single:.4f}, 2 trainers (worker mode) {dist:.4f}')
+  assert single > 0.7
+  assert abs(dist - single) <= 0.02
