@@ -65,6 +65,7 @@ class DistLoader:
     self._batches = None
     self._sampler = self._producer = self._channel = None
     self._remaining = 0
+    self._failed = False
     if isinstance(self.worker_options, MpDistSamplingWorkerOptions):
       self._init_mp()
     elif isinstance(self.worker_options, CollocatedDistSamplingWorkerOptions):
@@ -119,8 +120,12 @@ class DistLoader:
     return self
 
   def _recv(self) -> SampleMessage:
-    msg = self._channel.recv(timeout_ms=self.worker_options.rpc_timeout * 1000)
-    raise_if_error(msg)
+    try:
+      msg = self._channel.recv(timeout_ms=self.worker_options.rpc_timeout * 1000)
+      raise_if_error(msg)
+    except BaseException:
+      self._failed = True  # the samplers cannot finish the epoch: shut down at once
+      raise
     self._remaining -= 1
     return msg
 
@@ -153,7 +158,7 @@ class DistLoader:
       self._sampler = None
     producer = getattr(self, '_producer', None)
     if producer is not None:
-      producer.shutdown()
+      producer.shutdown(graceful=not getattr(self, '_failed', True))
       self._producer = None
 
   def __enter__(self) -> 'DistLoader':

@@ -9,13 +9,16 @@ import logging
 import multiprocessing
 import os
 import queue
+import threading
+import time
 import traceback
 from enum import Enum
+from multiprocessing.connection import Connection
 from typing import List, Optional
 
 import torch
 
-from ..channel import ChannelBase, SampleMessage
+from ..channel import ChannelBase, ChannelClosedError, SampleMessage
 from ..loader.base import SeedBatcher
 from ..sampler.base import NodeSamplerInput, SamplingConfig
 from .dist_context import get_context, init_worker_group
@@ -62,8 +65,8 @@ def _sampling_worker_loop(
   config: SamplingConfig,
   options: MpDistSamplingWorkerOptions,
   channel: ChannelBase,
-  tasks: multiprocessing.Queue,
-  status: multiprocessing.Queue,
+  tasks: Connection,
+  status: Connection,
   parent_pid: int,
 ) -> None:
   from .dist_neighbor_sampler import DistNeighborSampler
@@ -88,31 +91,50 @@ def _sampling_worker_loop(
       concurrency=options.worker_concurrency,
       seed=seed,
     )
-    status.put(('ready', rank, None))
+    status.send(('ready', rank, None))
+
+    trainer_gone = threading.Event()
+
+    def deliver(msg: SampleMessage) -> None:
+      try:
+        channel.send(msg)
+      except ChannelClosedError:
+        trainer_gone.set()
 
     def report(error: BaseException) -> None:
+      if trainer_gone.is_set():
+        return
       text = ''.join(traceback.format_exception(type(error), error, error.__traceback__))
-      channel.send(error_message(f'sampling process {rank} (pid {os.getpid()}):\n{text}'))
+      deliver(error_message(f'sampling process {rank} (pid {os.getpid()}):\n{text}'))
 
     while True:
-      try:
-        command, batches = tasks.get(timeout=PARENT_CHECK_S)
-      except queue.Empty:
+      if not tasks.poll(PARENT_CHECK_S):
         if os.getppid() != parent_pid:
           logger.error('sampling process %d: its trainer exited; stopping', rank)
           graceful = False
           return
         continue
+      command, batches = tasks.recv()
       if command == MpCommand.STOP:
+        graceful = bool(batches)  # STOP carries whether to wait for the peers
         return
       for index in batches:
+        if trainer_gone.is_set():
+          break
         coro = _tagged(sampler._sample_from_nodes(sampler_input[index]), index)
-        sampler.add_task(coro, callback=channel.send, on_error=report)
+        sampler.add_task(coro, callback=deliver, on_error=report)
       sampler.wait_all()
+      if trainer_gone.is_set():
+        logger.error('sampling process %d: its trainer exited; stopping', rank)
+        graceful = False
+        return
   except Exception:
     graceful = False
     text = traceback.format_exc()
-    status.put(('error', rank, text))
+    try:
+      status.send(('error', rank, text))
+    except OSError:  # the trainer is gone
+      pass
     try:
       channel.send(error_message(f'sampling process {rank} (pid {os.getpid()}):\n{text}'), 1000)
     except Exception:  # the trainer is gone or the channel full: status has it
@@ -155,19 +177,21 @@ class DistMpSamplingProducer:
       sampling_config.drop_last,
       sampling_config.seed,
     )
+    # Pipes, not queues: they hold no named semaphores that a killed process
+    # would leave behind in /dev/shm.
     self._procs: List[multiprocessing.Process] = []
-    self._tasks: List[multiprocessing.Queue] = []
-    self._status: Optional[multiprocessing.Queue] = None
+    self._tasks: List[Connection] = []
+    self._status: List[Connection] = []
 
   def init(self) -> None:
     r"""Starts the sampling processes and waits until all are ready (they
     meet the other trainers' sampling processes first)."""
     ctx = get_context()
     ctx_mp = multiprocessing.get_context('spawn')
-    self._status = ctx_mp.Queue()
     world_size = ctx.world_size * self.num_workers
     for i in range(self.num_workers):
-      tasks = ctx_mp.Queue()
+      task_reader, task_writer = ctx_mp.Pipe(duplex=False)
+      status_reader, status_writer = ctx_mp.Pipe(duplex=False)
       proc = ctx_mp.Process(
         target=_sampling_worker_loop,
         args=(
@@ -178,30 +202,36 @@ class DistMpSamplingProducer:
           self.sampling_config,
           self.worker_options,
           self.output_channel,
-          tasks,
-          self._status,
+          task_reader,
+          status_writer,
           os.getpid(),
         ),
         daemon=True,
         name=f'glt-sampler-{ctx.rank}-{i}',
       )
       proc.start()
-      self._tasks.append(tasks)
+      task_reader.close()
+      status_writer.close()
+      self._tasks.append(task_writer)
+      self._status.append(status_reader)
       self._procs.append(proc)
     try:
-      for _ in range(self.num_workers):
-        kind, rank, text = self._status.get(timeout=self.worker_options.rpc_timeout)
+      deadline = time.monotonic() + self.worker_options.rpc_timeout
+      for status in self._status:
+        if not status.poll(max(0.0, deadline - time.monotonic())):
+          raise queue.Empty
+        kind, rank, text = status.recv()
         if kind == 'error':
           raise RuntimeError(f'sampling process {rank} failed to start:\n{text}')
-    except queue.Empty:
-      self.shutdown()
+    except (queue.Empty, EOFError):
+      self.shutdown(graceful=False)
       raise TimeoutError(
         f'the sampling processes were not ready within {self.worker_options.rpc_timeout} s '
         '(did every trainer create its loader? they meet at '
         f'{self.worker_options.master_addr}:{self.worker_options.master_port})'
       ) from None
     except BaseException:
-      self.shutdown()
+      self.shutdown(graceful=False)
       raise
 
   def __len__(self) -> int:
@@ -212,20 +242,26 @@ class DistMpSamplingProducer:
     how many batches will arrive."""
     batches = list(self._batcher)
     for i, tasks in enumerate(self._tasks):
-      tasks.put((MpCommand.SAMPLE_ALL, batches[i :: self.num_workers]))
+      tasks.send((MpCommand.SAMPLE_ALL, batches[i :: self.num_workers]))
     return len(batches)
 
-  def shutdown(self, timeout: Optional[float] = None) -> None:
-    r"""Stops the sampling processes (idempotent). They leave their RPC
-    world together, so this waits until every trainer's loader is shut down
-    too, at most ``timeout`` seconds (default: the RPC timeout plus 10 s),
-    then kills them."""
+  def shutdown(self, graceful: bool = True, timeout: Optional[float] = None) -> None:
+    r"""Stops the sampling processes (idempotent).
+
+    Args:
+      graceful: leave the samplers' RPC world together with the other
+        trainers' samplers, which may still need this partition (waits until
+        every trainer's loader is shut down); False after a failure: leave at
+        once.
+      timeout: the longest wait (default: the RPC timeout plus 10 s); then
+        the processes are killed.
+    """
     if timeout is None:
-      timeout = self.worker_options.rpc_timeout + 10
+      timeout = self.worker_options.rpc_timeout + 10 if graceful else 10
     for tasks in self._tasks:
       try:
-        tasks.put((MpCommand.STOP, None))
-      except (ValueError, OSError):  # the queue is already closed
+        tasks.send((MpCommand.STOP, graceful))
+      except (ValueError, OSError):  # the process is already gone
         pass
     for proc in self._procs:
       proc.join(timeout)
@@ -233,4 +269,6 @@ class DistMpSamplingProducer:
         logger.warning('sampling process %s did not stop; killing it', proc.name)
         proc.kill()
         proc.join()
-    self._procs, self._tasks = [], []
+    for conn in self._tasks + self._status:
+      conn.close()
+    self._procs, self._tasks, self._status = [], [], []

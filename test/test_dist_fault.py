@@ -1,0 +1,102 @@
+"""A dead peer becomes an error: SIGKILL one of two worker-mode trainers
+mid-epoch; the other raises a clear error within 30 s, every process exits,
+and /dev/shm holds nothing new."""
+
+import gc
+import multiprocessing
+import os
+import signal
+import time
+
+import pytest
+
+from test_dist_sampling import free_port, partition
+
+SPAWN = multiprocessing.get_context('spawn')
+ERROR_WITHIN_S = 30
+
+
+def trainer(rank, port, root, results):
+  import graphlearn_torch as glt
+
+  dist = glt.distributed
+  dist.init_worker_group(2, rank, 'trainer')
+  ds = dist.DistDataset(edge_dir='out').load(root, rank, graph_mode='CPU')
+  options = dist.MpDistSamplingWorkerOptions(
+    num_workers=1, master_addr='127.0.0.1', master_port=port, rpc_timeout=60, channel_size='16MB'
+  )
+  loader = dist.DistNeighborLoader(
+    ds, [3, 2], ds.train_idx, batch_size=4, shuffle=True, collect_features=True,
+    worker_options=options,
+  )  # fmt: skip
+  results.put(('samplers', rank, [p.pid for p in loader._producer._procs]))
+  batches = 0
+  try:
+    while True:
+      for _ in loader:
+        batches += 1
+        if batches == 20:
+          results.put(('running', rank, None))
+  except Exception as e:
+    results.put(('error', rank, (time.monotonic(), f'{type(e).__name__}: {e}')))
+  finally:
+    loader.shutdown()
+
+
+def exited(pid: int) -> bool:
+  try:
+    with open(f'/proc/{pid}/stat') as f:
+      return f.read().rsplit(')', 1)[1].split()[0] in ('Z', 'X')
+  except FileNotFoundError:
+    return True
+
+
+def test_killed_trainer_becomes_an_error_in_the_other(tmp_path):
+  before = set(os.listdir('/dev/shm'))
+  partition(str(tmp_path), 2, hetero=False)
+  results = SPAWN.Queue()
+  port = free_port()
+  procs = [SPAWN.Process(target=trainer, args=(r, port, str(tmp_path), results)) for r in (0, 1)]
+  for p in procs:
+    p.start()
+  samplers = []
+  try:
+    running = set()
+    while len(running) < 2:
+      kind, rank, value = results.get(timeout=120)
+      if kind == 'samplers':
+        samplers += value
+      elif kind == 'running':
+        running.add(rank)
+      else:
+        pytest.fail(f'trainer {rank} failed before the kill: {value}')
+    killed_at = time.monotonic()
+    os.kill(procs[1].pid, signal.SIGKILL)
+    kind, rank, value = results.get(timeout=ERROR_WITHIN_S + 5)
+    assert (kind, rank) == ('error', 0), (kind, rank, value)
+    raised_at, message = value
+    print(f'survivor raised after {raised_at - killed_at:.1f} s: {message[:300]}')
+    assert raised_at - killed_at < ERROR_WITHIN_S
+    assert 'sampling process' in message or 'Channel' in message
+    procs[0].join(60)
+    assert procs[0].exitcode == 0
+    deadline = time.monotonic() + 30
+    while not all(exited(pid) for pid in samplers) and time.monotonic() < deadline:
+      time.sleep(0.1)
+    assert all(exited(pid) for pid in samplers), 'every sampling process exits'
+  finally:
+    for p in procs:
+      if p.is_alive():
+        p.kill()
+      p.join()
+    for pid in samplers:
+      if not exited(pid):
+        os.kill(pid, signal.SIGKILL)
+  # Semaphores of multiprocessing queues go when their queues are collected
+  # (ours) and when the killed trainer's resource tracker cleans up after it.
+  del results
+  gc.collect()
+  deadline = time.monotonic() + 15
+  while set(os.listdir('/dev/shm')) - before and time.monotonic() < deadline:
+    time.sleep(0.1)
+  assert set(os.listdir('/dev/shm')) - before == set()
