@@ -40,6 +40,7 @@ bench: install
 	$(PY) benchmarks/bench_link.py
 	$(PY) benchmarks/bench_partition.py
 	$(PY) benchmarks/bench_channel.py
+	$(PY) benchmarks/bench_dist_sampling.py
 
 clean:
 	rm -rf build *.egg-info graphlearn_torch/_C*.so $(VENV)

@@ -1,0 +1,159 @@
+"""Distributed sampling throughput in worker mode vs the single-machine loader.
+
+  python benchmarks/bench_dist_sampling.py [--num_nodes 1000000] [--batches 40]
+
+Graph: the planted-community synthetic graph (glt.datasets.community_graph,
+1M nodes, about 10 directed edges per node, 32-dim features), METIS-partitioned
+in 2 (cached under .bench/dist_sampling). Every loader samples fanout
+[15, 10, 5] around batches of 1024 random seeds and collects features and
+labels. Rows, all measured in this run:
+  - single machine: glt.loader.NeighborLoader over the whole graph in one
+    process (2 threads);
+  - worker mode: 2 trainer processes on this machine, one per partition, each
+    with a DistNeighborLoader (collocated, then 1 and 2 sampling processes per
+    trainer); throughput is both trainers' batches over the wall time.
+"""
+
+import argparse
+import multiprocessing
+import os
+import socket
+import time
+
+import torch
+
+import graphlearn_torch as glt
+
+SPAWN = multiprocessing.get_context('spawn')
+FANOUT = [15, 10, 5]
+BATCH = 1024
+WARMUP = 3
+CACHE = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '.bench', 'dist_sampling')
+
+
+def free_port() -> int:
+  with socket.socket() as s:
+    s.bind(('127.0.0.1', 0))
+    return s.getsockname()[1]
+
+
+def make_graph(num_nodes: int):
+  return glt.datasets.community_graph(num_nodes=num_nodes, avg_degree=10, seed=0)
+
+
+def partition(num_nodes: int) -> str:
+  out = os.path.join(CACHE, f'{num_nodes}-metis-2')
+  if os.path.exists(os.path.join(out, 'META.json')):
+    return out
+  data = make_graph(num_nodes)
+  glt.partition.MetisPartitioner(
+    out,
+    2,
+    data.num_nodes,
+    data.edge_index,
+    node_feat=data.x,
+    node_labels=data.y,
+    edge_assign_strategy='by_dst',
+    progress=False,
+  ).partition()
+  return out
+
+
+def seed_batches(num_nodes: int, count: int, seed: int):
+  g = torch.Generator().manual_seed(seed)
+  return torch.randint(0, num_nodes, (count * BATCH,), generator=g)
+
+
+def single_machine(num_nodes: int, batches: int):
+  torch.set_num_threads(2)
+  data = make_graph(num_nodes)
+  ds = glt.data.Dataset(edge_dir='in')
+  ds.init_graph(data.edge_index, graph_mode='CPU', num_nodes=data.num_nodes)
+  ds.init_node_features(data.x)
+  ds.init_node_labels(data.y)
+  seeds = seed_batches(num_nodes, batches + WARMUP, 0)
+  loader = glt.loader.NeighborLoader(ds, FANOUT, seeds, batch_size=BATCH, device='cpu')
+  return timed(iter(loader), batches)
+
+
+def timed(it, batches: int):
+  for _ in range(WARMUP):
+    next(it)
+  edges = 0
+  start = time.perf_counter()
+  for _ in range(batches):
+    edges += next(it).edge_index.size(1)
+  return batches, edges, time.perf_counter() - start
+
+
+def trainer(rank, root, mode, num_workers, ports, batches, results):
+  torch.set_num_threads(1)
+  dist = glt.distributed
+  dist.init_worker_group(2, rank, 'bench')
+  if mode == 'collocated':
+    dist.init_rpc('127.0.0.1', ports[0], num_rpc_threads=4)
+    options = None
+  else:
+    options = dist.MpDistSamplingWorkerOptions(
+      num_workers=num_workers, worker_concurrency=4, master_addr='127.0.0.1',
+      master_port=ports[1], channel_size='512MB',
+    )  # fmt: skip
+  ds = dist.DistDataset(edge_dir='in').load(root, rank, graph_mode='CPU')
+  owned = glt.partition.partition_book.owned_ids(ds.node_pb, rank)
+  seeds = owned[seed_batches(owned.numel(), batches + WARMUP, rank) % owned.numel()]
+  loader = dist.DistNeighborLoader(
+    ds, FANOUT, seeds, batch_size=BATCH, edge_dir='in', collect_features=True,
+    worker_options=options,
+  )  # fmt: skip
+  results.put((rank, timed(iter(loader), batches)))
+  loader.shutdown()
+  if mode == 'collocated':
+    dist.shutdown_rpc()
+
+
+def worker_mode(root: str, mode: str, num_workers: int, batches: int):
+  results = SPAWN.Queue()
+  ports = (free_port(), free_port())
+  procs = [
+    SPAWN.Process(target=trainer, args=(r, root, mode, num_workers, ports, batches, results))
+    for r in range(2)
+  ]
+  for p in procs:
+    p.start()
+  try:
+    reports = [results.get(timeout=1200)[1] for _ in procs]
+  finally:
+    for p in procs:
+      p.join(120)
+      if p.is_alive():
+        p.kill()
+  count = sum(r[0] for r in reports)
+  edges = sum(r[1] for r in reports)
+  return count, edges, max(r[2] for r in reports)
+
+
+def main():
+  p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  p.add_argument('--num_nodes', type=int, default=1_000_000)
+  p.add_argument('--batches', type=int, default=40, help='timed batches per loader')
+  args = p.parse_args()
+  start = time.perf_counter()
+  root = partition(args.num_nodes)
+  print(f'partitions ready in {time.perf_counter() - start:.1f} s: {root}')
+  rows = [('single machine NeighborLoader', single_machine(args.num_nodes, args.batches))]
+  per_trainer = args.batches // 2
+  rows.append(('worker mode, collocated', worker_mode(root, 'collocated', 1, per_trainer)))
+  for workers in (1, 2):
+    label = f'worker mode, {workers} sampler(s)/trainer'
+    rows.append((label, worker_mode(root, 'mp', workers, per_trainer)))
+  base = rows[0][1][0] / rows[0][1][2]
+  print(f'\n{args.num_nodes:,} nodes, fanout {FANOUT}, batch {BATCH}, 2 partitions (METIS)\n')
+  print('| loader                              | batches/s | sampled edges/s | vs single |')
+  print('|-------------------------------------|-----------|-----------------|-----------|')
+  for name, (count, edges, seconds) in rows:
+    rate = count / seconds
+    print(f'| {name:<35} | {rate:9.2f} | {edges / seconds:15,.0f} | {rate / base:8.2f}x |')
+
+
+if __name__ == '__main__':
+  main()
