@@ -9,7 +9,6 @@ import signal
 import time
 
 import pytest
-
 from test_dist_sampling import free_port, partition
 
 SPAWN = multiprocessing.get_context('spawn')
