@@ -55,13 +55,7 @@ class DistLoader:
     self.to_device = resolve_device(to_device if to_device is not None else 'cpu')
     self.worker_options = worker_options or CollocatedDistSamplingWorkerOptions()
     self.batch_size = sampling_config.batch_size
-    self._batcher = SeedBatcher(
-      len(input_data),
-      sampling_config.batch_size,
-      sampling_config.shuffle,
-      sampling_config.drop_last,
-      sampling_config.seed,
-    )
+    self._batcher = SeedBatcher.from_config(len(input_data), sampling_config)
     self._batches = None
     self._sampler = self._producer = self._channel = None
     self._remaining = 0

@@ -183,23 +183,18 @@ class DistNeighborSampler(ConcurrentEventLoop):
     self.router = RpcDataPartitionRouter(
       rpc_sync_data_partitions(data.num_partitions, data.partition_idx)
     )
-    self.dist_node_feature = self.dist_edge_feature = None
-    if collect_features and data.node_features is not None:
-      self.dist_node_feature = DistFeature(
-        data.num_partitions,
-        data.partition_idx,
-        data.node_features,
-        data.node_feat_pb,
-        rpc_router=self.router,
+
+    def dist_feature(features, book, wanted: bool) -> Optional[DistFeature]:
+      if not wanted or features is None:
+        return None
+      return DistFeature(
+        data.num_partitions, data.partition_idx, features, book, rpc_router=self.router
       )
-    if collect_features and with_edge and data.edge_features is not None:
-      self.dist_edge_feature = DistFeature(
-        data.num_partitions,
-        data.partition_idx,
-        data.edge_features,
-        data.edge_feat_pb,
-        rpc_router=self.router,
-      )
+
+    self.dist_node_feature = dist_feature(data.node_features, data.node_feat_pb, collect_features)
+    self.dist_edge_feature = dist_feature(
+      data.edge_features, data.edge_feat_pb, collect_features and with_edge
+    )
 
   # -- one hop -------------------------------------------------------------
 

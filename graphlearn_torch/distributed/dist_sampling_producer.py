@@ -170,13 +170,7 @@ class DistMpSamplingProducer:
     self.worker_options = worker_options
     self.output_channel = output_channel
     self.num_workers = worker_options.num_workers
-    self._batcher = SeedBatcher(
-      len(sampler_input),
-      sampling_config.batch_size,
-      sampling_config.shuffle,
-      sampling_config.drop_last,
-      sampling_config.seed,
-    )
+    self._batcher = SeedBatcher.from_config(len(sampler_input), sampling_config)
     # Pipes, not queues: they hold no named semaphores that a killed process
     # would leave behind in /dev/shm.
     self._procs: List[multiprocessing.Process] = []

@@ -38,6 +38,11 @@ class SeedBatcher:
     self.drop_last = drop_last
     self._generator = torch.Generator().manual_seed(seed) if seed is not None else None
 
+  @classmethod
+  def from_config(cls, num_seeds: int, config) -> 'SeedBatcher':
+    r"""The batcher a (distributed) loader's ``SamplingConfig`` describes."""
+    return cls(num_seeds, config.batch_size, config.shuffle, config.drop_last, config.seed)
+
   def __len__(self) -> int:
     if self.drop_last:
       return self.num_seeds // self.batch_size
