@@ -17,6 +17,7 @@ from ..partition.partition_book import (
   HeteroNodePartitionDict,
   PartitionBook,
   as_partition_book,
+  owned_ids,
 )
 from ..typing import EdgeType, NodeIndex, NodeLabel, NodeType
 
@@ -25,8 +26,6 @@ logger = logging.getLogger(__name__)
 
 def default_id_filter(node_pb: PartitionBook, partition_idx: int) -> torch.Tensor:
   """The ids ``node_pb`` assigns to ``partition_idx``."""
-  from ..partition.partition_book import owned_ids
-
   return owned_ids(node_pb, partition_idx)
 
 

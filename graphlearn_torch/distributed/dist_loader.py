@@ -12,6 +12,7 @@ from ..sampler.base import NodeSamplerInput, SamplingConfig, SamplingType
 from ..utils.device import resolve_device
 from .dist_context import get_context
 from .dist_dataset import DistDataset
+from .dist_neighbor_sampler import DistNeighborSampler
 from .dist_options import (
   CollocatedDistSamplingWorkerOptions,
   MpDistSamplingWorkerOptions,
@@ -79,8 +80,6 @@ class DistLoader:
     self._producer.init()
 
   def _init_collocated(self) -> None:
-    from .dist_neighbor_sampler import DistNeighborSampler
-
     opts = self.worker_options
     if not rpc_is_initialized():
       if opts.master_addr is None or opts.master_port is None:

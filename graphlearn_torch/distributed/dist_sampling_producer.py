@@ -23,6 +23,7 @@ from ..loader.base import SeedBatcher
 from ..sampler.base import NodeSamplerInput, SamplingConfig
 from .dist_context import get_context, init_worker_group
 from .dist_dataset import DistDataset
+from .dist_neighbor_sampler import DistNeighborSampler
 from .dist_options import MpDistSamplingWorkerOptions
 from .rpc import init_rpc, shutdown_rpc
 
@@ -69,8 +70,6 @@ def _sampling_worker_loop(
   status: Connection,
   parent_pid: int,
 ) -> None:
-  from .dist_neighbor_sampler import DistNeighborSampler
-
   torch.set_num_threads(1)
   sampler = None
   graceful = True  # peers may still need this partition: leave together

@@ -2,6 +2,7 @@
 of coroutines (sampling tasks) in flight."""
 
 import asyncio
+import concurrent.futures
 import logging
 import threading
 from typing import Any, Awaitable, Callable, Optional
@@ -139,6 +140,6 @@ class ConcurrentEventLoop:
     future = asyncio.run_coroutine_threadsafe(coro, self._loop)
     try:
       return future.result(timeout)
-    except TimeoutError:
+    except concurrent.futures.TimeoutError:  # not the builtin before Python 3.11
       future.cancel()
       raise TimeoutError(f'a sampling task took longer than {timeout} s') from None
