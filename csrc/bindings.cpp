@@ -28,6 +28,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("indptr"), py::arg("indices"), py::arg("fixed"), py::arg("fixed_is_row"),
         py::arg("num_cols"),
         py::arg("num_samples"), py::arg("trials"), py::arg("padding"), py::arg("rng_seed"));
+  m.def("has_edge", wrap_pybind_function_no_gil(&glt::has_edge), py::arg("indptr"),
+        py::arg("indices"), py::arg("rows"), py::arg("cols"));
   m.def("induced_subgraph", wrap_pybind_function_no_gil(&glt::induced_subgraph),
         py::arg("indptr"), py::arg("indices"), py::arg("edge_ids"), py::arg("nodes"));
   m.def("gather_rows", wrap_pybind_function_no_gil(&glt::gather_rows), py::arg("table"),

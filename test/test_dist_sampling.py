@@ -2,6 +2,7 @@
 against the full graph (edges, edge ids, fanout per seed, features, labels,
 seed coverage). Workers are spawned processes, reaped also on failure."""
 
+import math
 import multiprocessing
 import os
 import socket
@@ -145,7 +146,138 @@ def check_hetero_batch(batch, graph, input_nodes, sizes):
       check_hop_counts(seed_local, first, n_id[:bs], deg, FANOUT[0], 0)
 
 
-def run_worker(rank, world_size, port, root, hetero, mode, results):
+def check_link_batch(batch, graph, edges, degree, neg_mode, amount):
+  r"""A homogeneous link batch: seed edges and labels, strict negatives,
+  sampled edges, fanout, features."""
+  n = graph['num_nodes']
+  n_id = batch.n_id
+  keys = torch.unique(graph['src'] * n + graph['dst'])
+  seeds = edges[:, batch.input_id]
+  bs = seeds.size(1)
+  if neg_mode == 'binary':
+    src, dst = n_id[batch.edge_label_index[0]], n_id[batch.edge_label_index[1]]
+    assert torch.equal(src[:bs], seeds[0]) and torch.equal(dst[:bs], seeds[1]), 'positives'
+    assert batch.edge_label_index.size(1) == bs + math.ceil(bs * amount)
+    assert torch.equal(batch.edge_label, torch.cat([torch.ones(bs), torch.zeros(src.numel() - bs)]))
+    neg_src, neg_dst = src[bs:], dst[bs:]
+  else:
+    src = n_id[batch.src_index]
+    assert torch.equal(src, seeds[0]) and torch.equal(n_id[batch.dst_pos_index], seeds[1])
+    assert tuple(batch.dst_neg_index.shape) == ((bs, amount) if amount > 1 else (bs,))
+    neg_dst = n_id[batch.dst_neg_index.reshape(bs, -1)].reshape(-1)
+    neg_src = src.repeat_interleave(amount)
+  assert not torch.isin(neg_src * n + neg_dst, keys).any(), 'negatives are not edges'
+  nbr_local, seed_local = batch.edge_index
+  e_src, e_dst = n_id[seed_local], n_id[nbr_local]
+  assert torch.isin(e_src * n + e_dst, keys).all(), 'every sampled edge exists'
+  assert torch.equal(graph['src'][batch.e_id], e_src), 'edge ids'
+  assert torch.equal(batch.x, graph['x'][n_id]) and torch.equal(batch.y, graph['y'][n_id])
+  assert n_id.unique().numel() == n_id.numel(), 'nodes are deduplicated'
+  first = torch.arange(batch.num_sampled_edges[0])
+  hop0 = n_id[: batch.num_sampled_nodes[0]]
+  check_hop_counts(seed_local, first, hop0, degree, FANOUT[0], 0)
+
+
+def check_hetero_link_batch(batch, graph, edges, etype):
+  src_t, _, dst_t = etype
+  seeds = edges[:, batch[etype].input_id]
+  bs = seeds.size(1)
+  label_index = batch[etype].edge_label_index
+  src = batch[src_t].n_id[label_index[0]]
+  dst = batch[dst_t].n_id[label_index[1]]
+  assert torch.equal(src[:bs], seeds[0]) and torch.equal(dst[:bs], seeds[1]), 'positives'
+  assert torch.equal(batch[etype].edge_label[bs:], torch.zeros(src.numel() - bs))
+  n = HETERO_SIZES[dst_t]
+  all_src, all_dst = graph['edges'][etype]
+  keys = torch.unique(all_src * n + all_dst)
+  assert not torch.isin(src[bs:] * n + dst[bs:], keys).any(), 'negatives are not edges'
+  for ntype in HETERO_SIZES:
+    assert torch.equal(batch[ntype].x, graph['x'][ntype][batch[ntype].n_id])
+
+
+def check_subgraph_batch(batch, graph, input_nodes):
+  n_id = batch.n_id
+  assert torch.equal(n_id[batch.mapping], input_nodes[batch.input_id]), 'mapping'
+  inside = torch.zeros(graph['num_nodes'], dtype=torch.bool)
+  inside[n_id] = True
+  expected = torch.nonzero(inside[graph['src']] & inside[graph['dst']]).view(-1)
+  assert torch.equal(torch.sort(batch.e_id).values, expected), 'every edge among the nodes, once'
+  nbr_local, seed_local = batch.edge_index
+  assert torch.equal(graph['src'][batch.e_id], n_id[seed_local])
+  assert torch.equal(graph['dst'][batch.e_id], n_id[nbr_local])
+  assert torch.equal(batch.x, graph['x'][n_id])
+  assert torch.equal(batch.edge_attr, graph['edge_attr'][batch.e_id])
+
+
+def make_loader(dist, ds, graph, kind, hetero, rank, options):
+  r"""The loader of a case, its seeds, and a function that checks a batch and
+  returns (seed positions, edges)."""
+  common = dict(collect_features=True, random_seed=rank, worker_options=options, shuffle=True)
+  if kind == 'node' and hetero:
+    seeds = ds.train_idx['user']
+    loader = dist.DistNeighborLoader(ds, FANOUT, ('user', seeds), batch_size=16, **common)
+
+    def check(batch):
+      check_hetero_batch(batch, graph, seeds, HETERO_SIZES)
+      return batch['user'].input_id, sum(batch[e].edge_index.size(1) for e in batch.edge_types)
+
+  elif kind == 'node':
+    seeds = ds.train_idx
+    loader = dist.DistNeighborLoader(ds, FANOUT, seeds, batch_size=16, with_edge=True, **common)
+    degree = torch.bincount(graph['src'], minlength=graph['num_nodes'])
+
+    def check(batch):
+      check_homo_batch(batch, graph, seeds, degree)
+      return batch.input_id, batch.edge_index.size(1)
+
+  elif kind == 'link' and hetero:
+    etype = ('user', 'buys', 'item')
+    seeds = torch.stack(graph['edges'][etype])[:, rank::2]
+    loader = dist.DistLinkNeighborLoader(
+      ds, FANOUT, batch_size=16, edge_label_index=(etype, seeds),
+      neg_sampling=dist_neg('binary', 1), **common,
+    )  # fmt: skip
+
+    def check(batch):
+      check_hetero_link_batch(batch, graph, seeds, etype)
+      stores = [batch[e] for e in batch.edge_types if 'edge_index' in batch[e]]
+      return batch[etype].input_id, sum(s.edge_index.size(1) for s in stores)
+
+  elif kind.startswith('link'):
+    mode, amount = ('binary', 2) if kind == 'link' else ('triplet', 3)
+    src, dst = ds.get_graph().topo.to_coo()[:2]  # the partition's own edges
+    seeds = torch.stack([src, dst])[:, :300]
+    loader = dist.DistLinkNeighborLoader(
+      ds, FANOUT, batch_size=16, edge_label_index=seeds, neg_sampling=dist_neg(mode, amount),
+      with_edge=True, **common,
+    )  # fmt: skip
+    degree = torch.bincount(graph['src'], minlength=graph['num_nodes'])
+
+    def check(batch):
+      check_link_batch(batch, graph, seeds, degree, mode, amount)
+      return batch.input_id, batch.edge_index.size(1)
+
+  else:
+    fanout = FANOUT if kind == 'subgraph' else None
+    seeds = ds.train_idx
+    loader = dist.DistSubGraphLoader(
+      ds, seeds, fanout, batch_size=16, with_edge=True, **common
+    )  # fmt: skip
+
+    def check(batch):
+      check_subgraph_batch(batch, graph, seeds)
+      return batch.input_id, batch.edge_index.size(1)
+
+  return loader, len(seeds if seeds.dim() == 1 else seeds[0]), check
+
+
+def dist_neg(mode, amount):
+  from graphlearn_torch.sampler import NegativeSampling
+
+  return NegativeSampling(mode, amount)
+
+
+def run_worker(rank, world_size, port, root, hetero, mode, kind, results):
   import graphlearn_torch as glt
 
   dist = glt.distributed
@@ -161,32 +293,15 @@ def run_worker(rank, world_size, port, root, hetero, mode, results):
       )  # fmt: skip
     ds = dist.DistDataset(edge_dir='out').load(root, rank, graph_mode='CPU')
     graph = torch.load(os.path.join(root, 'full.pt'), weights_only=False)
-    if hetero:
-      input_nodes = ds.train_idx['user']
-      loader = dist.DistNeighborLoader(
-        ds, FANOUT, ('user', input_nodes), batch_size=16, shuffle=True,
-        collect_features=True, random_seed=rank, worker_options=options,
-      )  # fmt: skip
-    else:
-      input_nodes = ds.train_idx
-      loader = dist.DistNeighborLoader(
-        ds, FANOUT, input_nodes, batch_size=16, shuffle=True, with_edge=True,
-        collect_features=True, random_seed=rank, worker_options=options,
-      )  # fmt: skip
-      degree = torch.bincount(graph['src'], minlength=graph['num_nodes'])
+    loader, num_seeds, check = make_loader(dist, ds, graph, kind, hetero, rank, options)
     seen, edges = [], 0
     for _epoch in range(2):
       for batch in loader:
-        if hetero:
-          check_hetero_batch(batch, graph, input_nodes, HETERO_SIZES)
-          seen.append(batch['user'].n_id[: batch['user'].batch_size])
-          edges += sum(batch[e].edge_index.size(1) for e in batch.edge_types)
-        else:
-          check_homo_batch(batch, graph, input_nodes, degree)
-          seen.append(batch.n_id[: batch.batch_size])
-          edges += batch.edge_index.size(1)
-    seeds = torch.cat(seen)
-    assert torch.equal(torch.sort(seeds).values, torch.sort(input_nodes.repeat(2)).values), (
+        input_id, num_edges = check(batch)
+        seen.append(input_id)
+        edges += num_edges
+    covered = torch.sort(torch.cat(seen)).values
+    assert torch.equal(covered, torch.arange(num_seeds).repeat_interleave(2)), (
       'each epoch covers every seed once'
     )
     loader.shutdown()
@@ -197,11 +312,11 @@ def run_worker(rank, world_size, port, root, hetero, mode, results):
     dist.shutdown_rpc(graceful=True, timeout=30)
 
 
-def run_group(root, world_size, hetero, mode='collocated'):
+def run_group(root, world_size, hetero, mode='collocated', kind='node'):
   port = free_port()
   results = SPAWN.Queue()
   procs = [
-    SPAWN.Process(target=run_worker, args=(r, world_size, port, root, hetero, mode, results))
+    SPAWN.Process(target=run_worker, args=(r, world_size, port, root, hetero, mode, kind, results))
     for r in range(world_size)
   ]
   for p in procs:
@@ -217,18 +332,40 @@ def run_group(root, world_size, hetero, mode='collocated'):
   return sorted(reports)
 
 
-@pytest.mark.parametrize('num_parts,mode', [(2, 'collocated'), (3, 'collocated'), (2, 'mp')])
-def test_dist_neighbor_loader_homo(tmp_path, num_parts, mode):
-  partition(str(tmp_path), num_parts, hetero=False)
-  reports = run_group(str(tmp_path), num_parts, hetero=False, mode=mode)
+def assert_ok(reports):
   for rank, status, batches, edges in reports:
     assert status == 'ok', f'rank {rank}:\n{status}'
     assert batches > 0 and edges > 0
 
 
+@pytest.mark.parametrize('num_parts,mode', [(2, 'collocated'), (3, 'collocated'), (2, 'mp')])
+def test_dist_neighbor_loader_homo(tmp_path, num_parts, mode):
+  partition(str(tmp_path), num_parts, hetero=False)
+  assert_ok(run_group(str(tmp_path), num_parts, hetero=False, mode=mode))
+
+
 @pytest.mark.parametrize('mode', ['collocated', 'mp'])
 def test_dist_neighbor_loader_hetero(tmp_path, mode):
   partition(str(tmp_path), 2, hetero=True)
-  for rank, status, batches, edges in run_group(str(tmp_path), 2, hetero=True, mode=mode):
-    assert status == 'ok', f'rank {rank}:\n{status}'
-    assert batches > 0 and edges > 0
+  assert_ok(run_group(str(tmp_path), 2, hetero=True, mode=mode))
+
+
+@pytest.mark.parametrize(
+  'num_parts,mode,kind', [(2, 'collocated', 'link'), (3, 'mp', 'link_triplet')]
+)
+def test_dist_link_neighbor_loader_homo(tmp_path, num_parts, mode, kind):
+  partition(str(tmp_path), num_parts, hetero=False)
+  assert_ok(run_group(str(tmp_path), num_parts, hetero=False, mode=mode, kind=kind))
+
+
+def test_dist_link_neighbor_loader_hetero(tmp_path):
+  partition(str(tmp_path), 2, hetero=True)
+  assert_ok(run_group(str(tmp_path), 2, hetero=True, mode='mp', kind='link'))
+
+
+@pytest.mark.parametrize(
+  'num_parts,mode,kind', [(3, 'collocated', 'subgraph'), (2, 'mp', 'subgraph_seeds_only')]
+)
+def test_dist_subgraph_loader(tmp_path, num_parts, mode, kind):
+  partition(str(tmp_path), num_parts, hetero=False)
+  assert_ok(run_group(str(tmp_path), num_parts, hetero=False, mode=mode, kind=kind))

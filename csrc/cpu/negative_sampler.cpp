@@ -70,4 +70,28 @@ std::tuple<at::Tensor, at::Tensor> sample_negative(const at::Tensor& indptr,
   return {out_row.narrow(0, 0, kept), out_col.narrow(0, 0, kept)};
 }
 
+at::Tensor has_edge(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& rows,
+                    const at::Tensor& cols) {
+  const int64_t num_rows = check_csr(indptr, indices);
+  check_index(rows, "rows");
+  check_index(cols, "cols");
+  TORCH_CHECK_VALUE(rows.numel() == cols.numel(), "rows and cols differ in length: ",
+                    rows.numel(), " vs ", cols.numel());
+  const auto rows_c = rows.contiguous();
+  const auto cols_c = cols.contiguous();
+  check_range(rows_c, num_rows, "rows");
+  auto out = at::empty({rows.numel()}, rows.options().dtype(at::kBool));
+  const int64_t* ptr = indptr.data_ptr<int64_t>();
+  const int64_t* idx = indices.data_ptr<int64_t>();
+  const int64_t* r = rows_c.data_ptr<int64_t>();
+  const int64_t* c = cols_c.data_ptr<int64_t>();
+  bool* found = out.data_ptr<bool>();
+  at::parallel_for(0, rows.numel(), 4096, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      found[i] = std::binary_search(idx + ptr[r[i]], idx + ptr[r[i] + 1], c[i]);
+    }
+  });
+  return out;
+}
+
 }  // namespace glt

@@ -41,6 +41,11 @@ std::tuple<at::Tensor, at::Tensor> sample_negative(const at::Tensor& indptr,
                                                    int64_t trials, bool padding,
                                                    int64_t rng_seed);
 
+// Whether (rows[i], cols[i]) is an edge, for every i (binary search in the
+// sorted neighbor list of the row).
+at::Tensor has_edge(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& rows,
+                    const at::Tensor& cols);
+
 // The edges among `nodes` (unique ids): (local row, local col, edge ids).
 std::tuple<at::Tensor, at::Tensor, at::Tensor> induced_subgraph(
     const at::Tensor& indptr, const at::Tensor& indices,

@@ -4,11 +4,13 @@ from .dist_context import DistContext, DistRole, get_context, init_worker_group
 from .dist_dataset import DistDataset, default_id_filter, default_id_select
 from .dist_feature import DistFeature, RpcFeatureLookupCallee
 from .dist_graph import DistGraph
+from .dist_link_neighbor_loader import DistLinkNeighborLoader
 from .dist_loader import DistLoader
 from .dist_neighbor_loader import DistNeighborLoader
 from .dist_neighbor_sampler import DistNeighborSampler, RpcSamplingCallee
 from .dist_options import CollocatedDistSamplingWorkerOptions, MpDistSamplingWorkerOptions
 from .dist_sampling_producer import DistMpSamplingProducer, MpCommand
+from .dist_subgraph_loader import DistSubGraphLoader
 from .event_loop import ConcurrentEventLoop, wrap_torch_future
 from .rpc import (
   RpcCalleeBase,
@@ -35,11 +37,13 @@ __all__ = [
   'DistDataset',
   'DistFeature',
   'DistGraph',
+  'DistLinkNeighborLoader',
   'DistLoader',
   'DistMpSamplingProducer',
   'DistNeighborLoader',
   'DistNeighborSampler',
   'DistRole',
+  'DistSubGraphLoader',
   'MpCommand',
   'MpDistSamplingWorkerOptions',
   'RpcCalleeBase',

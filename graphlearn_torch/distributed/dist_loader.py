@@ -8,7 +8,8 @@ from torch_geometric.data import Data, HeteroData
 
 from ..channel import SampleMessage, ShmChannel
 from ..loader.base import SeedBatcher
-from ..sampler.base import NodeSamplerInput, SamplingConfig, SamplingType
+from ..loader.link_loader import attach_link_metadata
+from ..sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig, SamplingType
 from ..utils.device import resolve_device
 from .dist_context import get_context
 from .dist_dataset import DistDataset
@@ -24,6 +25,8 @@ from .rpc import init_rpc, rpc_is_initialized
 
 logger = logging.getLogger(__name__)
 
+LOADER_SAMPLING_TYPES = (SamplingType.NODE, SamplingType.LINK, SamplingType.SUBGRAPH)
+
 
 class DistLoader:
   r"""Iterates over batches of seeds, sampled across the partitions of a
@@ -31,7 +34,8 @@ class DistLoader:
 
   Args:
     data: this process's partition.
-    input_data: the seeds this process iterates over.
+    input_data: the seeds this process iterates over (seed edges for link
+      sampling).
     sampling_config: what to sample and how to batch it.
     to_device: where batches go.
     worker_options: where sampling runs (default: collocated, in this
@@ -41,15 +45,18 @@ class DistLoader:
   def __init__(
     self,
     data: Optional[DistDataset],
-    input_data: NodeSamplerInput,
+    input_data: Union[NodeSamplerInput, EdgeSamplerInput],
     sampling_config: SamplingConfig,
     to_device: Optional[torch.device] = None,
     worker_options: Optional[_BasicDistSamplingWorkerOptions] = None,
   ):
     if get_context() is None:
       raise RuntimeError('join a worker group first: glt.distributed.init_worker_group(...)')
-    if sampling_config.sampling_type != SamplingType.NODE:
-      raise NotImplementedError(f'{sampling_config.sampling_type} sampling is not built yet')
+    if sampling_config.sampling_type not in LOADER_SAMPLING_TYPES:
+      raise ValueError(
+        f'{sampling_config.sampling_type} is not a distributed sampling type; '
+        f'supported: {[t.name for t in LOADER_SAMPLING_TYPES]}'
+      )
     self.data = data
     self.input_data = input_data
     self.sampling_config = sampling_config
@@ -93,6 +100,7 @@ class DistLoader:
       self.data,
       cfg.num_neighbors,
       with_edge=cfg.with_edge,
+      with_neg=cfg.with_neg,
       with_weight=cfg.with_weight,
       edge_dir=cfg.edge_dir,
       collect_features=cfg.collect_features,
@@ -131,16 +139,23 @@ class DistLoader:
     if self._batches is None:
       self._batches = iter(self._batcher)
     index = next(self._batches)
-    seeds = self.input_data[index]
-    msg = self._sampler.sample_from_nodes(seeds, timeout=self.worker_options.rpc_timeout)
+    coro = self._sampler.sample_coroutine(
+      self.sampling_config.sampling_type, self.input_data[index]
+    )
+    msg = self._sampler.run_task(coro, timeout=self.worker_options.rpc_timeout)
     return self._collate_fn(msg, index)
 
   def _collate_fn(self, msg: SampleMessage, index: torch.Tensor) -> Union[Data, HeteroData]:
     input_type = self.input_data.input_type
     data, metadata = message_to_data(msg, input_type)
-    store = data if isinstance(data, Data) else data[input_type]
-    store.batch_size = index.numel()
-    store.input_id = index
+    if self.sampling_config.sampling_type == SamplingType.LINK:
+      data = attach_link_metadata(data, metadata, input_type, index)
+    else:
+      store = data if isinstance(data, Data) else data[input_type]
+      store.batch_size = index.numel()
+      store.input_id = index
+      if 'mapping' in metadata:
+        store.mapping = metadata['mapping']
     return data.to(self.to_device) if self.to_device.type != 'cpu' else data
 
   def shutdown(self) -> None:

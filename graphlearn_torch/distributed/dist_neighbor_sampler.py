@@ -16,12 +16,15 @@ from typing import Dict, List, Literal, Optional, Tuple, Union
 
 import torch
 
+from .._ext import ops
 from ..channel import ChannelBase, SampleMessage
 from ..sampler.base import (
+  EdgeSamplerInput,
   HeteroSamplerOutput,
   NeighborOutput,
   NodeSamplerInput,
   SamplerOutput,
+  SamplingType,
 )
 from ..sampler.neighbor_sampler import NeighborSampler
 from ..typing import (
@@ -58,6 +61,27 @@ class RpcSamplingCallee(RpcCalleeBase):
 
   def call(self, seeds: torch.Tensor, fanout: int, etype: EdgeType) -> NeighborOutput:
     return self.sampler.sample_one_hop(seeds, fanout, etype)
+
+
+class RpcEdgeCheckCallee(RpcCalleeBase):
+  r"""Tells a peer which (row, col) pairs are edges of this partition's rows
+  (negative sampling)."""
+
+  def __init__(self, sampler: 'DistNeighborSampler'):
+    self.sampler = sampler
+
+  def call(self, rows: torch.Tensor, cols: torch.Tensor, etype: EdgeType) -> torch.Tensor:
+    return self.sampler._local_has_edge(rows, cols, etype)
+
+
+class RpcSubGraphCallee(RpcCalleeBase):
+  r"""The edges among a peer's nodes that start at this partition's rows."""
+
+  def __init__(self, sampler: 'DistNeighborSampler'):
+    self.sampler = sampler
+
+  def call(self, nodes: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return self.sampler._local_subgraph(nodes)
 
 
 def stitch_neighbors(
@@ -104,7 +128,8 @@ class DistNeighborSampler(ConcurrentEventLoop):
     data: this process's partition.
     num_neighbors: neighbors per hop (a dict by edge type when heterogeneous).
     with_edge: return sampled edge ids.
-    with_neg: link sampling with negatives (not yet distributed).
+    with_neg: prepare negative sampling (link sampling); negatives are
+      checked against the partition that owns each pair's edges.
     with_weight: sample proportionally to edge weights.
     edge_dir: must be the dataset's: 'out' needs partitions by source
       ('by_src'), 'in' by destination.
@@ -136,8 +161,6 @@ class DistNeighborSampler(ConcurrentEventLoop):
     super().__init__(concurrency)
     if use_all2all:
       raise ValueError('use_all2all is not supported: features are fetched by RPC')
-    if with_neg:
-      raise NotImplementedError('distributed link sampling is not built yet')
     if edge_dir != data.edge_dir:
       raise ValueError(
         f"edge_dir '{edge_dir}' differs from the dataset's '{data.edge_dir}': the partition's "
@@ -180,6 +203,8 @@ class DistNeighborSampler(ConcurrentEventLoop):
     # process reaches only after registering, so no request finds a callee
     # missing.
     self._sampling_callee_id = rpc_register(RpcSamplingCallee(self.sampler))
+    self._edge_check_callee_id = rpc_register(RpcEdgeCheckCallee(self))
+    self._subgraph_callee_id = rpc_register(RpcSubGraphCallee(self))
     self.router = RpcDataPartitionRouter(
       rpc_sync_data_partitions(data.num_partitions, data.partition_idx)
     )
@@ -196,25 +221,45 @@ class DistNeighborSampler(ConcurrentEventLoop):
       data.edge_features, data.edge_feat_pb, collect_features and with_edge
     )
 
-  # -- one hop -------------------------------------------------------------
+  # -- routing ---------------------------------------------------------------
 
-  async def _sample_one_hop(self, seeds: torch.Tensor, fanout: int, etype: EdgeType):
-    seed_type = self.sampler._seed_type(etype)
-    book = self.dist_graph.node_book(None if seed_type == HOMO_NODE_TYPE else seed_type)
-    positions = positions_by_partition(book[seeds], self.num_partitions)
+  async def _on_owners(
+    self, ntype: NodeType, tensors: Tuple[torch.Tensor, ...], local_fn, callee_id: int, *args
+  ) -> List[Tuple[torch.Tensor, object]]:
+    r"""Runs a request on the partitions that own ``tensors[0]``'s nodes.
+
+    Splits the positions of ``tensors`` by owner; remote pieces go out first
+    (one request per partition, ``callee_id(*pieces, *args)``), then the
+    local piece runs here (``local_fn(*pieces, *args)``). Returns
+    ``(positions, result)`` per partition that had any.
+    """
+    book = self.dist_graph.node_book(None if ntype == HOMO_NODE_TYPE else ntype)
+    positions = positions_by_partition(book[tensors[0]], self.num_partitions)
     remote = []
     for p, pos in enumerate(positions):
       if p != self.partition_idx and pos.numel():
-        fut = rpc_request_async(
-          self.router.get_to_worker(p), self._sampling_callee_id, (seeds[pos], fanout, etype)
-        )
+        pieces = tuple(t[pos] for t in tensors)
+        fut = rpc_request_async(self.router.get_to_worker(p), callee_id, pieces + args)
         remote.append((pos, wrap_torch_future(fut)))
     parts = []
     local = positions[self.partition_idx]
     if local.numel():
-      parts.append((local, self.sampler.sample_one_hop(seeds[local], fanout, etype)))
+      parts.append((local, local_fn(*(t[local] for t in tensors), *args)))
     for pos, fut in remote:
       parts.append((pos, await fut))
+    return parts
+
+  # -- one hop -------------------------------------------------------------
+
+  async def _sample_one_hop(self, seeds: torch.Tensor, fanout: int, etype: EdgeType):
+    parts = await self._on_owners(
+      self.sampler._seed_type(etype),
+      (seeds,),
+      self.sampler.sample_one_hop,
+      self._sampling_callee_id,
+      fanout,
+      etype,
+    )
     if not parts:
       empty = torch.empty(0, dtype=torch.int64)
       return NeighborOutput(empty, empty, empty if self.with_edge else None)
@@ -235,6 +280,102 @@ class DistNeighborSampler(ConcurrentEventLoop):
         return done.value
     finally:
       self._inducers.put(inducer)
+
+  # -- negative sampling -----------------------------------------------------
+
+  def _local_has_edge(self, rows: torch.Tensor, cols: torch.Tensor, etype: EdgeType):
+    topo = self.sampler._graphs[etype].topo
+    return ops.has_edge(topo.indptr, topo.indices, rows, cols)
+
+  async def _has_edge(self, etype: EdgeType, src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
+    r"""Whether each (src, dst) is an edge, asked of the partition that
+    stores its edges (the source's for edge_dir 'out', else the
+    destination's)."""
+    rows, cols = (src, dst) if self.edge_dir == 'out' else (dst, src)
+    parts = await self._on_owners(
+      self.sampler._seed_type(etype),
+      (rows, cols),
+      self._local_has_edge,
+      self._edge_check_callee_id,
+      etype,
+    )
+    found = torch.zeros(src.numel(), dtype=torch.bool)
+    for pos, hit in parts:
+      found[pos] = hit
+    return found
+
+  async def _sample_negative(
+    self, etype: EdgeType, num: int, src: Optional[torch.Tensor] = None, trials: int = 5
+  ) -> torch.Tensor:
+    r"""``[2, n]`` (src, dst) pairs that are not edges, as the local
+    ``RandomNegativeSampler.sample(num, padding=True, src=src)`` draws them:
+    uniform pairs (or a uniform destination per fixed source), each redrawn
+    up to ``trials`` times while it hits an edge of the whole graph, and
+    kept after the last try."""
+    generator = self.sampler._generator
+    num_src = self.sampler._num_nodes[etype[0]]
+    num_dst = self.sampler._num_nodes[etype[-1]]
+    fixed = src is not None
+    if fixed:
+      src = src.clone()
+      num = src.numel()
+    else:
+      src = torch.randint(0, num_src, (num,), generator=generator)
+    dst = torch.randint(0, num_dst, (num,), generator=generator)
+    pending = torch.arange(num)
+    for trial in range(trials):
+      if pending.numel() == 0:
+        break
+      if trial > 0:
+        if not fixed:
+          src[pending] = torch.randint(0, num_src, (pending.numel(),), generator=generator)
+        dst[pending] = torch.randint(0, num_dst, (pending.numel(),), generator=generator)
+      pending = pending[await self._has_edge(etype, src[pending], dst[pending])]
+    return torch.stack([src, dst])
+
+  # -- subgraph ----------------------------------------------------------------
+
+  def _local_subgraph(self, nodes: torch.Tensor):
+    topo = self.sampler._graphs[HOMO_EDGE_TYPE].topo
+    return ops.induced_subgraph(
+      topo.indptr, topo.indices, topo.edge_ids if self.with_edge else None, nodes
+    )
+
+  async def _subgraph(self, inputs: NodeSamplerInput) -> SampleMessage:
+    if self.sampler.is_hetero:
+      raise ValueError('subgraph sampling supports homogeneous graphs only')
+    seeds = self.sampler._check_seeds(inputs.node, HOMO_NODE_TYPE)
+    if self.sampler.num_hops:
+      res = await self._sample({HOMO_NODE_TYPE: seeds})
+      nodes, mapping = res.node[HOMO_NODE_TYPE], res.seed_local[HOMO_NODE_TYPE]
+    else:
+      inducer = self._inducers.get()
+      try:
+        nodes = inducer.init_nodes([seeds])[0]
+        mapping = inducer.local_ids(0, seeds)
+      finally:
+        self._inducers.put(inducer)
+    # Every partition holds the edges of its own rows: each finds those
+    # among the nodes, in the same local numbering.
+    futures = [
+      wrap_torch_future(
+        rpc_request_async(self.router.get_to_worker(p), self._subgraph_callee_id, (nodes,))
+      )
+      for p in range(self.num_partitions)
+      if p != self.partition_idx
+    ]
+    pieces = [self._local_subgraph(nodes)]
+    for fut in futures:
+      pieces.append(await fut)
+    rows, cols, eids = (torch.cat([piece[i] for piece in pieces]) for i in range(3))
+    out = SamplerOutput(
+      node=nodes,
+      row=cols,
+      col=rows,
+      edge=eids if self.with_edge else None,
+      metadata={'mapping': mapping},
+    )
+    return await self._collect(out)
 
   # -- features --------------------------------------------------------------
 
@@ -281,6 +422,25 @@ class DistNeighborSampler(ConcurrentEventLoop):
     out = self.sampler._to_output(res, inputs.input_type, {'seed_local': res.seed_local[ntype]})
     return await self._collect(out)
 
+  async def _sample_from_edges(self, inputs: EdgeSamplerInput) -> SampleMessage:
+    batch = self.sampler.link_batch(inputs)
+    strict = None
+    if batch.strict_negatives is not None:
+      strict = await self._sample_negative(batch.etype, *batch.strict_negatives)
+    res = await self._sample(self.sampler.link_seeds(batch, strict))
+    return await self._collect(self.sampler.link_output(batch, res))
+
+  def sample_coroutine(self, sampling_type: SamplingType, inputs):
+    r"""The coroutine that samples one batch of ``inputs`` (seed nodes for
+    NODE and SUBGRAPH, seed edges for LINK)."""
+    if sampling_type == SamplingType.NODE:
+      return self._sample_from_nodes(NodeSamplerInput.cast(inputs))
+    if sampling_type == SamplingType.LINK:
+      return self._sample_from_edges(EdgeSamplerInput.cast(inputs))
+    if sampling_type == SamplingType.SUBGRAPH:
+      return self._subgraph(NodeSamplerInput.cast(inputs))
+    raise ValueError(f'{sampling_type} sampling is not supported')
+
   def sample_from_nodes(
     self, inputs: NodeSamplerInput, timeout: Optional[float] = None, **kwargs
   ) -> Optional[SampleMessage]:
@@ -295,13 +455,36 @@ class DistNeighborSampler(ConcurrentEventLoop):
       timeout: seconds to wait (for the result, or for a free place among
         ``concurrency``).
     """
-    inputs = NodeSamplerInput.cast(inputs)
+    return self._run(self.sample_coroutine(SamplingType.NODE, inputs), timeout, **kwargs)
+
+  def sample_from_edges(
+    self, inputs: EdgeSamplerInput, timeout: Optional[float] = None, **kwargs
+  ) -> Optional[SampleMessage]:
+    r"""Samples the neighborhood of seed edges (and their negatives) across
+    partitions; returns or sends the batch as ``sample_from_nodes`` does.
+
+    Args:
+      inputs: the seed edges and negative sampling.
+      timeout: seconds to wait.
+    """
+    return self._run(self.sample_coroutine(SamplingType.LINK, inputs), timeout, **kwargs)
+
+  def subgraph(
+    self, inputs: NodeSamplerInput, timeout: Optional[float] = None, **kwargs
+  ) -> Optional[SampleMessage]:
+    r"""The subgraph induced by the seeds and (with ``num_neighbors``) their
+    sampled neighbors, across partitions; returns or sends the batch as
+    ``sample_from_nodes`` does. ``meta/mapping`` gives the seeds' local
+    indices.
+
+    Args:
+      inputs: the seeds.
+      timeout: seconds to wait.
+    """
+    return self._run(self.sample_coroutine(SamplingType.SUBGRAPH, inputs), timeout, **kwargs)
+
+  def _run(self, coro, timeout: Optional[float], on_error=None) -> Optional[SampleMessage]:
     if self.channel is None:
-      return self.run_task(self._sample_from_nodes(inputs), timeout)
-    self.add_task(
-      self._sample_from_nodes(inputs),
-      callback=self.channel.send,
-      on_error=kwargs.get('on_error'),
-      timeout=timeout,
-    )
+      return self.run_task(coro, timeout)
+    self.add_task(coro, callback=self.channel.send, on_error=on_error, timeout=timeout)
     return None

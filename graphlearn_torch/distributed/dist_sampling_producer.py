@@ -14,13 +14,13 @@ import time
 import traceback
 from enum import Enum
 from multiprocessing.connection import Connection
-from typing import List, Optional
+from typing import List, Optional, Union
 
 import torch
 
 from ..channel import ChannelBase, ChannelClosedError, SampleMessage
 from ..loader.base import SeedBatcher
-from ..sampler.base import NodeSamplerInput, SamplingConfig
+from ..sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
 from .dist_context import get_context, init_worker_group
 from .dist_dataset import DistDataset
 from .dist_neighbor_sampler import DistNeighborSampler
@@ -62,7 +62,7 @@ def _sampling_worker_loop(
   rank: int,
   world_size: int,
   data: DistDataset,
-  sampler_input: NodeSamplerInput,
+  sampler_input: Union[NodeSamplerInput, EdgeSamplerInput],
   config: SamplingConfig,
   options: MpDistSamplingWorkerOptions,
   channel: ChannelBase,
@@ -83,6 +83,7 @@ def _sampling_worker_loop(
       data,
       config.num_neighbors,
       with_edge=config.with_edge,
+      with_neg=config.with_neg,
       with_weight=config.with_weight,
       edge_dir=config.edge_dir,
       collect_features=config.collect_features,
@@ -120,7 +121,7 @@ def _sampling_worker_loop(
       for index in batches:
         if trainer_gone.is_set():
           break
-        coro = _tagged(sampler._sample_from_nodes(sampler_input[index]), index)
+        coro = _tagged(sampler.sample_coroutine(config.sampling_type, sampler_input[index]), index)
         sampler.add_task(coro, callback=deliver, on_error=report)
       sampler.wait_all()
       if trainer_gone.is_set():
@@ -158,7 +159,7 @@ class DistMpSamplingProducer:
   def __init__(
     self,
     data: DistDataset,
-    sampler_input: NodeSamplerInput,
+    sampler_input: Union[NodeSamplerInput, EdgeSamplerInput],
     sampling_config: SamplingConfig,
     worker_options: MpDistSamplingWorkerOptions,
     output_channel: ChannelBase,

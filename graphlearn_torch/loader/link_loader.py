@@ -1,6 +1,6 @@
 """LinkLoader: batches of seed edges (with negative sampling) into PyG data."""
 
-from typing import Literal, Optional, Tuple, Union
+from typing import Dict, Literal, Optional, Tuple, Union
 
 import torch
 from torch_geometric.data import Data, HeteroData
@@ -59,6 +59,32 @@ def get_edge_label_index(
   return etype, edges
 
 
+def check_edge_label(
+  edge_label: Optional[torch.Tensor],
+  edge_label_index: torch.Tensor,
+  neg_sampling: Optional[NegativeSampling],
+) -> Optional[torch.Tensor]:
+  """Checks a link loader's edge labels; shifts them up by one under binary
+  negative sampling when they hold 0, as PyG does (0 means "negative").
+
+  Args:
+    edge_label: a label per seed edge, or None.
+    edge_label_index: the ``[2, n]`` seed edges.
+    neg_sampling: the loader's negative sampling.
+  """
+  if edge_label is None:
+    return None
+  edge_label = torch.as_tensor(edge_label)
+  if edge_label.size(0) != edge_label_index.size(1):
+    raise ValueError(
+      f'edge_label has {edge_label.size(0)} entries for {edge_label_index.size(1)} seed edges'
+    )
+  if neg_sampling is not None and neg_sampling.is_binary():
+    if edge_label.numel() and int(edge_label.min()) == 0:
+      edge_label = edge_label + 1
+  return edge_label
+
+
 class LinkLoader(BaseLoader):
   """Iterates over mini-batches of seed edges, sampled and collated to PyG.
 
@@ -90,18 +116,7 @@ class LinkLoader(BaseLoader):
   ):
     self.input_type, self.edge_label_index = get_edge_label_index(data, edge_label_index)
     self.neg_sampling = NegativeSampling.cast(neg_sampling)
-    if edge_label is not None:
-      edge_label = torch.as_tensor(edge_label)
-      if edge_label.size(0) != self.edge_label_index.size(1):
-        raise ValueError(
-          f'edge_label has {edge_label.size(0)} entries for '
-          f'{self.edge_label_index.size(1)} seed edges'
-        )
-      if self.neg_sampling is not None and self.neg_sampling.is_binary():
-        # As PyG: 0 now means "negative", so given labels move up by one.
-        if edge_label.numel() and int(edge_label.min()) == 0:
-          edge_label = edge_label + 1
-    self.edge_label = edge_label
+    self.edge_label = check_edge_label(edge_label, self.edge_label_index, self.neg_sampling)
     self.edge_dir = edge_dir
     batching = {
       k: kwargs.pop(k) for k in ('batch_size', 'shuffle', 'drop_last', 'seed') if k in kwargs
@@ -118,20 +133,39 @@ class LinkLoader(BaseLoader):
     )
     res = collate(self.data, out, self.device)
     meta = {k: v.to(self.device) for k, v in out.metadata.items()}
-    if isinstance(res, Data):
-      for key, value in meta.items():
-        res[key] = value
-      res.input_id = index.to(self.device)
-      return res
-    etype = self.input_type or HOMO_EDGE_TYPE
-    src_t, dst_t = etype[0], etype[-1]
-    if 'edge_label_index' in meta:
-      res[etype].edge_label_index = meta['edge_label_index']
-      if 'edge_label' in meta:
-        res[etype].edge_label = meta['edge_label']
-    else:
-      res[src_t].src_index = meta['src_index']
-      res[dst_t].dst_pos_index = meta['dst_pos_index']
-      res[dst_t].dst_neg_index = meta['dst_neg_index']
-    res[etype].input_id = index.to(self.device)
+    return attach_link_metadata(res, meta, self.input_type, index.to(self.device))
+
+
+def attach_link_metadata(
+  res: Union[Data, HeteroData],
+  meta: Dict[str, torch.Tensor],
+  input_type: Optional[EdgeType],
+  input_id: torch.Tensor,
+) -> Union[Data, HeteroData]:
+  """Puts a link batch's labels and seed positions on its PyG data.
+
+  Args:
+    res: the batch.
+    meta: the sampler's link metadata (``edge_label_index`` and
+      ``edge_label``, or ``src_index``, ``dst_pos_index`` and
+      ``dst_neg_index``).
+    input_type: the seed edges' type (None when homogeneous).
+    input_id: the seed edges' positions among the loader's seeds.
+  """
+  if isinstance(res, Data):
+    for key, value in meta.items():
+      res[key] = value
+    res.input_id = input_id
     return res
+  etype = input_type or HOMO_EDGE_TYPE
+  src_t, dst_t = etype[0], etype[-1]
+  if 'edge_label_index' in meta:
+    res[etype].edge_label_index = meta['edge_label_index']
+    if 'edge_label' in meta:
+      res[etype].edge_label = meta['edge_label']
+  else:
+    res[src_t].src_index = meta['src_index']
+    res[dst_t].dst_pos_index = meta['dst_pos_index']
+    res[dst_t].dst_neg_index = meta['dst_neg_index']
+  res[etype].input_id = input_id
+  return res

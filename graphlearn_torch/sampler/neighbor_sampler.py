@@ -21,6 +21,7 @@ from .base import (
   BaseSampler,
   EdgeSamplerInput,
   HeteroSamplerOutput,
+  NegativeSampling,
   NeighborOutput,
   NodeSamplerInput,
   SamplerOutput,
@@ -47,6 +48,46 @@ class _HopResult:
   num_sampled_nodes: Dict[NodeType, List[int]]
   num_sampled_edges: Dict[EdgeType, List[int]]
   seed_local: Dict[NodeType, torch.Tensor]
+
+
+@dataclass
+class LinkBatch:
+  """A checked batch of seed edges on its way through link sampling.
+
+  Args:
+    etype: the seed edges' type.
+    row: their sources.
+    col: their destinations.
+    label: their labels (or None).
+    neg: the negative sampling asked for (or None).
+  """
+
+  etype: EdgeType
+  row: torch.Tensor
+  col: torch.Tensor
+  label: Optional[torch.Tensor]
+  neg: Optional[NegativeSampling]
+  parts: Optional[Dict[NodeType, List[int]]] = None  # seed pieces' sizes per node type
+
+  @property
+  def num_negatives(self) -> int:
+    """How many negative pairs (binary) or destinations (triplet) to draw."""
+    if self.neg is None:
+      return 0
+    if self.neg.is_binary():
+      return math.ceil(self.row.numel() * self.neg.amount)
+    return self.row.numel() * int(self.neg.amount)
+
+  @property
+  def strict_negatives(self) -> Optional[Tuple[int, Optional[torch.Tensor]]]:
+    """``(number, fixed sources)`` of the non-edges to draw from the graph:
+    ``(n, None)`` for binary pairs, ``(0, sources)`` for triplet
+    destinations; None when none are needed."""
+    if self.neg is None or self.neg.weight is not None:
+      return None
+    if self.neg.is_binary():
+      return self.num_negatives, None
+    return 0, self.row.repeat_interleave(int(self.neg.amount))
 
 
 class NeighborSampler(BaseSampler):
@@ -384,6 +425,17 @@ class NeighborSampler(BaseSampler):
     ``NegativeSampling.weight``, negative destinations follow that node
     distribution instead (not checked against the graph).
     """
+    batch = self.link_batch(inputs)
+    strict = None
+    if batch.strict_negatives is not None:
+      num, src = batch.strict_negatives
+      strict = self._negative_sampler(batch.etype).sample(num, padding=True, src=src)
+    seeds = self.link_seeds(batch, strict)
+    res = self._sample(seeds)
+    return self.link_output(batch, res)
+
+  def link_batch(self, inputs: EdgeSamplerInput) -> LinkBatch:
+    """Checks a batch of seed edges; says which negatives it needs."""
     inputs = EdgeSamplerInput.cast(inputs)
     if self.is_hetero:
       etype = inputs.input_type
@@ -392,68 +444,78 @@ class NeighborSampler(BaseSampler):
       etype = tuple(etype)
     else:
       etype = HOMO_EDGE_TYPE
-    src_t, dst_t = etype[0], etype[-1]
-    row = self._check_seeds(inputs.row, src_t)
-    col = self._check_seeds(inputs.col, dst_t)
+    row = self._check_seeds(inputs.row, etype[0])
+    col = self._check_seeds(inputs.col, etype[-1])
     if row.numel() != col.numel():
       raise ValueError(
         f'seed edges need as many sources as targets: {row.numel()} vs {col.numel()}'
       )
-    num_pos = row.numel()
-    neg = inputs.neg_sampling
-    label = inputs.label
-    metadata = {}
+    return LinkBatch(etype, row, col, inputs.label, inputs.neg_sampling)
+
+  def link_seeds(
+    self, batch: LinkBatch, strict_negatives: Optional[torch.Tensor]
+  ) -> Dict[NodeType, torch.Tensor]:
+    """The seed nodes of a link batch, its negatives included.
+
+    Args:
+      batch: from ``link_batch``.
+      strict_negatives: the ``[2, n]`` non-edges ``batch.strict_negatives``
+        asked for (None when it asked for none).
+    """
+    neg, row, col = batch.neg, batch.row, batch.col
+    src_t, dst_t = batch.etype[0], batch.etype[-1]
     if neg is None or neg.is_binary():
       src, dst = row, col
       if neg is not None:
-        num_neg = math.ceil(num_pos * neg.amount)
         if neg.weight is None:
-          pairs = self._negative_sampler(etype).sample(num_neg, padding=True)
-          neg_src, neg_dst = pairs[0], pairs[1]
+          neg_src, neg_dst = strict_negatives[0], strict_negatives[1]
         else:
+          num_neg = batch.num_negatives
           neg_src = self._random_nodes(src_t, num_neg, None)
           neg_dst = self._random_nodes(dst_t, num_neg, neg.weight)
         src, dst = torch.cat([row, neg_src]), torch.cat([col, neg_dst])
+      pieces = [(src_t, src), (dst_t, dst)]
+    else:
+      if neg.weight is None:
+        neg_dst = strict_negatives[1]
+      else:
+        neg_dst = self._random_nodes(dst_t, batch.num_negatives, neg.weight)
+      pieces = [(src_t, row), (dst_t, col), (dst_t, neg_dst)]
+    merged = {}
+    for t, piece in pieces:
+      merged.setdefault(t, []).append(piece)
+    batch.parts = {t: [p.numel() for p in ps] for t, ps in merged.items()}
+    return {t: torch.cat(ps) for t, ps in merged.items()}
+
+  def link_output(
+    self, batch: LinkBatch, res: _HopResult
+  ) -> Union[SamplerOutput, HeteroSamplerOutput]:
+    """The sampler output of a link batch, with its label metadata."""
+    src_t, dst_t = batch.etype[0], batch.etype[-1]
+
+    def split(ntype) -> List[torch.Tensor]:
+      return list(torch.split(res.seed_local[ntype], batch.parts[ntype]))
+
+    metadata = {}
+    neg = batch.neg
+    if neg is None or neg.is_binary():
+      label = batch.label
+      if neg is not None:
         if label is None:
-          label = torch.ones(num_pos)
+          label = torch.ones(batch.row.numel())
+        num_neg = batch.num_negatives
         label = torch.cat([label, label.new_zeros((num_neg,) + tuple(label.shape[1:]))])
       if label is not None:
         metadata['edge_label'] = label
-      seeds, parts = self._edge_seeds([(src_t, src), (dst_t, dst)])
-      res = self._sample(seeds)
-      local_src, local_dst = (self._split(res.seed_local, parts, t) for t in (src_t, dst_t))
-      metadata['edge_label_index'] = torch.stack([local_src[0], local_dst[-1]])
+      metadata['edge_label_index'] = torch.stack([split(src_t)[0], split(dst_t)[-1]])
     else:
-      amount = int(neg.amount)
-      src_rep = row.repeat_interleave(amount)
-      if neg.weight is None:
-        neg_dst = self._negative_sampler(etype).sample(0, padding=True, src=src_rep)[1]
-      else:
-        neg_dst = self._random_nodes(dst_t, src_rep.numel(), neg.weight)
-      seeds, parts = self._edge_seeds([(src_t, row), (dst_t, col), (dst_t, neg_dst)])
-      res = self._sample(seeds)
-      local_src = self._split(res.seed_local, parts, src_t)
-      local_dst = self._split(res.seed_local, parts, dst_t)
-      metadata['src_index'] = local_src[0]
+      local_dst = split(dst_t)
+      metadata['src_index'] = split(src_t)[0]
       metadata['dst_pos_index'] = local_dst[-2]
       dst_neg = local_dst[-1]
-      metadata['dst_neg_index'] = dst_neg if amount == 1 else dst_neg.view(num_pos, amount)
-    return self._to_output(res, etype if self.is_hetero else None, metadata)
-
-  @staticmethod
-  def _edge_seeds(pieces: List[Tuple[NodeType, torch.Tensor]]):
-    """Concatenates seed pieces per node type; remembers the pieces' sizes."""
-    merged, parts = {}, {}
-    for t, piece in pieces:
-      merged.setdefault(t, []).append(piece)
-    for t, pieces in merged.items():
-      parts[t] = [p.numel() for p in pieces]
-      merged[t] = torch.cat(pieces)
-    return merged, parts
-
-  @staticmethod
-  def _split(seed_local, parts, ntype) -> List[torch.Tensor]:
-    return list(torch.split(seed_local[ntype], parts[ntype]))
+      amount = int(neg.amount)
+      metadata['dst_neg_index'] = dst_neg if amount == 1 else dst_neg.view(-1, amount)
+    return self._to_output(res, batch.etype if self.is_hetero else None, metadata)
 
   def subgraph(self, inputs: NodeSamplerInput) -> SamplerOutput:
     """The subgraph induced by the seeds and (with ``num_neighbors``) their
