@@ -11,7 +11,10 @@ labels. Rows, all measured in this run:
     process (2 threads);
   - worker mode: 2 trainer processes on this machine, one per partition, each
     with a DistNeighborLoader (collocated, then 1 and 2 sampling processes per
-    trainer); throughput is both trainers' batches over the wall time.
+    trainer); throughput is both trainers' batches over the wall time;
+  - the same with 2 sampling processes on partitions where each partition
+    also holds the feature rows of the other's hottest nodes (--cache_ratio of
+    the node count, chosen by expected reads under this fanout).
 """
 
 import argparse
@@ -41,8 +44,10 @@ def make_graph(num_nodes: int):
   return glt.datasets.community_graph(num_nodes=num_nodes, avg_degree=10, seed=0)
 
 
-def partition(num_nodes: int) -> str:
-  out = os.path.join(CACHE, f'{num_nodes}-metis-2')
+def partition(num_nodes: int, cache_ratio: float = 0.0) -> str:
+  out = os.path.join(
+    CACHE, f'{num_nodes}-metis-2' + (f'-cache{cache_ratio}' if cache_ratio else '')
+  )
   if os.path.exists(os.path.join(out, 'META.json')):
     return out
   data = make_graph(num_nodes)
@@ -54,6 +59,8 @@ def partition(num_nodes: int) -> str:
     node_feat=data.x,
     node_labels=data.y,
     edge_assign_strategy='by_dst',
+    cache_ratio=cache_ratio or None,
+    cache_num_neighbors=FANOUT,
     progress=False,
   ).partition()
   return out
@@ -136,6 +143,9 @@ def main():
   p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   p.add_argument('--num_nodes', type=int, default=1_000_000)
   p.add_argument('--batches', type=int, default=40, help='timed batches per loader')
+  p.add_argument(
+    '--cache_ratio', type=float, default=0.25, help="the last row's cached remote rows (share)"
+  )
   args = p.parse_args()
   start = time.perf_counter()
   root = partition(args.num_nodes)
@@ -146,6 +156,9 @@ def main():
   for workers in (1, 2):
     label = f'worker mode, {workers} sampler(s)/trainer'
     rows.append((label, worker_mode(root, 'mp', workers, per_trainer)))
+  cached = partition(args.num_nodes, args.cache_ratio)
+  label = f'worker mode, 2 samplers, {args.cache_ratio:.0%} cache'
+  rows.append((label, worker_mode(cached, 'mp', 2, per_trainer)))
   base = rows[0][1][0] / rows[0][1][2]
   print(f'\n{args.num_nodes:,} nodes, fanout {FANOUT}, batch {BATCH}, 2 partitions (METIS)\n')
   print('| loader                              | batches/s | sampled edges/s | vs single |')

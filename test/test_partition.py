@@ -359,3 +359,62 @@ def test_dist_dataset_load_hetero_and_label_file(tmp_path):
     assert topo.layout == 'CSC' and topo.row_count == 150 and topo.col_count == 90
     mine = ds.node_pb['paper'][edges[1]] == p
     assert topo.edge_count == int(mine.sum())
+
+
+def brute_force_hotness(num_nodes, rows, cols, pb, seeds, fanouts, by_src):
+  r"""Expected reads of every node when sampling from each partition's seeds:
+  a visit hands each of the node's sampled-side neighbors min(1, k / degree)
+  visits in the next hop; the reads of all hops add up. Python loops."""
+  adj = {}
+  for r, c in zip(rows.tolist(), cols.tolist()):
+    seed, nbr = (r, c) if by_src else (c, r)
+    adj.setdefault(seed, []).append(nbr)
+  out = []
+  for p in range(NUM_PARTS):
+    visits = {v: 1.0 for v in seeds.tolist() if int(pb[v]) == p}
+    hot = [0.0] * num_nodes
+    for k in fanouts:
+      nxt = {}
+      for v, w in visits.items():
+        nbrs = adj.get(v, [])
+        for u in nbrs:
+          nxt[u] = nxt.get(u, 0.0) + w * min(1.0, k / len(nbrs))
+      visits = nxt
+      for u, w in visits.items():
+        hot[u] += w
+    out.append(torch.tensor(hot))
+  return out
+
+
+@pytest.mark.parametrize('strategy', ['by_src', 'by_dst'])
+def test_metis_cache_holds_the_hottest_remote_rows(tmp_path, strategy):
+  nd, ed = homo_inputs(seed=8)
+  train = torch.randperm(nd.num_nodes, generator=torch.Generator().manual_seed(9))[:120]
+  MetisPartitioner(
+    str(tmp_path),
+    NUM_PARTS,
+    nd.num_nodes,
+    torch.stack([ed.rows, ed.cols]),
+    node_feat=nd.feats,
+    edge_assign_strategy=strategy,
+    node_split=(train, None, None),
+    cache_ratio=0.1,
+    cache_num_neighbors=[3, 2],
+    progress=False,
+  ).partition()
+  reader = PartitionReader(str(tmp_path))
+  parts = [load_partition(str(tmp_path), p) for p in range(NUM_PARTS)]
+  pb = book_tensor(parts[0][5])
+  expected = brute_force_hotness(
+    nd.num_nodes, ed.rows, ed.cols, pb, train, [3, 2], strategy == 'by_src'
+  )
+  assert not reader.hetero
+  for p, part in enumerate(parts):
+    fd = part[3]
+    assert (pb[fd.cache_ids] != p).all(), 'only other partitions rows are cached'
+    assert torch.equal(fd.cache_feats, nd.feats[fd.cache_ids])
+    hot = expected[p].clone()
+    hot[pb == p] = -1
+    k = fd.cache_ids.numel()
+    assert k == min(int(nd.num_nodes * 0.1), int((hot > 0).sum())) and k > 0
+    assert torch.allclose(hot[fd.cache_ids], torch.topk(hot, k).values), 'hottest first'

@@ -47,6 +47,7 @@ logger = logging.getLogger(__name__)
 
 SPLITS = ('train_idx', 'val_idx', 'test_idx')
 EDGE_CHUNK = 1 << 22  # edges handled at a time when assigning and counting cuts
+DEFAULT_CACHE_NUM_NEIGHBORS = [15, 10, 5]
 
 
 def as_tensor(data) -> Optional[torch.Tensor]:
@@ -175,6 +176,14 @@ class PartitionerBase(ABC):
       book is then a list of ranges; ``node_map`` gives each new id's
       original id, and labels, splits and edges use the new ids).
     progress: show a progress bar (on a terminal).
+    cache_memory_budget: bytes of other partitions' feature rows each
+      partition replicates (an int, or a dict by node type); the hottest
+      rows first (see ``_hotness``). Remote rows that are read often then
+      come from local memory. None: no cache.
+    cache_ratio: the same as a share of the node count (used when
+      cache_memory_budget is not given).
+    cache_num_neighbors: the fanout by which hotness is estimated (default
+      [15, 10, 5]).
   """
 
   name = 'base'
@@ -196,6 +205,9 @@ class PartitionerBase(ABC):
     node_split: Optional[Tuple[NodeIndex, NodeIndex, NodeIndex]] = None,
     book: str = 'tensor',
     progress: bool = True,
+    cache_memory_budget: Optional[Union[int, Dict[NodeType, int]]] = None,
+    cache_ratio: Optional[Union[float, Dict[NodeType, float]]] = None,
+    cache_num_neighbors: Optional[List[int]] = None,
   ):
     if not 1 <= int(num_parts) < 2**15:
       raise ValueError(f'num_parts must be in [1, 32767], got {num_parts}')
@@ -253,7 +265,18 @@ class PartitionerBase(ABC):
         t: as_tensor(x).to(torch.int64).reshape(-1)
         for t, x in by_type(ids, name, HOMO_NODE_TYPE).items()
       }
+    self.cache_memory_budget = self._per_type(cache_memory_budget)
+    self.cache_ratio = self._per_type(cache_ratio)
+    for ntype, ratio in self.cache_ratio.items():
+      if ratio is not None and not 0.0 <= float(ratio) <= 1.0:
+        raise ValueError(f'cache_ratio of {ntype!r} must be in [0, 1], got {ratio}')
+    self.cache_num_neighbors = list(cache_num_neighbors or DEFAULT_CACHE_NUM_NEIGHBORS)
     self._check_inputs()
+
+  def _per_type(self, value) -> Dict[NodeType, Optional[float]]:
+    if isinstance(value, dict):
+      return {t: value.get(t) for t in self.num_nodes}
+    return dict.fromkeys(self.num_nodes, value)
 
   # -- input checks -------------------------------------------------------------
 
@@ -310,12 +333,87 @@ class PartitionerBase(ABC):
   def _assign_nodes(self) -> Dict[NodeType, torch.Tensor]:
     """The partition id (int64) of every node, by node type."""
 
+  def _hotness(self, node_pb: Dict[NodeType, torch.Tensor]) -> Dict[NodeType, torch.Tensor]:
+    """Per node type, a ``[num_parts, num_nodes]`` score of how often
+    sampling from each partition reads each node's row.
+
+    By default the expected number of reads: each partition's seeds (its
+    training nodes when a train split is given, else all its nodes) start
+    with one visit; a hop passes a node's visits to each of its sampled-side
+    neighbors, times the chance ``min(1, fanout / degree)`` that the
+    neighbor is drawn (``cache_num_neighbors``, along the direction
+    ``edge_assign_strategy`` serves). Reads of all hops add up.
+    """
+    train = self.node_split.get('train_idx', {})
+    visits = {}
+    for ntype, n in self.num_nodes.items():
+      seeds = torch.zeros(self.num_parts, n)
+      pb = node_pb[ntype]
+      ids = train.get(ntype) if train else None
+      for p in range(self.num_parts):
+        start = ids[pb[ids] == p] if ids is not None else torch.nonzero(pb == p).view(-1)
+        seeds[p, start] = 1.0
+      visits[ntype] = seeds
+    hot = {t: torch.zeros(self.num_parts, n) for t, n in self.num_nodes.items()}
+    by_src = self.edge_assign_strategy == 'by_src'
+    for fanout in self.cache_num_neighbors:
+      reached = {t: torch.zeros(self.num_parts, n) for t, n in self.num_nodes.items()}
+      for etype, (rows, cols) in self.edge_index.items():
+        seed_t, nbr_t = (etype[0], etype[-1]) if by_src else (etype[-1], etype[0])
+        seed_side = rows if by_src else cols
+        degree = torch.zeros(self.num_nodes[seed_t])
+        for start in range(0, seed_side.numel(), EDGE_CHUNK):
+          chunk = seed_side[start : start + EDGE_CHUNK].to(torch.int64)
+          degree += torch.bincount(chunk, minlength=degree.numel())
+        chance = torch.ones_like(degree)
+        if fanout >= 0:
+          chance = (fanout / degree.clamp(min=1)).clamp(max=1.0)
+        passed = visits[seed_t] * chance  # what each seed hands each neighbor
+        for start in range(0, rows.numel(), EDGE_CHUNK):
+          r = rows[start : start + EDGE_CHUNK].to(torch.int64)
+          c = cols[start : start + EDGE_CHUNK].to(torch.int64)
+          seed, nbr = (r, c) if by_src else (c, r)
+          reached[nbr_t].index_add_(1, nbr, passed[:, seed])
+      visits = reached
+      for t in hot:
+        hot[t] += visits[t]
+    return hot
+
   def _cache_nodes(
     self, node_pb: Dict[NodeType, torch.Tensor]
   ) -> Dict[NodeType, List[torch.Tensor]]:
     """Per node type and partition, the ids of other partitions' rows to
-    replicate there, hottest first (none by default)."""
-    return {}
+    replicate there, hottest first (none unless a cache size is given)."""
+    sizes = {t: self._cache_size(t, n) for t, n in self.num_nodes.items()}
+    if not any(size > 0 for size in sizes.values()):
+      return {}
+    hotness = self._hotness(node_pb)
+    caches = {}
+    for ntype, size in sizes.items():
+      if size <= 0:
+        continue
+      per_part = []
+      for p in range(self.num_parts):
+        hot = hotness[ntype][p].clone()
+        hot[node_pb[ntype] == p] = -1.0  # a partition's own rows are local anyway
+        k = min(size, int((hot > 0).sum()))
+        per_part.append(torch.topk(hot, k).indices if k else torch.empty(0, dtype=torch.int64))
+      caches[ntype] = per_part
+    return caches
+
+  def _cache_size(self, ntype: NodeType, num_nodes: int) -> int:
+    budget, ratio = self.cache_memory_budget[ntype], self.cache_ratio[ntype]
+    if budget is not None:
+      feat = self.node_feat.get(ntype)
+      if feat is None:
+        return 0
+      row_bytes = max(
+        1, feat[0:1].numel() * torch.empty(0, dtype=self.node_feat_dtype).element_size()
+      )
+      return int(budget) // row_bytes
+    if ratio is not None:
+      return int(num_nodes * float(ratio))
+    return 0
 
   # -- the partitioning ---------------------------------------------------------------
 

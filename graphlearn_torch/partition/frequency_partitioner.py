@@ -17,7 +17,8 @@ class FrequencyPartitioner(PartitionerBase):
   taken in chunks of ``chunk_size``; within a chunk each partition receives an
   equal share, and a node goes to the partition that wants it most among those
   with room left (so node counts stay balanced). Each partition then caches the
-  feature rows of the nodes it reaches most often among those it does not own.
+  feature rows of the nodes it reaches most often among those it does not own
+  (``probs`` is the hotness).
 
   Args: those of PartitionerBase, and
     probs: per partition, a ``[num_nodes]`` probability tensor (a dict of such
@@ -60,6 +61,8 @@ class FrequencyPartitioner(PartitionerBase):
       edge_weights,
       edge_assign_strategy,
       chunk_size,
+      cache_memory_budget=cache_memory_budget,
+      cache_ratio=cache_ratio,
       **kwargs,
     )
     hetero = self.data_cls == 'hetero'
@@ -77,13 +80,6 @@ class FrequencyPartitioner(PartitionerBase):
         if p.numel() != n:
           raise ValueError(f'probs of {ntype!r}: a tensor of {p.numel()} entries for {n} nodes')
       self.probs[ntype] = torch.stack(per_part) if per_part else torch.empty(0, n)
-    self.cache_memory_budget = self._per_type(cache_memory_budget)
-    self.cache_ratio = self._per_type(cache_ratio)
-
-  def _per_type(self, value) -> Dict[NodeType, Optional[float]]:
-    if isinstance(value, dict):
-      return {t: value.get(t) for t in self.num_nodes}
-    return dict.fromkeys(self.num_nodes, value)
 
   def _assign_nodes(self) -> Dict[NodeType, torch.Tensor]:
     return {t: self._assign_type(self.probs[t]) for t in self.num_nodes}
@@ -112,35 +108,5 @@ class FrequencyPartitioner(PartitionerBase):
       pb[start : start + n] = out
     return pb
 
-  def _cache_nodes(
-    self, node_pb: Dict[NodeType, torch.Tensor]
-  ) -> Dict[NodeType, List[torch.Tensor]]:
-    caches = {}
-    for ntype, n in self.num_nodes.items():
-      size = self._cache_size(ntype, n)
-      if size <= 0:
-        continue
-      per_part = []
-      for p in range(self.num_parts):
-        hot = self.probs[ntype][p].clone()
-        hot[node_pb[ntype] == p] = -1.0  # a partition's own rows are local anyway
-        k = min(size, int((hot > 0).sum()))
-        per_part.append(torch.topk(hot, k).indices if k else torch.empty(0, dtype=torch.int64))
-      caches[ntype] = per_part
-    return caches
-
-  def _cache_size(self, ntype: NodeType, num_nodes: int) -> int:
-    budget, ratio = self.cache_memory_budget[ntype], self.cache_ratio[ntype]
-    if budget is not None:
-      feat = self.node_feat.get(ntype)
-      if feat is None:
-        return 0
-      row_bytes = max(
-        1, feat[0:1].numel() * torch.empty(0, dtype=self.node_feat_dtype).element_size()
-      )
-      return int(budget) // row_bytes
-    if ratio is not None:
-      if not 0.0 <= float(ratio) <= 1.0:
-        raise ValueError(f'cache_ratio must be in [0, 1], got {ratio}')
-      return int(num_nodes * float(ratio))
-    return 0
+  def _hotness(self, node_pb: Dict[NodeType, torch.Tensor]) -> Dict[NodeType, torch.Tensor]:
+    return self.probs
