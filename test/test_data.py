@@ -28,6 +28,20 @@ def test_feature_with_id2index():
     feat[torch.tensor([10])]
 
 
+def test_feature_gather_at_positions():
+  table = torch.randn(100, 5)
+  feat = Feature(table, id2index=id2idx(torch.arange(100).flip(0)))
+  ids = torch.randint(0, 100, (30,))
+  positions = torch.randperm(50)[:30]
+  out = feat.cpu_get_at(ids, positions, 50)
+  assert out.shape == (50, 5)
+  assert torch.equal(out[positions], table[99 - ids])  # through id2index
+  with pytest.raises(ValueError, match='positions holds ids outside'):
+    feat.cpu_get_at(ids, positions + 50, 50)
+  with pytest.raises(ValueError, match='positions holds 29 entries for 30 ids'):
+    feat.cpu_get_at(ids, positions[:29], 50)
+
+
 def test_dataset_accessors_and_numpy_input():
   ds = Dataset()
   ds.init_graph(np.array([[0, 1, 2], [1, 2, 3]]), graph_mode='CPU')

@@ -1,5 +1,6 @@
-// Feature row gather: out[i] = table[id2index[ids[i]]], parallel over ids,
-// with the rows a few ids ahead prefetched.
+// Feature row gather: out[i] = table[id2index[ids[i]]] (or
+// out[positions[i]] = ...), parallel over ids, with the rows a few ids ahead
+// prefetched.
 #include <ATen/Parallel.h>
 
 #include <atomic>
@@ -19,7 +20,8 @@ constexpr int64_t kPrefetchLines = 16;
 
 at::Tensor gather_rows(const at::Tensor& table, const at::Tensor& ids,
                        const std::optional<at::Tensor>& id2index,
-                       const std::shared_ptr<BufferPool>& pool) {
+                       const std::shared_ptr<BufferPool>& pool,
+                       const std::optional<at::Tensor>& positions, int64_t num_out_rows) {
   TORCH_CHECK_VALUE(table.device().is_cpu(), "feature table must be a CPU tensor");
   TORCH_CHECK_VALUE(table.dim() == 2, "feature table must be 2-D, got shape ",
               table.sizes());
@@ -37,8 +39,22 @@ at::Tensor gather_rows(const at::Tensor& table, const at::Tensor& ids,
   const auto id_t = ids.contiguous();
   const int64_t n = id_t.numel();
   const int64_t* id = id_t.data_ptr<int64_t>();
-  auto out = pool ? pool->empty({n, table.size(1)}, table.scalar_type())
-                  : at::empty({n, table.size(1)}, table.options());
+  // Row i of the output is row i, or row positions[i] of num_out_rows.
+  const int64_t* pos = nullptr;
+  at::Tensor pos_t;
+  int64_t out_rows = n;
+  if (positions.has_value()) {
+    check_index(*positions, "positions");
+    TORCH_CHECK_VALUE(positions->numel() == n, "positions holds ", positions->numel(),
+                      " entries for ", n, " ids");
+    TORCH_CHECK_VALUE(num_out_rows >= 0, "num_out_rows must be given with positions");
+    pos_t = positions->contiguous();
+    check_range(pos_t, num_out_rows, "positions");
+    pos = pos_t.data_ptr<int64_t>();
+    out_rows = num_out_rows;
+  }
+  auto out = pool ? pool->empty({out_rows, table.size(1)}, table.scalar_type())
+                  : at::empty({out_rows, table.size(1)}, table.options());
   const int64_t row_bytes = table.size(1) * table.element_size();
   if (n == 0 || row_bytes == 0) return out;
   const char* src = static_cast<const char*>(table.data_ptr());
@@ -67,7 +83,7 @@ at::Tensor gather_rows(const at::Tensor& table, const at::Tensor& ids,
         while (i < cur && !first_bad.compare_exchange_weak(cur, i)) {}
         continue;
       }
-      std::memcpy(dst + i * row_bytes, src + r * row_bytes, row_bytes);
+      std::memcpy(dst + (pos ? pos[i] : i) * row_bytes, src + r * row_bytes, row_bytes);
     }
   });
   const int64_t bad = first_bad.load();

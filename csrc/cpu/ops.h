@@ -54,10 +54,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> induced_subgraph(
 class BufferPool;
 
 // Gathers rows `ids` of a 2-D table (through `id2index` when given), into a
-// buffer from `pool` when one is given.
+// buffer from `pool` when one is given. With `positions`, the output has
+// `num_out_rows` rows and row `ids[i]` lands at row `positions[i]` (the
+// other rows are left for the caller to fill).
 at::Tensor gather_rows(const at::Tensor& table, const at::Tensor& ids,
                        const std::optional<at::Tensor>& id2index,
-                       const std::shared_ptr<BufferPool>& pool);
+                       const std::shared_ptr<BufferPool>& pool,
+                       const std::optional<at::Tensor>& positions, int64_t num_out_rows);
 
 // Maps global node ids to local ids, one id space per node type: a hash
 // table, or, when the id range is known and small enough, an id-indexed

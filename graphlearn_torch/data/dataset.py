@@ -385,9 +385,10 @@ class Dataset:
     id2idx = self._label_id2idx
     if isinstance(id2idx, dict):
       id2idx = id2idx.get(ntype)
+    ids = torch.as_tensor(ids, dtype=torch.int64).reshape(-1)
     if id2idx is not None:
-      ids = id2idx[ids]
-    return labels[ids]
+      ids = id2idx.index_select(0, ids)
+    return labels.index_select(0, ids)  # several times faster than indexing
 
   # -- sharing across processes -----------------------------------------------
 

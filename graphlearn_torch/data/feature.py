@@ -88,11 +88,32 @@ class Feature:
 
   def cpu_get(self, ids: torch.Tensor) -> torch.Tensor:
     """Gathers the rows of ``ids`` (int64) from host memory."""
+    return self.cpu_get_at(ids)
+
+  def cpu_get_at(
+    self,
+    ids: torch.Tensor,
+    positions: Optional[torch.Tensor] = None,
+    num_rows: Optional[int] = None,
+  ) -> torch.Tensor:
+    """Gathers the rows of ``ids`` from host memory; with ``positions``, into
+    a ``[num_rows, dim]`` tensor whose row ``positions[i]`` gets ``ids[i]``'s
+    row (the other rows are left for the caller to fill).
+
+    Args:
+      ids: the ids (int64).
+      positions: where each row goes in the output.
+      num_rows: the output's rows (with ``positions``).
+    """
     ids = convert_to_tensor(ids, torch.int64).reshape(-1).cpu()
     id2index = self.id2index
     if isinstance(id2index, OffsetId2Index):
       ids, id2index = id2index[ids], None
-    return ops.gather_rows(self.feature_tensor, ids, id2index, self._out_pool)
+    if positions is None:
+      return ops.gather_rows(self.feature_tensor, ids, id2index, self._out_pool)
+    return ops.gather_rows(
+      self.feature_tensor, ids, id2index, self._out_pool, positions, int(num_rows)
+    )
 
   @property
   def num_ids(self) -> int:

@@ -91,23 +91,22 @@ class DistFeature:
     for p, pos in enumerate(positions):
       if p != self.partition_idx and pos.numel():
         worker = self.rpc_router.get_to_worker(p)
-        remote.append((pos, rpc_request_async(worker, self.rpc_callee_id, (ids[pos], input_type))))
-    local_pos = positions[self.partition_idx]
-    local_rows = self.local_get(ids[local_pos], input_type) if local_pos.numel() else None
+        request = (ids.index_select(0, pos), input_type)
+        remote.append((pos, rpc_request_async(worker, self.rpc_callee_id, request)))
     if not remote:
       done = torch.futures.Future()
-      rows = local_rows if local_rows is not None else self.local_get(ids[:0], input_type)
-      done.set_result(rows.to(self.device))
+      done.set_result(self.local_get(ids, input_type).to(self.device))
       return done
+    # Local rows go straight to their places in the output; remote ones are
+    # copied in as they arrive.
+    local_pos = positions[self.partition_idx]
+    out = self._feature(input_type).cpu_get_at(
+      ids.index_select(0, local_pos), local_pos, ids.numel()
+    )
 
     def stitch(_):
-      parts = [(pos, fut.value()) for pos, fut in remote]
-      if local_rows is not None:
-        parts.append((local_pos, local_rows))
-      first = parts[0][1]
-      out = first.new_empty((ids.numel(),) + tuple(first.shape[1:]))
-      for pos, rows in parts:
-        out[pos] = rows
+      for pos, fut in remote:
+        out.index_copy_(0, pos, fut.value())
       return out.to(self.device)
 
     return torch.futures.collect_all([fut for _, fut in remote]).then(stitch)

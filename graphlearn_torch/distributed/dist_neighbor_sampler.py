@@ -100,7 +100,7 @@ def stitch_neighbors(
       return out
   nbr_num = torch.zeros(num_seeds, dtype=torch.int64)
   for pos, out in parts:
-    nbr_num[pos] = out.nbr_num
+    nbr_num.index_copy_(0, pos, out.nbr_num)
   starts = torch.cumsum(nbr_num, 0) - nbr_num
   total = int(nbr_num.sum())
   nbr = torch.empty(total, dtype=torch.int64)
@@ -109,11 +109,11 @@ def stitch_neighbors(
     if out.nbr.numel() == 0:
       continue
     piece_starts = torch.cumsum(out.nbr_num, 0) - out.nbr_num
-    dest = torch.repeat_interleave(starts[pos] - piece_starts, out.nbr_num)
+    dest = torch.repeat_interleave(starts.index_select(0, pos) - piece_starts, out.nbr_num)
     dest += torch.arange(out.nbr.numel())
-    nbr[dest] = out.nbr
+    nbr.index_copy_(0, dest, out.nbr)
     if with_edge:
-      edge[dest] = out.edge
+      edge.index_copy_(0, dest, out.edge)
   return NeighborOutput(nbr, nbr_num, edge)
 
 
@@ -238,13 +238,13 @@ class DistNeighborSampler(ConcurrentEventLoop):
     remote = []
     for p, pos in enumerate(positions):
       if p != self.partition_idx and pos.numel():
-        pieces = tuple(t[pos] for t in tensors)
+        pieces = tuple(t.index_select(0, pos) for t in tensors)
         fut = rpc_request_async(self.router.get_to_worker(p), callee_id, pieces + args)
         remote.append((pos, wrap_torch_future(fut)))
     parts = []
     local = positions[self.partition_idx]
     if local.numel():
-      parts.append((local, local_fn(*(t[local] for t in tensors), *args)))
+      parts.append((local, local_fn(*(t.index_select(0, local) for t in tensors), *args)))
     for pos, fut in remote:
       parts.append((pos, await fut))
     return parts

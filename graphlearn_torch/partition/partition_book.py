@@ -41,6 +41,8 @@ class GLTPartitionBook(PartitionBook):
     self._num_parts = int(num_parts)
 
   def __getitem__(self, ids) -> torch.Tensor:
+    if isinstance(ids, torch.Tensor) and ids.dim() == 1 and ids.dtype == torch.int64:
+      return self.tensor.index_select(0, ids)  # several times faster than indexing
     return self.tensor[ids]
 
   def __len__(self) -> int:
