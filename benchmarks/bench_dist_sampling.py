@@ -8,7 +8,8 @@ in 2 (cached under .bench/dist_sampling). Every loader samples fanout
 [15, 10, 5] around batches of 1024 random seeds and collects features and
 labels. Rows, all measured in this run:
   - single machine: glt.loader.NeighborLoader over the whole graph in one
-    process (2 threads);
+    process (2 threads), measured before and after the other rows (the
+    machine's speed drifts) and pooled;
   - worker mode: 2 trainer processes on this machine, one per partition, each
     with a DistNeighborLoader (collocated, then 1 and 2 sampling processes per
     trainer); throughput is both trainers' batches over the wall time;
@@ -150,7 +151,10 @@ def main():
   start = time.perf_counter()
   root = partition(args.num_nodes)
   print(f'partitions ready in {time.perf_counter() - start:.1f} s: {root}')
-  rows = [('single machine NeighborLoader', single_machine(args.num_nodes, args.batches))]
+  # The machine's speed drifts (shared host): the single-machine baseline is
+  # measured before and after the worker-mode rows, and pooled into the base.
+  before = single_machine(args.num_nodes, args.batches)
+  rows = []
   per_trainer = args.batches // 2
   rows.append(('worker mode, collocated', worker_mode(root, 'collocated', 1, per_trainer)))
   for workers in (1, 2):
@@ -159,7 +163,14 @@ def main():
   cached = partition(args.num_nodes, args.cache_ratio)
   label = f'worker mode, 2 samplers, {args.cache_ratio:.0%} cache'
   rows.append((label, worker_mode(cached, 'mp', 2, per_trainer)))
-  base = rows[0][1][0] / rows[0][1][2]
+  after = single_machine(args.num_nodes, args.batches)
+  single = tuple(a + b for a, b in zip(before, after))
+  rows.insert(0, ('single machine NeighborLoader', single))
+  base = single[0] / single[2]
+  print(
+    f'single machine before / after: {before[0] / before[2]:.2f} / '
+    f'{after[0] / after[2]:.2f} batches/s'
+  )
   print(f'\n{args.num_nodes:,} nodes, fanout {FANOUT}, batch {BATCH}, 2 partitions (METIS)\n')
   print('| loader                              | batches/s | sampled edges/s | vs single |')
   print('|-------------------------------------|-----------|-----------------|-----------|')
