@@ -63,25 +63,15 @@ class RpcSamplingCallee(RpcCalleeBase):
     return self.sampler.sample_one_hop(seeds, fanout, etype)
 
 
-class RpcEdgeCheckCallee(RpcCalleeBase):
-  r"""Tells a peer which (row, col) pairs are edges of this partition's rows
-  (negative sampling)."""
+class RpcMethodCallee(RpcCalleeBase):
+  r"""Runs one of this sampler's local steps for a peer (an edge check, a
+  subgraph among the peer's nodes)."""
 
-  def __init__(self, sampler: 'DistNeighborSampler'):
-    self.sampler = sampler
+  def __init__(self, method):
+    self.method = method
 
-  def call(self, rows: torch.Tensor, cols: torch.Tensor, etype: EdgeType) -> torch.Tensor:
-    return self.sampler._local_has_edge(rows, cols, etype)
-
-
-class RpcSubGraphCallee(RpcCalleeBase):
-  r"""The edges among a peer's nodes that start at this partition's rows."""
-
-  def __init__(self, sampler: 'DistNeighborSampler'):
-    self.sampler = sampler
-
-  def call(self, nodes: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    return self.sampler._local_subgraph(nodes)
+  def call(self, *args):
+    return self.method(*args)
 
 
 def stitch_neighbors(
@@ -203,8 +193,8 @@ class DistNeighborSampler(ConcurrentEventLoop):
     # process reaches only after registering, so no request finds a callee
     # missing.
     self._sampling_callee_id = rpc_register(RpcSamplingCallee(self.sampler))
-    self._edge_check_callee_id = rpc_register(RpcEdgeCheckCallee(self))
-    self._subgraph_callee_id = rpc_register(RpcSubGraphCallee(self))
+    self._edge_check_callee_id = rpc_register(RpcMethodCallee(self._local_has_edge))
+    self._subgraph_callee_id = rpc_register(RpcMethodCallee(self._local_subgraph))
     self.router = RpcDataPartitionRouter(
       rpc_sync_data_partitions(data.num_partitions, data.partition_idx)
     )
@@ -427,8 +417,9 @@ class DistNeighborSampler(ConcurrentEventLoop):
     strict = None
     if batch.strict_negatives is not None:
       strict = await self._sample_negative(batch.etype, *batch.strict_negatives)
-    res = await self._sample(self.sampler.link_seeds(batch, strict))
-    return await self._collect(self.sampler.link_output(batch, res))
+    seeds, parts = self.sampler.link_seeds(batch, strict)
+    res = await self._sample(seeds)
+    return await self._collect(self.sampler.link_output(batch, res, parts))
 
   def sample_coroutine(self, sampling_type: SamplingType, inputs):
     r"""The coroutine that samples one batch of ``inputs`` (seed nodes for

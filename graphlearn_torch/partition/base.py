@@ -356,15 +356,19 @@ class PartitionerBase(ABC):
       visits[ntype] = seeds
     hot = {t: torch.zeros(self.num_parts, n) for t, n in self.num_nodes.items()}
     by_src = self.edge_assign_strategy == 'by_src'
+    degrees = {}  # per edge type, the seed side's degree (the same every hop)
+    for etype, (rows, cols) in self.edge_index.items():
+      seed_t, seed_side = (etype[0], rows) if by_src else (etype[-1], cols)
+      degree = torch.zeros(self.num_nodes[seed_t])
+      for start in range(0, seed_side.numel(), EDGE_CHUNK):
+        chunk = seed_side[start : start + EDGE_CHUNK].to(torch.int64)
+        degree += torch.bincount(chunk, minlength=degree.numel())
+      degrees[etype] = degree
     for fanout in self.cache_num_neighbors:
       reached = {t: torch.zeros(self.num_parts, n) for t, n in self.num_nodes.items()}
       for etype, (rows, cols) in self.edge_index.items():
         seed_t, nbr_t = (etype[0], etype[-1]) if by_src else (etype[-1], etype[0])
-        seed_side = rows if by_src else cols
-        degree = torch.zeros(self.num_nodes[seed_t])
-        for start in range(0, seed_side.numel(), EDGE_CHUNK):
-          chunk = seed_side[start : start + EDGE_CHUNK].to(torch.int64)
-          degree += torch.bincount(chunk, minlength=degree.numel())
+        degree = degrees[etype]
         chance = torch.ones_like(degree)
         if fanout >= 0:
           chance = (fanout / degree.clamp(min=1)).clamp(max=1.0)

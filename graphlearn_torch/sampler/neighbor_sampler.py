@@ -67,7 +67,6 @@ class LinkBatch:
   col: torch.Tensor
   label: Optional[torch.Tensor]
   neg: Optional[NegativeSampling]
-  parts: Optional[Dict[NodeType, List[int]]] = None  # seed pieces' sizes per node type
 
   @property
   def num_negatives(self) -> int:
@@ -430,9 +429,9 @@ class NeighborSampler(BaseSampler):
     if batch.strict_negatives is not None:
       num, src = batch.strict_negatives
       strict = self._negative_sampler(batch.etype).sample(num, padding=True, src=src)
-    seeds = self.link_seeds(batch, strict)
+    seeds, parts = self.link_seeds(batch, strict)
     res = self._sample(seeds)
-    return self.link_output(batch, res)
+    return self.link_output(batch, res, parts)
 
   def link_batch(self, inputs: EdgeSamplerInput) -> LinkBatch:
     """Checks a batch of seed edges; says which negatives it needs."""
@@ -454,8 +453,10 @@ class NeighborSampler(BaseSampler):
 
   def link_seeds(
     self, batch: LinkBatch, strict_negatives: Optional[torch.Tensor]
-  ) -> Dict[NodeType, torch.Tensor]:
-    """The seed nodes of a link batch, its negatives included.
+  ) -> Tuple[Dict[NodeType, torch.Tensor], Dict[NodeType, List[int]]]:
+    """The seed nodes of a link batch, its negatives included, by node type,
+    and the sizes of the pieces (sources, destinations, negatives) they were
+    concatenated from, which ``link_output`` needs.
 
     Args:
       batch: from ``link_batch``.
@@ -484,17 +485,23 @@ class NeighborSampler(BaseSampler):
     merged = {}
     for t, piece in pieces:
       merged.setdefault(t, []).append(piece)
-    batch.parts = {t: [p.numel() for p in ps] for t, ps in merged.items()}
-    return {t: torch.cat(ps) for t, ps in merged.items()}
+    parts = {t: [p.numel() for p in ps] for t, ps in merged.items()}
+    return {t: torch.cat(ps) for t, ps in merged.items()}, parts
 
   def link_output(
-    self, batch: LinkBatch, res: _HopResult
+    self, batch: LinkBatch, res: _HopResult, parts: Dict[NodeType, List[int]]
   ) -> Union[SamplerOutput, HeteroSamplerOutput]:
-    """The sampler output of a link batch, with its label metadata."""
+    """The sampler output of a link batch, with its label metadata.
+
+    Args:
+      batch: from ``link_batch``.
+      res: the sampled hops.
+      parts: the seed pieces' sizes from ``link_seeds``.
+    """
     src_t, dst_t = batch.etype[0], batch.etype[-1]
 
     def split(ntype) -> List[torch.Tensor]:
-      return list(torch.split(res.seed_local[ntype], batch.parts[ntype]))
+      return list(torch.split(res.seed_local[ntype], parts[ntype]))
 
     metadata = {}
     neg = batch.neg
