@@ -1,5 +1,6 @@
 """Type aliases shared across graphlearn_torch (GLT 0.2.x compatible)."""
 
+from enum import Enum
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -20,6 +21,15 @@ InputEdges = Union[EdgeIndexTensor, EdgeType, Tuple[EdgeType, Optional[EdgeIndex
 
 NodeLabel = Union[TensorDataType, Dict[NodeType, TensorDataType]]
 NodeIndex = Union[TensorDataType, Dict[NodeType, TensorDataType]]
+
+
+class Split(Enum):
+  """A node split of a dataset."""
+
+  train = 'train'
+  valid = 'valid'
+  test = 'test'
+
 
 # Internal stand-ins that make a homogeneous graph the one-type case of a
 # heterogeneous one.

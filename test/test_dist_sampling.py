@@ -209,13 +209,15 @@ def check_subgraph_batch(batch, graph, input_nodes):
   assert torch.equal(batch.edge_attr, graph['edge_attr'][batch.e_id])
 
 
-def make_loader(dist, ds, graph, kind, hetero, rank, options):
+def make_loader(dist, ds, graph, kind, hetero, rank, options, client=False):
   r"""The loader of a case, its seeds, and a function that checks a batch and
-  returns (seed positions, edges)."""
+  returns (seed positions, edges). A client's loader gets no dataset (``ds``
+  only gives it seeds)."""
   common = dict(collect_features=True, random_seed=rank, worker_options=options, shuffle=True)
+  data = None if client else ds
   if kind == 'node' and hetero:
     seeds = ds.train_idx['user']
-    loader = dist.DistNeighborLoader(ds, FANOUT, ('user', seeds), batch_size=16, **common)
+    loader = dist.DistNeighborLoader(data, FANOUT, ('user', seeds), batch_size=16, **common)
 
     def check(batch):
       check_hetero_batch(batch, graph, seeds, HETERO_SIZES)
@@ -223,7 +225,7 @@ def make_loader(dist, ds, graph, kind, hetero, rank, options):
 
   elif kind == 'node':
     seeds = ds.train_idx
-    loader = dist.DistNeighborLoader(ds, FANOUT, seeds, batch_size=16, with_edge=True, **common)
+    loader = dist.DistNeighborLoader(data, FANOUT, seeds, batch_size=16, with_edge=True, **common)
     degree = torch.bincount(graph['src'], minlength=graph['num_nodes'])
 
     def check(batch):
@@ -234,7 +236,7 @@ def make_loader(dist, ds, graph, kind, hetero, rank, options):
     etype = ('user', 'buys', 'item')
     seeds = torch.stack(graph['edges'][etype])[:, rank::2]
     loader = dist.DistLinkNeighborLoader(
-      ds, FANOUT, batch_size=16, edge_label_index=(etype, seeds),
+      data, FANOUT, batch_size=16, edge_label_index=(etype, seeds),
       neg_sampling=dist_neg('binary', 1), **common,
     )  # fmt: skip
 
@@ -248,7 +250,7 @@ def make_loader(dist, ds, graph, kind, hetero, rank, options):
     src, dst = ds.get_graph().topo.to_coo()[:2]  # the partition's own edges
     seeds = torch.stack([src, dst])[:, :300]
     loader = dist.DistLinkNeighborLoader(
-      ds, FANOUT, batch_size=16, edge_label_index=seeds, neg_sampling=dist_neg(mode, amount),
+      data, FANOUT, batch_size=16, edge_label_index=seeds, neg_sampling=dist_neg(mode, amount),
       with_edge=True, **common,
     )  # fmt: skip
     degree = torch.bincount(graph['src'], minlength=graph['num_nodes'])
@@ -261,7 +263,7 @@ def make_loader(dist, ds, graph, kind, hetero, rank, options):
     fanout = FANOUT if kind == 'subgraph' else None
     seeds = ds.train_idx
     loader = dist.DistSubGraphLoader(
-      ds, seeds, fanout, batch_size=16, with_edge=True, **common
+      data, seeds, fanout, batch_size=16, with_edge=True, **common
     )  # fmt: skip
 
     def check(batch):
@@ -275,6 +277,22 @@ def dist_neg(mode, amount):
   from graphlearn_torch.sampler import NegativeSampling
 
   return NegativeSampling(mode, amount)
+
+
+def run_epochs(loader, check, num_seeds, epochs=2):
+  r"""Checks every batch of ``epochs`` epochs and that each epoch covers
+  every seed once; returns (batches, sampled edges)."""
+  batches = edges = 0
+  for _epoch in range(epochs):
+    seen = []
+    for batch in loader:
+      input_id, num_edges = check(batch)
+      seen.append(input_id)
+      edges += num_edges
+    covered = torch.sort(torch.cat(seen)).values
+    assert torch.equal(covered, torch.arange(num_seeds)), 'each epoch covers every seed once'
+    batches += len(seen)
+  return batches, edges
 
 
 def run_worker(rank, world_size, port, root, hetero, mode, kind, results):
@@ -294,18 +312,9 @@ def run_worker(rank, world_size, port, root, hetero, mode, kind, results):
     ds = dist.DistDataset(edge_dir='out').load(root, rank, graph_mode='CPU')
     graph = torch.load(os.path.join(root, 'full.pt'), weights_only=False)
     loader, num_seeds, check = make_loader(dist, ds, graph, kind, hetero, rank, options)
-    seen, edges = [], 0
-    for _epoch in range(2):
-      for batch in loader:
-        input_id, num_edges = check(batch)
-        seen.append(input_id)
-        edges += num_edges
-    covered = torch.sort(torch.cat(seen)).values
-    assert torch.equal(covered, torch.arange(num_seeds).repeat_interleave(2)), (
-      'each epoch covers every seed once'
-    )
+    batches, edges = run_epochs(loader, check, num_seeds)
     loader.shutdown()
-    results.put((rank, 'ok', len(seen), edges))
+    results.put((rank, 'ok', batches, edges))
   except Exception:
     results.put((rank, traceback.format_exc(), 0, 0))
   finally:

@@ -2,6 +2,7 @@
 
 from .base import ChannelBase, ChannelClosedError, QueueTimeoutError, SampleMessage
 from .mp_channel import MpChannel
+from .remote_channel import RemoteReceivingChannel
 from .shm_channel import ShmChannel
 
 __all__ = [
@@ -9,6 +10,7 @@ __all__ = [
   'ChannelClosedError',
   'MpChannel',
   'QueueTimeoutError',
+  'RemoteReceivingChannel',
   'SampleMessage',
   'ShmChannel',
 ]

@@ -1,17 +1,32 @@
 """Distributed graph learning: partitions, RPC, distributed sampling and loaders."""
 
-from .dist_context import DistContext, DistRole, get_context, init_worker_group
+from .dist_client import async_request_server, init_client, request_server, shutdown_client
+from .dist_context import (
+  DistContext,
+  DistRole,
+  assign_server_by_order,
+  get_clients_to_servers,
+  get_context,
+  init_worker_group,
+)
 from .dist_dataset import DistDataset, default_id_filter, default_id_select
 from .dist_feature import DistFeature, RpcFeatureLookupCallee
 from .dist_graph import DistGraph
 from .dist_link_neighbor_loader import DistLinkNeighborLoader
 from .dist_loader import DistLoader
 from .dist_neighbor_loader import DistNeighborLoader
-from .dist_neighbor_sampler import DistNeighborSampler, RpcSamplingCallee
-from .dist_options import CollocatedDistSamplingWorkerOptions, MpDistSamplingWorkerOptions
-from .dist_sampling_producer import DistMpSamplingProducer, MpCommand
+from .dist_neighbor_sampler import DistNeighborSampler
+from .dist_options import (
+  AllDistSamplingWorkerOptions,
+  CollocatedDistSamplingWorkerOptions,
+  MpDistSamplingWorkerOptions,
+  RemoteDistSamplingWorkerOptions,
+)
+from .dist_sampling_producer import DistMpSamplingProducer, DistServerSamplingProducer, MpCommand
+from .dist_server import DistServer, get_server, init_server, wait_and_shutdown_server
 from .dist_subgraph_loader import DistSubGraphLoader
 from .event_loop import ConcurrentEventLoop, wrap_torch_future
+from .partition_service import PartitionService, RpcSamplingCallee
 from .rpc import (
   RpcCalleeBase,
   RpcDataPartitionRouter,
@@ -22,6 +37,8 @@ from .rpc import (
   global_all_gather,
   global_barrier,
   init_rpc,
+  rpc_global_request,
+  rpc_global_request_async,
   rpc_is_initialized,
   rpc_register,
   rpc_request,
@@ -31,6 +48,19 @@ from .rpc import (
 )
 
 __all__ = [
+  'AllDistSamplingWorkerOptions',
+  'DistServer',
+  'DistServerSamplingProducer',
+  'RemoteDistSamplingWorkerOptions',
+  'assign_server_by_order',
+  'async_request_server',
+  'get_clients_to_servers',
+  'get_server',
+  'init_client',
+  'init_server',
+  'request_server',
+  'shutdown_client',
+  'wait_and_shutdown_server',
   'CollocatedDistSamplingWorkerOptions',
   'ConcurrentEventLoop',
   'DistContext',
@@ -46,6 +76,7 @@ __all__ = [
   'DistSubGraphLoader',
   'MpCommand',
   'MpDistSamplingWorkerOptions',
+  'PartitionService',
   'RpcCalleeBase',
   'RpcDataPartitionRouter',
   'RpcFeatureLookupCallee',
@@ -62,6 +93,8 @@ __all__ = [
   'init_rpc',
   'init_worker_group',
   'rpc_is_initialized',
+  'rpc_global_request',
+  'rpc_global_request_async',
   'rpc_register',
   'rpc_request',
   'rpc_request_async',

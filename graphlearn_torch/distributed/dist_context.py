@@ -5,7 +5,7 @@ The one piece of global state graphlearn_torch keeps: set once per process by
 """
 
 from enum import Enum
-from typing import Optional
+from typing import Dict, List, Optional
 
 
 class DistRole(Enum):
@@ -49,8 +49,6 @@ class DistContext:
     self.rank = rank
     self.global_world_size = global_world_size
     self.global_rank = global_rank
-    # The RPC name of global rank 0 when it is in another group (clients).
-    self.global_leader_name: Optional[str] = None
 
   def __repr__(self) -> str:
     return (
@@ -119,3 +117,58 @@ def init_worker_group(world_size: int, rank: int, group_name: Optional[str] = No
   )
   _set_context(context)
   return context
+
+
+def _init_server_context(
+  num_servers: int, server_rank: int, num_clients: int, group_name: Optional[str] = None
+) -> DistContext:
+  r"""Makes this process server ``server_rank`` of ``num_servers``; the
+  servers take global ranks ``0..num_servers-1``, the clients the next."""
+  context = DistContext(
+    DistRole.SERVER,
+    group_name or '_default_server',
+    num_servers,
+    server_rank,
+    num_servers + num_clients,
+    server_rank,
+  )
+  _set_context(context)
+  return context
+
+
+def _init_client_context(
+  num_servers: int, num_clients: int, client_rank: int, group_name: Optional[str] = None
+) -> DistContext:
+  r"""Makes this process client ``client_rank`` of ``num_clients``."""
+  context = DistContext(
+    DistRole.CLIENT,
+    group_name or '_default_client',
+    num_clients,
+    client_rank,
+    num_servers + num_clients,
+    num_servers + client_rank,
+  )
+  _set_context(context)
+  return context
+
+
+def get_clients_to_servers() -> Dict[int, List[int]]:
+  r"""The servers each client uses by default, by client rank: clients are
+  spread over the servers in turn, and when there are more servers than
+  clients each client takes every ``num_clients``-th server."""
+  ctx = get_context()
+  if ctx is None or ctx.is_worker():
+    raise RuntimeError('get_clients_to_servers needs a server or client context')
+  num_servers, num_clients = ctx.num_servers(), ctx.num_clients()
+  return {
+    c: list(range(c, num_servers, num_clients)) if num_servers > num_clients else [c % num_servers]
+    for c in range(num_clients)
+  }
+
+
+def assign_server_by_order() -> List[int]:
+  r"""The servers this client uses by default (see ``get_clients_to_servers``)."""
+  ctx = get_context()
+  if ctx is None or not ctx.is_client():
+    raise RuntimeError('assign_server_by_order needs a client context: call init_client first')
+  return get_clients_to_servers()[ctx.rank]

@@ -39,7 +39,8 @@ class DistFeature:
     local_feature: its Feature (a dict by node or edge type when heterogeneous).
     feature_pb: where each row lives (a dict by type when heterogeneous).
     local_only: never ask peers (every requested row must be local).
-    rpc_router: which worker to ask for a partition's rows.
+    rpc_router: which worker to ask for a partition's rows (may be set
+      later, before the first request that needs a peer).
     device: where results go.
   """
 
@@ -61,8 +62,6 @@ class DistFeature:
     self.local_only = local_only
     self.rpc_router = rpc_router
     self.device = device or torch.device('cpu')
-    if not local_only and rpc_router is None:
-      raise ValueError('a DistFeature that asks peers needs an rpc_router')
     self.rpc_callee_id = None if local_only else rpc_register(RpcFeatureLookupCallee(self))
 
   def _feature(self, input_type: TypeKey) -> Feature:
@@ -90,6 +89,8 @@ class DistFeature:
     remote: List[tuple] = []
     for p, pos in enumerate(positions):
       if p != self.partition_idx and pos.numel():
+        if self.rpc_router is None:
+          raise RuntimeError(f'rows of partition {p} are wanted but the DistFeature has no router')
         worker = self.rpc_router.get_to_worker(p)
         request = (ids.index_select(0, pos), input_type)
         remote.append((pos, rpc_request_async(worker, self.rpc_callee_id, request)))

@@ -1,22 +1,30 @@
 """DistLoader: batches sampled across partitions, collated to PyG data."""
 
 import logging
-from typing import Optional, Union
+from typing import List, Optional, Tuple, Union
 
 import torch
 from torch_geometric.data import Data, HeteroData
 
-from ..channel import SampleMessage, ShmChannel
+from ..channel import RemoteReceivingChannel, SampleMessage, ShmChannel
 from ..loader.base import SeedBatcher
 from ..loader.link_loader import attach_link_metadata
-from ..sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig, SamplingType
+from ..loader.node_loader import resolve_input_nodes
+from ..sampler.base import (
+  EdgeSamplerInput,
+  NodeSamplerInput,
+  RemoteSamplerInput,
+  SamplingConfig,
+  SamplingType,
+)
 from ..utils.device import resolve_device
-from .dist_context import get_context
+from .dist_context import assign_server_by_order, get_context
 from .dist_dataset import DistDataset
 from .dist_neighbor_sampler import DistNeighborSampler
 from .dist_options import (
   CollocatedDistSamplingWorkerOptions,
   MpDistSamplingWorkerOptions,
+  RemoteDistSamplingWorkerOptions,
   _BasicDistSamplingWorkerOptions,
 )
 from .dist_sampling_producer import INPUT_ID_KEY, DistMpSamplingProducer, raise_if_error
@@ -28,14 +36,28 @@ logger = logging.getLogger(__name__)
 LOADER_SAMPLING_TYPES = (SamplingType.NODE, SamplingType.LINK, SamplingType.SUBGRAPH)
 
 
+def node_input(data: Optional[DistDataset], input_nodes) -> Union[NodeSamplerInput, object]:
+  r"""A node loader's input: the seeds of ``input_nodes`` (see
+  ``resolve_input_nodes``), or a RemoteSamplerInput (or a list of them) as
+  given."""
+  if isinstance(input_nodes, RemoteSamplerInput) or (
+    isinstance(input_nodes, list) and input_nodes and isinstance(input_nodes[0], RemoteSamplerInput)
+  ):
+    return input_nodes
+  input_type, seeds = resolve_input_nodes(data, input_nodes)
+  return NodeSamplerInput(seeds, input_type)
+
+
 class DistLoader:
   r"""Iterates over batches of seeds, sampled across the partitions of a
   distributed dataset, as PyG ``Data`` / ``HeteroData``.
 
   Args:
-    data: this process's partition.
+    data: this process's partition (None on a client: servers hold them).
     input_data: the seeds this process iterates over (seed edges for link
-      sampling).
+      sampling). On a client: seeds that are split among its servers, a
+      RemoteSamplerInput that each server reads from its partition, or a
+      list of inputs, one per server.
     sampling_config: what to sample and how to batch it.
     to_device: where batches go.
     worker_options: where sampling runs (default: collocated, in this
@@ -45,13 +67,19 @@ class DistLoader:
   def __init__(
     self,
     data: Optional[DistDataset],
-    input_data: Union[NodeSamplerInput, EdgeSamplerInput],
+    input_data: Union[
+      NodeSamplerInput, EdgeSamplerInput, RemoteSamplerInput, List[RemoteSamplerInput]
+    ],
     sampling_config: SamplingConfig,
     to_device: Optional[torch.device] = None,
     worker_options: Optional[_BasicDistSamplingWorkerOptions] = None,
   ):
-    if get_context() is None:
-      raise RuntimeError('join a worker group first: glt.distributed.init_worker_group(...)')
+    ctx = get_context()
+    if ctx is None:
+      raise RuntimeError(
+        'join a distributed job first: glt.distributed.init_worker_group(...) (worker mode) '
+        'or init_client(...) (server-client mode)'
+      )
     if sampling_config.sampling_type not in LOADER_SAMPLING_TYPES:
       raise ValueError(
         f'{sampling_config.sampling_type} is not a distributed sampling type; '
@@ -61,13 +89,30 @@ class DistLoader:
     self.input_data = input_data
     self.sampling_config = sampling_config
     self.to_device = resolve_device(to_device if to_device is not None else 'cpu')
-    self.worker_options = worker_options or CollocatedDistSamplingWorkerOptions()
+    if worker_options is None:
+      worker_options = (
+        RemoteDistSamplingWorkerOptions()
+        if ctx.is_client()
+        else CollocatedDistSamplingWorkerOptions()
+      )
+    self.worker_options = worker_options
     self.batch_size = sampling_config.batch_size
-    self._batcher = SeedBatcher.from_config(len(input_data), sampling_config)
     self._batches = None
     self._sampler = self._producer = self._channel = None
+    self._servers: List[int] = []
+    self._producer_ids: List[int] = []
+    self._epoch = -1
     self._remaining = 0
     self._failed = False
+    if ctx.is_client() != isinstance(self.worker_options, RemoteDistSamplingWorkerOptions):
+      raise ValueError(
+        'clients sample on servers, with RemoteDistSamplingWorkerOptions; workers sample '
+        f'themselves; this {ctx.role.name.lower()} got {type(self.worker_options).__name__}'
+      )
+    if isinstance(self.worker_options, RemoteDistSamplingWorkerOptions):
+      self._init_remote()
+      return
+    self._batcher = SeedBatcher.from_config(len(input_data), sampling_config)
     if isinstance(self.worker_options, MpDistSamplingWorkerOptions):
       self._init_mp()
     elif isinstance(self.worker_options, CollocatedDistSamplingWorkerOptions):
@@ -108,17 +153,96 @@ class DistLoader:
       seed=cfg.seed,
     )
 
+  def _server_inputs(self) -> List[Tuple[int, object, int]]:
+    r"""``(server rank, its input, the offset of its input ids)`` per server.
+
+    Seeds given here are split evenly among the servers, and a batch's input
+    ids index them; those of a RemoteSamplerInput (or of a list of inputs)
+    index the server's own seeds."""
+    opts = self.worker_options
+    servers = opts.server_rank if opts.server_rank is not None else assign_server_by_order()
+    servers = [servers] if isinstance(servers, int) else list(servers)
+    num_servers = get_context().num_servers()
+    bad = [s for s in servers if s >= num_servers]
+    if bad:
+      raise ValueError(f'server_rank {bad} is outside the {num_servers} servers')
+    inputs = self.input_data
+    if isinstance(inputs, (list, tuple)):
+      if len(inputs) != len(servers):
+        raise ValueError(f'{len(inputs)} inputs for {len(servers)} servers: give one per server')
+      return [(s, inp, None) for s, inp in zip(servers, inputs)]
+    if isinstance(inputs, RemoteSamplerInput):  # each server reads its own
+      return [(s, inputs, None) for s in servers]
+    bounds = torch.linspace(0, len(inputs), len(servers) + 1).long().tolist()
+    return [(s, inputs[torch.arange(lo, hi)], lo) for s, lo, hi in zip(servers, bounds, bounds[1:])]
+
+  def _init_remote(self) -> None:
+    from .dist_client import async_request_server
+    from .dist_server import DistServer
+
+    opts = self.worker_options
+    ctx = get_context()
+    placed = self._server_inputs()
+    created = []
+    for server, inputs, offset in placed:
+      fut = async_request_server(
+        server,
+        DistServer.create_sampling_producer,
+        inputs,
+        self.sampling_config,
+        opts,
+        client_rank=ctx.rank,
+        input_offset=offset or 0,
+      )
+      created.append((server, fut))
+    self._servers = [server for server, _ in created]
+    self._producer_ids = []
+    try:
+      for _, fut in created:
+        self._producer_ids.append(fut.wait())
+      sizes = [
+        async_request_server(s, DistServer.get_sampling_producer_size, p)
+        for s, p in zip(self._servers, self._producer_ids)
+      ]
+      sizes = [fut.wait() for fut in sizes]
+    except BaseException:
+      self._failed = True
+      self.shutdown()
+      raise
+    self._num_batches = sum(n for _, n in sizes)
+    self._channel = RemoteReceivingChannel(self._servers, self._producer_ids, opts.prefetch_size)
+
   def __len__(self) -> int:
+    if self._servers:
+      return self._num_batches
     return len(self._batcher)
 
   def __iter__(self) -> 'DistLoader':
-    if self._producer is not None:
+    if self._servers:
+      self._start_remote_epoch()
+    elif self._producer is not None:
       while self._remaining > 0:  # the last epoch was left unfinished
         self._recv()
       self._remaining = self._producer.produce_all()
     else:
       self._batches = iter(self._batcher)
     return self
+
+  def _start_remote_epoch(self) -> None:
+    from .dist_client import async_request_server
+    from .dist_server import DistServer
+
+    timeout = self.worker_options.rpc_timeout
+    if not self._channel.drain(timeout):  # the last epoch was left unfinished
+      raise TimeoutError(f'the servers did not answer within {timeout} s')
+    self._epoch += 1
+    futures = [
+      async_request_server(s, DistServer.start_new_epoch_sampling, p, self._epoch)
+      for s, p in zip(self._servers, self._producer_ids)
+    ]
+    counts = [fut.wait() for fut in futures]
+    self._channel.reset(counts)
+    self._remaining = sum(counts)
 
   def _recv(self) -> SampleMessage:
     try:
@@ -131,7 +255,7 @@ class DistLoader:
     return msg
 
   def __next__(self) -> Union[Data, HeteroData]:
-    if self._producer is not None:
+    if self._channel is not None:
       if self._remaining == 0:
         raise StopIteration
       msg = self._recv()
@@ -145,8 +269,13 @@ class DistLoader:
     msg = self._sampler.run_task(coro, timeout=self.worker_options.rpc_timeout)
     return self._collate_fn(msg, index)
 
+  @property
+  def _input_type(self):
+    inputs = self.input_data
+    return (inputs[0] if isinstance(inputs, (list, tuple)) else inputs).input_type
+
   def _collate_fn(self, msg: SampleMessage, index: torch.Tensor) -> Union[Data, HeteroData]:
-    input_type = self.input_data.input_type
+    input_type = self._input_type
     data, metadata = message_to_data(msg, input_type)
     if self.sampling_config.sampling_type == SamplingType.LINK:
       data = attach_link_metadata(data, metadata, input_type, index)
@@ -168,6 +297,26 @@ class DistLoader:
     if producer is not None:
       producer.shutdown(graceful=not getattr(self, '_failed', True))
       self._producer = None
+    if getattr(self, '_producer_ids', None):
+      self._destroy_remote_producers()
+
+  def _destroy_remote_producers(self) -> None:
+    from .dist_client import async_request_server
+    from .dist_server import DistServer
+
+    ids, self._producer_ids = self._producer_ids, []
+    ctx = get_context()
+    if not rpc_is_initialized() or ctx is None or not ctx.is_client():
+      return  # the client has left: the servers destroyed its producers
+    futures = [
+      (s, async_request_server(s, DistServer.destroy_sampling_producer, p))
+      for s, p in zip(self._servers, ids)
+    ]
+    for server, fut in futures:
+      try:
+        fut.wait()
+      except Exception as e:  # a dead server has nothing left to destroy
+        logger.warning('server %d did not destroy its sampling producer: %s', server, e)
 
   def __enter__(self) -> 'DistLoader':
     return self

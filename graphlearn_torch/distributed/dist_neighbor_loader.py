@@ -4,11 +4,10 @@ from typing import Literal, Optional
 
 import torch
 
-from ..loader.node_loader import resolve_input_nodes
-from ..sampler.base import NodeSamplerInput, SamplingConfig, SamplingType
+from ..sampler.base import SamplingConfig, SamplingType
 from ..typing import InputNodes, NumNeighbors
 from .dist_dataset import DistDataset
-from .dist_loader import DistLoader
+from .dist_loader import DistLoader, node_input
 from .dist_options import _BasicDistSamplingWorkerOptions
 
 
@@ -17,10 +16,11 @@ class DistNeighborLoader(DistLoader):
   across the partitions of a distributed dataset.
 
   Args:
-    data: this process's partition.
+    data: this process's partition (None on a server-client client).
     num_neighbors: neighbors per hop (a dict by edge type when heterogeneous).
     input_nodes: this process's seeds: ids, a mask, a node type or
-      ``(node type, ids)``.
+      ``(node type, ids)``; on a client also a RemoteSamplerInput (each
+      server reads its seeds) or a list of them, one per server.
     batch_size: seeds per batch.
     shuffle: reshuffle the seeds every epoch.
     drop_last: drop the last incomplete batch.
@@ -49,7 +49,6 @@ class DistNeighborLoader(DistLoader):
     random_seed: Optional[int] = None,
     worker_options: Optional[_BasicDistSamplingWorkerOptions] = None,
   ):
-    input_type, seeds = resolve_input_nodes(data, input_nodes)
     config = SamplingConfig(
       SamplingType.NODE,
       num_neighbors,
@@ -63,4 +62,4 @@ class DistNeighborLoader(DistLoader):
       edge_dir=edge_dir,
       seed=random_seed,
     )
-    super().__init__(data, NodeSamplerInput(seeds, input_type), config, to_device, worker_options)
+    super().__init__(data, node_input(data, input_nodes), config, to_device, worker_options)

@@ -16,7 +16,6 @@ from typing import Dict, List, Literal, Optional, Tuple, Union
 
 import torch
 
-from .._ext import ops
 from ..channel import ChannelBase, SampleMessage
 from ..sampler.base import (
   EdgeSamplerInput,
@@ -36,42 +35,15 @@ from ..typing import (
   reverse_edge_type,
 )
 from .dist_dataset import DistDataset
-from .dist_feature import DistFeature
-from .dist_graph import DistGraph, positions_by_partition
+from .dist_graph import positions_by_partition
 from .event_loop import ConcurrentEventLoop, wrap_torch_future
 from .message import to_message
-from .rpc import (
-  RpcCalleeBase,
-  RpcDataPartitionRouter,
-  rpc_register,
-  rpc_request_async,
-  rpc_sync_data_partitions,
-)
+from .partition_service import PartitionService
+from .rpc import rpc_request_async
 
 logger = logging.getLogger(__name__)
 
 _EDGE_STRATEGY = {'out': 'by_src', 'in': 'by_dst'}
-
-
-class RpcSamplingCallee(RpcCalleeBase):
-  r"""Samples one hop from this partition's seeds for a peer."""
-
-  def __init__(self, sampler: NeighborSampler, device: torch.device = None):
-    self.sampler = sampler
-
-  def call(self, seeds: torch.Tensor, fanout: int, etype: EdgeType) -> NeighborOutput:
-    return self.sampler.sample_one_hop(seeds, fanout, etype)
-
-
-class RpcMethodCallee(RpcCalleeBase):
-  r"""Runs one of this sampler's local steps for a peer (an edge check, a
-  subgraph among the peer's nodes)."""
-
-  def __init__(self, method):
-    self.method = method
-
-  def call(self, *args):
-    return self.method(*args)
 
 
 def stitch_neighbors(
@@ -110,9 +82,9 @@ def stitch_neighbors(
 class DistNeighborSampler(ConcurrentEventLoop):
   r"""Neighbor sampling across the partitions of a DistDataset.
 
-  Building one is collective: every process of the worker group builds its
-  sampler at the same point (the callees it registers get the same ids
-  everywhere, and the group learns which process holds which partition).
+  Without a ``service``, building one is collective: the sampler builds its
+  process's PartitionService, which every process of the group builds at the
+  same point. Samplers given a service (a server's, built once) are not.
 
   Args:
     data: this process's partition.
@@ -131,6 +103,7 @@ class DistNeighborSampler(ConcurrentEventLoop):
     concurrency: batches in flight at once.
     device: where outputs go.
     seed: seeds the random stream.
+    service: this process's PartitionService (default: build one).
   """
 
   def __init__(
@@ -147,6 +120,7 @@ class DistNeighborSampler(ConcurrentEventLoop):
     concurrency: int = 1,
     device: Optional[torch.device] = None,
     seed: int = None,
+    service: Optional[PartitionService] = None,
   ):
     super().__init__(concurrency)
     if use_all2all:
@@ -173,9 +147,6 @@ class DistNeighborSampler(ConcurrentEventLoop):
     self.device = device or torch.device('cpu')
     self.num_partitions = data.num_partitions
     self.partition_idx = data.partition_idx
-    self.dist_graph = DistGraph(
-      data.num_partitions, data.partition_idx, data.graph, data.node_pb, data.edge_pb
-    )
     self.sampler = NeighborSampler(
       data.graph,
       num_neighbors,
@@ -188,28 +159,11 @@ class DistNeighborSampler(ConcurrentEventLoop):
     self._inducers: queue.SimpleQueue = queue.SimpleQueue()
     for _ in range(concurrency):
       self._inducers.put(self.sampler.create_inducer())
-
-    # Collective part: callees first, then the partition table, which every
-    # process reaches only after registering, so no request finds a callee
-    # missing.
-    self._sampling_callee_id = rpc_register(RpcSamplingCallee(self.sampler))
-    self._edge_check_callee_id = rpc_register(RpcMethodCallee(self._local_has_edge))
-    self._subgraph_callee_id = rpc_register(RpcMethodCallee(self._local_subgraph))
-    self.router = RpcDataPartitionRouter(
-      rpc_sync_data_partitions(data.num_partitions, data.partition_idx)
-    )
-
-    def dist_feature(features, book, wanted: bool) -> Optional[DistFeature]:
-      if not wanted or features is None:
-        return None
-      return DistFeature(
-        data.num_partitions, data.partition_idx, features, book, rpc_router=self.router
-      )
-
-    self.dist_node_feature = dist_feature(data.node_features, data.node_feat_pb, collect_features)
-    self.dist_edge_feature = dist_feature(
-      data.edge_features, data.edge_feat_pb, collect_features and with_edge
-    )
+    self.service = service if service is not None else PartitionService(data)
+    self.router = self.service.router
+    self.dist_graph = self.service.dist_graph
+    self.dist_node_feature = self.service.node_feature if collect_features else None
+    self.dist_edge_feature = self.service.edge_feature if collect_features and with_edge else None
 
   # -- routing ---------------------------------------------------------------
 
@@ -241,14 +195,19 @@ class DistNeighborSampler(ConcurrentEventLoop):
 
   # -- one hop -------------------------------------------------------------
 
+  def _local_one_hop(self, seeds, fanout, etype, with_edge, with_weight) -> NeighborOutput:
+    return self.sampler.sample_one_hop(seeds, fanout, etype)  # this sampler's random stream
+
   async def _sample_one_hop(self, seeds: torch.Tensor, fanout: int, etype: EdgeType):
     parts = await self._on_owners(
       self.sampler._seed_type(etype),
       (seeds,),
-      self.sampler.sample_one_hop,
-      self._sampling_callee_id,
+      self._local_one_hop,
+      self.service.sampling_callee_id,
       fanout,
       etype,
+      self.with_edge,
+      self.with_weight,
     )
     if not parts:
       empty = torch.empty(0, dtype=torch.int64)
@@ -273,10 +232,6 @@ class DistNeighborSampler(ConcurrentEventLoop):
 
   # -- negative sampling -----------------------------------------------------
 
-  def _local_has_edge(self, rows: torch.Tensor, cols: torch.Tensor, etype: EdgeType):
-    topo = self.sampler._graphs[etype].topo
-    return ops.has_edge(topo.indptr, topo.indices, rows, cols)
-
   async def _has_edge(self, etype: EdgeType, src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
     r"""Whether each (src, dst) is an edge, asked of the partition that
     stores its edges (the source's for edge_dir 'out', else the
@@ -285,8 +240,8 @@ class DistNeighborSampler(ConcurrentEventLoop):
     parts = await self._on_owners(
       self.sampler._seed_type(etype),
       (rows, cols),
-      self._local_has_edge,
-      self._edge_check_callee_id,
+      self.service.has_edge,
+      self.service.edge_check_callee_id,
       etype,
     )
     found = torch.zeros(src.numel(), dtype=torch.bool)
@@ -325,12 +280,6 @@ class DistNeighborSampler(ConcurrentEventLoop):
 
   # -- subgraph ----------------------------------------------------------------
 
-  def _local_subgraph(self, nodes: torch.Tensor):
-    topo = self.sampler._graphs[HOMO_EDGE_TYPE].topo
-    return ops.induced_subgraph(
-      topo.indptr, topo.indices, topo.edge_ids if self.with_edge else None, nodes
-    )
-
   async def _subgraph(self, inputs: NodeSamplerInput) -> SampleMessage:
     if self.sampler.is_hetero:
       raise ValueError('subgraph sampling supports homogeneous graphs only')
@@ -349,12 +298,14 @@ class DistNeighborSampler(ConcurrentEventLoop):
     # among the nodes, in the same local numbering.
     futures = [
       wrap_torch_future(
-        rpc_request_async(self.router.get_to_worker(p), self._subgraph_callee_id, (nodes,))
+        rpc_request_async(
+          self.router.get_to_worker(p), self.service.subgraph_callee_id, (nodes, self.with_edge)
+        )
       )
       for p in range(self.num_partitions)
       if p != self.partition_idx
     ]
-    pieces = [self._local_subgraph(nodes)]
+    pieces = [self.service.subgraph_edges(nodes, self.with_edge)]
     for fut in futures:
       pieces.append(await fut)
     rows, cols, eids = (torch.cat([piece[i] for piece in pieces]) for i in range(3))

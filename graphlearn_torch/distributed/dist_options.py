@@ -1,9 +1,10 @@
 """Where and how a distributed loader samples: worker options."""
 
-from typing import List, Optional, Union
+from typing import List, Literal, Optional, Union
 
 import torch
 
+from ..utils.size import parse_size
 from .rpc import DEFAULT_RPC_TIMEOUT_S
 
 
@@ -120,3 +121,93 @@ class MpDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):
     self.channel_size = channel_size if channel_size is not None else (256 << 20) * num_workers
     self.pin_memory = pin_memory
     self.use_all2all = False
+
+
+class RemoteDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):
+  r"""Sample on servers (server-client mode): the loader asks each of its
+  servers to create a sampling producer over the server's partitions; the
+  server samples ahead into a buffer, and the loader pulls ``prefetch_size``
+  batches ahead from each server.
+
+  Args:
+    server_rank: the server (or servers) to sample on (default: this
+      client's share, ``assign_server_by_order()``).
+    num_workers: sampling streams on each server; with
+      ``worker_concurrency`` it sets how many batches a server samples at
+      once (``num_workers * worker_concurrency``).
+    worker_devices: unused on the CPU.
+    worker_concurrency: batches each stream keeps in flight.
+    master_addr: unused (servers sample in the RPC world they share with
+      the clients); kept for GLT compatibility.
+    master_port: unused, as ``master_addr``.
+    num_rpc_threads: unused, as ``master_addr``.
+    rpc_timeout: seconds a request to a server may take, and the longest the
+      loader waits for a batch.
+    buffer_size: bytes of sampled batches a server holds ahead for this
+      loader (an int or a string such as '256MB'; default: no byte bound,
+      only ``2 * num_workers * worker_concurrency`` batches).
+    prefetch_size: batches requested ahead from each server.
+    worker_key: a name for the producer in server logs.
+    glt_graph: unsupported; must be None.
+    workload_type: 'train', 'validate' or 'test': a label for logs.
+    use_all2all: unsupported; must be False.
+  """
+
+  def __init__(
+    self,
+    server_rank: Optional[Union[int, List[int]]] = None,
+    num_workers: int = 1,
+    worker_devices: Optional[List[torch.device]] = None,
+    worker_concurrency: int = 4,
+    master_addr: Optional[str] = None,
+    master_port: Optional[Union[str, int]] = None,
+    num_rpc_threads: Optional[int] = None,
+    rpc_timeout: float = DEFAULT_RPC_TIMEOUT_S,
+    buffer_size: Optional[Union[int, str]] = None,
+    prefetch_size: int = 4,
+    worker_key: str = None,
+    glt_graph=None,
+    workload_type: Optional[Literal['train', 'validate', 'test']] = None,
+    use_all2all: bool = False,
+  ):
+    super().__init__(
+      num_workers,
+      worker_devices,
+      worker_concurrency,
+      master_addr,
+      master_port,
+      num_rpc_threads,
+      rpc_timeout,
+    )
+    if server_rank is not None:
+      ranks = [server_rank] if isinstance(server_rank, int) else list(server_rank)
+      if not ranks or any(not isinstance(r, int) or r < 0 for r in ranks):
+        raise ValueError(f'server_rank must be a rank or a list of ranks, got {server_rank!r}')
+      if len(set(ranks)) != len(ranks):
+        raise ValueError(f'server_rank lists a server twice: {server_rank!r}')
+    if not isinstance(prefetch_size, int) or prefetch_size < 1:
+      raise ValueError(f'prefetch_size must be a positive integer, got {prefetch_size!r}')
+    if glt_graph is not None:
+      raise ValueError('glt_graph is not supported: servers sample their own partitions')
+    if use_all2all:
+      raise ValueError('use_all2all is not supported')
+    if workload_type not in (None, 'train', 'validate', 'test'):
+      raise ValueError(f"workload_type must be 'train', 'validate' or 'test': {workload_type!r}")
+    self.server_rank = server_rank
+    self.buffer_size = parse_size(buffer_size) if buffer_size is not None else None
+    self.prefetch_size = prefetch_size
+    self.worker_key = worker_key
+    self.workload_type = workload_type
+    self.use_all2all = False
+
+  @property
+  def buffer_capacity(self) -> int:
+    r"""Batches a server samples ahead for the loader, at most."""
+    return 2 * self.num_workers * self.worker_concurrency
+
+
+AllDistSamplingWorkerOptions = Union[
+  CollocatedDistSamplingWorkerOptions,
+  MpDistSamplingWorkerOptions,
+  RemoteDistSamplingWorkerOptions,
+]

@@ -3,8 +3,12 @@
 ``DistMpSamplingProducer`` spawns sampling processes that form an RPC world
 of their own and send finished batches into the trainer's ShmChannel; each
 epoch, the trainer hands every process its share of the seed batches.
+``DistServerSamplingProducer`` samples a client's batches on a server and
+holds them until the client fetches them.
 """
 
+import collections
+import functools
 import logging
 import multiprocessing
 import os
@@ -266,3 +270,162 @@ class DistMpSamplingProducer:
     for conn in self._tasks + self._status:
       conn.close()
     self._procs, self._tasks, self._status = [], [], []
+
+
+def message_nbytes(msg: SampleMessage) -> int:
+  return sum(t.numel() * t.element_size() for t in msg.values())
+
+
+class DistServerSamplingProducer:
+  r"""Samples one client loader's batches on a server, ahead of its requests.
+
+  Batches run on the sampler's event loop, ``num_workers *
+  worker_concurrency`` at a time, and wait in a buffer (at most
+  ``buffer_capacity`` batches and ``buffer_size`` bytes) until the client
+  fetches them. A fetch that finds the buffer empty is answered by the next
+  batch to finish, so no RPC thread waits.
+
+  Args:
+    service: the server's PartitionService.
+    sampler_input: the seeds (the server's partition's, for a remote input).
+    sampling_config: what to sample and how to batch it.
+    worker_options: concurrency and buffer bounds.
+    input_offset: added to the input ids the batches carry (the position of
+      this server's seeds among the loader's).
+  """
+
+  def __init__(
+    self,
+    service,
+    sampler_input: Union[NodeSamplerInput, EdgeSamplerInput],
+    sampling_config: SamplingConfig,
+    worker_options,
+    input_offset: int = 0,
+  ):
+    cfg = sampling_config
+    self.sampler_input = sampler_input
+    self.sampling_config = cfg
+    self.input_offset = int(input_offset)
+    self.concurrency = worker_options.num_workers * worker_options.worker_concurrency
+    self.buffer_capacity = max(worker_options.buffer_capacity, self.concurrency)
+    self.buffer_size = worker_options.buffer_size
+    # One place more than the batches in flight: a finished batch holds its
+    # place until its callback returns, and the callback starts the next.
+    self.sampler = DistNeighborSampler(
+      service.data,
+      cfg.num_neighbors,
+      with_edge=cfg.with_edge,
+      with_neg=cfg.with_neg,
+      with_weight=cfg.with_weight,
+      edge_dir=cfg.edge_dir,
+      collect_features=cfg.collect_features,
+      concurrency=self.concurrency + 1,
+      seed=cfg.seed,
+      service=service,
+    )
+    self._batcher = SeedBatcher.from_config(len(sampler_input), cfg)
+    self._lock = threading.Lock()
+    self._epoch = -1
+    self._todo: collections.deque = collections.deque()
+    self._ready: collections.deque = collections.deque()
+    self._ready_bytes = 0
+    self._waiters: collections.deque = collections.deque()
+    self._in_flight = 0
+    self._closed = False
+
+  def __len__(self) -> int:
+    return len(self._batcher)
+
+  def start_epoch(self, epoch: int) -> int:
+    r"""Starts sampling epoch ``epoch`` (a repeated or older epoch is a
+    no-op); drops what is left of the last one. Returns the epoch's number
+    of batches."""
+    with self._lock:
+      if self._closed:
+        raise RuntimeError('the sampling producer is destroyed')
+      if epoch <= self._epoch:
+        return len(self._batcher)
+      self._epoch = epoch
+      self._todo = collections.deque(self._batcher)
+      self._ready.clear()
+      self._ready_bytes = 0
+      stale, self._waiters = self._waiters, collections.deque()
+    for waiter in stale:
+      waiter.set_exception(RuntimeError(f'epoch {epoch} started before this batch came'))
+    self._fill()
+    return len(self._batcher)
+
+  def _fill(self) -> None:
+    r"""Starts batches while there is room in flight and in the buffer."""
+    while True:
+      with self._lock:
+        full = (
+          self._in_flight >= self.concurrency
+          or self._in_flight + len(self._ready) >= self.buffer_capacity
+          or (self.buffer_size is not None and self._ready_bytes >= self.buffer_size)
+        )
+        if self._closed or full or not self._todo:
+          return
+        index = self._todo.popleft()
+        self._in_flight += 1
+        epoch = self._epoch
+      coro = self.sampler.sample_coroutine(
+        self.sampling_config.sampling_type, self.sampler_input[index]
+      )
+      self.sampler.add_task(
+        _tagged(coro, index + self.input_offset),
+        callback=functools.partial(self._finished, epoch),
+        on_error=functools.partial(self._failed, epoch),
+      )
+
+  def _finished(self, epoch: int, msg: SampleMessage) -> None:
+    waiter = None
+    with self._lock:
+      self._in_flight -= 1
+      if epoch != self._epoch or self._closed:
+        msg = None  # a batch of an abandoned epoch
+      elif self._waiters:
+        waiter = self._waiters.popleft()
+      else:
+        self._ready.append(msg)
+        self._ready_bytes += message_nbytes(msg)
+    if waiter is not None:
+      waiter.set_result(msg)
+    self._fill()
+
+  def _failed(self, epoch: int, error: BaseException) -> None:
+    text = ''.join(traceback.format_exception(type(error), error, error.__traceback__))
+    self._finished(epoch, error_message(f'server sampling (pid {os.getpid()}):\n{text}'))
+
+  def fetch(self) -> torch.futures.Future:
+    r"""A future of the next sampled batch of this epoch."""
+    fut = torch.futures.Future()
+    error = msg = None
+    with self._lock:
+      if self._closed:
+        error = RuntimeError('the sampling producer is destroyed')
+      elif self._ready:
+        msg = self._ready.popleft()
+        self._ready_bytes -= message_nbytes(msg)
+      elif not self._todo and self._in_flight == len(self._waiters):
+        error = RuntimeError(f'every batch of epoch {self._epoch} was already fetched')
+      else:
+        self._waiters.append(fut)
+    if error is not None:
+      fut.set_exception(error)
+    elif msg is not None:
+      fut.set_result(msg)
+    self._fill()
+    return fut
+
+  def shutdown(self, timeout: float = 30.0) -> None:
+    r"""Stops sampling and drops the buffer; pending fetches fail."""
+    with self._lock:
+      self._closed = True
+      self._todo.clear()
+      self._ready.clear()
+      self._ready_bytes = 0
+      stale, self._waiters = self._waiters, collections.deque()
+    for waiter in stale:
+      waiter.set_exception(RuntimeError('the sampling producer was destroyed'))
+    self.sampler.shutdown_loop(timeout)

@@ -4,11 +4,10 @@ from typing import Literal, Optional
 
 import torch
 
-from ..loader.node_loader import resolve_input_nodes
-from ..sampler.base import NodeSamplerInput, SamplingConfig, SamplingType
+from ..sampler.base import SamplingConfig, SamplingType
 from ..typing import InputNodes, NumNeighbors
 from .dist_dataset import DistDataset
-from .dist_loader import DistLoader
+from .dist_loader import DistLoader, node_input
 from .dist_options import _BasicDistSamplingWorkerOptions
 
 
@@ -52,7 +51,6 @@ class DistSubGraphLoader(DistLoader):
   ):
     if data is not None and data.is_hetero:
       raise ValueError('DistSubGraphLoader supports homogeneous graphs only')
-    input_type, seeds = resolve_input_nodes(data, input_nodes)
     config = SamplingConfig(
       SamplingType.SUBGRAPH,
       num_neighbors,
@@ -66,4 +64,4 @@ class DistSubGraphLoader(DistLoader):
       edge_dir=edge_dir,
       seed=random_seed,
     )
-    super().__init__(data, NodeSamplerInput(seeds, input_type), config, to_device, worker_options)
+    super().__init__(data, node_input(data, input_nodes), config, to_device, worker_options)

@@ -213,13 +213,11 @@ def global_all_gather(obj: Any, timeout: Optional[float] = None) -> List[Any]:
 
 
 def _global_leader_name() -> str:
-  r"""The RPC name of global rank 0."""
-  ctx = get_context()
-  if ctx.global_rank == ctx.rank:  # this group starts the job's ranks
-    return worker_name(ctx.group_name, 0)
-  if ctx.global_leader_name is None:
-    raise RuntimeError(f'{ctx} does not know the name of global rank 0')
-  return ctx.global_leader_name
+  r"""The RPC name of global rank 0 (the RPC world's worker of id 0)."""
+  for info in rpc.api._get_current_rpc_agent().get_worker_infos():
+    if info.id == 0:
+      return info.name
+  raise RuntimeError(f'{get_context()} finds no process of global rank 0 in its RPC world')
 
 
 def global_barrier(timeout: Optional[float] = None) -> None:

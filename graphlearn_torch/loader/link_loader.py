@@ -19,8 +19,10 @@ def get_edge_label_index(
 
   Accepts None (every edge of a homogeneous graph), a ``[2, n]`` tensor or a
   (src, dst) pair, an edge type (all its edges), or ``(edge type, edges)``.
+  Without ``data`` (a server-client client) the edges must be given, and
+  their ids are checked by the servers.
   """
-  hetero = data.is_hetero
+  hetero = data.is_hetero if data is not None else False
   etype, edges = None, edge_label_index
   if (
     isinstance(edge_label_index, tuple)
@@ -34,6 +36,8 @@ def get_edge_label_index(
     and isinstance(edge_label_index[0], tuple)
   ):
     etype, edges = tuple(edge_label_index[0]), edge_label_index[1]
+  if data is None and edges is None:
+    raise ValueError('without a dataset, edge_label_index must give the seed edges')
   if hetero and etype is None:
     raise ValueError('the dataset is heterogeneous: give edge_label_index as (edge_type, edges)')
   if hetero and etype not in (data.get_edge_types() or []):
@@ -49,6 +53,8 @@ def get_edge_label_index(
   if edges.is_floating_point():
     raise ValueError(f'edge_label_index must hold integer node ids, got dtype {edges.dtype}')
   edges = edges.to(torch.int64)
+  if data is None:
+    return etype, edges
   src_t, dst_t = (etype[0], etype[-1]) if hetero else (None, None)
   for row, ntype, what in ((0, src_t, 'source'), (1, dst_t, 'destination')):
     n = data.num_nodes(ntype)

@@ -21,8 +21,9 @@ def resolve_input_nodes(
 
   Accepts None (every node of a homogeneous graph), a tensor of ids or a
   boolean mask, a node type (all its nodes), or ``(node type, ids or mask)``.
+  Without ``data`` (a server-client client) the ids must be given, and are
+  checked by the servers.
   """
-  hetero = data.is_hetero
   ntype, nodes = None, input_nodes
   if isinstance(input_nodes, str):
     ntype, nodes = input_nodes, None
@@ -32,6 +33,12 @@ def resolve_input_nodes(
     and isinstance(input_nodes[0], str)
   ):
     ntype, nodes = input_nodes
+  if data is None:
+    if nodes is None:
+      raise ValueError('without a dataset, input_nodes must give the seed ids')
+    nodes = torch.as_tensor(nodes)
+    return ntype, nodes.nonzero().view(-1) if nodes.dtype == torch.bool else nodes.view(-1)
+  hetero = data.is_hetero
   if hetero and ntype is None:
     raise ValueError('the dataset is heterogeneous: give input_nodes as (node_type, ids)')
   if not hetero and ntype is not None:

@@ -8,7 +8,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
 import torch
 
-from ..typing import EdgeType, NodeType, NumNeighbors
+from ..typing import EdgeType, NodeType, NumNeighbors, Split
 
 
 class CastMixin:
@@ -167,6 +167,61 @@ class EdgeSamplerInput(CastMixin):
     if self.neg_sampling is not None:
       self.neg_sampling.to(device)
     return self
+
+
+class RemoteSamplerInput(ABC):
+  """Seeds that a server reads from its own partition (server-client mode),
+  so the client need not hold them."""
+
+  @abstractmethod
+  def to_local_sampler_input(self, dataset, **kwargs) -> NodeSamplerInput:
+    """The seeds, read from the server's ``dataset``."""
+
+
+class RemoteNodePathSamplerInput(RemoteSamplerInput):
+  """Seed nodes in a file on the server (``torch.save`` of an id tensor).
+
+  Args:
+    node_path: the file's path on the server.
+    input_type: the seeds' node type (None when homogeneous).
+  """
+
+  def __init__(self, node_path: str, input_type: Optional[NodeType] = None):
+    self.node_path = node_path
+    self.input_type = input_type
+
+  def to_local_sampler_input(self, dataset, **kwargs) -> NodeSamplerInput:
+    try:
+      nodes = torch.load(self.node_path, weights_only=True)
+    except FileNotFoundError:
+      raise FileNotFoundError(f'no seed file {self.node_path!r} on this server') from None
+    return NodeSamplerInput(torch.as_tensor(nodes).view(-1), self.input_type)
+
+
+_SPLIT_ATTR = {Split.train: 'train_idx', Split.valid: 'val_idx', Split.test: 'test_idx'}
+
+
+class RemoteNodeSplitSamplerInput(RemoteSamplerInput):
+  """A node split of the server's partition as the seeds.
+
+  Args:
+    split: 'train', 'valid' or 'test'.
+    input_type: the seeds' node type (None when homogeneous).
+  """
+
+  def __init__(self, split: Union[Split, str], input_type: Optional[NodeType] = None):
+    self.split = Split(split)
+    self.input_type = input_type
+
+  def to_local_sampler_input(self, dataset, **kwargs) -> NodeSamplerInput:
+    ids = getattr(dataset, _SPLIT_ATTR[self.split])
+    if isinstance(ids, dict):
+      if self.input_type not in ids:
+        raise ValueError(f'the partition has no {self.split.value} split of {self.input_type!r}')
+      ids = ids[self.input_type]
+    if ids is None:
+      raise ValueError(f'the partition has no {self.split.value} split')
+    return NodeSamplerInput(torch.as_tensor(ids).view(-1), self.input_type)
 
 
 @dataclass

@@ -1,0 +1,364 @@
+"""Server-client mode, the server side: processes that hold the partitions
+and sample batches for remote training clients.
+
+Servers and clients share one RPC world (servers take global ranks
+``0..num_servers-1``). A client's loader asks each of its servers to create a
+sampling producer, starts its epochs and fetches its batches (see
+``dist_client``). The server destroys a client's producers when the client
+leaves (``shutdown_client``) or dies, and exits when every client is gone.
+"""
+
+import logging
+import threading
+from typing import Dict, List, Optional, Set, Tuple, Union
+
+import torch
+from torch.distributed import rpc
+
+from ..sampler.base import (
+  EdgeSamplerInput,
+  NodeSamplerInput,
+  RemoteSamplerInput,
+  SamplingConfig,
+)
+from ..typing import EdgeType, NodeType
+from .dist_context import DistRole, _init_server_context, _set_context, get_context
+from .dist_dataset import DistDataset
+from .dist_options import RemoteDistSamplingWorkerOptions
+from .dist_sampling_producer import DistServerSamplingProducer
+from .partition_service import PartitionService
+from .rpc import (
+  DEFAULT_RPC_TIMEOUT_S,
+  get_rpc_worker_names,
+  global_barrier,
+  init_rpc,
+  shutdown_rpc,
+)
+
+logger = logging.getLogger(__name__)
+
+# How often a server checks that its clients live, and how long one may take
+# to answer.
+CLIENT_CHECK_INTERVAL_S = 2.0
+CLIENT_CHECK_TIMEOUT_S = 10.0
+
+
+class DistServer:
+  r"""A server: its partition, served to its peers and sampled for clients.
+
+  Building one is collective among the servers (it builds the partition
+  service); ``init_server`` does it.
+
+  Args:
+    dataset: this server's partition.
+  """
+
+  def __init__(self, dataset: DistDataset):
+    self.dataset = dataset
+    self.service = PartitionService(dataset)
+    self._lock = threading.Lock()
+    self._producers: Dict[int, DistServerSamplingProducer] = {}
+    self._owners: Dict[int, Optional[int]] = {}  # producer id -> client rank
+    self._next_producer_id = 0
+    self._gone_clients: Set[int] = set()
+    self._exit = threading.Event()
+    self._stop_watch = threading.Event()
+    self._watcher = threading.Thread(
+      target=self._watch_clients, name='glt-client-watch', daemon=True
+    )
+    self._watcher.start()
+
+  # -- lifecycle ---------------------------------------------------------------
+
+  def shutdown(self) -> None:
+    r"""Stops watching the clients and destroys every producer."""
+    self._stop_watch.set()
+    if self._watcher.is_alive() and self._watcher is not threading.current_thread():
+      self._watcher.join(CLIENT_CHECK_TIMEOUT_S + 1)
+    with self._lock:
+      ids = list(self._producers)
+    for producer_id in ids:
+      self.destroy_sampling_producer(producer_id)
+
+  def wait_for_exit(self, timeout: Optional[float] = None) -> bool:
+    r"""Waits until the server is told to exit or every client is gone;
+    returns False on timeout."""
+    return self._exit.wait(timeout)
+
+  def exit(self) -> bool:
+    r"""Lets ``wait_for_exit`` return."""
+    self._exit.set()
+    return True
+
+  def client_exit(self, client_rank: int) -> bool:
+    r"""Client ``client_rank`` leaves: its producers are destroyed."""
+    self._client_gone(client_rank, 'left')
+    return True
+
+  def _client_gone(self, client_rank: int, why: str) -> None:
+    with self._lock:
+      if client_rank in self._gone_clients:
+        return
+      self._gone_clients.add(client_rank)
+      ids = [p for p, owner in self._owners.items() if owner == client_rank]
+      all_gone = len(self._gone_clients) >= get_context().num_clients()
+    logger.info(
+      'server %d: client %d %s; destroying its %d sampling producer(s)',
+      get_context().rank,
+      client_rank,
+      why,
+      len(ids),
+    )
+    for producer_id in ids:
+      self.destroy_sampling_producer(producer_id)
+    if all_gone:
+      logger.info('server %d: every client is gone', get_context().rank)
+      self.exit()
+
+  def _watch_clients(self) -> None:
+    r"""Pings the clients; one that does not answer is gone (a dead process
+    fails the ping at once, a stuck one after ``CLIENT_CHECK_TIMEOUT_S``)."""
+    names = get_rpc_worker_names().get(DistRole.CLIENT, [])
+    ping = torch.zeros(1)
+    while not self._stop_watch.wait(CLIENT_CHECK_INTERVAL_S):
+      with self._lock:
+        alive = [r for r in range(len(names)) if r not in self._gone_clients]
+      # A builtin operator: the client answers without its Python interpreter.
+      futures = [
+        (r, rpc.rpc_async(names[r], torch.add, args=(ping, 1), timeout=CLIENT_CHECK_TIMEOUT_S))
+        for r in alive
+      ]
+      for rank, fut in futures:
+        try:
+          fut.wait()
+        except Exception as e:  # the client is gone; its producers go too
+          if not self._stop_watch.is_set():
+            self._client_gone(rank, f'stopped answering ({type(e).__name__}: {e})')
+
+  # -- dataset -----------------------------------------------------------------
+
+  def get_dataset_meta(self) -> Tuple[int, int, Optional[List[NodeType]], Optional[List[EdgeType]]]:
+    r"""``(num_partitions, partition_idx, node types, edge types)``; the types
+    are None for a homogeneous graph."""
+    data = self.dataset
+    return data.num_partitions, data.partition_idx, data.get_node_types(), data.get_edge_types()
+
+  def get_node_partition_id(self, node_type: Optional[NodeType], index: torch.Tensor):
+    r"""The partition of each node of ``index``."""
+    return self.service.dist_graph.get_node_partitions(index, node_type)
+
+  def get_node_feature(self, node_type: Optional[NodeType], index: torch.Tensor):
+    r"""A future of the feature rows of nodes ``index`` (of any partition)."""
+    feature = self.service.node_feature
+    if feature is None:
+      raise ValueError('the dataset has no node features')
+    return feature.async_get(index, node_type)
+
+  def get_tensor_size(self, node_type: Optional[NodeType]) -> torch.Size:
+    r"""The shape of this partition's node feature table of ``node_type``."""
+    features = self.dataset.get_node_feature(node_type)
+    if features is None:
+      raise ValueError(f'the dataset has no node features of {node_type!r}')
+    return features.shape
+
+  def get_node_label(self, node_type: Optional[NodeType], index: torch.Tensor):
+    r"""The labels of nodes ``index``."""
+    labels = self.dataset.gather_node_labels(index, node_type)
+    if labels is None:
+      raise ValueError(f'the dataset has no labels of {node_type!r}')
+    return labels
+
+  def _topology(self, edge_type: Optional[EdgeType], layout: str):
+    if layout.lower() != 'coo':
+      raise ValueError(f"only the 'coo' layout is served, got {layout!r}")
+    graph = self.dataset.get_graph(edge_type)
+    if graph is None:
+      raise ValueError(f'the dataset has no graph of {edge_type!r}')
+    return graph.topo
+
+  def get_edge_index(self, edge_type: Optional[EdgeType], layout: str = 'coo'):
+    r"""``(sources, destinations)`` of this partition's edges (global ids)."""
+    src, dst, _, _ = self._topology(edge_type, layout).to_coo()
+    return src, dst
+
+  def get_edge_size(self, edge_type: Optional[EdgeType], layout: str = 'coo') -> int:
+    r"""How many edges this partition stores."""
+    return self._topology(edge_type, layout).edge_count
+
+  # -- sampling producers --------------------------------------------------------
+
+  def create_sampling_producer(
+    self,
+    sampler_input: Union[NodeSamplerInput, EdgeSamplerInput, RemoteSamplerInput],
+    sampling_config: SamplingConfig,
+    worker_options: RemoteDistSamplingWorkerOptions,
+    client_rank: Optional[int] = None,
+    input_offset: int = 0,
+  ) -> int:
+    r"""Creates a producer that samples ``sampler_input`` as configured;
+    returns its id.
+
+    Args:
+      sampler_input: the seeds, or a RemoteSamplerInput read here.
+      sampling_config: what to sample and how to batch it.
+      worker_options: concurrency and buffer bounds.
+      client_rank: the client that owns it (destroyed when it goes).
+      input_offset: added to the batches' input ids.
+    """
+    if isinstance(sampler_input, RemoteSamplerInput):
+      sampler_input = sampler_input.to_local_sampler_input(self.dataset)
+    producer = DistServerSamplingProducer(
+      self.service, sampler_input, sampling_config, worker_options, input_offset
+    )
+    with self._lock:
+      if client_rank is not None and client_rank in self._gone_clients:
+        gone = True
+      else:
+        gone = False
+        producer_id = self._next_producer_id
+        self._next_producer_id += 1
+        self._producers[producer_id] = producer
+        self._owners[producer_id] = client_rank
+    if gone:
+      producer.shutdown()
+      raise RuntimeError(f'client {client_rank} has left this server')
+    logger.info(
+      'server %d: producer %d for client %s (%s, %d seeds, %d batches an epoch)',
+      get_context().rank,
+      producer_id,
+      client_rank,
+      worker_options.worker_key or sampling_config.sampling_type.name,
+      len(sampler_input),
+      len(producer),
+    )
+    return producer_id
+
+  def _producer(self, producer_id: int) -> DistServerSamplingProducer:
+    with self._lock:
+      producer = self._producers.get(producer_id)
+    if producer is None:
+      raise ValueError(f'server {get_context().rank} has no sampling producer {producer_id}')
+    return producer
+
+  def get_sampling_producer_size(self, producer_id: int) -> Tuple[int, int]:
+    r"""``(seeds, batches an epoch)`` of a producer."""
+    producer = self._producer(producer_id)
+    return len(producer.sampler_input), len(producer)
+
+  def destroy_sampling_producer(self, producer_id: int) -> bool:
+    r"""Stops a producer and frees its buffer (idempotent)."""
+    with self._lock:
+      producer = self._producers.pop(producer_id, None)
+      self._owners.pop(producer_id, None)
+    if producer is not None:
+      producer.shutdown()
+    return True
+
+  def start_new_epoch_sampling(self, producer_id: int, epoch: int) -> int:
+    r"""Starts epoch ``epoch`` of a producer; returns its number of batches."""
+    return self._producer(producer_id).start_epoch(epoch)
+
+  def fetch_one_sampled_message(self, producer_id: int) -> torch.futures.Future:
+    r"""A future of a producer's next batch."""
+    return self._producer(producer_id).fetch()
+
+
+# The server of this process (the distributed context's companion).
+_dist_server: Optional[DistServer] = None
+
+
+def get_server() -> Optional[DistServer]:
+  r"""This process's DistServer, or None when it is not a server."""
+  return _dist_server
+
+
+@rpc.functions.async_execution
+def call_on_server(func, *args, **kwargs) -> torch.futures.Future:
+  r"""Runs ``func(server, *args, **kwargs)`` on this process's server, for
+  a client (``request_server``); a result that is a future is awaited
+  without holding an RPC thread."""
+  out = torch.futures.Future()
+  try:
+    if _dist_server is None:
+      raise RuntimeError(f'{get_context()} is not a server')
+    result = func(_dist_server, *args, **kwargs)
+  except Exception as e:
+    out.set_exception(e)
+    return out
+  if isinstance(result, torch.futures.Future):
+    return result
+  out.set_result(result)
+  return out
+
+
+def init_server(
+  num_servers: int,
+  server_rank: int,
+  dataset: DistDataset,
+  master_addr: str,
+  master_port: int,
+  num_clients: int = 0,
+  num_rpc_threads: int = 16,
+  request_timeout: float = DEFAULT_RPC_TIMEOUT_S,
+  server_group_name: Optional[str] = None,
+  is_dynamic: bool = False,
+) -> DistServer:
+  r"""Makes this process server ``server_rank`` of ``num_servers``, serving
+  ``dataset`` (its partition) to ``num_clients`` clients. Returns when every
+  server and client has joined.
+
+  Args:
+    num_servers: servers in the job.
+    server_rank: this server's rank (its global rank too).
+    dataset: the partition it holds.
+    master_addr: the job's rendezvous address (server 0's host).
+    master_port: its port.
+    num_clients: clients in the job (> 0: the RPC world is fixed at start).
+    num_rpc_threads: threads that serve requests.
+    request_timeout: seconds a request may take.
+    server_group_name: the servers' group name.
+    is_dynamic: unsupported; must be False.
+  """
+  global _dist_server
+  if is_dynamic:
+    raise ValueError('dynamic server-client worlds (is_dynamic=True) are not supported')
+  if not isinstance(num_clients, int) or num_clients < 1:
+    raise ValueError(
+      f'num_clients must be a positive integer, got {num_clients!r}: servers and clients '
+      'form one RPC world, fixed when it starts'
+    )
+  if _dist_server is not None:
+    raise RuntimeError('this process is a server already')
+  if dataset.num_partitions > num_servers:
+    raise ValueError(
+      f'{num_servers} servers cannot hold {dataset.num_partitions} partitions: every '
+      'partition needs a server'
+    )
+  _init_server_context(num_servers, server_rank, num_clients, server_group_name)
+  init_rpc(master_addr, master_port, num_rpc_threads, request_timeout)
+  _dist_server = DistServer(dataset)
+  global_barrier()  # clients send requests only once every server is ready
+  logger.info('server %d of %d ready for %d clients', server_rank, num_servers, num_clients)
+  return _dist_server
+
+
+def wait_and_shutdown_server(timeout: Optional[float] = None) -> None:
+  r"""Serves until every client has left (or died), then shuts down.
+
+  Args:
+    timeout: the longest wait in seconds (default: none; a dead client is
+      noticed within seconds, so the wait ends when the clients do).
+  """
+  global _dist_server
+  server = _dist_server
+  if server is None:
+    raise RuntimeError('this process is not a server: call init_server first')
+  try:
+    if not server.wait_for_exit(timeout):
+      rank = get_context().rank
+      logger.warning('server %d: clients still there after %s s; exiting', rank, timeout)
+  finally:
+    server.shutdown()
+    _dist_server = None
+    shutdown_rpc(graceful=False)
+    _set_context(None)
