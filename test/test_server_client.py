@@ -8,7 +8,6 @@ import traceback
 
 import pytest
 import torch
-
 from test_dist_sampling import SPAWN, TIMEOUT_S, free_port, make_loader, partition, run_epochs
 
 NUM_SERVERS = 2

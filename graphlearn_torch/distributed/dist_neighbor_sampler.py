@@ -183,14 +183,20 @@ class DistNeighborSampler(ConcurrentEventLoop):
     for p, pos in enumerate(positions):
       if p != self.partition_idx and pos.numel():
         pieces = tuple(t.index_select(0, pos) for t in tensors)
-        fut = rpc_request_async(self.router.get_to_worker(p), callee_id, pieces + args)
-        remote.append((pos, wrap_torch_future(fut)))
+        worker = self.router.get_to_worker(p)
+        fut = rpc_request_async(worker, callee_id, pieces + args)
+        remote.append((p, worker, pos, wrap_torch_future(fut)))
     parts = []
     local = positions[self.partition_idx]
     if local.numel():
       parts.append((local, local_fn(*(t.index_select(0, local) for t in tensors), *args)))
-    for pos, fut in remote:
-      parts.append((pos, await fut))
+    for p, worker, pos, fut in remote:
+      try:
+        parts.append((pos, await fut))
+      except Exception as e:
+        raise RuntimeError(
+          f'partition {p} ({worker}) failed to answer: {type(e).__name__}: {e}'
+        ) from e
     return parts
 
   # -- one hop -------------------------------------------------------------

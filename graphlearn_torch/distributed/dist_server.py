@@ -124,11 +124,15 @@ class DistServer:
       with self._lock:
         alive = [r for r in range(len(names)) if r not in self._gone_clients]
       # A builtin operator: the client answers without its Python interpreter.
-      futures = [
-        (r, rpc.rpc_async(names[r], torch.add, args=(ping, 1), timeout=CLIENT_CHECK_TIMEOUT_S))
-        for r in alive
-      ]
-      for rank, fut in futures:
+      pings = []
+      for rank in alive:
+        try:
+          fut = rpc.rpc_async(names[rank], torch.add, args=(ping, 1), timeout=CLIENT_CHECK_TIMEOUT_S)
+        except Exception as e:  # the connection is known to be broken
+          fut = torch.futures.Future()
+          fut.set_exception(e)
+        pings.append((rank, fut))
+      for rank, fut in pings:
         try:
           fut.wait()
         except Exception as e:  # the client is gone; its producers go too
