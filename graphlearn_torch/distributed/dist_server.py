@@ -127,7 +127,9 @@ class DistServer:
       pings = []
       for rank in alive:
         try:
-          fut = rpc.rpc_async(names[rank], torch.add, args=(ping, 1), timeout=CLIENT_CHECK_TIMEOUT_S)
+          fut = rpc.rpc_async(
+            names[rank], torch.add, args=(ping, 1), timeout=CLIENT_CHECK_TIMEOUT_S
+          )
         except Exception as e:  # the connection is known to be broken
           fut = torch.futures.Future()
           fut.set_exception(e)
