@@ -1,6 +1,8 @@
 """Accuracy parity on real data: 2-trainer worker-mode DDP training of GraphSAGE
 on METIS-partitioned Cora (examples/distributed/dist_train_sage_supervised.py)
-against the single-process NeighborLoader run with the same settings."""
+against the single-process NeighborLoader run with the same settings, and
+2 servers + 2 clients (examples/distributed/server_client_mode) against the
+worker-mode run."""
 
 import re
 import socket
@@ -64,6 +66,12 @@ def single_process_accuracy(cora_root) -> float:
   return sum(accs[-LAST:]) / LAST
 
 
+def epoch_accuracies(log: str, who: str):
+  return [
+    float(m.group(1)) for m in re.finditer(rf'\[{who} 0\] epoch \d+ .*test accuracy ([0-9.]+)', log)
+  ]
+
+
 def distributed_accuracy(cora_root, tmp_path) -> float:
   pg, train_port, test_port = free_ports(3)
   cmd = [
@@ -78,17 +86,53 @@ def distributed_accuracy(cora_root, tmp_path) -> float:
   ]  # fmt: skip
   run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
   assert run.returncode == 0, run.stderr[-4000:]
-  accs = [
-    float(m.group(1))
-    for m in re.finditer(r'\[trainer 0\] epoch \d+ .*test accuracy ([0-9.]+)', run.stderr)
-  ]
+  accs = epoch_accuracies(run.stderr, 'trainer')
+  assert len(accs) == EPOCHS, run.stderr[-4000:]
+  return sum(accs[-LAST:]) / LAST
+
+
+def server_client_accuracy(cora_root, tmp_path) -> float:
+  r"""2 servers + 2 clients on the partitions the worker-mode run made; each
+  client trains on its server's training seeds, as each trainer does."""
+  job_port, pg = free_ports(2)
+  examples = ROOT / 'examples/distributed/server_client_mode'
+  common = ['--master_port', str(job_port), '--timeout', '120']
+  servers = subprocess.Popen(
+    [
+      sys.executable, str(examples / 'sage_supervised_server.py'), '--dataset', 'cora',
+      '--raw_dataset_dir', str(cora_root), '--dataset_root_dir', str(tmp_path), *common,
+    ],
+    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+  )  # fmt: skip
+  try:
+    run = subprocess.run(
+      [
+        sys.executable, str(examples / 'sage_supervised_client.py'), '--epochs', str(EPOCHS),
+        '--no-progress', '--training_pg_master_port', str(pg), '--batch_size', str(BATCH // 2),
+        *common,
+      ],
+      capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    _, server_log = servers.communicate(timeout=60)
+  finally:
+    if servers.poll() is None:
+      servers.kill()
+      servers.wait()
+  assert run.returncode == 0, run.stderr[-4000:]
+  assert servers.returncode == 0, server_log[-4000:]
+  accs = epoch_accuracies(run.stderr, 'client')
   assert len(accs) == EPOCHS, run.stderr[-4000:]
   return sum(accs[-LAST:]) / LAST
 
 
 def test_two_partition_training_matches_single_process(cora_root, tmp_path):
   single = single_process_accuracy(cora_root)
-  dist = distributed_accuracy(cora_root, tmp_path)
-  print(f'Cora test accuracy: single process {single:.4f}, 2 trainers (worker mode) {dist:.4f}')
+  workers = distributed_accuracy(cora_root, tmp_path)
+  clients = server_client_accuracy(cora_root, tmp_path)
+  print(
+    f'Cora test accuracy: single process {single:.4f}, 2 trainers (worker mode) {workers:.4f}, '
+    f'2 servers + 2 clients {clients:.4f}'
+  )
   assert single > 0.7
-  assert abs(dist - single) <= 0.02
+  assert abs(workers - single) <= 0.02
+  assert abs(clients - workers) <= 0.02

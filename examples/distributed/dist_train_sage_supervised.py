@@ -25,44 +25,25 @@ from datetime import timedelta
 
 import torch
 import torch.distributed
-import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 from torch_geometric.nn import GraphSAGE
-from tqdm import tqdm
 
 import graphlearn_torch as glt
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sage_common  # noqa: E402
+
 log = logging.getLogger('dist_train_sage')
-EXAMPLES = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def ensure_partitions(args) -> str:
-  r"""The partition directory; partitions the dataset first when missing."""
-  out = os.path.join(args.dataset_root_dir, f'{args.dataset}-partitions')
-  if os.path.exists(os.path.join(out, 'META.json')):
-    return out
-  sys.path.insert(0, EXAMPLES)
-  import partition_dataset
-
-  argv = [
-    '--dataset', args.dataset, '--dataset_root_dir', args.raw_dataset_dir,
-    '--output_dir', out, '--num_partitions', str(args.num_dataset_partitions),
-    '--edge_dir', 'in', '--num_nodes', str(args.synthetic_nodes), '--seed', '0',
-  ]  # fmt: skip
-  partition_dataset.run(partition_dataset.parse_args(argv))
-  return out
-
-
-@torch.no_grad()
-def test_accuracy(model, loader) -> torch.Tensor:
-  r"""``[correct, total]`` over this trainer's test seeds."""
-  model.eval()
-  counts = torch.zeros(2)
-  for batch in loader:
-    out = model(batch.x, batch.edge_index)[: batch.batch_size]
-    counts[0] += int((out.argmax(-1) == batch.y[: batch.batch_size]).sum())
-    counts[1] += batch.batch_size
-  return counts
+  return sage_common.ensure_partitions(
+    args.dataset,
+    args.raw_dataset_dir,
+    args.dataset_root_dir,
+    args.num_dataset_partitions,
+    args.synthetic_nodes,
+  )
 
 
 def train(local_rank: int, args, root: str, results) -> None:
@@ -111,29 +92,21 @@ def train(local_rank: int, args, root: str, results) -> None:
   )
   opt = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
   for epoch in range(1, args.epochs + 1):
-    model.train()
-    start, total_loss, seen = time.perf_counter(), 0.0, 0
-    bar = tqdm(train_loader, desc=f'[{rank}] epoch {epoch}', disable=not args.progress)
     with model.join():  # trainers hold different numbers of batches
-      for batch in bar:
-        opt.zero_grad()
-        out = model(batch.x, batch.edge_index)[: batch.batch_size]
-        loss = F.cross_entropy(out, batch.y[: batch.batch_size])
-        loss.backward()
-        opt.step()
-        total_loss += loss.item() * batch.batch_size
-        seen += batch.batch_size
-    train_s = time.perf_counter() - start
-    counts = test_accuracy(model.module, test_loader)
+      loss, train_s = sage_common.train_epoch(
+        model, train_loader, opt, f'[{rank}] epoch {epoch}', args.progress
+      )
+    start = time.perf_counter()
+    counts = sage_common.test_accuracy(model.module, test_loader)
     torch.distributed.all_reduce(counts)
     acc = float(counts[0] / counts[1].clamp(min=1))
     log.info(
       'epoch %d  loss %.4f  test accuracy %.4f  (train %.1f s, test %.1f s)',
       epoch,
-      total_loss / max(seen, 1),
+      loss,
       acc,
       train_s,
-      time.perf_counter() - start - train_s,
+      time.perf_counter() - start,
     )
   if rank == 0:
     log.info('final test accuracy %.4f', acc)

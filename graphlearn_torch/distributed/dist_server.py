@@ -174,6 +174,17 @@ class DistServer:
       raise ValueError(f'the dataset has no labels of {node_type!r}')
     return labels
 
+  def get_num_classes(self, node_type: Optional[NodeType] = None) -> int:
+    r"""How many classes the labels of ``node_type`` have (the partition
+    metadata's count, else the largest label plus one)."""
+    known = (self.dataset.meta or {}).get('num_classes')
+    if known:
+      return int(known)
+    labels = self.dataset.get_node_label(node_type)
+    if labels is None:
+      raise ValueError(f'the dataset has no labels of {node_type!r}')
+    return int(labels.max()) + 1
+
   def _topology(self, edge_type: Optional[EdgeType], layout: str):
     if layout.lower() != 'coo':
       raise ValueError(f"only the 'coo' layout is served, got {layout!r}")

@@ -1,0 +1,138 @@
+"""Server-client GraphSAGE, the clients: DDP trainers whose batches the
+servers sample (start sage_supervised_server.py first, or alongside).
+
+Each client trains on the training split of its servers' partitions
+(RemoteNodeSplitSamplerInput: the servers read the seeds) and reports test
+accuracy summed over the clients. ``--num_local_clients`` of them start on
+this machine, ranks from ``--client_rank_start``.
+"""
+
+import argparse
+import logging
+import os
+import sys
+import time
+from datetime import timedelta
+
+import torch
+import torch.distributed
+from torch.nn.parallel import DistributedDataParallel
+from torch_geometric.nn import GraphSAGE
+
+import graphlearn_torch as glt
+from graphlearn_torch.distributed import DistServer, request_server
+from graphlearn_torch.sampler import RemoteNodeSplitSamplerInput
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import sage_common  # noqa: E402
+
+log = logging.getLogger('sage_client')
+
+
+def run_client(local_rank: int, args, results) -> None:
+  rank = args.client_rank_start + local_rank
+  logging.basicConfig(level=logging.INFO, format=f'%(asctime)s [client {rank}] %(message)s')
+  torch.manual_seed(args.seed)
+  glt.distributed.init_client(
+    num_servers=args.num_servers,
+    num_clients=args.num_clients,
+    client_rank=rank,
+    master_addr=args.master_addr,
+    master_port=args.master_port,
+    request_timeout=args.timeout,
+  )
+  try:
+    torch.distributed.init_process_group(
+      'gloo',
+      init_method=f'tcp://{args.master_addr}:{args.training_pg_master_port}',
+      world_size=args.num_clients,
+      rank=rank,
+      timeout=timedelta(seconds=args.timeout),
+    )
+    feature_dim = request_server(0, DistServer.get_tensor_size, None)[1]
+    num_classes = request_server(0, DistServer.get_num_classes)
+
+    def loader(split, shuffle):
+      return glt.distributed.DistNeighborLoader(
+        None,
+        args.fanout,
+        RemoteNodeSplitSamplerInput(split),
+        batch_size=args.batch_size,
+        shuffle=shuffle,
+        edge_dir='in',
+        collect_features=True,
+        random_seed=args.seed + rank,
+        worker_options=glt.distributed.RemoteDistSamplingWorkerOptions(
+          num_workers=args.num_workers,
+          worker_concurrency=args.worker_concurrency,
+          prefetch_size=args.prefetch_size,
+          rpc_timeout=args.timeout,
+        ),
+      )
+
+    train_loader, test_loader = loader('train', True), loader('test', False)
+    model = DistributedDataParallel(
+      GraphSAGE(feature_dim, args.hidden, len(args.fanout), num_classes, dropout=args.dropout)
+    )
+    opt = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+    for epoch in range(1, args.epochs + 1):
+      with model.join():  # clients hold different numbers of batches
+        loss, train_s = sage_common.train_epoch(
+          model, train_loader, opt, f'[{rank}] epoch {epoch}', args.progress
+        )
+      start = time.perf_counter()
+      counts = sage_common.test_accuracy(model.module, test_loader)
+      torch.distributed.all_reduce(counts)
+      acc = float(counts[0] / counts[1].clamp(min=1))
+      log.info(
+        'epoch %d  loss %.4f  test accuracy %.4f  (train %.1f s, test %.1f s)',
+        epoch,
+        loss,
+        acc,
+        train_s,
+        time.perf_counter() - start,
+      )
+    if rank == 0:
+      log.info('final test accuracy %.4f', acc)
+    if results is not None:
+      results.put((rank, acc))
+    train_loader.shutdown()
+    test_loader.shutdown()
+    torch.distributed.destroy_process_group()
+  finally:
+    glt.distributed.shutdown_client()
+
+
+def parser() -> argparse.ArgumentParser:
+  p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  p.add_argument('--num_servers', type=int, default=2, help='servers in the job')
+  p.add_argument('--num_clients', type=int, default=2, help='clients in the job')
+  p.add_argument('--num_local_clients', type=int, default=None, help='default: all clients')
+  p.add_argument('--client_rank_start', type=int, default=0, help='rank of the first local one')
+  p.add_argument('--master_addr', default='127.0.0.1')
+  p.add_argument('--master_port', type=int, default=11120, help='the job rendezvous')
+  p.add_argument('--training_pg_master_port', type=int, default=11121, help="the clients' DDP")
+  p.add_argument('--num_workers', type=int, default=1, help='sampling streams per server')
+  p.add_argument('--worker_concurrency', type=int, default=4)
+  p.add_argument('--prefetch_size', type=int, default=4, help='batches requested ahead')
+  p.add_argument('--fanout', type=int, nargs='+', default=[10, 10])
+  p.add_argument('--hidden', type=int, default=64)
+  p.add_argument('--dropout', type=float, default=0.5)
+  p.add_argument('--lr', type=float, default=0.01)
+  p.add_argument('--weight_decay', type=float, default=5e-4)
+  p.add_argument('--batch_size', type=int, default=32)
+  p.add_argument('--epochs', type=int, default=10)
+  p.add_argument('--seed', type=int, default=0)
+  p.add_argument('--timeout', type=float, default=60, help='seconds any wait may take')
+  p.add_argument('--no-progress', dest='progress', action='store_false')
+  return p
+
+
+def main(argv=None, results=None) -> None:
+  args = parser().parse_args(argv)
+  local = args.num_local_clients or args.num_clients
+  torch.multiprocessing.spawn(run_client, args=(args, results), nprocs=local, join=True)
+
+
+if __name__ == '__main__':
+  main()
