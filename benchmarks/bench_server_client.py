@@ -1,0 +1,124 @@
+"""Client throughput in server-client mode vs worker mode, on the same data.
+
+  python benchmarks/bench_server_client.py [--num_nodes 1000000] [--batches 40]
+
+Graph and partitions as in bench_dist_sampling.py (the planted-community
+graph, METIS in 2, cached under .bench/dist_sampling); every loader samples
+fanout [15, 10, 5] around batches of 1024 random seeds of its partition and
+collects features and labels. Rows, all measured in this run on this
+machine:
+  - worker mode: 2 trainers, each with 2 sampling processes (the best worker
+    row of bench_dist_sampling.py), measured before and after the
+    server-client row (the machine's speed drifts) and pooled;
+  - server-client: 2 servers (one partition each) and 2 clients; client i
+    samples on server i (which asks the other for remote hops and
+    features), with ``num_workers * worker_concurrency`` batches in flight on
+    the server and ``prefetch_size`` requested ahead.
+Throughput is both clients' (trainers') batches over the wall time.
+"""
+
+import argparse
+import os
+import sys
+
+import torch
+
+import graphlearn_torch as glt
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_dist_sampling import (  # noqa: E402
+  BATCH,
+  FANOUT,
+  SPAWN,
+  free_port,
+  partition,
+  seed_batches,
+  timed,
+  worker_mode,
+)
+
+
+def server(rank, root, port, done):
+  torch.set_num_threads(1)
+  dist = glt.distributed
+  ds = dist.DistDataset(edge_dir='in').load(root, rank, graph_mode='CPU')
+  dist.init_server(2, rank, ds, '127.0.0.1', port, num_clients=2, num_rpc_threads=8)
+  dist.wait_and_shutdown_server()
+  done.put(rank)
+
+
+def client(rank, root, port, batches, concurrency, results):
+  torch.set_num_threads(1)
+  dist = glt.distributed
+  dist.init_client(2, 2, rank, '127.0.0.1', port)
+  try:
+    book = dist.DistDataset(edge_dir='in').load(root, rank, graph_mode='CPU').node_pb
+    owned = glt.partition.partition_book.owned_ids(book, rank)
+    seeds = owned[seed_batches(owned.numel(), batches + 3, rank) % owned.numel()]
+    options = dist.RemoteDistSamplingWorkerOptions(
+      server_rank=rank, num_workers=1, worker_concurrency=concurrency, prefetch_size=4
+    )
+    loader = dist.DistNeighborLoader(
+      None, FANOUT, seeds, batch_size=BATCH, edge_dir='in', collect_features=True,
+      worker_options=options,
+    )  # fmt: skip
+    results.put((rank, timed(iter(loader), batches)))
+    loader.shutdown()
+  finally:
+    dist.shutdown_client()
+
+
+def server_client(root: str, batches: int, concurrency: int):
+  port = free_port()
+  results, done = SPAWN.Queue(), SPAWN.Queue()
+  procs = [SPAWN.Process(target=server, args=(r, root, port, done)) for r in range(2)]
+  procs += [
+    SPAWN.Process(target=client, args=(r, root, port, batches, concurrency, results))
+    for r in range(2)
+  ]
+  for p in procs:
+    p.start()
+  try:
+    reports = [results.get(timeout=1200)[1] for _ in range(2)]
+    for _ in range(2):
+      done.get(timeout=120)
+  finally:
+    for p in procs:
+      p.join(60)
+      if p.is_alive():
+        p.kill()
+  count = sum(r[0] for r in reports)
+  edges = sum(r[1] for r in reports)
+  return count, edges, max(r[2] for r in reports)
+
+
+def main():
+  p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  p.add_argument('--num_nodes', type=int, default=1_000_000)
+  p.add_argument('--batches', type=int, default=40, help='timed batches per mode')
+  p.add_argument('--concurrency', type=int, default=8, help='batches in flight on a server')
+  args = p.parse_args()
+  root = partition(args.num_nodes)
+  per_client = args.batches // 2
+  before = worker_mode(root, 'mp', 2, per_client)
+  sc = server_client(root, per_client, args.concurrency)
+  after = worker_mode(root, 'mp', 2, per_client)
+  workers = tuple(a + b for a, b in zip(before, after))
+  base = workers[0] / workers[2]
+  print(
+    f'worker mode before / after: {before[0] / before[2]:.2f} / {after[0] / after[2]:.2f} batches/s'
+  )
+  print(f'\n{args.num_nodes:,} nodes, fanout {FANOUT}, batch {BATCH}, 2 partitions (METIS)\n')
+  print('| mode                                     | batches/s | sampled edges/s | vs worker |')
+  print('|------------------------------------------|-----------|-----------------|-----------|')
+  rows = [
+    ('worker mode, 2 trainers x 2 samplers', workers),
+    (f'server-client, 2 servers + 2 clients ({args.concurrency})', sc),
+  ]
+  for name, (count, edges, seconds) in rows:
+    rate = count / seconds
+    print(f'| {name:<40} | {rate:9.2f} | {edges / seconds:15,.0f} | {rate / base:8.2f}x |')
+
+
+if __name__ == '__main__':
+  main()
