@@ -99,3 +99,114 @@ def test_server_client_link_homo(tmp_path):
 def test_server_client_link_hetero(tmp_path):
   partition(str(tmp_path), NUM_SERVERS, hetero=True)
   run_job(str(tmp_path), hetero=True, kind='link')
+
+
+def run_requests_client(rank, port, root, results):
+  r"""Dataset access through the servers, and a loader over a
+  RemoteNodeSplitSamplerInput, checked against the full graph."""
+  import graphlearn_torch as glt
+  from graphlearn_torch.distributed import DistServer, request_server
+  from graphlearn_torch.sampler import RemoteNodeSplitSamplerInput
+
+  dist = glt.distributed
+  try:
+    dist.init_client(NUM_SERVERS, NUM_CLIENTS, rank, '127.0.0.1', port, request_timeout=60)
+    graph = torch.load(os.path.join(root, 'full.pt'), weights_only=False)
+    assert dist.assign_server_by_order() == [rank]
+    num_parts, part, ntypes, etypes = request_server(rank, DistServer.get_dataset_meta)
+    assert (num_parts, part, ntypes, etypes) == (NUM_SERVERS, rank, None, None)
+    ids = torch.randperm(graph['num_nodes'])[:50]
+    x = request_server(rank, DistServer.get_node_feature, None, ids)
+    assert torch.equal(x, graph['x'][ids]), 'features of any partition, through one server'
+    assert torch.equal(request_server(rank, DistServer.get_node_label, None, ids), graph['y'][ids])
+    assert request_server(rank, DistServer.get_num_classes) == int(graph['y'].max()) + 1
+    src, dst = request_server(rank, DistServer.get_edge_index, None, 'coo')
+    keys = graph['src'] * graph['num_nodes'] + graph['dst']
+    assert torch.isin(src * graph['num_nodes'] + dst, keys).all()
+    total = sum(request_server(s, DistServer.get_edge_size, None) for s in range(NUM_SERVERS))
+    assert total == graph['src'].numel(), 'the servers hold every edge once'
+    owner = request_server(rank, DistServer.get_node_partition_id, None, ids)
+    assert owner.shape == ids.shape and int(owner.max()) < NUM_SERVERS
+
+    # Each server reads its own partition's training split.
+    ds = dist.DistDataset(edge_dir='out').load(root, rank, graph_mode='CPU')
+    loader = dist.DistNeighborLoader(
+      None, [3, 2], RemoteNodeSplitSamplerInput('train'), batch_size=16, collect_features=True,
+    )  # fmt: skip
+    seen = torch.cat([batch.n_id[: batch.batch_size] for batch in loader])
+    assert torch.equal(torch.sort(seen).values, torch.sort(ds.train_idx).values)
+    for batch in loader:
+      assert torch.equal(batch.x, graph['x'][batch.n_id])
+    loader.shutdown()
+    results.put(('client', rank, 'ok', 1, 1))
+  except Exception:
+    results.put(('client', rank, traceback.format_exc(), 0, 0))
+  finally:
+    dist.shutdown_client()
+
+
+def test_server_dataset_requests_and_remote_split(tmp_path):
+  partition(str(tmp_path), NUM_SERVERS, hetero=False)
+  port = free_port()
+  results = SPAWN.Queue()
+  procs = [SPAWN.Process(target=run_server, args=(r, port, str(tmp_path), results)) for r in (0, 1)]
+  procs += [
+    SPAWN.Process(target=run_requests_client, args=(r, port, str(tmp_path), results))
+    for r in range(NUM_CLIENTS)
+  ]
+  for p in procs:
+    p.start()
+  try:
+    reports = [results.get(timeout=TIMEOUT_S) for _ in procs]
+  finally:
+    for p in procs:
+      p.join(TIMEOUT_S / 4)
+      if p.is_alive():
+        p.kill()
+        p.join()
+  for role, rank, status, _, _ in sorted(reports):
+    assert status == 'ok', f'{role} {rank}:\n{status}'
+
+
+def test_remote_options_and_inputs(tmp_path):
+  import graphlearn_torch as glt
+  from graphlearn_torch.sampler import RemoteNodePathSamplerInput, RemoteNodeSplitSamplerInput
+
+  dist = glt.distributed
+  opts = dist.RemoteDistSamplingWorkerOptions(
+    server_rank=[0, 1], num_workers=2, worker_concurrency=3, buffer_size='1MB'
+  )
+  assert opts.buffer_size == 1 << 20 and opts.buffer_capacity == 12
+  for bad in (
+    dict(server_rank=[0, 0]),
+    dict(server_rank=-1),
+    dict(prefetch_size=0),
+    dict(workload_type='eval'),
+    dict(use_all2all=True),
+  ):
+    with pytest.raises(ValueError):
+      dist.RemoteDistSamplingWorkerOptions(**bad)
+  ds = glt.data.Dataset()
+  ds.train_idx = torch.tensor([3, 1, 2])
+  inputs = RemoteNodeSplitSamplerInput('train').to_local_sampler_input(ds)
+  assert torch.equal(inputs.node, torch.tensor([3, 1, 2])) and inputs.input_type is None
+  with pytest.raises(ValueError, match='no valid split'):
+    RemoteNodeSplitSamplerInput('valid').to_local_sampler_input(ds)
+  with pytest.raises(ValueError):
+    RemoteNodeSplitSamplerInput('dev')
+  path = tmp_path / 'seeds.pt'
+  torch.save(torch.tensor([[5, 6], [7, 8]]), path)
+  inputs = RemoteNodePathSamplerInput(str(path), 'paper').to_local_sampler_input(ds)
+  assert torch.equal(inputs.node, torch.tensor([5, 6, 7, 8])) and inputs.input_type == 'paper'
+  with pytest.raises(FileNotFoundError, match='no seed file'):
+    RemoteNodePathSamplerInput(str(tmp_path / 'none.pt')).to_local_sampler_input(ds)
+
+
+def test_clients_need_init_client():
+  import graphlearn_torch as glt
+
+  with pytest.raises(RuntimeError, match='init_client'):
+    glt.distributed.request_server(0, glt.distributed.DistServer.get_dataset_meta)
+  with pytest.raises(RuntimeError, match='init_client'):
+    glt.distributed.assign_server_by_order()
+  glt.distributed.shutdown_client()  # a no-op outside a client

@@ -302,7 +302,7 @@ def call_on_server(func, *args, **kwargs) -> torch.futures.Future:
   except Exception as e:
     out.set_exception(e)
     return out
-  if isinstance(result, torch.futures.Future):
+  if isinstance(result, torch._C.Future):  # torch.futures.Future and what .then() returns
     return result
   out.set_result(result)
   return out
