@@ -113,6 +113,8 @@ def run_requests_client(rank, port, root, results):
     dist.init_client(NUM_SERVERS, NUM_CLIENTS, rank, '127.0.0.1', port, request_timeout=60)
     graph = torch.load(os.path.join(root, 'full.pt'), weights_only=False)
     assert dist.assign_server_by_order() == [rank]
+    assert dist.get_clients_to_servers() == {0: [0], 1: [1]}
+    assert float(dist.rpc_global_request_by_rank(1, torch.add, (torch.ones(1), 1))) == 2.0
     num_parts, part, ntypes, etypes = request_server(rank, DistServer.get_dataset_meta)
     assert (num_parts, part, ntypes, etypes) == (NUM_SERVERS, rank, None, None)
     ids = torch.randperm(graph['num_nodes'])[:50]

@@ -36,7 +36,9 @@ logger = logging.getLogger(__name__)
 LOADER_SAMPLING_TYPES = (SamplingType.NODE, SamplingType.LINK, SamplingType.SUBGRAPH)
 
 
-def node_input(data: Optional[DistDataset], input_nodes) -> Union[NodeSamplerInput, object]:
+def node_input(
+  data: Optional[DistDataset], input_nodes
+) -> Union[NodeSamplerInput, RemoteSamplerInput, List[RemoteSamplerInput]]:
   r"""A node loader's input: the seeds of ``input_nodes`` (see
   ``resolve_input_nodes``), or a RemoteSamplerInput (or a list of them) as
   given."""
@@ -195,11 +197,17 @@ class DistLoader:
         input_offset=offset or 0,
       )
       created.append((server, fut))
-    self._servers = [server for server, _ in created]
-    self._producer_ids = []
+    self._servers, self._producer_ids = [], []
     try:
-      for _, fut in created:
-        self._producer_ids.append(fut.wait())
+      errors = []
+      for server, fut in created:
+        try:
+          self._producer_ids.append(fut.wait())
+          self._servers.append(server)
+        except Exception as e:  # destroy the others' producers first
+          errors.append(e)
+      if errors:
+        raise errors[0]
       sizes = [
         async_request_server(s, DistServer.get_sampling_producer_size, p)
         for s, p in zip(self._servers, self._producer_ids)

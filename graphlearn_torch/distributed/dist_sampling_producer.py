@@ -28,7 +28,8 @@ from ..sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
 from .dist_context import get_context, init_worker_group
 from .dist_dataset import DistDataset
 from .dist_neighbor_sampler import DistNeighborSampler
-from .dist_options import MpDistSamplingWorkerOptions
+from .dist_options import MpDistSamplingWorkerOptions, RemoteDistSamplingWorkerOptions
+from .partition_service import PartitionService
 from .rpc import init_rpc, shutdown_rpc
 
 logger = logging.getLogger(__name__)
@@ -296,10 +297,10 @@ class DistServerSamplingProducer:
 
   def __init__(
     self,
-    service,
+    service: PartitionService,
     sampler_input: Union[NodeSamplerInput, EdgeSamplerInput],
     sampling_config: SamplingConfig,
-    worker_options,
+    worker_options: RemoteDistSamplingWorkerOptions,
     input_offset: int = 0,
   ):
     cfg = sampling_config

@@ -299,6 +299,22 @@ def rpc_global_request(target_role: DistRole, role_rank: int, func, args=None, k
   return rpc_global_request_async(target_role, role_rank, func, args, kwargs).wait()
 
 
+def rpc_global_request_by_rank(global_rank: int, func, args=None, kwargs=None, timeout=None):
+  r"""Runs ``func(*args, **kwargs)`` on the process of global rank
+  ``global_rank`` and waits for its result."""
+  ctx = get_context()
+  if not 0 <= global_rank < ctx.global_world_size:
+    raise ValueError(f'global rank {global_rank} is outside the job of {ctx.global_world_size}')
+  state = _require_state()
+  return rpc.rpc_sync(
+    global_rank,
+    func,
+    args=args or (),
+    kwargs=kwargs or {},
+    timeout=state.timeout if timeout is None else timeout,
+  )
+
+
 # -- data partitions -----------------------------------------------------------
 
 
