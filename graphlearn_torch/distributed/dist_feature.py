@@ -93,7 +93,7 @@ class DistFeature:
           raise RuntimeError(f'rows of partition {p} are wanted but the DistFeature has no router')
         worker = self.rpc_router.get_to_worker(p)
         request = (ids.index_select(0, pos), input_type)
-        remote.append((pos, rpc_request_async(worker, self.rpc_callee_id, request)))
+        remote.append((p, worker, pos, rpc_request_async(worker, self.rpc_callee_id, request)))
     if not remote:
       done = torch.futures.Future()
       done.set_result(self.local_get(ids, input_type).to(self.device))
@@ -106,11 +106,17 @@ class DistFeature:
     )
 
     def stitch(_):
-      for pos, fut in remote:
-        out.index_copy_(0, pos, fut.value())
+      for p, worker, pos, fut in remote:
+        try:
+          rows = fut.value()
+        except Exception as e:
+          raise RuntimeError(
+            f'partition {p} ({worker}) failed to send feature rows: {type(e).__name__}: {e}'
+          ) from e
+        out.index_copy_(0, pos, rows)
       return out.to(self.device)
 
-    return torch.futures.collect_all([fut for _, fut in remote]).then(stitch)
+    return torch.futures.collect_all([fut for *_, fut in remote]).then(stitch)
 
   def __getitem__(self, ids: torch.Tensor) -> torch.Tensor:
     return self.async_get(ids).wait()

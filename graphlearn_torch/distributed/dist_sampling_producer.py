@@ -397,7 +397,8 @@ class DistServerSamplingProducer:
   def _failed(self, epoch: int, error: BaseException) -> None:
     text = ''.join(traceback.format_exception(type(error), error, error.__traceback__))
     where = f'server {get_context().rank} (pid {os.getpid()})'
-    self._finished(epoch, error_message(f'{where} failed to sample a batch:\n{text}'))
+    summary = f'{where} failed to sample a batch: {type(error).__name__}: {error}'
+    self._finished(epoch, error_message(f'{summary}\n{text}'))
 
   def fetch(self) -> torch.futures.Future:
     r"""A future of the next sampled batch of this epoch."""
