@@ -212,3 +212,42 @@ def test_clients_need_init_client():
   with pytest.raises(RuntimeError, match='init_client'):
     glt.distributed.assign_server_by_order()
   glt.distributed.shutdown_client()  # a no-op outside a client
+
+
+def test_server_client_example_on_synthetic_data(tmp_path):
+  r"""The example pair runs as 2 servers + 2 clients on the synthetic default
+  (partitioned on first use) and both sides exit cleanly."""
+  import re
+  import subprocess
+  import sys
+  from pathlib import Path
+
+  examples = Path(__file__).resolve().parents[1] / 'examples/distributed/server_client_mode'
+  job, pg = free_port(), free_port()
+  common = ['--master_port', str(job), '--timeout', '60']
+  servers = subprocess.Popen(
+    [
+      sys.executable, str(examples / 'sage_supervised_server.py'), '--dataset_root_dir',
+      str(tmp_path), '--synthetic_nodes', '2000', *common,
+    ],
+    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+  )  # fmt: skip
+  try:
+    run = subprocess.run(
+      [
+        sys.executable, str(examples / 'sage_supervised_client.py'), '--epochs', '2',
+        '--no-progress', '--training_pg_master_port', str(pg), *common,
+      ],
+      capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    _, server_log = servers.communicate(timeout=60)
+  finally:
+    if servers.poll() is None:
+      servers.kill()
+      servers.wait()
+  assert run.returncode == 0, run.stderr[-4000:]
+  assert servers.returncode == 0, server_log[-4000:]
+  final = re.search(r'\[client 0\] final test accuracy ([0-9.]+)', run.stderr)
+  assert final is not None, run.stderr[-4000:]
+  print(f'server-client example, synthetic data: final test accuracy {final.group(1)}')
+  assert float(final.group(1)) > 0.3, 'well above chance (8 classes)'

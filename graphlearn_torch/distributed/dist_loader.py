@@ -18,6 +18,7 @@ from ..sampler.base import (
   SamplingType,
 )
 from ..utils.device import resolve_device
+from .dist_client import async_request_server
 from .dist_context import assign_server_by_order, get_context
 from .dist_dataset import DistDataset
 from .dist_neighbor_sampler import DistNeighborSampler
@@ -28,6 +29,7 @@ from .dist_options import (
   _BasicDistSamplingWorkerOptions,
 )
 from .dist_sampling_producer import INPUT_ID_KEY, DistMpSamplingProducer, raise_if_error
+from .dist_server import DistServer
 from .message import message_to_data
 from .rpc import init_rpc, rpc_is_initialized
 
@@ -179,9 +181,6 @@ class DistLoader:
     return [(s, inputs[torch.arange(lo, hi)], lo) for s, lo, hi in zip(servers, bounds, bounds[1:])]
 
   def _init_remote(self) -> None:
-    from .dist_client import async_request_server
-    from .dist_server import DistServer
-
     opts = self.worker_options
     ctx = get_context()
     placed = self._server_inputs()
@@ -237,9 +236,6 @@ class DistLoader:
     return self
 
   def _start_remote_epoch(self) -> None:
-    from .dist_client import async_request_server
-    from .dist_server import DistServer
-
     timeout = self.worker_options.rpc_timeout
     if not self._channel.drain(timeout):  # the last epoch was left unfinished
       raise TimeoutError(f'the servers did not answer within {timeout} s')
@@ -309,9 +305,6 @@ class DistLoader:
       self._destroy_remote_producers()
 
   def _destroy_remote_producers(self) -> None:
-    from .dist_client import async_request_server
-    from .dist_server import DistServer
-
     ids, self._producer_ids = self._producer_ids, []
     ctx = get_context()
     if not rpc_is_initialized() or ctx is None or not ctx.is_client():
