@@ -207,17 +207,30 @@ class DistLoader:
           errors.append(e)
       if errors:
         raise errors[0]
-      sizes = [
-        async_request_server(s, DistServer.get_sampling_producer_size, p)
-        for s, p in zip(self._servers, self._producer_ids)
-      ]
-      sizes = [fut.wait() for fut in sizes]
+      sizes = self._on_producers(DistServer.get_sampling_producer_size)
     except BaseException:
       self._failed = True
       self.shutdown()
       raise
     self._num_batches = sum(n for _, n in sizes)
     self._channel = RemoteReceivingChannel(self._servers, self._producer_ids, opts.prefetch_size)
+
+  def _on_producers(self, method, *args) -> List:
+    r"""``method(producer id, *args)`` on each of the loader's servers, at
+    once; the results in server order. A failure names its server."""
+    futures = [
+      (s, async_request_server(s, method, p, *args))
+      for s, p in zip(self._servers, self._producer_ids)
+    ]
+    results = []
+    for server, fut in futures:
+      try:
+        results.append(fut.wait())
+      except Exception as e:
+        raise RuntimeError(
+          f'server {server} failed to answer {method.__name__}: {type(e).__name__}: {e}'
+        ) from e
+    return results
 
   def __len__(self) -> int:
     if self._servers:
@@ -240,11 +253,7 @@ class DistLoader:
     if not self._channel.drain(timeout):  # the last epoch was left unfinished
       raise TimeoutError(f'the servers did not answer within {timeout} s')
     self._epoch += 1
-    futures = [
-      async_request_server(s, DistServer.start_new_epoch_sampling, p, self._epoch)
-      for s, p in zip(self._servers, self._producer_ids)
-    ]
-    counts = [fut.wait() for fut in futures]
+    counts = self._on_producers(DistServer.start_new_epoch_sampling, self._epoch)
     self._channel.reset(counts)
     self._remaining = sum(counts)
 

@@ -117,13 +117,19 @@ def init_rpc(
     init_method=f'tcp://{master_addr}:{master_port}',
   )
   logger.info('%s joins the RPC world at %s:%s', ctx.worker_name(), master_addr, master_port)
-  rpc.init_rpc(
-    ctx.worker_name(),
-    rank=ctx.global_rank,
-    world_size=ctx.global_world_size,
-    rpc_backend_options=options,
-  )
+  # The state exists before the agent starts: a peer's first request (the
+  # gather below) may arrive as soon as it does.
   _state = _RpcState(master_addr, int(master_port), rpc_timeout)
+  try:
+    rpc.init_rpc(
+      ctx.worker_name(),
+      rank=ctx.global_rank,
+      world_size=ctx.global_world_size,
+      rpc_backend_options=options,
+    )
+  except BaseException:
+    _state = None
+    raise
   roles = global_all_gather((ctx.role, ctx.group_name, ctx.rank))
   names: Dict[DistRole, Dict[int, str]] = {}
   for role, group, rank in roles:
