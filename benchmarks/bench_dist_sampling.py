@@ -126,10 +126,17 @@ def worker_mode(root: str, mode: str, num_workers: int, batches: int):
     SPAWN.Process(target=trainer, args=(r, root, mode, num_workers, ports, batches, results))
     for r in range(2)
   ]
+  return run_timed(procs, results, len(procs))
+
+
+def run_timed(procs, results, num_timers: int):
+  r"""Starts ``procs``, waits for ``num_timers`` ``(rank, timed(...))``
+  reports and reaps the processes; returns the reports' batches and edges
+  over the slowest one's seconds."""
   for p in procs:
     p.start()
   try:
-    reports = [results.get(timeout=1200)[1] for _ in procs]
+    reports = [results.get(timeout=1200)[1] for _ in range(num_timers)]
   finally:
     for p in procs:
       p.join(120)

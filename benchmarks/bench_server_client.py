@@ -32,19 +32,19 @@ from bench_dist_sampling import (  # noqa: E402
   SPAWN,
   free_port,
   partition,
+  run_timed,
   seed_batches,
   timed,
   worker_mode,
 )
 
 
-def server(rank, root, port, done):
+def server(rank, root, port):
   torch.set_num_threads(1)
   dist = glt.distributed
   ds = dist.DistDataset(edge_dir='in').load(root, rank, graph_mode='CPU')
   dist.init_server(2, rank, ds, '127.0.0.1', port, num_clients=2, num_rpc_threads=8)
   dist.wait_and_shutdown_server()
-  done.put(rank)
 
 
 def client(rank, root, port, batches, concurrency, results):
@@ -70,26 +70,13 @@ def client(rank, root, port, batches, concurrency, results):
 
 def server_client(root: str, batches: int, concurrency: int):
   port = free_port()
-  results, done = SPAWN.Queue(), SPAWN.Queue()
-  procs = [SPAWN.Process(target=server, args=(r, root, port, done)) for r in range(2)]
+  results = SPAWN.Queue()
+  procs = [SPAWN.Process(target=server, args=(r, root, port)) for r in range(2)]
   procs += [
     SPAWN.Process(target=client, args=(r, root, port, batches, concurrency, results))
     for r in range(2)
   ]
-  for p in procs:
-    p.start()
-  try:
-    reports = [results.get(timeout=1200)[1] for _ in range(2)]
-    for _ in range(2):
-      done.get(timeout=120)
-  finally:
-    for p in procs:
-      p.join(60)
-      if p.is_alive():
-        p.kill()
-  count = sum(r[0] for r in reports)
-  edges = sum(r[1] for r in reports)
-  return count, edges, max(r[2] for r in reports)
+  return run_timed(procs, results, 2)  # the clients' timers; servers exit after them
 
 
 def main():

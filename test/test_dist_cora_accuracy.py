@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from test_server_client import run_example_pair
 from torch_geometric.nn import GraphSAGE
 
 import graphlearn_torch as glt
@@ -94,34 +95,14 @@ def distributed_accuracy(cora_root, tmp_path) -> float:
 def server_client_accuracy(cora_root, tmp_path) -> float:
   r"""2 servers + 2 clients on the partitions the worker-mode run made; each
   client trains on its server's training seeds, as each trainer does."""
-  job_port, pg = free_ports(2)
-  examples = ROOT / 'examples/distributed/server_client_mode'
-  common = ['--master_port', str(job_port), '--timeout', '120']
-  servers = subprocess.Popen(
-    [
-      sys.executable, str(examples / 'sage_supervised_server.py'), '--dataset', 'cora',
-      '--raw_dataset_dir', str(cora_root), '--dataset_root_dir', str(tmp_path), *common,
-    ],
-    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-  )  # fmt: skip
-  try:
-    run = subprocess.run(
-      [
-        sys.executable, str(examples / 'sage_supervised_client.py'), '--epochs', str(EPOCHS),
-        '--no-progress', '--training_pg_master_port', str(pg), '--batch_size', str(BATCH // 2),
-        *common,
-      ],
-      capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    _, server_log = servers.communicate(timeout=60)
-  finally:
-    if servers.poll() is None:
-      servers.kill()
-      servers.wait()
-  assert run.returncode == 0, run.stderr[-4000:]
-  assert servers.returncode == 0, server_log[-4000:]
-  accs = epoch_accuracies(run.stderr, 'client')
-  assert len(accs) == EPOCHS, run.stderr[-4000:]
+  log = run_example_pair(
+    ['--dataset', 'cora', '--raw_dataset_dir', str(cora_root), '--dataset_root_dir', str(tmp_path)],
+    ['--epochs', str(EPOCHS), '--batch_size', str(BATCH // 2)],
+    timeout=600,
+    common_timeout=120,
+  )
+  accs = epoch_accuracies(log, 'client')
+  assert len(accs) == EPOCHS, log[-4000:]
   return sum(accs[-LAST:]) / LAST
 
 

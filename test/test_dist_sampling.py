@@ -321,6 +321,21 @@ def run_worker(rank, world_size, port, root, hetero, mode, kind, results):
     dist.shutdown_rpc(graceful=True, timeout=30)
 
 
+def run_spawned(procs, results, timeout=TIMEOUT_S):
+  r"""Starts ``procs`` and returns one report of each from ``results``;
+  reaps them (killing stragglers), also when a report does not come."""
+  for p in procs:
+    p.start()
+  try:
+    return [results.get(timeout=timeout) for _ in procs]
+  finally:
+    for p in procs:
+      p.join(timeout / 4)
+      if p.is_alive():
+        p.kill()
+        p.join()
+
+
 def run_group(root, world_size, hetero, mode='collocated', kind='node'):
   port = free_port()
   results = SPAWN.Queue()
@@ -328,17 +343,7 @@ def run_group(root, world_size, hetero, mode='collocated', kind='node'):
     SPAWN.Process(target=run_worker, args=(r, world_size, port, root, hetero, mode, kind, results))
     for r in range(world_size)
   ]
-  for p in procs:
-    p.start()
-  try:
-    reports = [results.get(timeout=TIMEOUT_S) for _ in procs]
-  finally:
-    for p in procs:
-      p.join(TIMEOUT_S / 4)
-      if p.is_alive():
-        p.kill()
-        p.join()
-  return sorted(reports)
+  return sorted(run_spawned(procs, results))
 
 
 def assert_ok(reports):

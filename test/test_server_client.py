@@ -4,11 +4,23 @@ graph, and every epoch covers each client's seeds once. Processes are spawned
 and reaped also on failure."""
 
 import os
+import re
+import subprocess
+import sys
 import traceback
+from pathlib import Path
 
 import pytest
 import torch
-from test_dist_sampling import SPAWN, TIMEOUT_S, free_port, make_loader, partition, run_epochs
+from test_dist_sampling import (
+  SPAWN,
+  TIMEOUT_S,
+  free_port,
+  make_loader,
+  partition,
+  run_epochs,
+  run_spawned,
+)
 
 NUM_SERVERS = 2
 NUM_CLIENTS = 2
@@ -55,24 +67,21 @@ def run_client(rank, port, root, hetero, kind, server_rank, results):
     glt.distributed.shutdown_client()
 
 
-def run_job(root, hetero, kind, server_rank=None):
+def spawn_job(root, client, *client_args):
+  r"""2 servers and 2 clients (``client(rank, port, root, *client_args,
+  results)``); returns their reports and processes once all have reported."""
   port = free_port()
   results = SPAWN.Queue()
   procs = [SPAWN.Process(target=run_server, args=(r, port, root, results)) for r in range(2)]
   procs += [
-    SPAWN.Process(target=run_client, args=(r, port, root, hetero, kind, server_rank, results))
+    SPAWN.Process(target=client, args=(r, port, root, *client_args, results))
     for r in range(NUM_CLIENTS)
   ]
-  for p in procs:
-    p.start()
-  try:
-    reports = [results.get(timeout=TIMEOUT_S) for _ in procs]
-  finally:
-    for p in procs:
-      p.join(TIMEOUT_S / 4)
-      if p.is_alive():
-        p.kill()
-        p.join()
+  return run_spawned(procs, results), procs
+
+
+def run_job(root, hetero, kind, server_rank=None):
+  reports, procs = spawn_job(root, run_client, hetero, kind, server_rank)
   for role, rank, status, batches, edges in sorted(reports):
     assert status == 'ok', f'{role} {rank}:\n{status}'
     if role == 'client':
@@ -149,23 +158,7 @@ def run_requests_client(rank, port, root, results):
 
 def test_server_dataset_requests_and_remote_split(tmp_path):
   partition(str(tmp_path), NUM_SERVERS, hetero=False)
-  port = free_port()
-  results = SPAWN.Queue()
-  procs = [SPAWN.Process(target=run_server, args=(r, port, str(tmp_path), results)) for r in (0, 1)]
-  procs += [
-    SPAWN.Process(target=run_requests_client, args=(r, port, str(tmp_path), results))
-    for r in range(NUM_CLIENTS)
-  ]
-  for p in procs:
-    p.start()
-  try:
-    reports = [results.get(timeout=TIMEOUT_S) for _ in procs]
-  finally:
-    for p in procs:
-      p.join(TIMEOUT_S / 4)
-      if p.is_alive():
-        p.kill()
-        p.join()
+  reports, _ = spawn_job(str(tmp_path), run_requests_client)
   for role, rank, status, _, _ in sorted(reports):
     assert status == 'ok', f'{role} {rank}:\n{status}'
 
@@ -214,31 +207,24 @@ def test_clients_need_init_client():
   glt.distributed.shutdown_client()  # a no-op outside a client
 
 
-def test_server_client_example_on_synthetic_data(tmp_path):
-  r"""The example pair runs as 2 servers + 2 clients on the synthetic default
-  (partitioned on first use) and both sides exit cleanly."""
-  import re
-  import subprocess
-  import sys
-  from pathlib import Path
-
+def run_example_pair(server_args, client_args, timeout, common_timeout=60) -> str:
+  r"""Runs examples/distributed/server_client_mode as 2 servers + 2 clients
+  (``*_args`` added to each side's command line); checks that both sides exit
+  cleanly and returns the clients' log."""
   examples = Path(__file__).resolve().parents[1] / 'examples/distributed/server_client_mode'
   job, pg = free_port(), free_port()
-  common = ['--master_port', str(job), '--timeout', '60']
+  common = ['--master_port', str(job), '--timeout', str(common_timeout)]
   servers = subprocess.Popen(
-    [
-      sys.executable, str(examples / 'sage_supervised_server.py'), '--dataset_root_dir',
-      str(tmp_path), '--synthetic_nodes', '2000', *common,
-    ],
+    [sys.executable, str(examples / 'sage_supervised_server.py'), *server_args, *common],
     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
   )  # fmt: skip
   try:
     run = subprocess.run(
       [
-        sys.executable, str(examples / 'sage_supervised_client.py'), '--epochs', '2',
-        '--no-progress', '--training_pg_master_port', str(pg), *common,
+        sys.executable, str(examples / 'sage_supervised_client.py'), '--no-progress',
+        '--training_pg_master_port', str(pg), *client_args, *common,
       ],
-      capture_output=True, text=True, timeout=300,
+      capture_output=True, text=True, timeout=timeout,
     )  # fmt: skip
     _, server_log = servers.communicate(timeout=60)
   finally:
@@ -247,7 +233,16 @@ def test_server_client_example_on_synthetic_data(tmp_path):
       servers.wait()
   assert run.returncode == 0, run.stderr[-4000:]
   assert servers.returncode == 0, server_log[-4000:]
-  final = re.search(r'\[client 0\] final test accuracy ([0-9.]+)', run.stderr)
-  assert final is not None, run.stderr[-4000:]
+  return run.stderr
+
+
+def test_server_client_example_on_synthetic_data(tmp_path):
+  r"""The example pair runs as 2 servers + 2 clients on the synthetic default
+  (partitioned on first use) and both sides exit cleanly."""
+  log = run_example_pair(
+    ['--dataset_root_dir', str(tmp_path), '--synthetic_nodes', '2000'], ['--epochs', '2'], 300
+  )
+  final = re.search(r'\[client 0\] final test accuracy ([0-9.]+)', log)
+  assert final is not None, log[-4000:]
   print(f'server-client example, synthetic data: final test accuracy {final.group(1)}')
   assert float(final.group(1)) > 0.3, 'well above chance (8 classes)'

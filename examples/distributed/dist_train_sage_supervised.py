@@ -20,30 +20,15 @@ import argparse
 import logging
 import os
 import sys
-import time
 from datetime import timedelta
 
 import torch
 import torch.distributed
-from torch.nn.parallel import DistributedDataParallel
-from torch_geometric.nn import GraphSAGE
 
 import graphlearn_torch as glt
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sage_common  # noqa: E402
-
-log = logging.getLogger('dist_train_sage')
-
-
-def ensure_partitions(args) -> str:
-  return sage_common.ensure_partitions(
-    args.dataset,
-    args.raw_dataset_dir,
-    args.dataset_root_dir,
-    args.num_dataset_partitions,
-    args.synthetic_nodes,
-  )
 
 
 def train(local_rank: int, args, root: str, results) -> None:
@@ -86,30 +71,9 @@ def train(local_rank: int, args, root: str, results) -> None:
 
   train_loader = loader(ds.train_idx, args.train_loader_master_port, True)
   test_loader = loader(ds.test_idx, args.test_loader_master_port, False)
-  feature_dim = ds.node_features.shape[1]
-  model = DistributedDataParallel(
-    GraphSAGE(feature_dim, args.hidden, len(args.fanout), num_classes, dropout=args.dropout)
+  acc = sage_common.train_ddp(
+    args, rank, ds.node_features.shape[1], num_classes, train_loader, test_loader
   )
-  opt = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
-  for epoch in range(1, args.epochs + 1):
-    with model.join():  # trainers hold different numbers of batches
-      loss, train_s = sage_common.train_epoch(
-        model, train_loader, opt, f'[{rank}] epoch {epoch}', args.progress
-      )
-    start = time.perf_counter()
-    counts = sage_common.test_accuracy(model.module, test_loader)
-    torch.distributed.all_reduce(counts)
-    acc = float(counts[0] / counts[1].clamp(min=1))
-    log.info(
-      'epoch %d  loss %.4f  test accuracy %.4f  (train %.1f s, test %.1f s)',
-      epoch,
-      loss,
-      acc,
-      train_s,
-      time.perf_counter() - start,
-    )
-  if rank == 0:
-    log.info('final test accuracy %.4f', acc)
   if results is not None:
     results.put((rank, acc))
   train_loader.shutdown()
@@ -119,13 +83,7 @@ def train(local_rank: int, args, root: str, results) -> None:
 
 def parser() -> argparse.ArgumentParser:
   p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-  p.add_argument('--dataset', default='synthetic', help="'synthetic', 'cora', 'citeseer', ...")
-  p.add_argument('--dataset_root_dir', default='.', help='where <dataset>-partitions lives')
-  p.add_argument(
-    '--raw_dataset_dir', default='../shared/datasets/planetoid', help='raw files to partition'
-  )
-  p.add_argument('--num_dataset_partitions', type=int, default=2)
-  p.add_argument('--synthetic_nodes', type=int, default=20_000)
+  sage_common.add_dataset_args(p)
   p.add_argument('--num_nodes', type=int, default=1, help='machines')
   p.add_argument('--node_rank', type=int, default=0, help='this machine')
   p.add_argument('--num_training_procs', type=int, default=2, help='trainers per machine')
@@ -136,23 +94,14 @@ def parser() -> argparse.ArgumentParser:
   p.add_argument('--num_workers', type=int, default=1, help='sampling processes per trainer')
   p.add_argument('--worker_concurrency', type=int, default=4)
   p.add_argument('--channel_size', default='256MB')
-  p.add_argument('--fanout', type=int, nargs='+', default=[10, 10])
-  p.add_argument('--hidden', type=int, default=64)
-  p.add_argument('--dropout', type=float, default=0.5)
-  p.add_argument('--lr', type=float, default=0.01)
-  p.add_argument('--weight_decay', type=float, default=5e-4)
-  p.add_argument('--batch_size', type=int, default=32)
-  p.add_argument('--epochs', type=int, default=10)
-  p.add_argument('--seed', type=int, default=0)
-  p.add_argument('--timeout', type=float, default=60, help='seconds any wait may take')
-  p.add_argument('--no-progress', dest='progress', action='store_false')
+  sage_common.add_training_args(p)
   return p
 
 
 def main(argv=None, results=None):
   args = parser().parse_args(argv)
-  root = ensure_partitions(args) if args.node_rank == 0 else None
-  root = root or os.path.join(args.dataset_root_dir, f'{args.dataset}-partitions')
+  root = sage_common.ensure_partitions(args) if args.node_rank == 0 else None
+  root = root or sage_common.partition_dir(args)
   torch.multiprocessing.spawn(
     train, args=(args, root, results), nprocs=args.num_training_procs, join=True
   )

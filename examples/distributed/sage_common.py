@@ -1,42 +1,72 @@
-"""What the distributed GraphSAGE examples share: partitions made on first
-use, one training epoch, test accuracy."""
+"""What the distributed GraphSAGE examples share: their dataset and training
+arguments, partitions made on first use, and the DDP training loop."""
 
+import argparse
+import logging
 import os
 import sys
 import time
-from typing import Tuple
 
 import torch
+import torch.distributed
 import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
+from torch_geometric.nn import GraphSAGE
 from tqdm import tqdm
 
 EXAMPLES = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+log = logging.getLogger('sage')
 
 
-def ensure_partitions(
-  dataset: str, raw_dataset_dir: str, dataset_root_dir: str, num_partitions: int, num_nodes: int
-) -> str:
-  r"""``{dataset_root_dir}/{dataset}-partitions``, partitioned first (edge_dir
-  'in', METIS) when missing."""
-  out = os.path.join(dataset_root_dir, f'{dataset}-partitions')
+def add_dataset_args(p: argparse.ArgumentParser) -> None:
+  r"""Which dataset, where its partitions live, how to make them."""
+  p.add_argument('--dataset', default='synthetic', help="'synthetic', 'cora', 'citeseer', ...")
+  p.add_argument('--dataset_root_dir', default='.', help='where <dataset>-partitions lives')
+  p.add_argument(
+    '--raw_dataset_dir', default='../shared/datasets/planetoid', help='raw files to partition'
+  )
+  p.add_argument('--num_dataset_partitions', type=int, default=2)
+  p.add_argument('--synthetic_nodes', type=int, default=20_000)
+
+
+def add_training_args(p: argparse.ArgumentParser) -> None:
+  r"""The model, the optimizer, batches and epochs."""
+  p.add_argument('--fanout', type=int, nargs='+', default=[10, 10])
+  p.add_argument('--hidden', type=int, default=64)
+  p.add_argument('--dropout', type=float, default=0.5)
+  p.add_argument('--lr', type=float, default=0.01)
+  p.add_argument('--weight_decay', type=float, default=5e-4)
+  p.add_argument('--batch_size', type=int, default=32)
+  p.add_argument('--epochs', type=int, default=10)
+  p.add_argument('--seed', type=int, default=0)
+  p.add_argument('--timeout', type=float, default=60, help='seconds any wait may take')
+  p.add_argument('--no-progress', dest='progress', action='store_false')
+
+
+def partition_dir(args) -> str:
+  return os.path.join(args.dataset_root_dir, f'{args.dataset}-partitions')
+
+
+def ensure_partitions(args) -> str:
+  r"""The partition directory (``add_dataset_args``), partitioned first
+  (edge_dir 'in', METIS) when missing."""
+  out = partition_dir(args)
   if os.path.exists(os.path.join(out, 'META.json')):
     return out
   sys.path.insert(0, EXAMPLES)
   import partition_dataset
 
   argv = [
-    '--dataset', dataset, '--dataset_root_dir', raw_dataset_dir, '--output_dir', out,
-    '--num_partitions', str(num_partitions), '--edge_dir', 'in', '--num_nodes', str(num_nodes),
-    '--seed', '0',
+    '--dataset', args.dataset, '--dataset_root_dir', args.raw_dataset_dir, '--output_dir', out,
+    '--num_partitions', str(args.num_dataset_partitions), '--edge_dir', 'in',
+    '--num_nodes', str(args.synthetic_nodes), '--seed', '0',
   ]  # fmt: skip
   partition_dataset.run(partition_dataset.parse_args(argv))
   return out
 
 
-def train_epoch(model, loader, opt, desc: str, progress: bool) -> Tuple[float, float]:
-  r"""One epoch over ``loader``; returns ``(mean loss, seconds)``. Under DDP,
-  wrap the call in ``model.join()`` when ranks hold different numbers of
-  batches."""
+def train_epoch(model, loader, opt, desc: str, progress: bool):
+  r"""One epoch over ``loader``; returns ``(mean loss, seconds)``."""
   model.train()
   start, total_loss, seen = time.perf_counter(), 0.0, 0
   for batch in tqdm(loader, desc=desc, disable=not progress):
@@ -60,3 +90,33 @@ def test_accuracy(model, loader) -> torch.Tensor:
     counts[0] += int((out.argmax(-1) == batch.y[: batch.batch_size]).sum())
     counts[1] += batch.batch_size
   return counts
+
+
+def train_ddp(args, rank: int, feature_dim: int, num_classes: int, train_loader, test_loader):
+  r"""Trains a DDP GraphSAGE replica for ``args.epochs`` epochs (the process
+  group is initialized); logs loss and test accuracy (summed over the
+  replicas) each epoch and returns the last accuracy."""
+  model = DistributedDataParallel(
+    GraphSAGE(feature_dim, args.hidden, len(args.fanout), num_classes, dropout=args.dropout)
+  )
+  opt = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+  acc = 0.0
+  for epoch in range(1, args.epochs + 1):
+    with model.join():  # replicas hold different numbers of batches
+      desc = f'[{rank}] epoch {epoch}'
+      loss, train_s = train_epoch(model, train_loader, opt, desc, args.progress)
+    start = time.perf_counter()
+    counts = test_accuracy(model.module, test_loader)
+    torch.distributed.all_reduce(counts)
+    acc = float(counts[0] / counts[1].clamp(min=1))
+    log.info(
+      'epoch %d  loss %.4f  test accuracy %.4f  (train %.1f s, test %.1f s)',
+      epoch,
+      loss,
+      acc,
+      train_s,
+      time.perf_counter() - start,
+    )
+  if rank == 0:
+    log.info('final test accuracy %.4f', acc)
+  return acc

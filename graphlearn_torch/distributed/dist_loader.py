@@ -144,18 +144,7 @@ class DistLoader:
           'options master_addr and master_port'
         )
       init_rpc(opts.master_addr, opts.master_port, opts.num_rpc_threads or 16, opts.rpc_timeout)
-    cfg = self.sampling_config
-    self._sampler = DistNeighborSampler(
-      self.data,
-      cfg.num_neighbors,
-      with_edge=cfg.with_edge,
-      with_neg=cfg.with_neg,
-      with_weight=cfg.with_weight,
-      edge_dir=cfg.edge_dir,
-      collect_features=cfg.collect_features,
-      concurrency=1,
-      seed=cfg.seed,
-    )
+    self._sampler = DistNeighborSampler.from_config(self.data, self.sampling_config)
 
   def _server_inputs(self) -> List[Tuple[int, object, int]]:
     r"""``(server rank, its input, the offset of its input ids)`` per server.

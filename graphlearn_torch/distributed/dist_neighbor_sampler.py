@@ -23,6 +23,7 @@ from ..sampler.base import (
   NeighborOutput,
   NodeSamplerInput,
   SamplerOutput,
+  SamplingConfig,
   SamplingType,
 )
 from ..sampler.neighbor_sampler import NeighborSampler
@@ -164,6 +165,30 @@ class DistNeighborSampler(ConcurrentEventLoop):
     self.dist_graph = self.service.dist_graph
     self.dist_node_feature = self.service.node_feature if collect_features else None
     self.dist_edge_feature = self.service.edge_feature if collect_features and with_edge else None
+
+  @classmethod
+  def from_config(
+    cls, data: DistDataset, config: SamplingConfig, seed: Optional[int] = None, **kwargs
+  ) -> 'DistNeighborSampler':
+    r"""The sampler a loader's ``SamplingConfig`` describes.
+
+    Args:
+      data: this process's partition.
+      config: the loader's sampling configuration.
+      seed: seeds the random stream (default: the config's).
+      **kwargs: ``channel``, ``concurrency``, ``service``, ...
+    """
+    return cls(
+      data,
+      config.num_neighbors,
+      with_edge=config.with_edge,
+      with_neg=config.with_neg,
+      with_weight=config.with_weight,
+      edge_dir=config.edge_dir,
+      collect_features=config.collect_features,
+      seed=config.seed if seed is None else seed,
+      **kwargs,
+    )
 
   # -- routing ---------------------------------------------------------------
 

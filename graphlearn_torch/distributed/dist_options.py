@@ -19,6 +19,7 @@ class _BasicDistSamplingWorkerOptions:
     master_port: its port.
     num_rpc_threads: threads serving peers' requests in each sampler.
     rpc_timeout: seconds an RPC may take.
+    use_all2all: unsupported (features are fetched by RPC); must be False.
   """
 
   def __init__(
@@ -30,7 +31,10 @@ class _BasicDistSamplingWorkerOptions:
     master_port: Optional[Union[str, int]] = None,
     num_rpc_threads: Optional[int] = None,
     rpc_timeout: float = DEFAULT_RPC_TIMEOUT_S,
+    use_all2all: bool = False,
   ):
+    if use_all2all:
+      raise ValueError('use_all2all is not supported: features are fetched by RPC')
     if not isinstance(num_workers, int) or num_workers < 1:
       raise ValueError(f'num_workers must be a positive integer, got {num_workers!r}')
     if not isinstance(worker_concurrency, int) or not 1 <= worker_concurrency <= 32:
@@ -42,6 +46,7 @@ class _BasicDistSamplingWorkerOptions:
     self.master_port = int(master_port) if master_port is not None else None
     self.num_rpc_threads = num_rpc_threads
     self.rpc_timeout = float(rpc_timeout)
+    self.use_all2all = False
 
 
 class CollocatedDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):
@@ -65,10 +70,9 @@ class CollocatedDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):
     rpc_timeout: float = DEFAULT_RPC_TIMEOUT_S,
     use_all2all: bool = False,
   ):
-    super().__init__(1, None, 1, master_addr, master_port, num_rpc_threads, rpc_timeout)
-    if use_all2all:
-      raise ValueError('use_all2all is not supported')
-    self.use_all2all = False
+    super().__init__(
+      1, None, 1, master_addr, master_port, num_rpc_threads, rpc_timeout, use_all2all
+    )
 
 
 class MpDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):
@@ -113,14 +117,12 @@ class MpDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):
       master_port,
       num_rpc_threads,
       rpc_timeout,
+      use_all2all,
     )
     if master_addr is None or master_port is None:
       raise ValueError('MpDistSamplingWorkerOptions needs master_addr and master_port')
-    if use_all2all:
-      raise ValueError('use_all2all is not supported')
     self.channel_size = channel_size if channel_size is not None else (256 << 20) * num_workers
     self.pin_memory = pin_memory
-    self.use_all2all = False
 
 
 class RemoteDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):
@@ -178,6 +180,7 @@ class RemoteDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):
       master_port,
       num_rpc_threads,
       rpc_timeout,
+      use_all2all,
     )
     if server_rank is not None:
       ranks = [server_rank] if isinstance(server_rank, int) else list(server_rank)
@@ -189,8 +192,6 @@ class RemoteDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):
       raise ValueError(f'prefetch_size must be a positive integer, got {prefetch_size!r}')
     if glt_graph is not None:
       raise ValueError('glt_graph is not supported: servers sample their own partitions')
-    if use_all2all:
-      raise ValueError('use_all2all is not supported')
     if workload_type not in (None, 'train', 'validate', 'test'):
       raise ValueError(f"workload_type must be 'train', 'validate' or 'test': {workload_type!r}")
     self.server_rank = server_rank
@@ -198,7 +199,6 @@ class RemoteDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):
     self.prefetch_size = prefetch_size
     self.worker_key = worker_key
     self.workload_type = workload_type
-    self.use_all2all = False
 
   @property
   def buffer_capacity(self) -> int:

@@ -84,17 +84,8 @@ def _sampling_worker_loop(
       options.master_addr, options.master_port, options.num_rpc_threads or 4, options.rpc_timeout
     )
     seed = None if config.seed is None else config.seed + rank
-    sampler = DistNeighborSampler(
-      data,
-      config.num_neighbors,
-      with_edge=config.with_edge,
-      with_neg=config.with_neg,
-      with_weight=config.with_weight,
-      edge_dir=config.edge_dir,
-      collect_features=config.collect_features,
-      channel=channel,
-      concurrency=options.worker_concurrency,
-      seed=seed,
+    sampler = DistNeighborSampler.from_config(
+      data, config, seed, channel=channel, concurrency=options.worker_concurrency
     )
     status.send(('ready', rank, None))
 
@@ -312,17 +303,8 @@ class DistServerSamplingProducer:
     self.buffer_size = worker_options.buffer_size
     # One place more than the batches in flight: a finished batch holds its
     # place until its callback returns, and the callback starts the next.
-    self.sampler = DistNeighborSampler(
-      service.data,
-      cfg.num_neighbors,
-      with_edge=cfg.with_edge,
-      with_neg=cfg.with_neg,
-      with_weight=cfg.with_weight,
-      edge_dir=cfg.edge_dir,
-      collect_features=cfg.collect_features,
-      concurrency=self.concurrency + 1,
-      seed=cfg.seed,
-      service=service,
+    self.sampler = DistNeighborSampler.from_config(
+      service.data, cfg, concurrency=self.concurrency + 1, service=service
     )
     self._batcher = SeedBatcher.from_config(len(sampler_input), cfg)
     self._lock = threading.Lock()

@@ -11,13 +11,10 @@ import argparse
 import logging
 import os
 import sys
-import time
 from datetime import timedelta
 
 import torch
 import torch.distributed
-from torch.nn.parallel import DistributedDataParallel
-from torch_geometric.nn import GraphSAGE
 
 import graphlearn_torch as glt
 from graphlearn_torch.distributed import DistServer, request_server
@@ -25,8 +22,6 @@ from graphlearn_torch.sampler import RemoteNodeSplitSamplerInput
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import sage_common  # noqa: E402
-
-log = logging.getLogger('sage_client')
 
 
 def run_client(local_rank: int, args, results) -> None:
@@ -71,29 +66,7 @@ def run_client(local_rank: int, args, results) -> None:
       )
 
     train_loader, test_loader = loader('train', True), loader('test', False)
-    model = DistributedDataParallel(
-      GraphSAGE(feature_dim, args.hidden, len(args.fanout), num_classes, dropout=args.dropout)
-    )
-    opt = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
-    for epoch in range(1, args.epochs + 1):
-      with model.join():  # clients hold different numbers of batches
-        loss, train_s = sage_common.train_epoch(
-          model, train_loader, opt, f'[{rank}] epoch {epoch}', args.progress
-        )
-      start = time.perf_counter()
-      counts = sage_common.test_accuracy(model.module, test_loader)
-      torch.distributed.all_reduce(counts)
-      acc = float(counts[0] / counts[1].clamp(min=1))
-      log.info(
-        'epoch %d  loss %.4f  test accuracy %.4f  (train %.1f s, test %.1f s)',
-        epoch,
-        loss,
-        acc,
-        train_s,
-        time.perf_counter() - start,
-      )
-    if rank == 0:
-      log.info('final test accuracy %.4f', acc)
+    acc = sage_common.train_ddp(args, rank, feature_dim, num_classes, train_loader, test_loader)
     if results is not None:
       results.put((rank, acc))
     train_loader.shutdown()
@@ -115,16 +88,7 @@ def parser() -> argparse.ArgumentParser:
   p.add_argument('--num_workers', type=int, default=1, help='sampling streams per server')
   p.add_argument('--worker_concurrency', type=int, default=4)
   p.add_argument('--prefetch_size', type=int, default=4, help='batches requested ahead')
-  p.add_argument('--fanout', type=int, nargs='+', default=[10, 10])
-  p.add_argument('--hidden', type=int, default=64)
-  p.add_argument('--dropout', type=float, default=0.5)
-  p.add_argument('--lr', type=float, default=0.01)
-  p.add_argument('--weight_decay', type=float, default=5e-4)
-  p.add_argument('--batch_size', type=int, default=32)
-  p.add_argument('--epochs', type=int, default=10)
-  p.add_argument('--seed', type=int, default=0)
-  p.add_argument('--timeout', type=float, default=60, help='seconds any wait may take')
-  p.add_argument('--no-progress', dest='progress', action='store_false')
+  sage_common.add_training_args(p)
   return p
 
 

@@ -51,13 +51,7 @@ def run_server(local_rank: int, args, root: str) -> None:
 
 def parser() -> argparse.ArgumentParser:
   p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-  p.add_argument('--dataset', default='synthetic', help="'synthetic', 'cora', 'citeseer', ...")
-  p.add_argument('--dataset_root_dir', default='.', help='where <dataset>-partitions lives')
-  p.add_argument(
-    '--raw_dataset_dir', default='../shared/datasets/planetoid', help='raw files to partition'
-  )
-  p.add_argument('--num_dataset_partitions', type=int, default=2)
-  p.add_argument('--synthetic_nodes', type=int, default=20_000)
+  sage_common.add_dataset_args(p)
   p.add_argument('--num_servers', type=int, default=2, help='servers in the job')
   p.add_argument('--num_clients', type=int, default=2, help='clients in the job')
   p.add_argument('--num_local_servers', type=int, default=None, help='default: all servers')
@@ -71,13 +65,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> None:
   args = parser().parse_args(argv)
-  root = sage_common.ensure_partitions(
-    args.dataset,
-    args.raw_dataset_dir,
-    args.dataset_root_dir,
-    args.num_dataset_partitions,
-    args.synthetic_nodes,
-  )
+  root = sage_common.ensure_partitions(args)
   local = args.num_local_servers or args.num_servers
   torch.multiprocessing.spawn(run_server, args=(args, root), nprocs=local, join=True)
 
