@@ -11,6 +11,7 @@ import time
 
 import pytest
 import torch
+from event_pipes import EventPipes
 
 from graphlearn_torch.channel import (
   ChannelClosedError,
@@ -81,26 +82,26 @@ def produce_forever_strided(channel):
     seq += 1
 
 
-def own_channel_then_die(result_queue):
+def own_channel_then_die(events, producer_events):
   r"""Makes a 1-slot channel, starts a producer on it, and kills itself
   (SIGKILL) once the producer waits for room."""
   channel = ShmChannel(capacity=1, shm_size='1MB')
-  producer = SPAWN.Process(target=fill_channel, args=(channel, result_queue))
+  producer = SPAWN.Process(target=fill_channel, args=(channel, producer_events))
   producer.start()
-  result_queue.put(('producer_pid', producer.pid))
+  events.put(('producer_pid', 0, producer.pid))
   while channel.qsize() < 1:  # the producer's second message waits for room
     time.sleep(0.01)
   os.kill(os.getpid(), signal.SIGKILL)
 
 
-def fill_channel(channel, result_queue):
+def fill_channel(channel, events):
   channel.send({'x': torch.zeros(1)})
   start = time.monotonic()
   try:
     channel.send({'x': torch.ones(1)})
-    result_queue.put(('sent', time.monotonic() - start))
+    events.put(('sent', 0, time.monotonic() - start))
   except ChannelClosedError as e:
-    result_queue.put(('closed', time.monotonic() - start, str(e)))
+    events.put(('closed', 0, (time.monotonic() - start, str(e))))
 
 
 @pytest.fixture
@@ -371,15 +372,13 @@ def test_consumer_sees_dead_producers(procs):
 
 
 def test_producer_sees_dead_owner(procs):
-  results = SPAWN.Queue()
-  owner = start(procs, own_channel_then_die, results, daemon=False)
-  kind, producer_pid = results.get(timeout=JOIN_S)
-  assert kind == 'producer_pid'
+  events = EventPipes()
+  owner = start(procs, own_channel_then_die, events.writer(), events.writer(), daemon=False)
+  producer_pid = events.wait('producer_pid', timeout=JOIN_S)
   owner.join(JOIN_S)
   assert owner.exitcode == -signal.SIGKILL
-  outcome = results.get(timeout=JOIN_S)
-  assert outcome[0] == 'closed', outcome
-  assert outcome[1] < 2.0 and 'has exited' in outcome[2]
+  waited, message = events.wait('closed', timeout=JOIN_S, failures=('sent',))
+  assert waited < 2.0 and 'has exited' in message
   deadline = time.monotonic() + JOIN_S
   while time.monotonic() < deadline:  # the orphaned producer exits by itself
     try:

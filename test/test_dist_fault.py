@@ -8,14 +8,14 @@ import os
 import signal
 import time
 
-import pytest
+from event_pipes import EventPipes
 from test_dist_sampling import free_port, partition
 
 SPAWN = multiprocessing.get_context('spawn')
 ERROR_WITHIN_S = 30
 
 
-def trainer(rank, port, root, results):
+def trainer(rank, port, root, events):
   import graphlearn_torch as glt
 
   dist = glt.distributed
@@ -28,16 +28,16 @@ def trainer(rank, port, root, results):
     ds, [3, 2], ds.train_idx, batch_size=4, shuffle=True, collect_features=True,
     worker_options=options,
   )  # fmt: skip
-  results.put(('samplers', rank, [p.pid for p in loader._producer._procs]))
+  events.put(('samplers', rank, [p.pid for p in loader._producer._procs]))
   batches = 0
   try:
     while True:
       for _ in loader:
         batches += 1
         if batches == 20:
-          results.put(('running', rank, None))
+          events.put(('running', rank, None))
   except Exception as e:
-    results.put(('error', rank, (time.monotonic(), f'{type(e).__name__}: {e}')))
+    events.put(('error', rank, (time.monotonic(), f'{type(e).__name__}: {e}')))
   finally:
     loader.shutdown()
 
@@ -53,27 +53,22 @@ def exited(pid: int) -> bool:
 def test_killed_trainer_becomes_an_error_in_the_other(tmp_path):
   before = set(os.listdir('/dev/shm'))
   partition(str(tmp_path), 2, hetero=False)
-  results = SPAWN.Queue()
+  events = EventPipes()
   port = free_port()
-  procs = [SPAWN.Process(target=trainer, args=(r, port, str(tmp_path), results)) for r in (0, 1)]
+  procs = [
+    SPAWN.Process(target=trainer, args=(r, port, str(tmp_path), events.writer())) for r in (0, 1)
+  ]
   for p in procs:
     p.start()
   samplers = []
   try:
-    running = set()
-    while len(running) < 2:
-      kind, rank, value = results.get(timeout=120)
-      if kind == 'samplers':
-        samplers += value
-      elif kind == 'running':
-        running.add(rank)
-      else:
-        pytest.fail(f'trainer {rank} failed before the kill: {value}')
+    for rank in (0, 1):
+      samplers += events.wait('samplers', rank, failures=('error',))
+    for rank in (0, 1):
+      events.wait('running', rank, failures=('error',))
     killed_at = time.monotonic()
     os.kill(procs[1].pid, signal.SIGKILL)
-    kind, rank, value = results.get(timeout=ERROR_WITHIN_S + 5)
-    assert (kind, rank) == ('error', 0), (kind, rank, value)
-    raised_at, message = value
+    raised_at, message = events.wait('error', 0, timeout=ERROR_WITHIN_S + 5)
     print(f'survivor raised after {raised_at - killed_at:.1f} s: {message[:300]}')
     assert raised_at - killed_at < ERROR_WITHIN_S
     assert 'sampling process' in message or 'Channel' in message
@@ -91,9 +86,9 @@ def test_killed_trainer_becomes_an_error_in_the_other(tmp_path):
     for pid in samplers:
       if not exited(pid):
         os.kill(pid, signal.SIGKILL)
-  # Semaphores of multiprocessing queues go when their queues are collected
-  # (ours) and when the killed trainer's resource tracker cleans up after it.
-  del results
+  # Semaphores of the trainers' multiprocessing queues go when the killed
+  # trainer's resource tracker cleans up after it.
+  del events
   gc.collect()
   deadline = time.monotonic() + 15
   while set(os.listdir('/dev/shm')) - before and time.monotonic() < deadline:

@@ -9,14 +9,12 @@
 Figures (seconds to error or cleanup, server RSS) are printed (-s)."""
 
 import os
-import queue
 import signal
 import threading
 import time
 import traceback
-from multiprocessing.connection import wait as wait_connections
 
-import pytest
+from event_pipes import EventPipes
 from test_dist_sampling import SPAWN, free_port, partition
 
 WITHIN_S = 30
@@ -95,35 +93,21 @@ def client(rank, port, root, events, fail_after=None, wait_for=None, ballast=Fal
     dist.shutdown_client()
 
 
-class Events:
-  r"""A process's end of the test's event pipe (one pipe per process: a
-  killed process cannot leave a shared queue's lock held)."""
-
-  def __init__(self, conn):
-    self.conn = conn
-
-  def put(self, event):
-    self.conn.send(event)
-
-
 class Job:
   r"""2 servers and 2 clients, reaped on exit."""
 
   def __init__(self, root, client_kwargs):
     port = free_port()
-    self.readers = []
-
-    def events():
-      reader, writer = SPAWN.Pipe(duplex=False)
-      self.readers.append(reader)
-      return Events(writer)
-
-    self.servers = [SPAWN.Process(target=server, args=(r, port, root, events())) for r in (0, 1)]
+    self.events = EventPipes()
+    self.servers = [
+      SPAWN.Process(target=server, args=(r, port, root, self.events.writer())) for r in (0, 1)
+    ]
     self.clients = [
-      SPAWN.Process(target=client, args=(r, port, root, events()), kwargs=client_kwargs[r])
+      SPAWN.Process(
+        target=client, args=(r, port, root, self.events.writer()), kwargs=client_kwargs[r]
+      )
       for r in (0, 1)
     ]
-    self.unread = []
 
   def __enter__(self):
     for p in self.servers + self.clients:
@@ -137,35 +121,10 @@ class Job:
         p.kill()
       p.join()
 
-  def _next_event(self, timeout):
-    deadline = time.monotonic() + timeout
-    while self.readers:
-      ready = wait_connections(self.readers, max(0.0, deadline - time.monotonic()))
-      if not ready:
-        raise queue.Empty
-      for reader in ready:
-        try:
-          return reader.recv()
-        except EOFError:  # that process is gone
-          self.readers.remove(reader)
-    raise queue.Empty
-
   def wait(self, kind, rank=None, timeout=120):
-    r"""The value of the oldest unread event ``kind`` (of ``rank``); fails
-    on errors of processes that should not fail."""
-    deadline = time.monotonic() + timeout
-    while True:
-      for i, (k, r, value) in enumerate(self.unread):
-        if k == kind and (rank is None or r == rank):
-          del self.unread[i]
-          return value
-      try:
-        got = self._next_event(max(0.1, deadline - time.monotonic()))
-      except queue.Empty:
-        pytest.fail(f'no {kind} event of {rank} in {timeout} s; unread: {self.unread}')
-      if got[0] == 'server_error':
-        pytest.fail(f'server {got[1]} failed:\n{got[2]}')
-      self.unread.append(got)
+    r"""The value of the oldest unread event ``kind`` (of ``rank``); a
+    server's error fails the test."""
+    return self.events.wait(kind, rank, timeout, failures=('server_error',))
 
   def wait_producers(self, rank, count, timeout=120):
     r"""``(time, count, RSS)`` of server ``rank``'s first report of
