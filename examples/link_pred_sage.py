@@ -1,7 +1,8 @@
 """Link prediction with GraphSAGE and graphlearn_torch's LinkNeighborLoader.
 
-  python examples/link_pred_sage.py --root ../shared/datasets/planetoid   # Cora
-  python examples/link_pred_sage.py --dataset synthetic
+  python examples/link_pred_sage.py                     # synthetic data (the default)
+  python examples/link_pred_sage.py --dataset cora --root ../shared/datasets/planetoid
+  python examples/link_pred_sage.py --smoke             # a tiny run (CI)
 
 Holds out 10% of the undirected edges for test and 5% for validation, trains
 an encoder on the rest with binary negative sampling (dot-product decoder),
@@ -19,6 +20,8 @@ from tqdm import tqdm
 import graphlearn_torch as glt
 
 log = logging.getLogger('link_pred_sage')
+
+SMOKE = {'dataset': 'synthetic', 'num_nodes': 1_000, 'epochs': 2, 'progress': False}
 
 
 def roc_auc(pos: torch.Tensor, neg: torch.Tensor) -> float:
@@ -133,7 +136,7 @@ def run(args) -> dict:
       loss = F.binary_cross_entropy_with_logits((h[src] * h[dst]).sum(-1), batch.edge_label)
       loss.backward()
       opt.step()
-      total += float(loss)
+      total += loss.item()
     h = embed(model, ds, len(args.fanout))
     val_auc = evaluate(h, val)
     if val_auc > best['val']:
@@ -147,7 +150,9 @@ def run(args) -> dict:
 
 def parser() -> argparse.ArgumentParser:
   p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-  p.add_argument('--dataset', default='cora', choices=['synthetic', 'cora', 'citeseer', 'pubmed'])
+  p.add_argument(
+    '--dataset', default='synthetic', choices=['synthetic', 'cora', 'citeseer', 'pubmed']
+  )
   p.add_argument('--root', default='../shared/datasets/planetoid')
   p.add_argument('--num_nodes', type=int, default=5_000)
   p.add_argument('--fanout', type=int, nargs='+', default=[10, 10])
@@ -162,9 +167,13 @@ def parser() -> argparse.ArgumentParser:
   p.add_argument('--normalize_features', action='store_true')
   p.add_argument('--seed', type=int, default=0)
   p.add_argument('--no-progress', dest='progress', action='store_false')
+  p.add_argument('--smoke', action='store_true', help=f'a tiny run: {SMOKE}')
   return p
 
 
 if __name__ == '__main__':
   logging.basicConfig(level=logging.INFO, format='%(asctime)s %(message)s', datefmt='%H:%M:%S')
-  run(parser().parse_args())
+  args = parser().parse_args()
+  if args.smoke:
+    vars(args).update(SMOKE)
+  run(args)

@@ -4,6 +4,7 @@
   python examples/partition_dataset.py --dataset cora \\
       --dataset_root_dir ../shared/datasets/planetoid --partitioner random --num_partitions 4
   python examples/partition_dataset.py --dataset ogbn-products --dataset_root_dir /data/ogb
+  python examples/partition_dataset.py --smoke                   # a tiny run (CI)
 
 Writes ``<output_dir>`` in graphlearn_torch's partition format (see
 docs/partition_format.md): per partition its edges, feature rows and its share
@@ -124,7 +125,10 @@ def parse_args(argv=None):
   p.add_argument('--num_nodes', type=int, default=100_000, help='synthetic graph size')
   p.add_argument('--feature_dim', type=int, default=32, help='synthetic feature size')
   p.add_argument('--seed', type=int, default=0)
+  p.add_argument('--smoke', action='store_true', help='a tiny run: 2,000 synthetic nodes')
   args = p.parse_args(argv)
+  if args.smoke:
+    args.num_nodes = 2_000
   if args.output_dir is None:
     args.output_dir = f'{args.dataset}-partitions'
   args.output_dir = os.path.abspath(args.output_dir)

@@ -15,7 +15,9 @@ def load_example(name):
 
 def test_link_prediction_on_cora_reaches_auc(cora_root):
   example = load_example('link_pred_sage')
-  args = example.parser().parse_args(['--root', str(cora_root), '--no-progress', '--seed', '0'])
+  args = example.parser().parse_args(
+    ['--dataset', 'cora', '--root', str(cora_root), '--no-progress', '--seed', '0']
+  )
   best = example.run(args)
   print(f'Cora link prediction: test ROC-AUC {best["test"]:.4f} (val {best["val"]:.4f})')
   assert best['test'] >= 0.85

@@ -36,6 +36,8 @@ def train(local_rank: int, args, root: str, results) -> None:
   world_size = args.num_nodes * args.num_training_procs
   logging.basicConfig(level=logging.INFO, format=f'%(asctime)s [trainer {rank}] %(message)s')
   torch.manual_seed(args.seed)
+  # each trainer runs beside its train and test loaders' sampling processes
+  sage_common.set_trainer_threads(args.num_training_procs * (1 + 2 * args.num_workers))
   glt.distributed.init_worker_group(world_size, rank, 'distributed-sage-supervised-trainer')
   torch.distributed.init_process_group(
     'gloo',
@@ -99,9 +101,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None, results=None):
-  args = parser().parse_args(argv)
-  root = sage_common.ensure_partitions(args) if args.node_rank == 0 else None
-  root = root or sage_common.partition_dir(args)
+  args = sage_common.parse_args(parser(), argv)
+  root = sage_common.ensure_partitions(args)
   torch.multiprocessing.spawn(
     train, args=(args, root, results), nprocs=args.num_training_procs, join=True
   )

@@ -2,8 +2,11 @@
 arguments, partitions made on first use, and the DDP training loop."""
 
 import argparse
+import json
 import logging
 import os
+import shutil
+import socket
 import sys
 import time
 
@@ -16,17 +19,18 @@ from tqdm import tqdm
 
 EXAMPLES = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 log = logging.getLogger('sage')
+DEFAULT_SYNTHETIC_NODES = 20_000
 
 
 def add_dataset_args(p: argparse.ArgumentParser) -> None:
   r"""Which dataset, where its partitions live, how to make them."""
   p.add_argument('--dataset', default='synthetic', help="'synthetic', 'cora', 'citeseer', ...")
-  p.add_argument('--dataset_root_dir', default='.', help='where <dataset>-partitions lives')
+  p.add_argument('--dataset_root_dir', default='data', help='where <dataset>-partitions lives')
   p.add_argument(
     '--raw_dataset_dir', default='../shared/datasets/planetoid', help='raw files to partition'
   )
   p.add_argument('--num_dataset_partitions', type=int, default=2)
-  p.add_argument('--synthetic_nodes', type=int, default=20_000)
+  p.add_argument('--synthetic_nodes', type=int, default=DEFAULT_SYNTHETIC_NODES)
 
 
 def add_training_args(p: argparse.ArgumentParser) -> None:
@@ -40,28 +44,77 @@ def add_training_args(p: argparse.ArgumentParser) -> None:
   p.add_argument('--epochs', type=int, default=10)
   p.add_argument('--seed', type=int, default=0)
   p.add_argument('--timeout', type=float, default=60, help='seconds any wait may take')
+  p.add_argument('--in_channel', type=int, default=None, help='feature size (checked)')
+  p.add_argument('--out_channel', type=int, default=None, help='classes (checked)')
   p.add_argument('--no-progress', dest='progress', action='store_false')
 
 
+SMOKE = {'synthetic_nodes': 2_000, 'epochs': 2, 'batch_size': 64, 'progress': False}
+
+
+def parse_args(p: argparse.ArgumentParser, argv=None) -> argparse.Namespace:
+  r"""Parses with a ``--smoke`` flag added: a tiny run (``SMOKE``, for CI)."""
+  p.add_argument('--smoke', action='store_true', help=f'a tiny run: {SMOKE}')
+  args = p.parse_args(argv)
+  if args.smoke:
+    vars(args).update({k: v for k, v in SMOKE.items() if k in vars(args)})
+  return args
+
+
+def set_trainer_threads(processes_per_machine: int) -> int:
+  r"""Gives a trainer its share of this machine's cores (at least one) and
+  returns it. OpenMP threads spin while they wait, so trainers and sampling
+  processes that together ask for more threads than there are cores slow
+  each other down many times over."""
+  threads = max(1, (os.cpu_count() or 1) // max(processes_per_machine, 1))
+  torch.set_num_threads(threads)
+  return threads
+
+
 def partition_dir(args) -> str:
-  return os.path.join(args.dataset_root_dir, f'{args.dataset}-partitions')
+  r"""``<dataset_root_dir>/<dataset>-partitions``; synthetic graphs of other
+  sizes than the default get their own directory."""
+  name = args.dataset
+  if name == 'synthetic' and args.synthetic_nodes != DEFAULT_SYNTHETIC_NODES:
+    name = f'synthetic{args.synthetic_nodes}'
+  return os.path.join(args.dataset_root_dir, f'{name}-partitions')
 
 
 def ensure_partitions(args) -> str:
   r"""The partition directory (``add_dataset_args``), partitioned first
-  (edge_dir 'in', METIS) when missing."""
+  (edge_dir 'in', METIS, seeded) when missing. Partitioning is deterministic
+  and lands by an atomic rename, so every machine may do it: on a shared
+  file system the first one wins and the others find it done."""
   out = partition_dir(args)
   if os.path.exists(os.path.join(out, 'META.json')):
-    return out
+    return _checked(out, args.num_dataset_partitions)
   sys.path.insert(0, EXAMPLES)
   import partition_dataset
 
+  staging = f'{out}.partial-{socket.gethostname()}-{os.getpid()}'
   argv = [
-    '--dataset', args.dataset, '--dataset_root_dir', args.raw_dataset_dir, '--output_dir', out,
-    '--num_partitions', str(args.num_dataset_partitions), '--edge_dir', 'in',
-    '--num_nodes', str(args.synthetic_nodes), '--seed', '0',
+    '--dataset', args.dataset, '--dataset_root_dir', args.raw_dataset_dir,
+    '--output_dir', staging, '--num_partitions', str(args.num_dataset_partitions),
+    '--edge_dir', 'in', '--num_nodes', str(args.synthetic_nodes), '--seed', '0',
   ]  # fmt: skip
   partition_dataset.run(partition_dataset.parse_args(argv))
+  try:
+    os.rename(staging, out)
+  except OSError:  # another machine's copy landed first
+    if not os.path.exists(os.path.join(out, 'META.json')):
+      raise
+    shutil.rmtree(staging)
+  return out
+
+
+def _checked(out: str, num_partitions: int) -> str:
+  with open(os.path.join(out, 'META.json')) as f:
+    found = json.load(f).get('num_parts')
+  if found != num_partitions:
+    raise SystemExit(
+      f'{out} holds {found} partitions, not --num_dataset_partitions {num_partitions}: '
+      'remove it or pass another --dataset_root_dir'
+    )
   return out
 
 
@@ -96,6 +149,12 @@ def train_ddp(args, rank: int, feature_dim: int, num_classes: int, train_loader,
   r"""Trains a DDP GraphSAGE replica for ``args.epochs`` epochs (the process
   group is initialized); logs loss and test accuracy (summed over the
   replicas) each epoch and returns the last accuracy."""
+  for flag, given, found in (
+    ('in_channel', args.in_channel, feature_dim),
+    ('out_channel', args.out_channel, num_classes),
+  ):
+    if given is not None and given != found:
+      raise SystemExit(f'--{flag} {given} does not match the data ({found})')
   model = DistributedDataParallel(
     GraphSAGE(feature_dim, args.hidden, len(args.fanout), num_classes, dropout=args.dropout)
   )
@@ -104,7 +163,7 @@ def train_ddp(args, rank: int, feature_dim: int, num_classes: int, train_loader,
   for epoch in range(1, args.epochs + 1):
     with model.join():  # replicas hold different numbers of batches
       desc = f'[{rank}] epoch {epoch}'
-      loss, train_s = train_epoch(model, train_loader, opt, desc, args.progress)
+      loss, train_s = train_epoch(model, train_loader, opt, desc, args.progress and rank == 0)
     start = time.perf_counter()
     counts = test_accuracy(model.module, test_loader)
     torch.distributed.all_reduce(counts)

@@ -1,10 +1,11 @@
-"""Seeded synthetic graphs: planted communities (learnable) and power-law
-graphs of a given size (for benchmarks)."""
+"""Seeded synthetic graphs: planted communities (learnable; homogeneous, and
+heterogeneous shaped like ogbn-mag) and power-law graphs of a given size
+(for benchmarks)."""
 
 from typing import Optional
 
 import torch
-from torch_geometric.data import Data
+from torch_geometric.data import Data, HeteroData
 
 
 def community_graph(
@@ -94,3 +95,91 @@ def power_law_edges(
       ids = (x.floor().long() - 1).clamp_(0, num_nodes - 1)
       edges[row, start : start + n] = relabel[ids]
   return edges
+
+
+MAG_EDGE_TYPES = (
+  ('author', 'writes', 'paper'),
+  ('author', 'affiliated_with', 'institution'),
+  ('paper', 'cites', 'paper'),
+  ('paper', 'has_topic', 'field_of_study'),
+)
+
+
+def _planted_edges(
+  src_class: torch.Tensor,
+  dst_class: torch.Tensor,
+  per_src: int,
+  homophily: float,
+  g: torch.Generator,
+) -> torch.Tensor:
+  r"""``per_src`` edges out of every source node; each ends in a node of the
+  source's class with probability ``homophily``, else anywhere."""
+  src = torch.arange(src_class.numel()).repeat_interleave(per_src)
+  dst = torch.randint(0, dst_class.numel(), (src.numel(),), generator=g)
+  inside = torch.rand(src.numel(), generator=g) < homophily
+  for c in range(int(dst_class.max()) + 1):
+    members = torch.nonzero(dst_class == c).view(-1)
+    pick = inside & (src_class[src] == c)
+    if members.numel():
+      dst[pick] = members[torch.randint(0, members.numel(), (int(pick.sum()),), generator=g)]
+  return torch.stack([src, dst])
+
+
+def mag_like_graph(
+  num_papers: int = 10_000,
+  num_classes: int = 8,
+  feature_dim: int = 32,
+  homophily: float = 0.7,
+  feature_noise: float = 4.0,
+  seed: int = 0,
+) -> HeteroData:
+  r"""A heterogeneous graph shaped like ogbn-mag, with planted communities:
+  papers, authors, institutions and fields of study each belong to one of
+  ``num_classes`` communities, and a share ``homophily`` of every edge type's
+  edges stays inside a community. Paper labels are their communities; every
+  node type has noisy community-centroid features, so classifying papers
+  gains from their neighbours. Edge types (ogbn-mag's): author-writes-paper,
+  author-affiliated_with-institution, paper-cites-paper,
+  paper-has_topic-field_of_study; papers have train/val/test masks (10/10/80).
+
+  Args:
+    num_papers: papers; there are half as many authors, ``num_papers // 50``
+      institutions and ``num_papers // 20`` fields of study.
+    num_classes: communities (paper classes).
+    feature_dim: feature columns of every node type.
+    homophily: the share of edges inside a community.
+    feature_noise: the standard deviation of the feature noise.
+    seed: the random seed.
+  """
+  g = torch.Generator().manual_seed(seed)
+  sizes = {
+    'paper': num_papers,
+    'author': max(num_papers // 2, 1),
+    'institution': max(num_papers // 50, num_classes),
+    'field_of_study': max(num_papers // 20, num_classes),
+  }
+  classes = {t: torch.randint(0, num_classes, (n,), generator=g) for t, n in sizes.items()}
+  centroids = torch.randn(num_classes, feature_dim, generator=g)
+  data = HeteroData()
+  for node_type, y in classes.items():
+    noise = torch.randn(y.numel(), feature_dim, generator=g)
+    data[node_type].x = centroids[y] + feature_noise * noise
+  per_src = {'writes': 4, 'affiliated_with': 1, 'cites': 5, 'has_topic': 3}
+  for src, rel, dst in MAG_EDGE_TYPES:
+    edge_index = _planted_edges(classes[src], classes[dst], per_src[rel], homophily, g)
+    if src == dst:
+      edge_index = edge_index[:, edge_index[0] != edge_index[1]]
+    data[src, rel, dst].edge_index = edge_index
+  paper = data['paper']
+  paper.y = classes['paper']
+  perm = torch.randperm(num_papers, generator=g)
+  n_train = n_val = num_papers // 10
+  for name, ids in (
+    ('train_mask', perm[:n_train]),
+    ('val_mask', perm[n_train : n_train + n_val]),
+    ('test_mask', perm[n_train + n_val :]),
+  ):
+    mask = torch.zeros(num_papers, dtype=torch.bool)
+    mask[ids] = True
+    paper[name] = mask
+  return data

@@ -113,7 +113,9 @@ class MetisPartitioner(PartitionerBase):
   ``partition_graph`` does). A heterogeneous graph is partitioned as one graph
   over all node types, with each type's node count balanced.
 
-  Args: those of PartitionerBase, and
+  Takes the arguments of :class:`PartitionerBase`, and these.
+
+  Args:
     balance_train: also balance the training nodes (``node_split[0]``).
     balance_edges: also balance the edges (each node weighs its degree).
     imbalance: the tolerated imbalance per constraint, as METIS's ufactor

@@ -28,6 +28,7 @@ def run_client(local_rank: int, args, results) -> None:
   rank = args.client_rank_start + local_rank
   logging.basicConfig(level=logging.INFO, format=f'%(asctime)s [client {rank}] %(message)s')
   torch.manual_seed(args.seed)
+  sage_common.set_trainer_threads(args.num_local_clients or args.num_clients)
   glt.distributed.init_client(
     num_servers=args.num_servers,
     num_clients=args.num_clients,
@@ -93,7 +94,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None, results=None) -> None:
-  args = parser().parse_args(argv)
+  args = sage_common.parse_args(parser(), argv)
   local = args.num_local_clients or args.num_clients
   torch.multiprocessing.spawn(run_client, args=(args, results), nprocs=local, join=True)
 

@@ -64,7 +64,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> None:
-  args = parser().parse_args(argv)
+  args = sage_common.parse_args(parser(), argv)
   root = sage_common.ensure_partitions(args)
   local = args.num_local_servers or args.num_servers
   torch.multiprocessing.spawn(run_server, args=(args, root), nprocs=local, join=True)

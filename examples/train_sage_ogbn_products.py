@@ -1,7 +1,13 @@
 """Train GraphSAGE on one machine with graphlearn_torch's NeighborLoader.
 
-  python examples/train_sage.py                                  # synthetic data
-  python examples/train_sage.py --dataset cora --root ../shared/datasets/planetoid
+  python examples/train_sage_ogbn_products.py             # synthetic data (the default)
+  python examples/train_sage_ogbn_products.py --dataset ogbn-products --root /data/ogb
+  python examples/train_sage_ogbn_products.py --dataset cora --root ../shared/datasets/planetoid
+  python examples/train_sage_ogbn_products.py --smoke     # a tiny run (CI)
+
+ogbn-products (or any homogeneous ogbn-* node dataset) is read from OGB's
+unpacked files under ``--root`` (``<root>/ogbn_products/raw``, ``split/``);
+nothing is downloaded.
 
 The loop is a plain PyG training loop: only the Dataset and the loader come
 from graphlearn_torch (needing neither pyg-lib nor torch-sparse).
@@ -20,11 +26,20 @@ import graphlearn_torch as glt
 
 log = logging.getLogger('train_sage')
 
+SMOKE = {'num_nodes': 2_000, 'epochs': 2, 'batch_size': 64, 'progress': False}
+
 
 def load(args):
+  r"""A ``Data`` with ``train_idx``, ``val_idx`` and ``test_idx``."""
+  if args.dataset.startswith('ogbn-'):
+    return glt.datasets.load_ogb_node_dataset(args.root, args.dataset)
   if args.dataset == 'synthetic':
-    return glt.datasets.community_graph(num_nodes=args.num_nodes, seed=args.seed)
-  return glt.datasets.load_planetoid(args.root, args.dataset)
+    data = glt.datasets.community_graph(num_nodes=args.num_nodes, seed=args.seed)
+  else:
+    data = glt.datasets.load_planetoid(args.root, args.dataset)
+  for split in ('train', 'val', 'test'):
+    data[f'{split}_idx'] = data[f'{split}_mask'].nonzero().view(-1)
+  return data
 
 
 def build_dataset(data) -> glt.data.Dataset:
@@ -60,8 +75,7 @@ def run(args) -> dict:
     data.num_features,
     int(data.y.max()) + 1,
   )
-  train_idx = data.train_mask.nonzero().view(-1)
-  val_idx, test_idx = data.val_mask.nonzero().view(-1), data.test_mask.nonzero().view(-1)
+  train_idx, val_idx, test_idx = data.train_idx, data.val_idx, data.test_idx
   loader = glt.loader.NeighborLoader(
     ds,
     args.fanout,
@@ -86,8 +100,8 @@ def run(args) -> dict:
       loss = F.cross_entropy(out, batch.y[: batch.batch_size])
       loss.backward()
       opt.step()
-      total_loss += float(loss) * batch.batch_size
-      bar.set_postfix(loss=f'{float(loss):.4f}')
+      total_loss += loss.item() * batch.batch_size
+      bar.set_postfix(loss=f'{loss.item():.4f}')
     if epoch % args.eval_every == 0 or epoch == args.epochs:
       val = evaluate(model, ds, val_idx, args)
       if val > best['val']:
@@ -108,10 +122,10 @@ def run(args) -> dict:
 def parser() -> argparse.ArgumentParser:
   p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   p.add_argument(
-    '--dataset', default='synthetic', choices=['synthetic', 'cora', 'citeseer', 'pubmed']
+    '--dataset', default='synthetic', help="'synthetic', 'cora', 'citeseer', 'pubmed', 'ogbn-*'"
   )
   p.add_argument(
-    '--root', default='../shared/datasets/planetoid', help='folder of the Planetoid raw files'
+    '--root', default='../shared/datasets/planetoid', help='folder of the Planetoid or OGB files'
   )
   p.add_argument('--num_nodes', type=int, default=20_000, help='synthetic graph size')
   p.add_argument('--fanout', type=int, nargs='+', default=[10, 10])
@@ -125,12 +139,15 @@ def parser() -> argparse.ArgumentParser:
   p.add_argument('--eval_every', type=int, default=1)
   p.add_argument('--seed', type=int, default=0)
   p.add_argument('--no-progress', dest='progress', action='store_false')
+  p.add_argument('--smoke', action='store_true', help=f'a tiny run: {SMOKE}')
   return p
 
 
 if __name__ == '__main__':
   logging.basicConfig(level=logging.INFO, format='%(asctime)s %(message)s', datefmt='%H:%M:%S')
   args = parser().parse_args()
+  if args.smoke:
+    vars(args).update(SMOKE)
   if len(args.fanout) != args.num_layers:
     parser().error('--fanout needs one value per layer (--num_layers)')
   run(args)

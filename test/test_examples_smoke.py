@@ -1,0 +1,99 @@
+"""Every example answers ``--help`` and runs to completion in its ``--smoke``
+(tiny) setting on the synthetic default data, with no download; the
+single-machine GraphSAGE example also reads OGB's on-disk layout."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_dist_sampling import free_port
+from test_examples_partition import write_fake_ogbn_arxiv
+from test_server_client import run_example_pair
+
+EXAMPLES = Path(__file__).resolve().parents[1] / 'examples'
+ALL = [
+  'train_sage_ogbn_products.py',
+  'train_rgcn_mag.py',
+  'link_pred_sage.py',
+  'partition_dataset.py',
+  'distributed/dist_train_sage_supervised.py',
+  'distributed/server_client_mode/sage_supervised_server.py',
+  'distributed/server_client_mode/sage_supervised_client.py',
+]
+
+
+def run_example(name, *args, timeout=300) -> str:
+  r"""Runs an example; checks it exits 0 and returns its stdout + stderr."""
+  done = subprocess.run(
+    [sys.executable, str(EXAMPLES / name), *args],
+    capture_output=True, text=True, timeout=timeout, cwd=EXAMPLES.parent,
+  )  # fmt: skip
+  out = done.stdout + done.stderr
+  assert done.returncode == 0, out[-4000:]
+  return out
+
+
+@pytest.mark.parametrize('name', ALL)
+def test_help(name):
+  out = run_example(name, '--help', timeout=120)
+  assert out.startswith('usage:') and '--smoke' in out
+
+
+def final(pattern: str, out: str) -> float:
+  found = re.findall(pattern, out)
+  assert found, out[-4000:]
+  return float(found[-1])
+
+
+def test_train_sage_smoke():
+  out = run_example('train_sage_ogbn_products.py', '--smoke')
+  assert final(r'test accuracy ([0-9.]+)', out) > 0.2, 'above chance (8 classes)'
+
+
+def test_train_sage_reads_the_ogb_layout(tmp_path):
+  pytest.importorskip('ogb')
+  write_fake_ogbn_arxiv(tmp_path)
+  out = run_example(
+    'train_sage_ogbn_products.py', '--smoke', '--dataset', 'ogbn-arxiv', '--root', str(tmp_path)
+  )
+  assert 'ogbn-arxiv: 80 nodes, 300 edges, 128 features, 40 classes' in out
+  final(r'test accuracy ([0-9.]+)', out)
+
+
+def test_rgcn_mag_smoke():
+  out = run_example('train_rgcn_mag.py', '--smoke')
+  assert "'paper': 2000, 'author': 1000" in out
+  assert final(r'test accuracy ([0-9.]+)', out) > 0.2
+
+
+def test_link_prediction_smoke():
+  out = run_example('link_pred_sage.py', '--smoke')
+  final(r'test ROC-AUC ([0-9.]+)', out)
+
+
+def test_partition_smoke(tmp_path):
+  out = run_example('partition_dataset.py', '--smoke', '--output_dir', str(tmp_path / 'parts'))
+  assert 'synthetic: 2000 nodes' in out
+  written = set(os.listdir(tmp_path / 'parts'))
+  assert {'META.json', 'node_pb.npy', 'edge_pb.npy', 'part0', 'part1'} <= written, written
+
+
+def test_worker_mode_smoke(tmp_path):
+  ports = [str(free_port()) for _ in range(3)]
+  out = run_example(
+    'distributed/dist_train_sage_supervised.py', '--smoke', '--dataset_root_dir', str(tmp_path),
+    '--training_pg_master_port', ports[0], '--train_loader_master_port', ports[1],
+    '--test_loader_master_port', ports[2],
+  )  # fmt: skip
+  assert final(r'final test accuracy ([0-9.]+)', out) > 0.3, 'well above chance (8 classes)'
+  assert (tmp_path / 'synthetic2000-partitions' / 'META.json').exists()
+
+
+def test_server_client_smoke(tmp_path):
+  log = run_example_pair(['--smoke', '--dataset_root_dir', str(tmp_path)], ['--smoke'], 300)
+  accuracy = final(r'\[client 0\] final test accuracy ([0-9.]+)', log)
+  print(f'server-client example, --smoke: final test accuracy {accuracy:.4f}')
+  assert accuracy > 0.3, 'well above chance (8 classes)'

@@ -1,0 +1,254 @@
+"""launch.py against a real sshd on loopback: a 2-node worker-mode job (two
+ssh "nodes" on this machine, each in its own tmux session) runs to the end,
+``status``, ``logs`` and ``stop`` report on it, and YAML values reach the
+remote shell quoted. Debian's openssh-server and tmux are installed when
+missing; the test skips only when they cannot be."""
+
+import os
+import pwd
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+paramiko = pytest.importorskip('paramiko')
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LAUNCH = os.path.join(ROOT, 'launch.py')
+SSHD = '/usr/sbin/sshd'
+JOB_S = 300
+
+
+def ensure_debian_packages(binaries_to_packages) -> None:
+  missing = [pkg for path, pkg in binaries_to_packages if not shutil.which(path)]
+  if not missing:
+    return
+  if os.geteuid() != 0 or not shutil.which('apt-get'):
+    pytest.skip(f'{missing} missing and apt-get unusable here')
+  install = ['apt-get', 'install', '-y', '-q', '--no-install-recommends', *missing]
+  env = dict(os.environ, DEBIAN_FRONTEND='noninteractive')
+  for attempt in (install, ['apt-get', 'update', '-q'], install):
+    done = subprocess.run(attempt, env=env, capture_output=True, timeout=600)
+    if attempt is install and done.returncode == 0:
+      return
+  pytest.skip(f'cannot install {missing}: {done.stderr.decode()[-500:]}')
+
+
+def free_port() -> int:
+  with socket.socket() as s:
+    s.bind(('127.0.0.1', 0))
+    return s.getsockname()[1]
+
+
+def free_port_run(count: int) -> int:
+  r"""A port ``p`` with ``p .. p + count - 1`` all free."""
+  for _ in range(100):
+    base = free_port()
+    try:
+      for offset in range(count):
+        with socket.socket() as s:
+          s.bind(('127.0.0.1', base + offset))
+      return base
+    except OSError:
+      continue
+  raise RuntimeError(f'no {count} consecutive free ports')
+
+
+@pytest.fixture(scope='module')
+def sshd(tmp_path_factory):
+  r"""``(port, private key file)`` of an sshd on 127.0.0.1 that lets this
+  user in with a throw-away key; stopped at the end."""
+  ensure_debian_packages([(SSHD, 'openssh-server'), ('tmux', 'tmux')])
+  home = tmp_path_factory.mktemp('sshd')
+  host_key, user_key = paramiko.RSAKey.generate(2048), paramiko.RSAKey.generate(2048)
+  host_key.write_private_key_file(str(home / 'host_key'))
+  user_key.write_private_key_file(str(home / 'user_key'))
+  (home / 'authorized_keys').write_text(f'{user_key.get_name()} {user_key.get_base64()}\n')
+  port = free_port()
+  config = home / 'sshd_config'
+  config.write_text(
+    f'Port {port}\nListenAddress 127.0.0.1\nHostKey {home}/host_key\n'
+    f'AuthorizedKeysFile {home}/authorized_keys\nPidFile {home}/sshd.pid\n'
+    'StrictModes no\nUsePAM no\nPasswordAuthentication no\n'
+    'KbdInteractiveAuthentication no\nPubkeyAuthentication yes\nPermitRootLogin yes\n'
+  )
+  os.makedirs('/run/sshd', exist_ok=True)  # its privilege-separation directory
+  checked = subprocess.run([SSHD, '-t', '-f', str(config)], capture_output=True, timeout=30)
+  assert checked.returncode == 0, checked.stderr.decode()
+  proc = subprocess.Popen([SSHD, '-D', '-e', '-f', str(config)], stderr=subprocess.PIPE)
+  try:
+    deadline = time.monotonic() + 30
+    while True:
+      try:
+        socket.create_connection(('127.0.0.1', port), timeout=1).close()
+        break
+      except OSError:
+        assert proc.poll() is None, proc.stderr.read().decode()
+        assert time.monotonic() < deadline, 'sshd did not listen within 30 s'
+        time.sleep(0.1)
+    yield port, str(home / 'user_key')
+  finally:
+    proc.terminate()
+    try:
+      proc.wait(10)
+    except subprocess.TimeoutExpired:
+      proc.kill()
+      proc.wait()
+
+
+def launch(config_path, *args, timeout=120) -> subprocess.CompletedProcess:
+  return subprocess.run(
+    [sys.executable, LAUNCH, '-c', str(config_path), *args],
+    capture_output=True,
+    text=True,
+    timeout=timeout,
+  )
+
+
+def write_config(path, **values) -> None:
+  with open(path, 'w') as f:
+    yaml.safe_dump(values, f)
+
+
+def user() -> str:
+  return pwd.getpwuid(os.getuid()).pw_name
+
+
+def cluster(port, key, root, **extra):
+  return dict(
+    dataset='synthetic',
+    dataset_root_dir=str(root / 'data dir'),
+    nodes=['127.0.0.1', '127.0.0.1'],
+    ports=[port, port],
+    usernames=[user()] * 2,
+    python_bins=[sys.executable] * 2,
+    dst_paths=[ROOT, ROOT],
+    visible_devices=['', ''],
+    num_training_procs=1,
+    key_filename=key,
+    **extra,
+  )
+
+
+def test_two_node_job_over_ssh(sshd, tmp_path):
+  port, key = sshd
+  job = f'test{os.getpid()}'
+  log_dir = tmp_path / 'logs $(touch PWNED); x'  # quoted, or the shell would run it
+  config = tmp_path / 'cluster.yml'
+  write_config(
+    config,
+    **cluster(port, key, tmp_path),
+    job_name=job,
+    log_dir=str(log_dir),
+    args={'synthetic_nodes': 3000, 'num_workers': 1, 'fanout': [5, 5], 'no-progress': True},
+  )
+  try:
+    base = free_port_run(3)
+    started = launch(
+      config, 'start', '--epochs', '3', '--batch_size', '32', '--master_port', str(base)
+    )
+    assert started.returncode == 0, started.stderr
+    assert f'glt-{job}-0' in started.stderr and f'glt-{job}-1' in started.stderr
+    deadline = time.monotonic() + JOB_S
+    while True:
+      status = launch(config, 'status')
+      if 'running' not in status.stdout:
+        break
+      assert time.monotonic() < deadline, f'the job still runs after {JOB_S} s'
+      time.sleep(1)
+    logs = launch(config, 'logs', '-n', '200')
+    assert status.returncode == 0 and status.stdout.count(': finished') == 2, (
+      status.stdout + logs.stdout
+    )
+    node_logs = sorted(os.listdir(log_dir))
+    assert node_logs == [f'{job}-node{r}.log{ext}' for r in (0, 1) for ext in ('', '.exit')]
+    assert not os.path.exists(os.path.join(ROOT, 'PWNED')) and not (tmp_path / 'PWNED').exists()
+    first = (log_dir / f'{job}-node0.log').read_text()
+    second = (log_dir / f'{job}-node1.log').read_text()
+    assert '[trainer 1]' in second and 'epoch 3' in second
+    accuracy = float(re.search(r'final test accuracy (\S+)', first).group(1))
+    print(f'2-node job over ssh: final test accuracy {accuracy:.4f}')
+    assert accuracy > 0.3, 'well above chance (1/8)'
+    assert '==> node 0' in logs.stdout and '==> node 1' in logs.stdout
+    assert (tmp_path / 'data dir' / 'synthetic3000-partitions' / 'META.json').exists()
+  finally:
+    stopped = launch(config, 'stop')
+  assert stopped.stdout.count('no session') == 2, stopped.stdout  # both had ended
+
+
+SLEEP_OR_FAIL = """import sys, time
+if sys.argv[sys.argv.index('--node_rank') + 1] == '0':
+  time.sleep(600)
+sys.exit(3)
+"""
+
+
+def test_status_and_stop_of_a_running_job(sshd, tmp_path):
+  port, key = sshd
+  script = tmp_path / 'sleep_or_fail.py'  # node 0 sleeps, node 1 exits with 3
+  script.write_text(SLEEP_OR_FAIL)
+  config = tmp_path / 'cluster.yml'
+  job = f'stop{os.getpid()}'
+  write_config(
+    config, **cluster(port, key, tmp_path), job_name=job, script=str(script),
+    log_dir=str(tmp_path / 'logs'),
+  )  # fmt: skip
+  try:
+    started = launch(config, 'start', '--master_port', str(free_port_run(3)))
+    assert started.returncode == 0, started.stderr
+    deadline = time.monotonic() + 60
+    while 'failed' not in (status := launch(config, 'status')).stdout:
+      assert time.monotonic() < deadline, status.stdout
+      time.sleep(0.5)
+    assert status.returncode == 1
+    assert status.stdout.splitlines()[0].endswith(': running')
+    assert status.stdout.splitlines()[1].endswith(': failed (exit code 3)')
+    stopped = launch(config, 'stop')
+    assert stopped.stdout.splitlines()[0].endswith(': stopped')
+    assert stopped.stdout.splitlines()[1].endswith(': no session')
+    assert 'node 0 (' in launch(config, 'status').stdout.splitlines()[0]
+    assert ': not running' in launch(config, 'status').stdout.splitlines()[0]
+    deadline = time.monotonic() + 10
+    while subprocess.run(['pgrep', '-f', str(script)], capture_output=True).returncode == 0:
+      assert time.monotonic() < deadline, 'the killed session left its process running'
+      time.sleep(0.1)
+  finally:
+    launch(config, 'stop')
+
+
+def test_unreachable_node_names_it(tmp_path):
+  config = tmp_path / 'cluster.yml'
+  closed = free_port()
+  write_config(config, **cluster(closed, None, tmp_path), job_name='x')
+  done = launch(config, 'status', timeout=60)
+  assert done.returncode != 0
+  assert f'node 0 ({user()}@127.0.0.1:{closed}): cannot connect' in done.stderr
+
+
+@pytest.mark.parametrize(
+  'change, message',
+  [
+    ({'dst_paths': None}, "the key 'dst_paths' is missing"),
+    ({'ports': [22]}, 'ports must list one entry per node (2 nodes)'),
+    ({'ports': [22, 'ssh']}, "ports entry of node 1 must be an integer, not 'ssh'"),
+    ({'usernames': ['a', None]}, 'usernames has no entry for node 1 (127.0.0.1)'),
+    ({'mode': 'server_client', 'num_servers': 2}, 'num_servers must leave at least one'),
+    ({'colour': 'blue'}, "unknown keys ['colour']"),
+  ],
+)
+def test_bad_cluster_file_names_the_key(tmp_path, change, message):
+  values = cluster(22, None, tmp_path)
+  for key, value in change.items():
+    if value is None:
+      values.pop(key)
+    else:
+      values[key] = value
+  config = tmp_path / 'cluster.yml'
+  write_config(config, **values)
+  done = launch(config, 'status', timeout=60)
+  assert done.returncode != 0 and message in done.stderr, done.stderr
