@@ -11,6 +11,8 @@ and reports ROC-AUC of held-out edges against random non-edges.
 
 import argparse
 import logging
+import os
+import sys
 
 import torch
 import torch.nn.functional as F
@@ -18,6 +20,9 @@ from torch_geometric.nn import GraphSAGE
 from tqdm import tqdm
 
 import graphlearn_torch as glt
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import example_args  # noqa: E402
 
 log = logging.getLogger('link_pred_sage')
 
@@ -125,7 +130,7 @@ def run(args) -> dict:
     data.num_features, args.hidden, len(args.fanout), args.hidden, dropout=args.dropout
   )
   opt = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
-  best = {'val': 0.0, 'test': 0.0, 'epoch': 0}
+  best = example_args.BestEpoch('ROC-AUC')
   for epoch in range(1, args.epochs + 1):
     model.train()
     total = 0.0
@@ -139,13 +144,9 @@ def run(args) -> dict:
       total += loss.item()
     h = embed(model, ds, len(args.fanout))
     val_auc = evaluate(h, val)
-    if val_auc > best['val']:
-      best = {'val': val_auc, 'test': evaluate(h, test), 'epoch': epoch}
+    best.update(epoch, val_auc, lambda h=h: evaluate(h, test))
     log.info('epoch %3d  loss %.4f  val ROC-AUC %.4f', epoch, total / len(loader), val_auc)
-  log.info(
-    'best val ROC-AUC %.4f at epoch %d: test ROC-AUC %.4f', best['val'], best['epoch'], best['test']
-  )
-  return best
+  return best.log(log)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -155,25 +156,12 @@ def parser() -> argparse.ArgumentParser:
   )
   p.add_argument('--root', default='../shared/datasets/planetoid')
   p.add_argument('--num_nodes', type=int, default=5_000)
-  p.add_argument('--fanout', type=int, nargs='+', default=[10, 10])
-  p.add_argument('--hidden', type=int, default=128)
-  p.add_argument('--dropout', type=float, default=0.0)
-  p.add_argument('--lr', type=float, default=0.001)
-  p.add_argument('--weight_decay', type=float, default=5e-4)
-  p.add_argument('--batch_size', type=int, default=256)
-  p.add_argument('--epochs', type=int, default=60)
+  example_args.add_training_args(p, hidden=128, dropout=0.0, lr=0.001, batch_size=256, epochs=60)
   p.add_argument('--disjoint_train_ratio', type=float, default=0.3)
   p.add_argument('--neg_amount', type=float, default=1.0)
   p.add_argument('--normalize_features', action='store_true')
-  p.add_argument('--seed', type=int, default=0)
-  p.add_argument('--no-progress', dest='progress', action='store_false')
-  p.add_argument('--smoke', action='store_true', help=f'a tiny run: {SMOKE}')
   return p
 
 
 if __name__ == '__main__':
-  logging.basicConfig(level=logging.INFO, format='%(asctime)s %(message)s', datefmt='%H:%M:%S')
-  args = parser().parse_args()
-  if args.smoke:
-    vars(args).update(SMOKE)
-  run(args)
+  example_args.main(parser(), run, SMOKE)

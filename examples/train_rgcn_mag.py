@@ -15,15 +15,18 @@ its 1/|N_r(i)| normalization and per-relation root weights).
 
 import argparse
 import logging
-import time
+import os
+import sys
 
 import torch
 import torch.nn.functional as F
 import torch_geometric.transforms as T
 from torch_geometric.nn import HeteroConv, SAGEConv
-from tqdm import tqdm
 
 import graphlearn_torch as glt
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import example_args  # noqa: E402
 
 log = logging.getLogger('train_rgcn_mag')
 
@@ -80,14 +83,23 @@ def loader(ds, seeds, args, shuffle: bool):
   )  # fmt: skip
 
 
+def paper_forward(model) -> example_args.Forward:
+  r"""``batch -> (logits, labels)`` of a batch's seed papers."""
+
+  def forward(batch):
+    size = batch['paper'].batch_size
+    return model(batch.x_dict, batch.edge_index_dict)[:size], batch['paper'].y[:size]
+
+  return forward
+
+
 @torch.no_grad()
 def evaluate(model, ds, seeds, args) -> float:
   model.eval()
-  correct = 0
+  forward, correct = paper_forward(model), 0
   for batch in loader(ds, seeds, args, shuffle=False):
-    size = batch['paper'].batch_size
-    out = model(batch.x_dict, batch.edge_index_dict)[:size]
-    correct += int((out.argmax(-1) == batch['paper'].y[:size]).sum())
+    out, y = forward(batch)
+    correct += int((out.argmax(-1) == y).sum())
   return correct / max(seeds.numel(), 1)
 
 
@@ -112,56 +124,24 @@ def run(args) -> dict:
     data.edge_types, paper.x.size(1), args.hidden, num_classes, len(args.fanout), args.dropout
   )
   opt = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
-  best = {'val': -1.0, 'test': 0.0, 'epoch': 0}
+  best = example_args.BestEpoch('accuracy')
   train_loader = loader(ds, train_idx, args, shuffle=True)
   for epoch in range(1, args.epochs + 1):
-    model.train()
-    start, total_loss = time.perf_counter(), 0.0
-    bar = tqdm(train_loader, desc=f'epoch {epoch}', leave=False, disable=not args.progress)
-    for batch in bar:
-      opt.zero_grad()
-      size = batch['paper'].batch_size
-      out = model(batch.x_dict, batch.edge_index_dict)[:size]
-      loss = F.cross_entropy(out, batch['paper'].y[:size])
-      loss.backward()
-      opt.step()
-      total_loss += loss.item() * size
-      bar.set_postfix(loss=f'{loss.item():.4f}')
-    val = evaluate(model, ds, val_idx, args)
-    if val > best['val']:
-      best = {'val': val, 'test': evaluate(model, ds, test_idx, args), 'epoch': epoch}
-    log.info(
-      'epoch %3d  loss %.4f  val %.4f  (%.2fs)',
-      epoch,
-      total_loss / train_idx.numel(),
-      val,
-      time.perf_counter() - start,
+    loss, seconds = example_args.train_epoch(
+      model, train_loader, opt, paper_forward(model), f'epoch {epoch}', args.progress
     )
-  log.info(
-    'best val %.4f at epoch %d: test accuracy %.4f', best['val'], best['epoch'], best['test']
-  )
-  return best
+    val = evaluate(model, ds, val_idx, args)
+    best.update(epoch, val, lambda: evaluate(model, ds, test_idx, args))
+    log.info('epoch %3d  loss %.4f  val %.4f  (%.2fs)', epoch, loss, val, seconds)
+  return best.log(log)
 
 
 def parser() -> argparse.ArgumentParser:
   p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
   p.add_argument('--num_papers', type=int, default=20_000, help='synthetic graph size')
-  p.add_argument('--fanout', type=int, nargs='+', default=[10, 10], help='per layer')
-  p.add_argument('--hidden', type=int, default=64)
-  p.add_argument('--dropout', type=float, default=0.5)
-  p.add_argument('--lr', type=float, default=0.01)
-  p.add_argument('--weight_decay', type=float, default=5e-4)
-  p.add_argument('--batch_size', type=int, default=128)
-  p.add_argument('--epochs', type=int, default=10)
-  p.add_argument('--seed', type=int, default=0)
-  p.add_argument('--no-progress', dest='progress', action='store_false')
-  p.add_argument('--smoke', action='store_true', help=f'a tiny run: {SMOKE}')
+  example_args.add_training_args(p, batch_size=128)
   return p
 
 
 if __name__ == '__main__':
-  logging.basicConfig(level=logging.INFO, format='%(asctime)s %(message)s', datefmt='%H:%M:%S')
-  args = parser().parse_args()
-  if args.smoke:
-    vars(args).update(SMOKE)
-  run(args)
+  example_args.main(parser(), run, SMOKE)

@@ -15,14 +15,16 @@ from graphlearn_torch (needing neither pyg-lib nor torch-sparse).
 
 import argparse
 import logging
-import time
+import os
+import sys
 
 import torch
-import torch.nn.functional as F
 from torch_geometric.nn import GraphSAGE
-from tqdm import tqdm
 
 import graphlearn_torch as glt
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import example_args  # noqa: E402
 
 log = logging.getLogger('train_sage')
 
@@ -54,7 +56,7 @@ def build_dataset(data) -> glt.data.Dataset:
 def evaluate(model, ds, nodes, args) -> float:
   model.eval()
   loader = glt.loader.NeighborLoader(
-    ds, [-1] * args.num_layers, nodes, batch_size=1024, device='cpu'
+    ds, [-1] * len(args.fanout), nodes, batch_size=1024, device='cpu'
   )
   correct = 0
   for batch in loader:
@@ -86,37 +88,19 @@ def run(args) -> dict:
     seed=args.seed,
   )
   model = GraphSAGE(
-    data.num_features, args.hidden, args.num_layers, int(data.y.max()) + 1, dropout=args.dropout
+    data.num_features, args.hidden, len(args.fanout), int(data.y.max()) + 1, dropout=args.dropout
   )
   opt = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
-  best = {'val': -1.0, 'test': 0.0, 'epoch': 0}
+  best = example_args.BestEpoch('accuracy')
   for epoch in range(1, args.epochs + 1):
-    model.train()
-    start, total_loss = time.perf_counter(), 0.0
-    bar = tqdm(loader, desc=f'epoch {epoch}', leave=False, disable=not args.progress)
-    for batch in bar:
-      opt.zero_grad()
-      out = model(batch.x, batch.edge_index)[: batch.batch_size]
-      loss = F.cross_entropy(out, batch.y[: batch.batch_size])
-      loss.backward()
-      opt.step()
-      total_loss += loss.item() * batch.batch_size
-      bar.set_postfix(loss=f'{loss.item():.4f}')
+    desc = f'epoch {epoch}'
+    forward = example_args.seed_forward(model)
+    loss, seconds = example_args.train_epoch(model, loader, opt, forward, desc, args.progress)
     if epoch % args.eval_every == 0 or epoch == args.epochs:
       val = evaluate(model, ds, val_idx, args)
-      if val > best['val']:
-        best = {'val': val, 'test': evaluate(model, ds, test_idx, args), 'epoch': epoch}
-      log.info(
-        'epoch %3d  loss %.4f  val %.4f  (%.2fs)',
-        epoch,
-        total_loss / train_idx.numel(),
-        val,
-        time.perf_counter() - start,
-      )
-  log.info(
-    'best val %.4f at epoch %d: test accuracy %.4f', best['val'], best['epoch'], best['test']
-  )
-  return best
+      best.update(epoch, val, lambda: evaluate(model, ds, test_idx, args))
+      log.info('epoch %3d  loss %.4f  val %.4f  (%.2fs)', epoch, loss, val, seconds)
+  return best.log(log)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -128,26 +112,10 @@ def parser() -> argparse.ArgumentParser:
     '--root', default='../shared/datasets/planetoid', help='folder of the Planetoid or OGB files'
   )
   p.add_argument('--num_nodes', type=int, default=20_000, help='synthetic graph size')
-  p.add_argument('--fanout', type=int, nargs='+', default=[10, 10])
-  p.add_argument('--num_layers', type=int, default=2)
-  p.add_argument('--hidden', type=int, default=64)
-  p.add_argument('--dropout', type=float, default=0.5)
-  p.add_argument('--lr', type=float, default=0.01)
-  p.add_argument('--weight_decay', type=float, default=5e-4)
-  p.add_argument('--batch_size', type=int, default=32)
-  p.add_argument('--epochs', type=int, default=20)
   p.add_argument('--eval_every', type=int, default=1)
-  p.add_argument('--seed', type=int, default=0)
-  p.add_argument('--no-progress', dest='progress', action='store_false')
-  p.add_argument('--smoke', action='store_true', help=f'a tiny run: {SMOKE}')
+  example_args.add_training_args(p, epochs=20)
   return p
 
 
 if __name__ == '__main__':
-  logging.basicConfig(level=logging.INFO, format='%(asctime)s %(message)s', datefmt='%H:%M:%S')
-  args = parser().parse_args()
-  if args.smoke:
-    vars(args).update(SMOKE)
-  if len(args.fanout) != args.num_layers:
-    parser().error('--fanout needs one value per layer (--num_layers)')
-  run(args)
+  example_args.main(parser(), run, SMOKE)

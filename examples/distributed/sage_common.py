@@ -12,12 +12,13 @@ import time
 
 import torch
 import torch.distributed
-import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 from torch_geometric.nn import GraphSAGE
-from tqdm import tqdm
 
 EXAMPLES = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, EXAMPLES)
+import example_args  # noqa: E402
+
 log = logging.getLogger('sage')
 DEFAULT_SYNTHETIC_NODES = 20_000
 
@@ -34,19 +35,12 @@ def add_dataset_args(p: argparse.ArgumentParser) -> None:
 
 
 def add_training_args(p: argparse.ArgumentParser) -> None:
-  r"""The model, the optimizer, batches and epochs."""
-  p.add_argument('--fanout', type=int, nargs='+', default=[10, 10])
-  p.add_argument('--hidden', type=int, default=64)
-  p.add_argument('--dropout', type=float, default=0.5)
-  p.add_argument('--lr', type=float, default=0.01)
-  p.add_argument('--weight_decay', type=float, default=5e-4)
-  p.add_argument('--batch_size', type=int, default=32)
-  p.add_argument('--epochs', type=int, default=10)
-  p.add_argument('--seed', type=int, default=0)
+  r"""The model, the optimizer, batches and epochs (``example_args``), the
+  timeout of every wait, and GLT's model sizes (checked against the data)."""
+  example_args.add_training_args(p)
   p.add_argument('--timeout', type=float, default=60, help='seconds any wait may take')
   p.add_argument('--in_channel', type=int, default=None, help='feature size (checked)')
   p.add_argument('--out_channel', type=int, default=None, help='classes (checked)')
-  p.add_argument('--no-progress', dest='progress', action='store_false')
 
 
 SMOKE = {'synthetic_nodes': 2_000, 'epochs': 2, 'batch_size': 64, 'progress': False}
@@ -54,11 +48,7 @@ SMOKE = {'synthetic_nodes': 2_000, 'epochs': 2, 'batch_size': 64, 'progress': Fa
 
 def parse_args(p: argparse.ArgumentParser, argv=None) -> argparse.Namespace:
   r"""Parses with a ``--smoke`` flag added: a tiny run (``SMOKE``, for CI)."""
-  p.add_argument('--smoke', action='store_true', help=f'a tiny run: {SMOKE}')
-  args = p.parse_args(argv)
-  if args.smoke:
-    vars(args).update({k: v for k, v in SMOKE.items() if k in vars(args)})
-  return args
+  return example_args.parse_args(p, SMOKE, argv)
 
 
 def set_trainer_threads(processes_per_machine: int) -> int:
@@ -88,7 +78,6 @@ def ensure_partitions(args) -> str:
   out = partition_dir(args)
   if os.path.exists(os.path.join(out, 'META.json')):
     return _checked(out, args.num_dataset_partitions)
-  sys.path.insert(0, EXAMPLES)
   import partition_dataset
 
   staging = f'{out}.partial-{socket.gethostname()}-{os.getpid()}'
@@ -116,21 +105,6 @@ def _checked(out: str, num_partitions: int) -> str:
       'remove it or pass another --dataset_root_dir'
     )
   return out
-
-
-def train_epoch(model, loader, opt, desc: str, progress: bool):
-  r"""One epoch over ``loader``; returns ``(mean loss, seconds)``."""
-  model.train()
-  start, total_loss, seen = time.perf_counter(), 0.0, 0
-  for batch in tqdm(loader, desc=desc, disable=not progress):
-    opt.zero_grad()
-    out = model(batch.x, batch.edge_index)[: batch.batch_size]
-    loss = F.cross_entropy(out, batch.y[: batch.batch_size])
-    loss.backward()
-    opt.step()
-    total_loss += loss.item() * batch.batch_size
-    seen += batch.batch_size
-  return total_loss / max(seen, 1), time.perf_counter() - start
 
 
 @torch.no_grad()
@@ -163,7 +137,14 @@ def train_ddp(args, rank: int, feature_dim: int, num_classes: int, train_loader,
   for epoch in range(1, args.epochs + 1):
     with model.join():  # replicas hold different numbers of batches
       desc = f'[{rank}] epoch {epoch}'
-      loss, train_s = train_epoch(model, train_loader, opt, desc, args.progress and rank == 0)
+      loss, train_s = example_args.train_epoch(
+        model,
+        train_loader,
+        opt,
+        example_args.seed_forward(model),
+        desc,
+        args.progress and rank == 0,
+      )
     start = time.perf_counter()
     counts = test_accuracy(model.module, test_loader)
     torch.distributed.all_reduce(counts)

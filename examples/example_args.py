@@ -1,0 +1,116 @@
+"""What every example shares: the model and training flags, ``--smoke`` (a
+tiny run, for CI), the entry point, the training epoch of node
+classification, and keeping the best epoch."""
+
+import argparse
+import logging
+import time
+from typing import Callable, Dict, Optional, Sequence, Tuple
+
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+
+def add_training_args(
+  p: argparse.ArgumentParser,
+  *,
+  hidden: int = 64,
+  dropout: float = 0.5,
+  lr: float = 0.01,
+  batch_size: int = 32,
+  epochs: int = 10,
+) -> None:
+  r"""``--fanout`` (one per layer), the model, the optimizer, batches,
+  epochs, ``--seed`` and ``--no-progress``; the keywords set the defaults."""
+  p.add_argument('--fanout', type=int, nargs='+', default=[10, 10], help='one per layer')
+  p.add_argument('--hidden', type=int, default=hidden)
+  p.add_argument('--dropout', type=float, default=dropout)
+  p.add_argument('--lr', type=float, default=lr)
+  p.add_argument('--weight_decay', type=float, default=5e-4)
+  p.add_argument('--batch_size', type=int, default=batch_size)
+  p.add_argument('--epochs', type=int, default=epochs)
+  p.add_argument('--seed', type=int, default=0)
+  p.add_argument('--no-progress', dest='progress', action='store_false')
+
+
+def parse_args(
+  p: argparse.ArgumentParser, smoke: Dict[str, object], argv: Optional[Sequence[str]] = None
+) -> argparse.Namespace:
+  r"""Parses with a ``--smoke`` flag added, which sets ``smoke``'s values
+  (those the parser knows) over the others."""
+  p.add_argument('--smoke', action='store_true', help=f'a tiny run: {smoke}')
+  args = p.parse_args(argv)
+  if args.smoke:
+    vars(args).update({k: v for k, v in smoke.items() if k in vars(args)})
+  return args
+
+
+def main(parser: argparse.ArgumentParser, run: Callable, smoke: Dict[str, object]) -> None:
+  r"""An example's entry point: logging to stderr, arguments, ``run(args)``."""
+  logging.basicConfig(level=logging.INFO, format='%(asctime)s %(message)s', datefmt='%H:%M:%S')
+  run(parse_args(parser, smoke))
+
+
+Forward = Callable[[object], Tuple[torch.Tensor, torch.Tensor]]
+
+
+def seed_forward(model: torch.nn.Module) -> Forward:
+  r"""``batch -> (logits, labels)`` of a homogeneous batch's seed nodes."""
+
+  def forward(batch):
+    size = batch.batch_size
+    return model(batch.x, batch.edge_index)[:size], batch.y[:size]
+
+  return forward
+
+
+def train_epoch(
+  model: torch.nn.Module,
+  loader,
+  opt: torch.optim.Optimizer,
+  forward: Forward,
+  desc: str,
+  progress: bool,
+) -> Tuple[float, float]:
+  r"""One epoch of node classification (cross-entropy on the seeds) with a
+  progress bar; returns ``(mean loss per seed, seconds)``."""
+  model.train()
+  start, total_loss, seen = time.perf_counter(), 0.0, 0
+  bar = tqdm(loader, desc=desc, leave=False, disable=not progress)
+  for batch in bar:
+    opt.zero_grad()
+    out, y = forward(batch)
+    loss = F.cross_entropy(out, y)
+    loss.backward()
+    opt.step()
+    total_loss += loss.item() * y.numel()
+    seen += y.numel()
+    bar.set_postfix(loss=f'{loss.item():.4f}')
+  return total_loss / max(seen, 1), time.perf_counter() - start
+
+
+class BestEpoch:
+  r"""The epoch with the best validation score and its test score.
+
+  Args:
+    metric: the score's name in the log.
+  """
+
+  def __init__(self, metric: str):
+    self.metric = metric
+    self.val, self.test, self.epoch = -1.0, 0.0, 0
+
+  def update(self, epoch: int, val: float, test: Callable[[], float]) -> None:
+    r"""Keeps ``epoch`` if ``val`` beats the best so far; ``test()`` is
+    evaluated only then."""
+    if val > self.val:
+      self.val, self.test, self.epoch = val, test(), epoch
+
+  def log(self, log: logging.Logger) -> Dict[str, float]:
+    r"""Logs the best epoch; returns ``{'val', 'test', 'epoch'}``."""
+    log.info(
+      'best val %s %.4f at epoch %d: test %s %.4f',
+      self.metric, self.val, self.epoch, self.metric, self.test,
+    )  # fmt: skip
+    return {'val': self.val, 'test': self.test, 'epoch': self.epoch}
