@@ -4,6 +4,7 @@ ssh "nodes" on this machine, each in its own tmux session) runs to the end,
 remote shell quoted. Debian's openssh-server and tmux are installed when
 missing; the test skips only when they cannot be."""
 
+import importlib.util
 import os
 import pwd
 import re
@@ -252,3 +253,46 @@ def test_bad_cluster_file_names_the_key(tmp_path, change, message):
   write_config(config, **values)
   done = launch(config, 'status', timeout=60)
   assert done.returncode != 0 and message in done.stderr, done.stderr
+
+
+def load_module(path: str):
+  spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+@pytest.mark.parametrize('mode', ['worker', 'server_client'])
+def test_every_node_command_line_parses_with_its_example(tmp_path, mode):
+  r"""What ``start`` would run on each node is accepted by that node's
+  example parser, with the role, rank and ports the launcher means."""
+  launcher = load_module(LAUNCH)
+  config = tmp_path / 'cluster.yml'
+  extra = {'mode': mode, 'num_servers': 1} if mode == 'server_client' else {}
+  values = cluster(22, None, tmp_path, in_channel=32, out_channel=8, **extra)
+  values.update(nodes=['10.0.0.1', '10.0.0.2', '10.0.0.3'], ports=[22] * 3)
+  for key in ('usernames', 'python_bins', 'dst_paths', 'visible_devices'):
+    values[key] = values[key][:1] * 3
+  values['args'] = {'num_workers': 2, 'fanout': [5, 3], 'no-progress': True}
+  write_config(config, **values)
+  parsed = launcher.ClusterConfig.from_yaml(str(config))
+  launch_args = launcher.LaunchArgs(
+    epochs=4, batch_size=16, master_addr='10.0.0.1', master_port=9000
+  )
+  for node in parsed.nodes:
+    script, *argv = launcher.script_argv(parsed, node, launch_args)
+    args = load_module(os.path.join(ROOT, script)).parser().parse_args(argv)
+    assert args.master_addr == '10.0.0.1'
+    if mode == 'worker':
+      assert (args.node_rank, args.num_nodes, args.num_training_procs) == (node.rank, 3, 1)
+      assert (args.training_pg_master_port, args.test_loader_master_port) == (9000, 9002)
+      assert (args.epochs, args.batch_size, args.fanout, args.num_workers) == (4, 16, [5, 3], 2)
+      assert (args.in_channel, args.out_channel, args.progress) == (32, 8, False)
+    elif node.rank == 0:
+      assert script.endswith('sage_supervised_server.py')
+      assert (args.num_servers, args.num_clients, args.server_rank_start) == (1, 2, 0)
+      assert (args.num_local_servers, args.num_dataset_partitions, args.master_port) == (1, 1, 9000)
+    else:
+      assert script.endswith('sage_supervised_client.py')
+      assert (args.client_rank_start, args.num_local_clients) == (node.rank - 1, 1)
+      assert (args.master_port, args.training_pg_master_port, args.epochs) == (9000, 9001, 4)
