@@ -90,6 +90,32 @@ def train_epoch(
   return total_loss / max(seen, 1), time.perf_counter() - start
 
 
+def fit(
+  model: torch.nn.Module,
+  loader,
+  opt: torch.optim.Optimizer,
+  forward: Forward,
+  evaluate: Callable[[str], float],
+  args: argparse.Namespace,
+  log: logging.Logger,
+  eval_every: int = 1,
+) -> Dict[str, float]:
+  r"""Trains ``args.epochs`` epochs, validating every ``eval_every`` and
+  after the last; returns the best epoch (``BestEpoch.log``).
+
+  Args:
+    evaluate: ``split -> accuracy`` for 'val' and 'test'.
+  """
+  best = BestEpoch('accuracy')
+  for epoch in range(1, args.epochs + 1):
+    loss, seconds = train_epoch(model, loader, opt, forward, f'epoch {epoch}', args.progress)
+    if epoch % eval_every == 0 or epoch == args.epochs:
+      val = evaluate('val')
+      best.update(epoch, val, lambda: evaluate('test'))
+      log.info('epoch %3d  loss %.4f  val %.4f  (%.2fs)', epoch, loss, val, seconds)
+  return best.log(log)
+
+
 class BestEpoch:
   r"""The epoch with the best validation score and its test score.
 

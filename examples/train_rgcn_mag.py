@@ -30,7 +30,7 @@ import example_args  # noqa: E402
 
 log = logging.getLogger('train_rgcn_mag')
 
-SMOKE = {'num_papers': 2_000, 'epochs': 2, 'batch_size': 64, 'progress': False}
+SMOKE = {'num_papers': 2_000, 'epochs': 4, 'batch_size': 32, 'progress': False}
 
 
 class RGCN(torch.nn.Module):
@@ -124,16 +124,11 @@ def run(args) -> dict:
     data.edge_types, paper.x.size(1), args.hidden, num_classes, len(args.fanout), args.dropout
   )
   opt = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
-  best = example_args.BestEpoch('accuracy')
-  train_loader = loader(ds, train_idx, args, shuffle=True)
-  for epoch in range(1, args.epochs + 1):
-    loss, seconds = example_args.train_epoch(
-      model, train_loader, opt, paper_forward(model), f'epoch {epoch}', args.progress
-    )
-    val = evaluate(model, ds, val_idx, args)
-    best.update(epoch, val, lambda: evaluate(model, ds, test_idx, args))
-    log.info('epoch %3d  loss %.4f  val %.4f  (%.2fs)', epoch, loss, val, seconds)
-  return best.log(log)
+  splits = {'val': val_idx, 'test': test_idx}
+  return example_args.fit(
+    model, loader(ds, train_idx, args, shuffle=True), opt, paper_forward(model),
+    lambda split: evaluate(model, ds, splits[split], args), args, log,
+  )  # fmt: skip
 
 
 def parser() -> argparse.ArgumentParser:

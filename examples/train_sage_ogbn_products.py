@@ -91,16 +91,11 @@ def run(args) -> dict:
     data.num_features, args.hidden, len(args.fanout), int(data.y.max()) + 1, dropout=args.dropout
   )
   opt = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
-  best = example_args.BestEpoch('accuracy')
-  for epoch in range(1, args.epochs + 1):
-    desc = f'epoch {epoch}'
-    forward = example_args.seed_forward(model)
-    loss, seconds = example_args.train_epoch(model, loader, opt, forward, desc, args.progress)
-    if epoch % args.eval_every == 0 or epoch == args.epochs:
-      val = evaluate(model, ds, val_idx, args)
-      best.update(epoch, val, lambda: evaluate(model, ds, test_idx, args))
-      log.info('epoch %3d  loss %.4f  val %.4f  (%.2fs)', epoch, loss, val, seconds)
-  return best.log(log)
+  splits = {'val': val_idx, 'test': test_idx}
+  return example_args.fit(
+    model, loader, opt, example_args.seed_forward(model),
+    lambda split: evaluate(model, ds, splits[split], args), args, log, args.eval_every,
+  )  # fmt: skip
 
 
 def parser() -> argparse.ArgumentParser:
