@@ -156,18 +156,12 @@ class ClusterConfig:
       )
       for rank in range(len(hosts))
     ]
-    known = (
-      {f.name for f in dataclasses.fields(cls)}
-      | set(PER_NODE_KEYS)
-      | {
-        'visible_devices',
-        'in_memory',  # GLT's key: partitions are memory-mapped here either way
-      }
-    )
-    unknown = sorted(set(raw) - known)
+    field_names = {f.name for f in dataclasses.fields(cls)}
+    # in_memory is GLT's key: partitions are memory-mapped here either way
+    unknown = sorted(set(raw) - field_names - set(per_node) - {'in_memory'})
     if unknown:
       raise ConfigError(f'{path}: unknown keys {unknown}')
-    fields = {k: v for k, v in raw.items() if k in {f.name for f in dataclasses.fields(cls)}}
+    fields = {k: v for k, v in raw.items() if k in field_names}
     fields.pop('nodes')
     fields.setdefault('job_name', os.path.splitext(os.path.basename(path))[0])
     config = cls(nodes=nodes, **fields)
@@ -280,10 +274,10 @@ def node_command(config: ClusterConfig, node: Node, launch: LaunchArgs) -> str:
   more for the ssh shell."""
   env = {'CUDA_VISIBLE_DEVICES': node.visible_devices} if node.visible_devices else {}
   env.update({str(k): str(v) for k, v in config.env.items()})
-  exports = [f'{k}={shlex.quote(v)}' for k, v in env.items()]
   for key in env:
     if not key.isidentifier():
       raise ConfigError(f'env: {key!r} is not a variable name')
+  exports = [f'{k}={shlex.quote(v)}' for k, v in env.items()]
   argv = [node.python_bin] + script_argv(config, node, launch)
   log_file = shlex.quote(config.log_path(node))
   run = ' '.join((['env'] + exports if exports else []) + [shlex.quote(a) for a in argv])

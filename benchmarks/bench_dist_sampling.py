@@ -94,6 +94,21 @@ def timed(it, batches: int):
   return batches, edges, time.perf_counter() - start
 
 
+def time_loader(data, node_pb, rank: int, options, batches: int):
+  r"""Times ``batches`` batches (after WARMUP) of a DistNeighborLoader over
+  this rank's own nodes; ``data`` is None on a server-client client."""
+  owned = glt.partition.partition_book.owned_ids(node_pb, rank)
+  seeds = owned[seed_batches(owned.numel(), batches + WARMUP, rank) % owned.numel()]
+  loader = glt.distributed.DistNeighborLoader(
+    data, FANOUT, seeds, batch_size=BATCH, edge_dir='in', collect_features=True,
+    worker_options=options,
+  )  # fmt: skip
+  try:
+    return timed(iter(loader), batches)
+  finally:
+    loader.shutdown()
+
+
 def trainer(rank, root, mode, num_workers, ports, batches, results):
   torch.set_num_threads(1)
   dist = glt.distributed
@@ -107,14 +122,7 @@ def trainer(rank, root, mode, num_workers, ports, batches, results):
       master_port=ports[1], channel_size='512MB',
     )  # fmt: skip
   ds = dist.DistDataset(edge_dir='in').load(root, rank, graph_mode='CPU')
-  owned = glt.partition.partition_book.owned_ids(ds.node_pb, rank)
-  seeds = owned[seed_batches(owned.numel(), batches + WARMUP, rank) % owned.numel()]
-  loader = dist.DistNeighborLoader(
-    ds, FANOUT, seeds, batch_size=BATCH, edge_dir='in', collect_features=True,
-    worker_options=options,
-  )  # fmt: skip
-  results.put((rank, timed(iter(loader), batches)))
-  loader.shutdown()
+  results.put((rank, time_loader(ds, ds.node_pb, rank, options, batches)))
   if mode == 'collocated':
     dist.shutdown_rpc()
 

@@ -33,8 +33,7 @@ from bench_dist_sampling import (  # noqa: E402
   free_port,
   partition,
   run_timed,
-  seed_batches,
-  timed,
+  time_loader,
   worker_mode,
 )
 
@@ -53,17 +52,10 @@ def client(rank, root, port, batches, concurrency, results):
   dist.init_client(2, 2, rank, '127.0.0.1', port)
   try:
     book = dist.DistDataset(edge_dir='in').load(root, rank, graph_mode='CPU').node_pb
-    owned = glt.partition.partition_book.owned_ids(book, rank)
-    seeds = owned[seed_batches(owned.numel(), batches + 3, rank) % owned.numel()]
     options = dist.RemoteDistSamplingWorkerOptions(
       server_rank=rank, num_workers=1, worker_concurrency=concurrency, prefetch_size=4
     )
-    loader = dist.DistNeighborLoader(
-      None, FANOUT, seeds, batch_size=BATCH, edge_dir='in', collect_features=True,
-      worker_options=options,
-    )  # fmt: skip
-    results.put((rank, timed(iter(loader), batches)))
-    loader.shutdown()
+    results.put((rank, time_loader(None, book, rank, options, batches)))
   finally:
     dist.shutdown_client()
 

@@ -52,24 +52,15 @@ def train(local_rank: int, args, root: str, results) -> None:
   num_classes = int(ds.meta.get('num_classes', 0)) or int(ds.node_labels.max()) + 1
 
   def loader(seeds, port, shuffle):
-    return glt.distributed.DistNeighborLoader(
-      ds,
-      args.fanout,
-      seeds,
-      batch_size=args.batch_size,
-      shuffle=shuffle,
-      edge_dir='in',
-      collect_features=True,
-      random_seed=args.seed + rank,
-      worker_options=glt.distributed.MpDistSamplingWorkerOptions(
-        num_workers=args.num_workers,
-        worker_concurrency=args.worker_concurrency,
-        master_addr=args.master_addr,
-        master_port=port,
-        rpc_timeout=args.timeout,
-        channel_size=args.channel_size,
-      ),
+    options = glt.distributed.MpDistSamplingWorkerOptions(
+      num_workers=args.num_workers,
+      worker_concurrency=args.worker_concurrency,
+      master_addr=args.master_addr,
+      master_port=port,
+      rpc_timeout=args.timeout,
+      channel_size=args.channel_size,
     )
+    return sage_common.node_loader(args, rank, ds, seeds, shuffle, options)
 
   train_loader = loader(ds.train_idx, args.train_loader_master_port, True)
   test_loader = loader(ds.test_idx, args.test_loader_master_port, False)

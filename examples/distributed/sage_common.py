@@ -15,6 +15,8 @@ import torch.distributed
 from torch.nn.parallel import DistributedDataParallel
 from torch_geometric.nn import GraphSAGE
 
+import graphlearn_torch as glt
+
 EXAMPLES = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, EXAMPLES)
 import example_args  # noqa: E402
@@ -105,6 +107,22 @@ def _checked(out: str, num_partitions: int) -> str:
       'remove it or pass another --dataset_root_dir'
     )
   return out
+
+
+def node_loader(args, rank: int, data, seeds, shuffle: bool, worker_options):
+  r"""The examples' DistNeighborLoader: in-edges, features collected, a
+  seed per trainer; ``data`` is None on a server-client client."""
+  return glt.distributed.DistNeighborLoader(
+    data,
+    args.fanout,
+    seeds,
+    batch_size=args.batch_size,
+    shuffle=shuffle,
+    edge_dir='in',
+    collect_features=True,
+    random_seed=args.seed + rank,
+    worker_options=worker_options,
+  )
 
 
 @torch.no_grad()

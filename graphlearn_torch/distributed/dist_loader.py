@@ -163,9 +163,9 @@ class DistLoader:
     if isinstance(inputs, (list, tuple)):
       if len(inputs) != len(servers):
         raise ValueError(f'{len(inputs)} inputs for {len(servers)} servers: give one per server')
-      return [(s, inp, None) for s, inp in zip(servers, inputs)]
+      return [(s, inp, 0) for s, inp in zip(servers, inputs)]
     if isinstance(inputs, RemoteSamplerInput):  # each server reads its own
-      return [(s, inputs, None) for s in servers]
+      return [(s, inputs, 0) for s in servers]
     bounds = torch.linspace(0, len(inputs), len(servers) + 1).long().tolist()
     return [(s, inputs[torch.arange(lo, hi)], lo) for s, lo, hi in zip(servers, bounds, bounds[1:])]
 
@@ -182,7 +182,7 @@ class DistLoader:
         self.sampling_config,
         opts,
         client_rank=ctx.rank,
-        input_offset=offset or 0,
+        input_offset=offset,
       )
       created.append((server, fut))
     self._servers, self._producer_ids = [], []

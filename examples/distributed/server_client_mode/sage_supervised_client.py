@@ -49,22 +49,14 @@ def run_client(local_rank: int, args, results) -> None:
     num_classes = request_server(0, DistServer.get_num_classes)
 
     def loader(split, shuffle):
-      return glt.distributed.DistNeighborLoader(
-        None,
-        args.fanout,
-        RemoteNodeSplitSamplerInput(split),
-        batch_size=args.batch_size,
-        shuffle=shuffle,
-        edge_dir='in',
-        collect_features=True,
-        random_seed=args.seed + rank,
-        worker_options=glt.distributed.RemoteDistSamplingWorkerOptions(
-          num_workers=args.num_workers,
-          worker_concurrency=args.worker_concurrency,
-          prefetch_size=args.prefetch_size,
-          rpc_timeout=args.timeout,
-        ),
+      options = glt.distributed.RemoteDistSamplingWorkerOptions(
+        num_workers=args.num_workers,
+        worker_concurrency=args.worker_concurrency,
+        prefetch_size=args.prefetch_size,
+        rpc_timeout=args.timeout,
       )
+      seeds = RemoteNodeSplitSamplerInput(split)
+      return sage_common.node_loader(args, rank, None, seeds, shuffle, options)
 
     train_loader, test_loader = loader('train', True), loader('test', False)
     acc = sage_common.train_ddp(args, rank, feature_dim, num_classes, train_loader, test_loader)
