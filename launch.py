@@ -390,7 +390,29 @@ def _status(config: ClusterConfig, node: Node, remote: Remote) -> str:
   return 'finished' if rc == '0' else f'failed (exit code {rc})'
 
 
-@click.group()
+class StartByDefault(click.Group):
+  r"""A command group whose command is ``start`` when none is named, so GLT's
+  ``python launch.py --config=cluster.yml --master_addr=... --master_port=...``
+  runs as it is."""
+
+  def parse_args(self, ctx: click.Context, args: List[str]) -> List[str]:
+    takes_value = {
+      name: not param.is_flag
+      for param in self.params
+      if isinstance(param, click.Option)
+      for name in param.opts + param.secondary_opts
+    }
+    i = 0  # skip the group's own options
+    while i < len(args) and args[i].split('=', 1)[0] in takes_value:
+      i += 2 if takes_value[args[i].split('=', 1)[0]] and '=' not in args[i] else 1
+    rest = args[i:]
+    named = rest and (rest[0] in self.commands or rest[0] in ('--help', '-h'))
+    if not named and (rest or i > 0):
+      args = args[:i] + ['start'] + rest
+    return super().parse_args(ctx, args)
+
+
+@click.group(cls=StartByDefault)
 @click.option(
   '-c',
   '--config',
@@ -405,7 +427,9 @@ def _status(config: ClusterConfig, node: Node, remote: Remote) -> str:
 @click.option('-v', '--verbose', is_flag=True, help='Log the commands sent.')
 @click.pass_context
 def cli(ctx: click.Context, config_path: str, key, password: bool, strict: bool, verbose: bool):
-  r"""Start, watch and stop a graphlearn_torch job on the nodes of a cluster file."""
+  r"""Start, watch and stop a graphlearn_torch job on the nodes of a cluster file.
+
+  With no command, ``start`` (GLT's ``launch.py --config=... --master_addr=...``)."""
   logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, format='%(message)s')
   logging.getLogger('paramiko').setLevel(logging.WARNING)
   ctx.obj = Session(config_path, key, password, strict)

@@ -30,7 +30,7 @@ namespace glt {
 namespace {
 
 constexpr uint64_t kMagic = 0x31515348544c4721ULL;  // "!GLTSHQ1"
-constexpr uint32_t kLayoutVersion = 1;
+constexpr uint32_t kLayoutVersion = 2;
 constexpr uint64_t kAlign = 64;
 constexpr int32_t kMaxProcs = 256;
 // Waits sleep at most this long before checking their peers.
@@ -141,6 +141,7 @@ struct ShmQueueHeader {
   uint64_t used;                  // bytes in blocks that are not free
   uint64_t q_head, q_count;       // slot ring
   uint64_t pending;               // blocks being written: they hold a slot too
+  uint64_t backed;                // data bytes [0, backed) have memory behind them
   ProcEntry procs[kMaxProcs];
 };
 
@@ -224,17 +225,19 @@ std::shared_ptr<ShmQueue> ShmQueue::create(int64_t capacity, int64_t shm_size) {
 
   const int fd = memfd_create("glt-shm-channel", MFD_CLOEXEC);
   TORCH_CHECK(fd >= 0, "shared-memory channel: memfd_create failed: ", std::strerror(errno));
-  // Reserving the pages now turns a lack of memory into this error rather than
-  // a SIGBUS in whichever process first touches a missing page.
+  // The segment is sparse: memory backs the data ring only as messages reach
+  // it (ensure_backed), so a large shm_size costs nothing until used. The
+  // header, the slots and the first block header are backed now; every page
+  // is backed (fallocate) before it is touched, so a lack of memory is an
+  // error, never a SIGBUS.
   int rc = ftruncate(fd, static_cast<off_t>(mapped)) == 0 ? 0 : errno;
-  if (rc == 0) rc = posix_fallocate(fd, 0, static_cast<off_t>(mapped));
+  if (rc == 0) rc = posix_fallocate(fd, 0, static_cast<off_t>(data_offset + page));
   if (rc != 0) {
     close(fd);
-    TORCH_CHECK(false, "shared-memory channel: cannot reserve ", mapped,
-                " bytes of shared memory (", std::strerror(rc),
-                "); use a smaller shm_size (channel_size) or free memory");
+    TORCH_CHECK(false, "shared-memory channel: cannot reserve ", data_offset + page,
+                " bytes of shared memory for its header (", std::strerror(rc), ")");
   }
-  void* base = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  void* base = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) {
     rc = errno;
     close(fd);
@@ -248,6 +251,7 @@ std::shared_ptr<ShmQueue> ShmQueue::create(int64_t capacity, int64_t shm_size) {
   h->data_offset = data_offset;
   h->data_size = data_size;
   h->capacity = static_cast<uint64_t>(capacity);
+  h->backed = std::min<uint64_t>(page, data_size);
   pthread_mutexattr_t attr;
   pthread_mutexattr_init(&attr);
   pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
@@ -279,7 +283,7 @@ std::shared_ptr<ShmQueue> ShmQueue::attach(int fd) {
     TORCH_CHECK(false, "shared-memory channel: the passed descriptor holds ", mapped,
                 " bytes, too few for a channel");
   }
-  void* base = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  void* base = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) {
     const int rc = errno;
     close(fd);
@@ -381,8 +385,10 @@ void ShmQueue::free_block(void* ptr) {
   }
 }
 
-// A block of `bytes` from the data region, or kNone; under the lock.
-uint64_t ShmQueue::allocate(uint64_t bytes) {
+// A block of `bytes` from the data region, or kNone; under the lock. Memory
+// backs the block (and the free block's header after it) before either is
+// touched; kNone with `*backing_error` set when it cannot.
+uint64_t ShmQueue::allocate(uint64_t bytes, int* backing_error) {
   auto* h = header_;
   const uint64_t size = h->data_size;
   uint64_t offset = h->cursor;
@@ -397,6 +403,9 @@ uint64_t ShmQueue::allocate(uint64_t bytes) {
         block->size += next->size;
       }
       if (block->size >= bytes) {
+        const uint64_t end = offset + bytes + (block->size > bytes ? sizeof(BlockHeader) : 0);
+        *backing_error = ensure_backed(end);
+        if (*backing_error != 0) return kNone;
         if (block->size > bytes) {  // sizes are multiples of kAlign: the rest holds a header
           auto* rest = reinterpret_cast<BlockHeader*>(data() + offset + bytes);
           rest->state = kFree;
@@ -451,6 +460,19 @@ int64_t ShmQueue::message_bytes(const std::vector<std::string>& keys,
   return static_cast<int64_t>(sizeof(BlockHeader) + align_up(meta) + payload);
 }
 
+// Backs the data ring's bytes [0, end) with memory, extending the backed
+// prefix; under the lock. Returns 0 or the errno of the failed fallocate.
+int ShmQueue::ensure_backed(uint64_t end) {
+  auto* h = header_;
+  if (end <= h->backed) return 0;
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  end = std::min(align_up(end, page), h->data_size);
+  const int rc = posix_fallocate(fd_, static_cast<off_t>(h->data_offset + h->backed),
+                                 static_cast<off_t>(end - h->backed));
+  if (rc == 0) h->backed = end;
+  return rc;
+}
+
 ShmQueueStatus ShmQueue::send(const std::vector<std::string>& keys,
                               const std::vector<at::Tensor>& tensors, int64_t timeout_ms,
                               std::string* error) {
@@ -466,8 +488,16 @@ ShmQueueStatus ShmQueue::send(const std::vector<std::string>& keys,
     register_self(kProducer);
     int64_t last_check = start;
     while (true) {
-      if (h->q_count + h->pending < h->capacity) offset = allocate(bytes);
+      int backing_error = 0;
+      if (h->q_count + h->pending < h->capacity) offset = allocate(bytes, &backing_error);
       if (offset != kNone) break;
+      if (backing_error != 0) {
+        *error = "cannot back a message of " + std::to_string(bytes) +
+                 " bytes with shared memory (" + std::strerror(backing_error) + "): " +
+                 std::to_string(h->backed) + " of the channel's " + std::to_string(h->data_size) +
+                 " bytes have memory; the machine (or this process's memory cgroup) has no more";
+        return ShmQueueStatus::kNoMemory;
+      }
       const int64_t now = now_us();
       if (now - last_check >= kSliceMs * 1000) {
         last_check = now;

@@ -33,6 +33,7 @@ enum class ShmQueueStatus : int {
   kOk = 0,
   kTimeout = 1,   // nothing to receive, or no room to send, within the timeout
   kPeerGone = 2,  // all producers (recv) or the owner (send) exited
+  kNoMemory = 3,  // no memory could back the message (send)
 };
 
 struct ShmQueueMessage {
@@ -44,8 +45,9 @@ struct ShmQueueMessage {
 
 class ShmQueue : public std::enable_shared_from_this<ShmQueue> {
  public:
-  // A new segment of `shm_size` data bytes and `capacity` message slots,
-  // reserved up front (a clear error now instead of SIGBUS later).
+  // A new segment of `shm_size` data bytes and `capacity` message slots. Memory
+  // backs the data bytes as messages first reach them (an error, never a
+  // SIGBUS, when there is none).
   static std::shared_ptr<ShmQueue> create(int64_t capacity, int64_t shm_size);
   // Maps the segment behind `fd`, a descriptor passed from another process;
   // the queue owns `fd` from then on.
@@ -87,7 +89,8 @@ class ShmQueue : public std::enable_shared_from_this<ShmQueue> {
   bool alive(int32_t slot, std::vector<int8_t>* cache) const;
   bool reclaim();
   void free_block(void* block);
-  uint64_t allocate(uint64_t bytes);
+  uint64_t allocate(uint64_t bytes, int* backing_error);
+  int ensure_backed(uint64_t end);
   void release_block(uint64_t offset);
   uint8_t* data() const;
 

@@ -6,12 +6,13 @@ GraphLearn-for-PyTorch 0.2.x compatible: ``import graphlearn_torch as glt``.
 import logging
 
 from . import channel, data, datasets, distributed, loader, partition, sampler, typing, utils
+from .typing import *  # noqa: F403 (GLT re-exports its typing names at package level)
 
 __version__ = '0.1.0'
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
-__all__ = [
+__all__ = typing.__all__ + [
   '__version__',
   'channel',
   'data',

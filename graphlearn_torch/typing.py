@@ -1,7 +1,7 @@
 """Type aliases shared across graphlearn_torch (GLT 0.2.x compatible)."""
 
 from enum import Enum
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -13,14 +13,38 @@ EdgeType = Tuple[str, str, str]
 TensorDataType = Union[torch.Tensor, np.ndarray, Sequence]
 
 NumNeighbors = Union[List[int], Dict[EdgeType, List[int]]]
+# Seed nodes: a tensor of ids, or (server-client mode) the path of a seed file
+# on the server.
+Seeds = Union[torch.Tensor, str]
 InputNodes = Union[
-  torch.Tensor, NodeType, Tuple[NodeType, torch.Tensor], Tuple[NodeType, None], None
+  Seeds, NodeType, Tuple[NodeType, Seeds], Tuple[NodeType, List[Seeds]], Tuple[NodeType, None], None
 ]
 EdgeIndexTensor = Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]
 InputEdges = Union[EdgeIndexTensor, EdgeType, Tuple[EdgeType, Optional[EdgeIndexTensor]], None]
 
 NodeLabel = Union[TensorDataType, Dict[NodeType, TensorDataType]]
 NodeIndex = Union[TensorDataType, Dict[NodeType, TensorDataType]]
+
+
+class GraphPartitionData(NamedTuple):
+  """The edges of one partition (global node ids, global edge ids)."""
+
+  edge_index: torch.Tensor  # [2, num_edges]: rows, cols
+  eids: torch.Tensor
+  weights: Optional[torch.Tensor] = None
+
+
+class FeaturePartitionData(NamedTuple):
+  """The feature rows held by one partition, their ids, and its cache."""
+
+  feats: Optional[torch.Tensor]
+  ids: Optional[torch.Tensor]
+  cache_feats: Optional[torch.Tensor] = None
+  cache_ids: Optional[torch.Tensor] = None
+
+
+HeteroGraphPartitionData = Dict[EdgeType, GraphPartitionData]
+HeteroFeaturePartitionData = Dict[Union[NodeType, EdgeType], FeaturePartitionData]
 
 
 class Split(Enum):
@@ -59,3 +83,26 @@ def as_str(type_: Union[NodeType, EdgeType]) -> str:
   if isinstance(type_, (tuple, list)) and len(type_) == 3:
     return '__'.join(type_)
   raise ValueError(f'not a node type or edge type: {type_!r}')
+
+
+# What ``from graphlearn_torch.typing import *`` (and so ``graphlearn_torch``
+# itself, as in GLT) exports.
+__all__ = [
+  'EdgeIndexTensor',
+  'EdgeType',
+  'FeaturePartitionData',
+  'GraphPartitionData',
+  'HeteroFeaturePartitionData',
+  'HeteroGraphPartitionData',
+  'InputEdges',
+  'InputNodes',
+  'NodeIndex',
+  'NodeLabel',
+  'NodeType',
+  'NumNeighbors',
+  'Seeds',
+  'Split',
+  'TensorDataType',
+  'as_str',
+  'reverse_edge_type',
+]

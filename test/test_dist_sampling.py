@@ -124,7 +124,7 @@ def check_hetero_batch(batch, graph, input_nodes, sizes):
   n_id = batch['user'].n_id
   bs = batch['user'].batch_size
   assert torch.equal(n_id[:bs], input_nodes[batch['user'].input_id])
-  for ntype in HETERO_SIZES:
+  for ntype in batch.node_types:
     ids = batch[ntype].n_id
     assert torch.equal(batch[ntype].x, graph['x'][ntype][ids])
     assert ids.unique().numel() == ids.numel()
@@ -180,18 +180,20 @@ def check_link_batch(batch, graph, edges, degree, neg_mode, amount):
 
 def check_hetero_link_batch(batch, graph, edges, etype):
   src_t, _, dst_t = etype
-  seeds = edges[:, batch[etype].input_id]
+  # GLT's layout for edge_dir 'out': the labels sit on the reversed type, reversed
+  label_type = reverse_edge_type(etype)
+  seeds = edges[:, batch[label_type].input_id]
   bs = seeds.size(1)
-  label_index = batch[etype].edge_label_index
+  label_index = batch[label_type].edge_label_index.flip(0)
   src = batch[src_t].n_id[label_index[0]]
   dst = batch[dst_t].n_id[label_index[1]]
   assert torch.equal(src[:bs], seeds[0]) and torch.equal(dst[:bs], seeds[1]), 'positives'
-  assert torch.equal(batch[etype].edge_label[bs:], torch.zeros(src.numel() - bs))
+  assert torch.equal(batch[label_type].edge_label[bs:], torch.zeros(src.numel() - bs))
   n = HETERO_SIZES[dst_t]
   all_src, all_dst = graph['edges'][etype]
   keys = torch.unique(all_src * n + all_dst)
   assert not torch.isin(src[bs:] * n + dst[bs:], keys).any(), 'negatives are not edges'
-  for ntype in HETERO_SIZES:
+  for ntype in batch.node_types:
     assert torch.equal(batch[ntype].x, graph['x'][ntype][batch[ntype].n_id])
 
 
@@ -243,7 +245,7 @@ def make_loader(dist, ds, graph, kind, hetero, rank, options, client=False):
     def check(batch):
       check_hetero_link_batch(batch, graph, seeds, etype)
       stores = [batch[e] for e in batch.edge_types if 'edge_index' in batch[e]]
-      return batch[etype].input_id, sum(s.edge_index.size(1) for s in stores)
+      return batch[reverse_edge_type(etype)].input_id, sum(s.edge_index.size(1) for s in stores)
 
   elif kind.startswith('link'):
     mode, amount = ('binary', 2) if kind == 'link' else ('triplet', 3)

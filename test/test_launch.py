@@ -231,6 +231,23 @@ def test_unreachable_node_names_it(tmp_path):
   assert f'node 0 ({user()}@127.0.0.1:{closed}): cannot connect' in done.stderr
 
 
+def test_glt_invocation_without_a_command_starts(tmp_path):
+  # GLT's documented command line: no sub-command, start's options after the config.
+  config = tmp_path / 'cluster.yml'
+  closed = free_port()
+  write_config(config, **cluster(closed, None, tmp_path), job_name='x')
+  done = subprocess.run(
+    [sys.executable, LAUNCH, f'--config={config}', '--master_addr=0.0.0.0',
+     '--master_port=11234', '--epochs', '1', '--batch_size', '64'],
+    capture_output=True, text=True, timeout=60,
+  )  # fmt: skip
+  assert 'No such option' not in done.stderr
+  assert done.returncode != 0  # start ran: it reached for node 0, which is closed
+  assert f'node 0 ({user()}@127.0.0.1:{closed}): cannot connect' in done.stderr
+  helped = subprocess.run([sys.executable, LAUNCH, '--help'], capture_output=True, text=True)
+  assert helped.returncode == 0 and 'status' in helped.stdout and 'stop' in helped.stdout
+
+
 @pytest.mark.parametrize(
   'change, message',
   [

@@ -158,11 +158,16 @@ def test_hetero_link_batches(edge_dir):
     with_edge=True,
   )
   known = edge_set(edges[et])
+  # GLT's layout: with edge_dir 'out' the labels sit on the reversed type, reversed
+  label_et = reverse_edge_type(et) if edge_dir == 'out' else et
   for batch in loader:
-    eli = batch[et].edge_label_index
+    eli = batch[label_et].edge_label_index
+    if edge_dir == 'out':
+      eli = eli.flip(0)
     src, dst = batch['user'].n_id[eli[0]], batch['item'].n_id[eli[1]]
-    n = batch[et].input_id.numel()
-    assert torch.equal(torch.stack([src[:n], dst[:n]]), edges[et][:, batch[et].input_id])
+    input_id = batch[label_et].input_id
+    n = input_id.numel()
+    assert torch.equal(torch.stack([src[:n], dst[:n]]), edges[et][:, input_id])
     assert not (set(zip(src[n:].tolist(), dst[n:].tolist())) & known)
     for out_et in batch.edge_types:
       if 'e_id' not in batch[out_et]:

@@ -51,7 +51,7 @@ def test_to_coo_csr_csc_round_trip():
   topo = Topology(ei, layout='CSR')
   src, dst, eids, _ = topo.to_coo()
   assert torch.equal(ei[:, eids], torch.stack([src, dst]))
-  indptr, indices, eids_csc, _ = topo.to_csc()
+  indices, indptr, eids_csc, _ = topo.to_csc()  # GLT's order: (row, colptr, ...)
   rows = torch.repeat_interleave(torch.arange(indptr.numel() - 1), indptr[1:] - indptr[:-1])
   assert torch.equal(ei[:, eids_csc], torch.stack([indices, rows]))
   csr = topo.to_csr()

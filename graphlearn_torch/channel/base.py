@@ -13,9 +13,14 @@ class QueueTimeoutError(TimeoutError):
   r"""Nothing arrived (recv), or no room freed up (send), within the timeout."""
 
 
-class ChannelClosedError(RuntimeError):
+class ChannelClosedError(QueueTimeoutError, RuntimeError):
   r"""The other side of a channel is gone: every producer exited while the
-  consumer waited, or the consumer exited while a producer waited for room."""
+  consumer waited, or the consumer exited while a producer waited for room.
+
+  It is a :class:`QueueTimeoutError` too, so GLT code that polls with
+  ``recv(timeout_ms=...)`` and catches ``QueueTimeoutError`` to check
+  whether its producers are done keeps working: it gets this error at once
+  instead of waiting out its timeout."""
 
 
 class ChannelBase(ABC):

@@ -7,6 +7,7 @@ from typing import Dict, Optional, Union
 import torch
 
 from .._ext import ops
+from ..utils.memory import available_memory
 from ..utils.size import parse_size
 from .base import (
   ChannelBase,
@@ -19,7 +20,18 @@ from .base import (
 
 logger = logging.getLogger(__name__)
 
-_OK, _TIMEOUT, _PEER_GONE = 0, 1, 2
+_OK, _TIMEOUT, _PEER_GONE, _NO_MEMORY = 0, 1, 2, 3
+
+
+def _check_memory(shm_size: int) -> None:
+  """Refuses a channel larger than the memory this process can still get."""
+  available, source = available_memory()
+  if available is not None and shm_size > available:
+    raise MemoryError(
+      f'a shared-memory channel of {shm_size} bytes ({shm_size / 2**30:.2f} GiB) is larger than '
+      f'the {available} bytes ({available / 2**30:.2f} GiB) this process can still get '
+      f'({source}); use a smaller shm_size (channel_size / buffer_size)'
+    )
 
 
 class ShmChannel(ChannelBase):
@@ -45,14 +57,20 @@ class ShmChannel(ChannelBase):
   Args:
     capacity: most messages queued at once.
     shm_size: bytes of message data the channel holds, as an int or a string
-      such as ``'256MB'``; reserved when the channel is made. A message takes
-      its tensors' bytes plus 64 bytes per tensor and 64 more.
+      such as ``'256MB'``. Memory backs them as messages first reach them
+      (the channel costs nothing up front, as GLT's); a size larger than the
+      memory this process can get (the machine's, or its memory cgroup's)
+      is a ``MemoryError`` here, and a message that finds no memory left is
+      a ``MemoryError`` in ``send``. A message takes its tensors' bytes plus
+      64 bytes per tensor and 64 more.
   """
 
   def __init__(self, capacity: int = 128, shm_size: Union[str, int] = '256MB'):
     if isinstance(capacity, bool) or not isinstance(capacity, int):
       raise TypeError(f'capacity must be an int, got {capacity!r}')
-    self._queue = ops.ShmQueue(capacity, parse_size(shm_size))
+    shm_size = parse_size(shm_size)
+    _check_memory(shm_size)
+    self._queue = ops.ShmQueue(capacity, shm_size)
     self._pinned = False
 
   @classmethod
@@ -87,6 +105,7 @@ class ShmChannel(ChannelBase):
       QueueTimeoutError: no room within ``timeout_ms``.
       ChannelClosedError: the process that made the channel has exited.
       ValueError: the message is larger than ``shm_size``.
+      MemoryError: no memory is left to back the message.
     """
     keys, tensors = split_message(msg)
     status, error = self._queue.send(keys, tensors, timeout_ms_arg(timeout_ms))
@@ -98,6 +117,8 @@ class ShmChannel(ChannelBase):
       )
     if status == _PEER_GONE:
       raise ChannelClosedError(error)
+    if status == _NO_MEMORY:
+      raise MemoryError(error)
 
   def recv(self, timeout_ms: Optional[float] = None, **kwargs) -> SampleMessage:
     r"""Returns the oldest message; its tensors view the channel's memory.

@@ -1,14 +1,17 @@
 """Data layer: topology, graph, features and datasets."""
 
+from ..partition.partition_book import PartitionBook
 from .dataset import Dataset, random_split, rebuild_dataset, reduce_dataset
 from .feature import DeviceGroup, Feature, rebuild_feature, reduce_feature
 from .graph import Graph, Topology, rebuild_graph, reduce_graph
+from .reorder import sort_by_in_degree
 
 __all__ = [
   'Dataset',
   'DeviceGroup',
   'Feature',
   'Graph',
+  'PartitionBook',
   'Topology',
   'random_split',
   'rebuild_dataset',
@@ -17,4 +20,5 @@ __all__ = [
   'reduce_dataset',
   'reduce_feature',
   'reduce_graph',
+  'sort_by_in_degree',
 ]

@@ -9,6 +9,7 @@ import torch
 from .._ext import ops
 from ..typing import TensorDataType
 from ..utils.tensor import convert_to_tensor
+from ..utils.topo import ptr2ind
 
 logger = logging.getLogger(__name__)
 
@@ -40,13 +41,8 @@ def _split_edge_index(edge_index, layout: str) -> Tuple[torch.Tensor, torch.Tens
         f'got shape {tuple(edge_index.shape)}'
       )
     first, second = edge_index[0], edge_index[1]
-  names = ('row', 'col') if layout == 'COO' else ('indptr', 'indices')
-  return _as_index(first, names[0]), _as_index(second, names[1])
-
-
-def _ptr_to_row(indptr: torch.Tensor) -> torch.Tensor:
-  counts = indptr[1:] - indptr[:-1]
-  return torch.repeat_interleave(torch.arange(counts.numel()), counts)
+  names = {'COO': ('row', 'col'), 'CSR': ('indptr', 'indices'), 'CSC': ('indices', 'indptr')}
+  return _as_index(first, names[layout][0]), _as_index(second, names[layout][1])
 
 
 def _check_ptr(indptr: torch.Tensor, indices: torch.Tensor, layout: str) -> None:
@@ -65,8 +61,9 @@ class Topology:
 
   Args:
     edge_index: COO ``[2, E]`` tensor or ``(row, col)`` pair of source and
-      destination ids; for CSR input ``(indptr, indices)`` over sources; for
-      CSC input ``(indptr, indices)`` over destinations.
+      destination ids; for CSR input ``(indptr, indices)`` ("rowptr, col")
+      over sources; for CSC input ``(indices, indptr)`` ("row, colptr") over
+      destinations. These are GLT's orders: the row side always comes first.
     edge_ids: a global id per input edge (default: the input position).
     edge_weights: a non-negative weight per input edge, for weighted sampling.
     input_layout: 'COO', 'CSR' or 'CSC'.
@@ -100,10 +97,12 @@ class Topology:
           f'edge_index rows differ in length: {first.numel()} sources, {second.numel()} targets'
         )
       src, dst = first, second
-    else:
+    elif input_layout == 'CSR':
       _check_ptr(first, second, input_layout)
-      rows = _ptr_to_row(first)
-      src, dst = (rows, second) if input_layout == 'CSR' else (second, rows)
+      src, dst = ptr2ind(first), second
+    else:
+      _check_ptr(second, first, input_layout)
+      src, dst = first, ptr2ind(second)
     num_edges = src.numel()
     for name, ids in (('source', src), ('destination', dst)):
       if num_edges and int(ids.min()) < 0:
@@ -127,7 +126,7 @@ class Topology:
     if input_layout == 'CSR':
       num_src = max(num_src, first.numel() - 1)
     elif input_layout == 'CSC':
-      num_dst = max(num_dst, first.numel() - 1)
+      num_dst = max(num_dst, second.numel() - 1)
     if size is not None:
       if size[0] < num_src or size[1] < num_dst:
         raise ValueError(
@@ -184,7 +183,7 @@ class Topology:
 
   def to_coo(self):
     """Returns ``(src, dst, edge_ids, edge_weights)`` in stored order."""
-    rows = _ptr_to_row(self._indptr)
+    rows = ptr2ind(self._indptr)
     if self._layout == 'CSR':
       return rows, self._indices, self._edge_ids, self._edge_weights
     return self._indices, rows, self._edge_ids, self._edge_weights
@@ -200,12 +199,14 @@ class Topology:
     return topo.indptr, topo.indices, topo.edge_ids, topo.edge_weights
 
   def to_csr(self):
-    """Returns ``(indptr, indices, edge_ids, edge_weights)`` with rows over sources."""
+    """Returns ``(rowptr, col, edge_ids, edge_weights)``: compressed over sources."""
     return self._to_layout('CSR')
 
   def to_csc(self):
-    """Returns ``(indptr, indices, edge_ids, edge_weights)`` with rows over destinations."""
-    return self._to_layout('CSC')
+    """Returns ``(row, colptr, edge_ids, edge_weights)``: compressed over
+    destinations, indices first (GLT's order)."""
+    colptr, rows, eids, weights = self._to_layout('CSC')
+    return rows, colptr, eids, weights
 
   def resize(self, num_rows: Optional[int] = None, num_cols: Optional[int] = None) -> None:
     """Grows the node counts: empty rows up to ``num_rows`` (nodes without

@@ -22,6 +22,12 @@ from .dist_options import (
   MpDistSamplingWorkerOptions,
   RemoteDistSamplingWorkerOptions,
 )
+from .dist_random_partitioner import (
+  DistPartitionManager,
+  DistRandomPartitioner,
+  RpcUpdatePartitionBookCallee,
+  RpcUpdatePartitionValueCallee,
+)
 from .dist_sampling_producer import DistMpSamplingProducer, DistServerSamplingProducer, MpCommand
 from .dist_server import DistServer, get_server, init_server, wait_and_shutdown_server
 from .dist_subgraph_loader import DistSubGraphLoader
@@ -73,6 +79,10 @@ __all__ = [
   'DistMpSamplingProducer',
   'DistNeighborLoader',
   'DistNeighborSampler',
+  'DistPartitionManager',
+  'DistRandomPartitioner',
+  'RpcUpdatePartitionBookCallee',
+  'RpcUpdatePartitionValueCallee',
   'DistRole',
   'DistSubGraphLoader',
   'MpCommand',

@@ -84,9 +84,10 @@ def shutdown_client(timeout: float = 30.0) -> None:
 
 
 def async_request_server(server_rank: int, func, *args, **kwargs) -> torch.futures.Future:
-  r"""Runs ``func(server, *args, **kwargs)`` on server ``server_rank``
-  (``func`` is a DistServer method, such as
-  ``DistServer.get_dataset_meta``); returns a future of its result."""
+  r"""Runs ``func`` on server ``server_rank``: ``func(server, *args,
+  **kwargs)`` when it is a DistServer method (such as
+  ``DistServer.get_dataset_meta``), else ``func(*args, **kwargs)``; returns
+  a future of its result, which raises the server's error, if any."""
   ctx = get_context()
   if ctx is None or not ctx.is_client():
     raise RuntimeError('requests to servers need a client: call init_client first')

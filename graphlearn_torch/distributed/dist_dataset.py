@@ -48,7 +48,7 @@ def _partial_features(feat_data, books, partition_idx, hetero, with_gpu, device_
   feats, feat_pbs = {}, {}
   for key, data in (feat_data if hetero else {None: feat_data}).items():
     book = books[key] if hetero else books
-    table, id2index, feat_pbs[key] = cat_feature_cache(partition_idx, data, book)
+    _, table, id2index, feat_pbs[key] = cat_feature_cache(partition_idx, data, book)
     feats[key] = Feature(table, id2index, 0.0, device_groups, device, with_gpu, table.dtype)
   return (feats, feat_pbs) if hetero else (feats[None], feat_pbs[None])
 

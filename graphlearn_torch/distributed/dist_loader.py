@@ -13,10 +13,13 @@ from ..loader.node_loader import resolve_input_nodes
 from ..sampler.base import (
   EdgeSamplerInput,
   NodeSamplerInput,
+  RemoteNodePathSamplerInput,
+  RemoteNodeSplitSamplerInput,
   RemoteSamplerInput,
   SamplingConfig,
   SamplingType,
 )
+from ..typing import Split
 from ..utils.device import resolve_device
 from .dist_client import async_request_server
 from .dist_context import assign_server_by_order, get_context
@@ -43,13 +46,34 @@ def node_input(
 ) -> Union[NodeSamplerInput, RemoteSamplerInput, List[RemoteSamplerInput]]:
   r"""A node loader's input: the seeds of ``input_nodes`` (see
   ``resolve_input_nodes``), or a RemoteSamplerInput (or a list of them) as
-  given."""
+  given. On a client (``data`` None) also GLT's remote forms, optionally as
+  ``(node type, ...)``: a ``Split`` (each server's own split), a seed-file
+  path (read by each server) or a list of paths (one per server)."""
   if isinstance(input_nodes, RemoteSamplerInput) or (
     isinstance(input_nodes, list) and input_nodes and isinstance(input_nodes[0], RemoteSamplerInput)
   ):
     return input_nodes
+  if data is None:
+    remote = remote_node_input(input_nodes)
+    if remote is not None:
+      return remote
   input_type, seeds = resolve_input_nodes(data, input_nodes)
   return NodeSamplerInput(seeds, input_type)
+
+
+def remote_node_input(input_nodes) -> Union[None, RemoteSamplerInput, List[RemoteSamplerInput]]:
+  r"""GLT's server-side seeds: ``Split``, a path, a list of paths, or
+  ``(node type, one of those)``; None for seeds given as ids."""
+  input_type, seeds = None, input_nodes
+  if isinstance(input_nodes, tuple) and len(input_nodes) == 2 and isinstance(input_nodes[0], str):
+    input_type, seeds = input_nodes
+  if isinstance(seeds, Split):
+    return RemoteNodeSplitSamplerInput(seeds, input_type)
+  if isinstance(seeds, str):
+    return RemoteNodePathSamplerInput(seeds, input_type)
+  if isinstance(seeds, (list, tuple)) and seeds and all(isinstance(p, str) for p in seeds):
+    return [RemoteNodePathSamplerInput(p, input_type) for p in seeds]
+  return None
 
 
 class DistLoader:
@@ -280,7 +304,7 @@ class DistLoader:
     input_type = self._input_type
     data, metadata = message_to_data(msg, input_type)
     if self.sampling_config.sampling_type == SamplingType.LINK:
-      data = attach_link_metadata(data, metadata, input_type, index)
+      data = attach_link_metadata(data, metadata, input_type, index, self.sampling_config.edge_dir)
     else:
       store = data if isinstance(data, Data) else data[input_type]
       store.batch_size = index.numel()

@@ -19,8 +19,10 @@ class DistNeighborLoader(DistLoader):
     data: this process's partition (None on a server-client client).
     num_neighbors: neighbors per hop (a dict by edge type when heterogeneous).
     input_nodes: this process's seeds: ids, a mask, a node type or
-      ``(node type, ids)``; on a client also a RemoteSamplerInput (each
-      server reads its seeds) or a list of them, one per server.
+      ``(node type, ids)``; on a client also what GLT takes there, read by
+      the servers: a ``Split`` (each server's split), a seed-file path (each
+      server reads it), a list of paths (one per server), any of those as
+      ``(node type, ...)``, or RemoteSamplerInputs.
     batch_size: seeds per batch.
     shuffle: reshuffle the seeds every epoch.
     drop_last: drop the last incomplete batch.

@@ -289,16 +289,27 @@ def get_server() -> Optional[DistServer]:
   return _dist_server
 
 
+def is_server_method(func) -> bool:
+  r"""Whether ``func`` is a method of DistServer (``DistServer.get_dataset_meta``)."""
+  return getattr(DistServer, getattr(func, '__name__', ''), None) is func
+
+
 @rpc.functions.async_execution
 def call_on_server(func, *args, **kwargs) -> torch.futures.Future:
-  r"""Runs ``func(server, *args, **kwargs)`` on this process's server, for
-  a client (``request_server``); a result that is a future is awaited
-  without holding an RPC thread."""
+  r"""Runs ``func`` on this process's server, for a client
+  (``request_server``): ``func(server, *args, **kwargs)`` for a DistServer
+  method, ``func(*args, **kwargs)`` for any other function (GLT's
+  ``request_server(0, torch.cuda.device_count)``). A result that is a future
+  is awaited without holding an RPC thread; an error is raised on the
+  client."""
   out = torch.futures.Future()
   try:
     if _dist_server is None:
       raise RuntimeError(f'{get_context()} is not a server')
-    result = func(_dist_server, *args, **kwargs)
+    if is_server_method(func):
+      result = func(_dist_server, *args, **kwargs)
+    else:
+      result = func(*args, **kwargs)
   except Exception as e:
     out.set_exception(e)
     return out

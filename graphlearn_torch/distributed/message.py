@@ -2,7 +2,8 @@
 
 A batch is stored per node type and per edge type, the homogeneous case as
 the one-type case: ``node/{type}/ids``, ``node/{type}/x``, ``node/{type}/y``,
-``node/{type}/num_sampled``, ``edge/{src|rel|dst}/rows``, ``.../cols``,
+``node/{type}/batch`` (the seeds), ``node/{type}/num_sampled``,
+``edge/{src|rel|dst}/rows``, ``.../cols``,
 ``.../eids``, ``.../attr``, ``.../num_sampled``, ``meta/{name}`` and
 ``#hetero``.
 """
@@ -53,11 +54,14 @@ def to_message(
 
   msg: SampleMessage = {'#hetero': torch.tensor(int(hetero))}
   num_nodes = typed(out.num_sampled_nodes, HOMO_NODE_TYPE)
+  seeds = typed(out.batch, HOMO_NODE_TYPE)
   for ntype, ids in typed(out.node, HOMO_NODE_TYPE).items():
     key = f'node{_SEP}{_type_key(ntype)}{_SEP}'
     msg[key + 'ids'] = ids
+    if ntype in seeds:
+      msg[key + 'batch'] = seeds[ntype]
     if ntype in num_nodes:
-      msg[key + 'num_sampled'] = torch.tensor(num_nodes[ntype], dtype=torch.int64)
+      msg[key + 'num_sampled'] = torch.as_tensor(num_nodes[ntype], dtype=torch.int64)
     if node_feats and node_feats.get(ntype) is not None:
       msg[key + 'x'] = node_feats[ntype]
     if node_labels and node_labels.get(ntype) is not None:
@@ -72,14 +76,12 @@ def to_message(
     if etype in edges and edges[etype] is not None:
       msg[key + 'eids'] = edges[etype]
     if etype in num_edges:
-      msg[key + 'num_sampled'] = torch.tensor(num_edges[etype], dtype=torch.int64)
+      msg[key + 'num_sampled'] = torch.as_tensor(num_edges[etype], dtype=torch.int64)
     if edge_feats and edge_feats.get(etype) is not None:
       msg[key + 'attr'] = edge_feats[etype]
   for name, value in (out.metadata or {}).items():
     if isinstance(value, torch.Tensor):
       msg[f'meta{_SEP}{name}'] = value
-  if out.batch is not None and not hetero:
-    msg['batch'] = out.batch
   return msg
 
 
@@ -124,7 +126,7 @@ def message_to_data(
       row=edge['rows'],
       col=edge['cols'],
       edge=edge.get('eids'),
-      batch=msg.get('batch'),
+      batch=node.get('batch'),
       num_sampled_nodes=num_list(node),
       num_sampled_edges=num_list(edge),
       metadata=metadata,
@@ -136,6 +138,7 @@ def message_to_data(
     row={t: f['rows'] for t, f in edges.items()},
     col={t: f['cols'] for t, f in edges.items()},
     edge={t: f['eids'] for t, f in edges.items() if 'eids' in f} or None,
+    batch={t: f['batch'] for t, f in nodes.items() if 'batch' in f},
     num_sampled_nodes={t: num_list(f) for t, f in nodes.items()},
     num_sampled_edges={t: num_list(f) for t, f in edges.items()},
     edge_types=list(edges),

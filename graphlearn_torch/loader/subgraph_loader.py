@@ -70,7 +70,7 @@ class SubGraphLoader(NodeLoader):
   def _sample_batch(self, index: torch.Tensor) -> Data:
     out = self.sampler.subgraph(NodeSamplerInput(self.input_nodes[index], self.input_type))
     res = collate(self.data, out, self.device)
-    res.mapping = out.metadata['mapping'].to(self.device)
+    res.mapping = out.metadata.to(self.device)
     res.batch_size = index.numel()
     res.input_id = index.to(self.device)
     return res

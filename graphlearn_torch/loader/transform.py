@@ -36,10 +36,12 @@ def to_data(
     **kwargs,
   )
   data.num_nodes = sampler_out.node.numel()
+  data.node = data.n_id  # GLT's name, the same tensor
   if edge_feats is not None:
     data.edge_attr = edge_feats
   if sampler_out.edge is not None:
     data.e_id = sampler_out.edge
+    data.edge = data.e_id
   if sampler_out.batch is not None:
     data.batch = sampler_out.batch
   return data
@@ -62,26 +64,46 @@ def to_hetero_data(
     **kwargs: attributes of the whole batch.
   """
   data = HeteroData(**kwargs)
+  num_sampled_edges = _padded_counts(sampler_out.num_sampled_edges, 0)
+  num_hops = max((len(c) for c in num_sampled_edges.values()), default=0)
+  num_sampled_nodes = _padded_counts(sampler_out.num_sampled_nodes, num_hops + 1)
+  num_sampled_edges = _padded_counts(num_sampled_edges, num_hops)
   for ntype, node in sampler_out.node.items():
     store = data[ntype]
     store.n_id = node
+    store.node = node  # GLT's name, the same tensor
     store.num_nodes = node.numel()
-    if sampler_out.num_sampled_nodes is not None:
-      store.num_sampled_nodes = sampler_out.num_sampled_nodes[ntype]
+    if ntype in num_sampled_nodes:
+      store.num_sampled_nodes = num_sampled_nodes[ntype]
     if node_feat_dict and node_feat_dict.get(ntype) is not None:
       store.x = node_feat_dict[ntype]
     if batch_label_dict and batch_label_dict.get(ntype) is not None:
       store.y = batch_label_dict[ntype]
+  for ntype, seeds in (sampler_out.batch or {}).items():
+    data[ntype].batch = seeds
+    data[ntype].batch_size = seeds.numel()
   for etype in sampler_out.row:
     store = data[etype]
     store.edge_index = torch.stack([sampler_out.row[etype], sampler_out.col[etype]])
     if sampler_out.edge is not None:
       store.e_id = sampler_out.edge[etype]
-    if sampler_out.num_sampled_edges is not None:
-      store.num_sampled_edges = sampler_out.num_sampled_edges[etype]
+      store.edge = store.e_id
+    if etype in num_sampled_edges:
+      store.num_sampled_edges = num_sampled_edges[etype]
     if edge_feat_dict and edge_feat_dict.get(etype) is not None:
       store.edge_attr = edge_feat_dict[etype]
   return data
+
+
+def _padded_counts(counts: Optional[Dict], length: int) -> Dict:
+  """Per-type hop counts as lists of at least ``length`` entries (zeros
+  after the last hop a type appeared in), as PyG's per-layer trimming reads
+  them."""
+  padded = {}
+  for key, value in (counts or {}).items():
+    value = value.tolist() if isinstance(value, torch.Tensor) else list(value)
+    padded[key] = value + [0] * (length - len(value))
+  return padded
 
 
 def collate(

@@ -7,34 +7,25 @@ sha256 and is completed last, so an interrupted run is recognised.
 
 import json
 import os
-from typing import Dict, List, NamedTuple, Optional, Union
+from typing import Dict, List, Optional, Union
 
 import torch
 
-from ..typing import HOMO_EDGE_TYPE, HOMO_NODE_TYPE, EdgeType, NodeType, as_str
+from ..typing import (
+  HOMO_EDGE_TYPE,
+  HOMO_NODE_TYPE,
+  EdgeType,
+  FeaturePartitionData,
+  GraphPartitionData,
+  NodeType,
+  as_str,
+)
 from .npy import NpyWriter, append_npy, numpy_dtype, read_header, sha256_file, write_npy
 from .partition_book import GLTPartitionBook, PartitionBook, RangePartitionBook
 
 FORMAT_NAME = 'graphlearn_torch.partition'
 FORMAT_VERSION = 1
 META_FILE = 'META.json'
-
-
-class GraphPartitionData(NamedTuple):
-  """The edges of one partition (global node ids, global edge ids)."""
-
-  edge_index: torch.Tensor  # [2, num_edges]: rows, cols
-  eids: torch.Tensor
-  weights: Optional[torch.Tensor] = None
-
-
-class FeaturePartitionData(NamedTuple):
-  """The feature rows held by one partition, their ids, and its cache."""
-
-  feats: Optional[torch.Tensor]
-  ids: Optional[torch.Tensor]
-  cache_feats: Optional[torch.Tensor] = None
-  cache_ids: Optional[torch.Tensor] = None
 
 
 def type_key(type_: Union[NodeType, EdgeType]) -> str:

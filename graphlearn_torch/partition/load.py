@@ -250,28 +250,35 @@ def book_tensor(book: Union[PartitionBook, torch.Tensor]) -> torch.Tensor:
 
 def cat_feature_cache(
   partition_idx: int, feat_pdata: FeaturePartitionData, feat_pb: Union[PartitionBook, torch.Tensor]
-) -> Tuple[torch.Tensor, object, PartitionBook]:
+) -> Tuple[float, torch.Tensor, object, PartitionBook]:
   """Joins a partition's own feature rows with its cache of other partitions'
-  hot rows: ``(feats, id2index, feat_pb)``, where ``feat_pb`` sends the cached
-  ids to this partition. Without a cache the rows stay memory-mapped, and a
-  range book's id2index is an offset (no memory per id).
+  hot rows, cached rows first (GLT's layout).
+
+  Returns:
+    ``(cache_ratio, feats, id2index, feat_pb)``: the cached share of the
+    rows, the joined table, the map from global id to row (an id that is
+    both cached and owned maps to its cache row), and a book that sends the
+    cached ids to this partition. Without a cache the rows stay
+    memory-mapped, and a range book's id2index is an offset (no memory per
+    id).
   """
   feats, ids = feat_pdata.feats, feat_pdata.ids
   has_cache = feat_pdata.cache_feats is not None and feat_pdata.cache_feats.size(0) > 0
   if not has_cache and isinstance(feat_pb, RangePartitionBook):
-    return feats, feat_pb.id2index, feat_pb
-  if has_cache:
-    feats = torch.cat([feat_pdata.cache_feats, feats])
-    ids = torch.cat([feat_pdata.cache_ids, ids])
-  num_ids = len(feat_pb)
-  id2index = torch.full((num_ids,), -1, dtype=torch.int64)
-  id2index[ids] = torch.arange(ids.numel())
+    return 0.0, feats, feat_pb.id2index, feat_pb
+  id2index = torch.full((len(feat_pb),), -1, dtype=torch.int64)
   if not has_cache:
-    return feats, id2index, feat_pb
+    id2index[ids] = torch.arange(ids.numel())
+    return 0.0, feats, id2index, feat_pb
+  cache_ids = feat_pdata.cache_ids
+  num_cached = cache_ids.numel()
+  id2index[ids] = torch.arange(num_cached, num_cached + ids.numel())
+  id2index[cache_ids] = torch.arange(num_cached)  # written last: the cache row wins
+  feats = torch.cat([feat_pdata.cache_feats, feats])
   book = book_tensor(feat_pb).clone()
-  book[feat_pdata.cache_ids] = partition_idx
+  book[cache_ids] = partition_idx
   num_parts = feat_pb.num_parts if isinstance(feat_pb, PartitionBook) else None
-  return feats, id2index, GLTPartitionBook(book, num_parts)
+  return num_cached / (num_cached + ids.numel()), feats, id2index, GLTPartitionBook(book, num_parts)
 
 
 def build_partition_feature(

@@ -89,6 +89,15 @@ class LinkBatch:
     return 0, self.row.repeat_interleave(int(self.neg.amount))
 
 
+def hop_counts(counts: List[int], device: torch.device) -> torch.Tensor:
+  """Per-hop counts of one type as a tensor that ends at the last hop the
+  type appeared in (``[4, 0, 3, 0]`` -> ``[4, 0, 3]``)."""
+  end = len(counts)
+  while end > 0 and counts[end - 1] == 0:
+    end -= 1
+  return torch.tensor(counts[:end], dtype=torch.int64, device=device)
+
+
 class NeighborSampler(BaseSampler):
   """Samples a fixed number of neighbors per node, hop by hop.
 
@@ -161,6 +170,10 @@ class NeighborSampler(BaseSampler):
       seed_t, nbr_t = self._seed_type(etype), self._nbr_type(etype)
       self._num_nodes[seed_t] = max(self._num_nodes[seed_t], g.row_count)
       self._num_nodes[nbr_t] = max(self._num_nodes[nbr_t], g.col_count)
+    for etype, g in self._graphs.items():
+      # A node with no edges of this type past the topology's last row (a
+      # destination-only node, say) has no neighbors: give it an empty row.
+      g.topo.resize(num_rows=self._num_nodes[self._seed_type(etype)])
     self.num_neighbors = num_neighbors
     self._fanouts = self._normalize_fanouts(num_neighbors) if num_neighbors is not None else None
     self._inducer = None
@@ -368,30 +381,42 @@ class NeighborSampler(BaseSampler):
   def _to_output(
     self, res: _HopResult, input_type, metadata
   ) -> Union[SamplerOutput, HeteroSamplerOutput]:
+    """The sampler output of sampled hops, on the sampler's device.
+
+    ``batch`` holds the seeds (deduplicated, by node type). A heterogeneous
+    output lists only the node and edge types that were sampled, and counts
+    them per hop in tensors that end at the last hop the type appeared in
+    (GLT's layout)."""
+
     def dev(x):
       if isinstance(x, dict):
         return {k: dev(v) for k, v in x.items()}
       return x.to(self.device) if isinstance(x, torch.Tensor) else x
 
+    seeds = {t: nodes[: res.num_sampled_nodes[t][0]] for t, nodes in res.node.items()}
     if not self.is_hetero:
       return SamplerOutput(
         node=dev(res.node[HOMO_NODE_TYPE]),
         row=dev(res.row[HOMO_EDGE_TYPE]),
         col=dev(res.col[HOMO_EDGE_TYPE]),
         edge=dev(res.edge[HOMO_EDGE_TYPE]) if res.edge is not None else None,
+        batch=dev(seeds[HOMO_NODE_TYPE]),
         num_sampled_nodes=res.num_sampled_nodes[HOMO_NODE_TYPE],
         num_sampled_edges=res.num_sampled_edges[HOMO_EDGE_TYPE],
         device=self.device,
         metadata=dev(metadata),
       )
+    ntypes = [t for t, nodes in res.node.items() if nodes.numel() > 0]
+    etypes = [e for e, rows in res.row.items() if rows.numel() > 0]
     return HeteroSamplerOutput(
-      node=dev(res.node),
-      row=dev(res.row),
-      col=dev(res.col),
-      edge=dev(res.edge),
-      num_sampled_nodes=res.num_sampled_nodes,
-      num_sampled_edges=res.num_sampled_edges,
-      edge_types=list(res.row.keys()),
+      node=dev({t: res.node[t] for t in ntypes}),
+      row=dev({e: res.row[e] for e in etypes}),
+      col=dev({e: res.col[e] for e in etypes}),
+      edge=dev({e: res.edge[e] for e in etypes}) if res.edge is not None else None,
+      batch=dev({t: s for t, s in seeds.items() if s.numel() > 0}),
+      num_sampled_nodes={t: hop_counts(res.num_sampled_nodes[t], self.device) for t in ntypes},
+      num_sampled_edges={e: hop_counts(res.num_sampled_edges[e], self.device) for e in etypes},
+      edge_types=etypes,
       input_type=input_type,
       device=self.device,
       metadata=dev(metadata),
@@ -528,21 +553,19 @@ class NeighborSampler(BaseSampler):
     """The subgraph induced by the seeds and (with ``num_neighbors``) their
     sampled neighbors: every edge of the graph among those nodes.
 
-    Edges come in the sampler's message-passing order (``row`` the
-    neighbor-side end); ``metadata['mapping']`` gives each seed's local index.
+    As in GLT: ``node`` holds the nodes' ids sorted and deduplicated,
+    ``metadata`` is the mapping tensor (each input seed's index in ``node``),
+    and edges come row by row of the graph in message-passing order (``row``
+    the neighbor-side end). A seed without edges has no neighbors.
     Homogeneous graphs only.
     """
     if self.is_hetero:
       raise ValueError('subgraph sampling supports homogeneous graphs only')
     inputs = NodeSamplerInput.cast(inputs)
     seeds = self._check_seeds(inputs.node, HOMO_NODE_TYPE)
-    if self._fanouts is not None:
-      res = self._sample({HOMO_NODE_TYPE: seeds})
-      nodes, mapping = res.node[HOMO_NODE_TYPE], res.seed_local[HOMO_NODE_TYPE]
-    else:
-      inducer = self.get_inducer()
-      nodes = inducer.init_nodes([seeds])[0]
-      mapping = inducer.local_ids(0, seeds)
+    reached = self._sample({HOMO_NODE_TYPE: seeds}).node[HOMO_NODE_TYPE] if self._fanouts else seeds
+    nodes = torch.unique(reached)
+    mapping = torch.searchsorted(nodes, seeds)
     topo = self._graphs[HOMO_EDGE_TYPE].topo
     rows, cols, eids = ops.induced_subgraph(
       topo.indptr, topo.indices, topo.edge_ids if self.with_edge else None, nodes
@@ -553,7 +576,7 @@ class NeighborSampler(BaseSampler):
       col=rows.to(self.device),
       edge=eids.to(self.device) if self.with_edge else None,
       device=self.device,
-      metadata={'mapping': mapping.to(self.device)},
+      metadata=mapping.to(self.device),
     )
 
   def sample_prob(

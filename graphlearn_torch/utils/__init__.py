@@ -1,13 +1,51 @@
-"""Utilities of graphlearn_torch."""
+"""Utilities of graphlearn_torch (GLT 0.2.x's ``graphlearn_torch.utils`` names)."""
 
-from .device import resolve_device
+from .common import (
+  count_dict,
+  ensure_dir,
+  format_hetero_sampler_output,
+  get_free_port,
+  index_select,
+  merge_dict,
+  merge_hetero_sampler_output,
+  seed_everything,
+)
+from .device import assign_device, ensure_device, get_available_device, resolve_device
+from .mixin import CastMixin, singleton
 from .size import parse_size
-from .tensor import convert_to_tensor, id2idx, squeeze
+from .tensor import (
+  apply_to_all_tensor,
+  convert_to_tensor,
+  id2idx,
+  share_memory,
+  squeeze,
+  tensor_equal_with_device,
+)
+from .topo import coo_to_csc, coo_to_csr, ptr2ind
 
 __all__ = [
+  'CastMixin',
+  'apply_to_all_tensor',
+  'assign_device',
   'convert_to_tensor',
+  'coo_to_csc',
+  'coo_to_csr',
+  'count_dict',
+  'ensure_device',
+  'ensure_dir',
+  'format_hetero_sampler_output',
+  'get_available_device',
+  'get_free_port',
   'id2idx',
+  'index_select',
+  'merge_dict',
+  'merge_hetero_sampler_output',
   'parse_size',
+  'ptr2ind',
   'resolve_device',
+  'seed_everything',
+  'share_memory',
+  'singleton',
   'squeeze',
+  'tensor_equal_with_device',
 ]

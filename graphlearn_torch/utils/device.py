@@ -1,5 +1,6 @@
 """Device helpers: fall back to the CPU where CUDA is not available."""
 
+import itertools
 import logging
 from typing import Optional, Union
 
@@ -12,14 +13,44 @@ def resolve_device(device: Optional[Union[torch.device, str, int]]) -> torch.dev
   """Returns ``device``, or the CPU when it names CUDA and CUDA is unavailable.
 
   GLT defaults many devices to ``cuda:0``; on a machine without a GPU the
-  same script runs on the CPU instead of failing.
+  same script runs on the CPU instead of failing. Names are read in any
+  case ('CPU', 'cuda:0').
   """
   if device is None:
     return torch.device('cpu')
   if isinstance(device, int):
     device = torch.device('cuda', device)
+  if isinstance(device, str):
+    device = device.lower()  # GLT scripts write 'CPU' / 'CUDA' too
   device = torch.device(device)
   if device.type == 'cuda' and not torch.cuda.is_available():
     logger.info('CUDA is not available; using the CPU instead of %s', device)
     return torch.device('cpu')
   return device
+
+
+def get_available_device(device: Optional[Union[torch.device, str, int]] = None) -> torch.device:
+  """``device`` when given; else the current CUDA device, or the CPU without CUDA."""
+  if device is not None:
+    return torch.device(device)
+  if torch.cuda.is_available():
+    return torch.device('cuda', torch.cuda.current_device())
+  return torch.device('cpu')
+
+
+_next_cuda_device = itertools.count()
+
+
+def assign_device() -> torch.device:
+  """The next CUDA device, round robin over the visible ones; the CPU without CUDA."""
+  if torch.cuda.is_available():
+    return torch.device('cuda', next(_next_cuda_device) % torch.cuda.device_count())
+  return torch.device('cpu')
+
+
+def ensure_device(device: torch.device) -> None:
+  """Makes ``device`` the current CUDA device when it is one."""
+  device = torch.device(device)
+  if device.type == 'cuda' and device.index is not None and torch.cuda.is_available():
+    if device.index != torch.cuda.current_device():
+      torch.cuda.set_device(device)

@@ -1,6 +1,6 @@
 """Tensor helpers."""
 
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -52,3 +52,25 @@ def id2idx(ids: Union[Sequence, torch.Tensor]) -> torch.Tensor:
   index = torch.full((int(ids.max()) + 1,), -1, dtype=torch.int64)
   index[ids] = torch.arange(ids.numel(), dtype=torch.int64)
   return index
+
+
+def tensor_equal_with_device(lhs: torch.Tensor, rhs: torch.Tensor) -> bool:
+  """Whether two tensors are on the same device and ``torch.equal``."""
+  return lhs.device == rhs.device and torch.equal(lhs, rhs)
+
+
+def apply_to_all_tensor(data: Any, tensor_method: Callable, *args, **kwargs) -> Any:
+  """Applies ``tensor_method(t, *args, **kwargs)`` to every tensor nested in
+  dicts, lists and tuples of ``data``; other values are kept."""
+  if isinstance(data, dict):
+    return {k: apply_to_all_tensor(v, tensor_method, *args, **kwargs) for k, v in data.items()}
+  if isinstance(data, (list, tuple)):
+    return type(data)(apply_to_all_tensor(v, tensor_method, *args, **kwargs) for v in data)
+  if isinstance(data, torch.Tensor):
+    return tensor_method(data, *args, **kwargs)
+  return data
+
+
+def share_memory(data: Any) -> Any:
+  """Moves every tensor nested in ``data`` to shared memory."""
+  return apply_to_all_tensor(data, torch.Tensor.share_memory_)

@@ -1,0 +1,128 @@
+"""GLT's general helpers (``utils.common``)."""
+
+import os
+import random
+import socket
+from typing import Any, Dict, List
+
+import numpy as np
+import torch
+
+from ..typing import reverse_edge_type
+from .tensor import id2idx
+
+
+def ensure_dir(dir_path: str) -> None:
+  """Creates ``dir_path`` (and its parents) if it does not exist."""
+  os.makedirs(dir_path, exist_ok=True)
+
+
+def seed_everything(seed: int) -> None:
+  """Seeds Python's ``random``, NumPy and torch (CPU and CUDA). Samplers built
+  without a seed of their own draw from torch's generator, so this seeds them
+  too.
+
+  Args:
+    seed: the seed.
+  """
+  random.seed(seed)
+  np.random.seed(seed)
+  torch.manual_seed(seed)
+  if torch.cuda.is_available():
+    torch.cuda.manual_seed_all(seed)
+
+
+def get_free_port(host: str = 'localhost') -> int:
+  """A TCP port on ``host`` that was free a moment ago (the OS's pick).
+
+  Args:
+    host: the address to bind.
+  """
+  with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+    s.bind((host, 0))
+    return s.getsockname()[1]
+
+
+def merge_dict(in_dict: Dict[Any, Any], out_dict: Dict[Any, List[Any]]) -> None:
+  """Appends each value of ``in_dict`` to the list under its key in ``out_dict``."""
+  for k, v in in_dict.items():
+    out_dict.setdefault(k, []).append(v)
+
+
+def count_dict(in_dict: Dict[Any, Any], out_dict: Dict[Any, List[int]], target_len: int) -> None:
+  """Appends ``len(value)`` of each entry of ``in_dict`` to ``out_dict[key]``,
+  padding that list with zeros to ``target_len - 1`` entries first."""
+  for k, v in in_dict.items():
+    counts = out_dict.setdefault(k, [])
+    counts += [0] * (target_len - len(counts) - 1)
+    counts.append(len(v))
+
+
+def index_select(data: Any, index: Any) -> Any:
+  """Indexes every tensor of a (nested) dict, list or tuple with ``index``; a
+  ``(start, end)`` tuple index slices."""
+  if data is None:
+    return None
+  if isinstance(data, dict):
+    return {k: index_select(v, index) for k, v in data.items()}
+  if isinstance(data, (list, tuple)):
+    return type(data)(index_select(v, index) for v in data)
+  if isinstance(index, tuple):
+    start, end = index
+    return data[start:end]
+  return data[index]
+
+
+def _output_edge_types(edge_types, edge_dir: str):
+  if edge_dir != 'out':
+    return list(edge_types)
+  return [reverse_edge_type(e) if e[0] != e[-1] else e for e in edge_types]
+
+
+def merge_hetero_sampler_output(
+  in_sample: Any, out_sample: Any, device=None, edge_dir: str = 'out'
+):
+  """Merges two heterogeneous sampler outputs into ``out_sample``: the union
+  of their nodes (sorted by id per type), their edges relabelled to it.
+
+  Args:
+    in_sample: one HeteroSamplerOutput.
+    out_sample: the other; updated and returned.
+    device: unused (the tensors' own device is kept); GLT's argument.
+    edge_dir: 'out' turns the edge types into their reversed output types.
+  """
+
+  def global_ids(sample):
+    rows = {k: sample.node[k[0]][v] for k, v in sample.row.items()}
+    cols = {k: sample.node[k[-1]][v] for k, v in sample.col.items()}
+    return rows, cols
+
+  in_rows, in_cols = global_ids(in_sample)
+  out_rows, out_cols = global_ids(out_sample)
+  for ntype, nodes in in_sample.node.items():
+    if ntype in out_sample.node:
+      nodes = torch.cat([out_sample.node[ntype], nodes])
+    out_sample.node[ntype] = nodes.unique()
+  for k in in_rows:
+    out_rows[k] = torch.cat([out_rows[k], in_rows[k]]) if k in out_rows else in_rows[k]
+    out_cols[k] = torch.cat([out_cols[k], in_cols[k]]) if k in out_cols else in_cols[k]
+  out_sample.row = {k: id2idx(out_sample.node[k[0]])[v] for k, v in out_rows.items()}
+  out_sample.col = {k: id2idx(out_sample.node[k[-1]])[v] for k, v in out_cols.items()}
+  if in_sample.edge is not None and out_sample.edge is not None:
+    for k, v in in_sample.edge.items():
+      out_sample.edge[k] = torch.cat([out_sample.edge[k], v]) if k in out_sample.edge else v
+  if out_sample.edge_types is not None and in_sample.edge_types is not None:
+    merged = list(dict.fromkeys(list(out_sample.edge_types) + list(in_sample.edge_types)))
+    out_sample.edge_types = _output_edge_types(merged, edge_dir)
+  return out_sample
+
+
+def format_hetero_sampler_output(in_sample: Any, edge_dir: str = 'out'):
+  """Sorts and deduplicates the nodes of each type of a heterogeneous sampler
+  output and, for ``edge_dir='out'``, turns its edge types into the reversed
+  output types (GLT's helper; the edges are not relabelled)."""
+  for k in in_sample.node:
+    in_sample.node[k] = in_sample.node[k].unique()
+  if in_sample.edge_types is not None:
+    in_sample.edge_types = _output_edge_types(in_sample.edge_types, edge_dir)
+  return in_sample

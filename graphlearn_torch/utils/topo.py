@@ -1,0 +1,74 @@
+"""COO to compressed layouts, as GLT's ``utils.topo`` (no torch-sparse needed)."""
+
+from typing import Optional, Tuple
+
+import torch
+
+from .._ext import ops
+
+CompressedEdges = Tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor], Optional[torch.Tensor]]
+
+
+def ptr2ind(ptr: torch.Tensor) -> torch.Tensor:
+  """The row of every entry of a compressed index pointer: ``[0, 2, 3]`` -> ``[0, 0, 1]``."""
+  counts = ptr[1:] - ptr[:-1]
+  return torch.repeat_interleave(torch.arange(counts.numel(), device=ptr.device), counts)
+
+
+def coo_to_csr(
+  row: torch.Tensor,
+  col: torch.Tensor,
+  edge_id: Optional[torch.Tensor] = None,
+  edge_weight: Optional[torch.Tensor] = None,
+  node_sizes: Optional[Tuple[int, int]] = None,
+) -> CompressedEdges:
+  """COO edges to CSR: ``(rowptr, col, edge_id, edge_weight)``, entries of a
+  row sorted by column, ids and weights following their edges.
+
+  Args:
+    row: source ids.
+    col: destination ids.
+    edge_id: an id per edge (returned in CSR order; None stays None).
+    edge_weight: a weight per edge (likewise).
+    node_sizes: ``(num_rows, num_cols)``; by default the largest ids + 1.
+  """
+  row, col = row.to(torch.int64).contiguous(), col.to(torch.int64).contiguous()
+  if row.numel() != col.numel():
+    raise ValueError(f'row and col differ in length: {row.numel()} vs {col.numel()}')
+  for name, t in (('edge_id', edge_id), ('edge_weight', edge_weight)):
+    if t is not None and t.numel() != row.numel():
+      raise ValueError(f'{name} has {t.numel()} entries for {row.numel()} edges')
+  if node_sizes is None:
+    node_sizes = (
+      int(row.max()) + 1 if row.numel() else 0,
+      int(col.max()) + 1 if col.numel() else 0,
+    )
+  rowptr, indices, perm = ops.coo_to_csr(row, col, int(node_sizes[0]), int(node_sizes[1]))
+  return (
+    rowptr,
+    indices,
+    edge_id[perm] if edge_id is not None else None,
+    edge_weight[perm] if edge_weight is not None else None,
+  )
+
+
+def coo_to_csc(
+  row: torch.Tensor,
+  col: torch.Tensor,
+  edge_id: Optional[torch.Tensor] = None,
+  edge_weight: Optional[torch.Tensor] = None,
+  node_sizes: Optional[Tuple[int, int]] = None,
+) -> CompressedEdges:
+  """COO edges to CSC: ``(row, colptr, edge_id, edge_weight)`` (GLT's order:
+  indices first), entries of a column sorted by row.
+
+  Args:
+    row: source ids.
+    col: destination ids.
+    edge_id: an id per edge.
+    edge_weight: a weight per edge.
+    node_sizes: ``(num_rows, num_cols)``; by default the largest ids + 1.
+  """
+  sizes = (node_sizes[1], node_sizes[0]) if node_sizes is not None else None
+  colptr, rows, eids, weights = coo_to_csr(col, row, edge_id, edge_weight, sizes)
+  return rows, colptr, eids, weights
