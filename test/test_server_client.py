@@ -112,9 +112,12 @@ def test_server_client_link_hetero(tmp_path):
 def run_requests_client(rank, port, root, results):
   r"""Dataset access through the servers, and a loader over a
   RemoteNodeSplitSamplerInput, checked against the full graph."""
+  import math
+
   import graphlearn_torch as glt
   from graphlearn_torch.distributed import DistServer, request_server
   from graphlearn_torch.sampler import RemoteNodeSplitSamplerInput
+  from graphlearn_torch.typing import Split
 
   dist = glt.distributed
   try:
@@ -138,16 +141,34 @@ def run_requests_client(rank, port, root, results):
     owner = request_server(rank, DistServer.get_node_partition_id, None, ids)
     assert owner.shape == ids.shape and int(owner.max()) < NUM_SERVERS
 
-    # Each server reads its own partition's training split.
+    # GLT's requests of plain functions: run without the server; errors come back raised.
+    assert request_server(rank, torch.cuda.device_count) == torch.cuda.device_count()
+    assert float(request_server(rank, torch.add, torch.ones(1), 1)) == 2.0
+    try:
+      request_server(rank, math.sqrt, -1.0)
+      raise AssertionError('a server error came back as a value')
+    except ValueError as e:
+      assert 'math domain error' in str(e)
+    try:
+      request_server(rank, DistServer.get_node_feature, None, torch.tensor([10**9]))
+      raise AssertionError('a bad id came back as a value')
+    except Exception as e:
+      assert 'out of range' in str(e) or 'outside' in str(e), e
+
+    # Each server reads its own partition's training split: as a RemoteSamplerInput,
+    # as GLT's Split, and from a seed file (one path, or a list with one per server).
     ds = dist.DistDataset(edge_dir='out').load(root, rank, graph_mode='CPU')
-    loader = dist.DistNeighborLoader(
-      None, [3, 2], RemoteNodeSplitSamplerInput('train'), batch_size=16, collect_features=True,
-    )  # fmt: skip
-    seen = torch.cat([batch.n_id[: batch.batch_size] for batch in loader])
-    assert torch.equal(torch.sort(seen).values, torch.sort(ds.train_idx).values)
-    for batch in loader:
-      assert torch.equal(batch.x, graph['x'][batch.n_id])
-    loader.shutdown()
+    seed_file = os.path.join(root, f'train_seeds{rank}.pt')
+    torch.save(ds.train_idx.clone(), seed_file)
+    for input_nodes in (RemoteNodeSplitSamplerInput('train'), Split.train, seed_file, [seed_file]):
+      loader = dist.DistNeighborLoader(
+        None, [3, 2], input_nodes, batch_size=16, collect_features=True,
+      )  # fmt: skip
+      seen = torch.cat([batch.n_id[: batch.batch_size] for batch in loader])
+      assert torch.equal(torch.sort(seen).values, torch.sort(ds.train_idx).values), input_nodes
+      for batch in loader:
+        assert torch.equal(batch.x, graph['x'][batch.n_id])
+      loader.shutdown()
     results.put(('client', rank, 'ok', 1, 1))
   except Exception:
     results.put(('client', rank, traceback.format_exc(), 0, 0))

@@ -92,7 +92,32 @@ def async_request_server(server_rank: int, func, *args, **kwargs) -> torch.futur
   if ctx is None or not ctx.is_client():
     raise RuntimeError('requests to servers need a client: call init_client first')
   args = (func, *args)
-  return rpc_global_request_async(DistRole.SERVER, server_rank, call_on_server, args, kwargs)
+  reply = rpc_global_request_async(DistRole.SERVER, server_rank, call_on_server, args, kwargs)
+  return _raise_server_errors(reply)
+
+
+def _raise_server_errors(reply: torch.futures.Future) -> torch.futures.Future:
+  r"""A future of ``reply``'s value that raises the server's error instead.
+
+  An error that ``call_on_server`` (an ``async_execution`` function) sets on
+  its future reaches the caller as the value of the reply, the exception
+  object itself (torch RPC's behaviour); here it is raised again, with its
+  own type."""
+  out = torch.futures.Future()
+
+  def deliver(done: torch.futures.Future) -> None:
+    try:
+      value = done.value()
+    except Exception as e:  # the request itself failed (a dead server, a timeout)
+      out.set_exception(e)
+      return
+    if isinstance(value, BaseException):
+      out.set_exception(value)
+    else:
+      out.set_result(value)
+
+  reply.add_done_callback(deliver)
+  return out
 
 
 def request_server(server_rank: int, func, *args, **kwargs) -> Any:
