@@ -190,9 +190,13 @@ def test_hetero_output_lists_only_sampled_types():
   # users reach items, then shops; 'ghost' is never reached (it only points at users)
   assert set(out.node) == {'user', 'item', 'shop'}
   assert ('user', 'rev_haunts', 'ghost') not in out.row and 'ghost' not in out.num_sampled_nodes
-  assert set(out.row) == set(out.edge_types) == set(out.num_sampled_edges)
-  for etype in out.edge_types:
+  assert set(out.row) == set(out.num_sampled_edges)
+  for etype in out.row:
     assert out.row[etype].numel() > 0
+  # edge_types names every output type of the graph, sampled or not (as GLT's)
+  assert len(out.edge_types) == 4 and ('user', 'rev_haunts', 'ghost') in out.edge_types
+  full = out.with_every_type()
+  assert full.node['ghost'].numel() == 0 and full.row[('user', 'rev_haunts', 'ghost')].numel() == 0
   # per-hop counts are tensors covering the hops where the type appeared
   assert out.num_sampled_nodes['user'][0].item() == 1
   assert out.num_sampled_nodes['item'].size(0) == 2  # hop 0: none, hop 1: items
@@ -221,9 +225,14 @@ def test_batches_carry_glt_names():
   assert batch.batch.tolist() == [3, 0]  # the (deduplicated) seeds
   ds_h, edges = hetero_dataset('out')
   hetero = next(iter(NeighborLoader(ds_h, [1, 1], ('user', torch.tensor([2])), device='cpu')))
-  assert 'ghost' not in hetero.node_types  # not reached: left out, as in GLT
+  # not reached: empty, but there (PyG's layout; HeteroConv and to_hetero need every type)
+  assert hetero['ghost'].n_id.numel() == 0 and hetero['ghost'].x.shape == (0, 4)
+  assert hetero[('user', 'rev_haunts', 'ghost')].edge_index.shape == (2, 0)
   assert hetero['user'].node.data_ptr() == hetero['user'].n_id.data_ptr()
   assert hetero['user'].batch.tolist() == [2]
+  # GLT's batch-level per-type counts, padded to every hop (tests call .size(0))
+  assert hetero.num_sampled_nodes['user'].size(0) == 3
+  assert hetero.num_sampled_nodes['user'].tolist() == hetero['user'].num_sampled_nodes
 
 
 @pytest.mark.parametrize('edge_dir', ['out', 'in'])

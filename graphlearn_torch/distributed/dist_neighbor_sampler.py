@@ -315,16 +315,12 @@ class DistNeighborSampler(ConcurrentEventLoop):
     if self.sampler.is_hetero:
       raise ValueError('subgraph sampling supports homogeneous graphs only')
     seeds = self.sampler._check_seeds(inputs.node, HOMO_NODE_TYPE)
+    reached = seeds
     if self.sampler.num_hops:
-      res = await self._sample({HOMO_NODE_TYPE: seeds})
-      nodes, mapping = res.node[HOMO_NODE_TYPE], res.seed_local[HOMO_NODE_TYPE]
-    else:
-      inducer = self._inducers.get()
-      try:
-        nodes = inducer.init_nodes([seeds])[0]
-        mapping = inducer.local_ids(0, seeds)
-      finally:
-        self._inducers.put(inducer)
+      reached = (await self._sample({HOMO_NODE_TYPE: seeds})).node[HOMO_NODE_TYPE]
+    # As on one machine (and in GLT): the nodes sorted, each seed's index.
+    nodes = torch.unique(reached)
+    mapping = torch.searchsorted(nodes, seeds)
     # Every partition holds the edges of its own rows: each finds those
     # among the nodes, in the same local numbering.
     futures = [
@@ -353,6 +349,8 @@ class DistNeighborSampler(ConcurrentEventLoop):
 
   async def _collect(self, out: Union[SamplerOutput, HeteroSamplerOutput]) -> SampleMessage:
     hetero = isinstance(out, HeteroSamplerOutput)
+    if hetero:
+      out = out.with_every_type()  # batches hold every type, as PyG's models need
     nodes = out.node if hetero else {HOMO_NODE_TYPE: out.node}
     node_feats, labels, edge_feats = {}, {}, {}
     pending = []

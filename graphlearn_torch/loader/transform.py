@@ -92,6 +92,9 @@ def to_hetero_data(
       store.num_sampled_edges = num_sampled_edges[etype]
     if edge_feat_dict and edge_feat_dict.get(etype) is not None:
       store.edge_attr = edge_feat_dict[etype]
+  # GLT's batch-level dicts beside PyG's per-type attributes.
+  data.num_sampled_nodes = {t: torch.tensor(c) for t, c in num_sampled_nodes.items()}
+  data.num_sampled_edges = {e: torch.tensor(c) for e, c in num_sampled_edges.items()}
   return data
 
 
@@ -125,6 +128,7 @@ def collate(
       edge_feats=efeat[out.edge] if efeat is not None and out.edge is not None else None,
     )
   else:
+    out = out.with_every_type()
     node_feats, labels, edge_feats = {}, {}, {}
     for ntype, nodes in out.node.items():
       feat = data.get_node_feature(ntype)

@@ -266,6 +266,31 @@ class HeteroSamplerOutput(CastMixin):
   def get_edge_index(self) -> Dict[EdgeType, torch.Tensor]:
     return {etype: torch.stack([self.row[etype], self.col[etype]]) for etype in self.row}
 
+  def with_every_type(self) -> 'HeteroSamplerOutput':
+    r"""This output with an empty entry for every type of ``edge_types``
+    (and their node types) that was not sampled: the layout PyG's models
+    need in a batch (``HeteroConv`` and ``to_hetero`` expect every type)."""
+    empty = torch.empty(0, dtype=torch.int64, device=self.device)
+    etypes = list(self.edge_types or self.row)
+    ntypes = list(dict.fromkeys([t for e in etypes for t in (e[0], e[-1])] + list(self.node)))
+
+    def fill(d, keys):
+      return None if d is None else {k: d.get(k, empty) for k in keys}
+
+    return HeteroSamplerOutput(
+      node=fill(self.node, ntypes),
+      row=fill(self.row, etypes),
+      col=fill(self.col, etypes),
+      edge=fill(self.edge, etypes),
+      batch=self.batch,
+      num_sampled_nodes=fill(self.num_sampled_nodes, ntypes),
+      num_sampled_edges=fill(self.num_sampled_edges, etypes),
+      edge_types=etypes,
+      input_type=self.input_type,
+      device=self.device,
+      metadata=self.metadata,
+    )
+
 
 @dataclass
 class NeighborOutput(CastMixin):

@@ -384,9 +384,9 @@ class NeighborSampler(BaseSampler):
     """The sampler output of sampled hops, on the sampler's device.
 
     ``batch`` holds the seeds (deduplicated, by node type). A heterogeneous
-    output lists only the node and edge types that were sampled, and counts
-    them per hop in tensors that end at the last hop the type appeared in
-    (GLT's layout)."""
+    output holds only the node and edge types that were sampled (its
+    ``edge_types`` names them all), and counts them per hop in tensors that
+    end at the last hop the type appeared in (GLT's layout)."""
 
     def dev(x):
       if isinstance(x, dict):
@@ -408,6 +408,8 @@ class NeighborSampler(BaseSampler):
       )
     ntypes = [t for t, nodes in res.node.items() if nodes.numel() > 0]
     etypes = [e for e, rows in res.row.items() if rows.numel() > 0]
+    # edge_types names every output edge type of the graph, sampled or not
+    # (as in GLT); HeteroSamplerOutput.with_every_type fills in the others.
     return HeteroSamplerOutput(
       node=dev({t: res.node[t] for t in ntypes}),
       row=dev({e: res.row[e] for e in etypes}),
@@ -416,7 +418,7 @@ class NeighborSampler(BaseSampler):
       batch=dev({t: s for t, s in seeds.items() if s.numel() > 0}),
       num_sampled_nodes={t: hop_counts(res.num_sampled_nodes[t], self.device) for t in ntypes},
       num_sampled_edges={e: hop_counts(res.num_sampled_edges[e], self.device) for e in etypes},
-      edge_types=etypes,
+      edge_types=list(res.row),
       input_type=input_type,
       device=self.device,
       metadata=dev(metadata),
