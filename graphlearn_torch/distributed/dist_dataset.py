@@ -11,7 +11,7 @@ import torch
 from ..data import Dataset, DeviceGroup, Feature, Graph
 from ..partition.format import book_path, split_path
 from ..partition.load import PartitionReader, cat_feature_cache, load_partition
-from ..partition.npy import load_npy
+from ..partition.npy import PartitionFileError, load_npy
 from ..partition.partition_book import (
   HeteroEdgePartitionDict,
   HeteroNodePartitionDict,
@@ -232,12 +232,22 @@ class DistDataset(Dataset):
     if label_file is None:
       labels = {t: reader.load(book_path('labels', reader.dir_of(t)), False) for t in ntypes}
       labels = {t: y for t, y in labels.items() if y is not None}
+      for t, y in labels.items():
+        if reader.num_nodes(t) is not None and y.shape[0] < reader.num_nodes(t):
+          raise PartitionFileError(
+            f'{os.path.join(root_dir, book_path("labels", reader.dir_of(t)))} holds '
+            f'{y.shape[0]} labels for {reader.num_nodes(t)} nodes; re-run the partitioner'
+          )
       if labels:
         self.node_labels = labels if hetero else next(iter(labels.values()))
     splits = []
     for name in ('train_idx', 'val_idx', 'test_idx'):
       ids = {
-        t: reader.load(split_path(name, self.partition_idx, reader.dir_of(t)), False)
+        t: reader.load(
+          split_path(name, self.partition_idx, reader.dir_of(t)),
+          False,
+          bounds=(0, reader.num_nodes(t)),
+        )
         for t in ntypes
       }
       ids = {t: x for t, x in ids.items() if x is not None}

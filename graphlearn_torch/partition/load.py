@@ -56,17 +56,64 @@ def read_meta(root_dir: str) -> Dict:
       f'(e.g. examples/partition_dataset.py)'
     )
   meta = read_meta_json(root_dir)
+  if not isinstance(meta, dict):
+    raise ValueError(f'{path} must hold a JSON object, got a {type(meta).__name__}; {RERUN}')
   if meta.get('format') != FORMAT_NAME:
     raise ValueError(f'{path}: not a graphlearn_torch partition (format {meta.get("format")!r})')
   version = meta.get('version')
-  if not isinstance(version, int) or version > FORMAT_VERSION:
+  if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+    raise ValueError(f'{path}: format version {version!r} is not a version number; {RERUN}')
+  if version > FORMAT_VERSION:
     raise ValueError(
       f'{path}: format version {version} comes from a newer graphlearn_torch; this one reads '
       f'versions up to {FORMAT_VERSION}: upgrade graphlearn_torch'
     )
   if 'num_parts' not in meta:
     raise ValueError(f'{path}: the partitioning that wrote it did not finish; {RERUN}')
+  _check_meta_fields(path, meta)
   return meta
+
+
+def _check_meta_fields(path: str, meta: Dict) -> None:
+  """The fields that become numbers, types and file names, checked."""
+  num_parts = meta['num_parts']
+  if not isinstance(num_parts, int) or isinstance(num_parts, bool) or num_parts < 1:
+    raise ValueError(f'{path}: num_parts must be a positive integer, got {num_parts!r}')
+  if meta.get('data_cls') not in ('homo', 'hetero'):
+    raise ValueError(f"{path}: data_cls must be 'homo' or 'hetero', got {meta.get('data_cls')!r}")
+  if not isinstance(meta.get('files', {}), dict):
+    raise ValueError(f'{path}: files must be an object, got {type(meta["files"]).__name__}')
+  if meta['data_cls'] == 'hetero':
+    ntypes, etypes = meta.get('node_types'), meta.get('edge_types')
+    if not isinstance(ntypes, list) or not ntypes:
+      raise ValueError(f'{path}: a heterogeneous partition needs a list of node_types')
+    if not isinstance(etypes, list) or not all(isinstance(e, list) and len(e) == 3 for e in etypes):
+      raise ValueError(f'{path}: edge_types must be a list of [src, relation, dst] triples')
+    for name in ntypes + [part for e in etypes for part in e]:
+      check_type_name(name, path)
+  for field in ('num_nodes', 'num_edges'):
+    counts = meta.get(field)
+    if counts is None:
+      continue
+    if not isinstance(counts, dict) or not all(
+      isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts.values()
+    ):
+      raise ValueError(f'{path}: {field} must map types to non-negative integers, got {counts!r}')
+
+
+def check_type_name(name, where: str) -> None:
+  """A node or edge type name that is safe as a path component."""
+  bad = (
+    not isinstance(name, str)
+    or name in ('', '.', '..')
+    or any(c in name for c in ('/', '\\', '\0'))
+    or os.path.isabs(name)
+  )
+  if bad:
+    raise ValueError(
+      f'{where}: type name {name!r} is not allowed: names become directory names, so they must '
+      f"be non-empty and hold no '/', '\\', NUL or '..'"
+    )
 
 
 class PartitionReader:
@@ -106,9 +153,37 @@ class PartitionReader:
   def exists(self, relpath: str) -> bool:
     return os.path.exists(os.path.join(self.root_dir, relpath))
 
-  def load(self, relpath: str, required: bool = True) -> Optional[torch.Tensor]:
-    """Memory-maps one file; a missing optional file gives None."""
-    path = os.path.join(self.root_dir, relpath)
+  def num_nodes(self, ntype) -> Optional[int]:
+    """The number of nodes of ``ntype`` that META.json records, if any."""
+    return (self.meta.get('num_nodes') or {}).get(type_key(ntype or HOMO_NODE_TYPE))
+
+  def num_edges(self, etype) -> Optional[int]:
+    """The number of edges of ``etype`` that META.json records, if any."""
+    counts = self.meta.get('num_edges')
+    if isinstance(counts, dict):
+      return counts.get(type_key(etype or HOMO_EDGE_TYPE))
+    return counts if not self.hetero else None
+
+  def _path(self, relpath: str) -> str:
+    """``root_dir/relpath``, which must stay inside ``root_dir``."""
+    root = os.path.realpath(self.root_dir)
+    path = os.path.realpath(os.path.join(root, relpath))
+    if os.path.commonpath([root, path]) != root:
+      raise PartitionFileError(f'{relpath} resolves to {path}, outside the partition at {root}')
+    return path
+
+  def load(
+    self, relpath: str, required: bool = True, bounds: Optional[Tuple[int, Optional[int]]] = None
+  ) -> Optional[torch.Tensor]:
+    """Memory-maps one file; a missing optional file gives None.
+
+    Args:
+      relpath: the file, relative to the partition directory.
+      required: a missing file is an error (else None).
+      bounds: ``(low, high)``: every value must lie in ``[low, high)``
+        (``high`` None: no upper bound); checked by one pass over the values.
+    """
+    path = self._path(relpath)
     record = self.meta['files'].get(relpath.replace(os.sep, '/'))
     if not os.path.exists(path):
       if not required and record is None:
@@ -117,14 +192,32 @@ class PartitionReader:
     if record is None and self.verify:
       raise PartitionFileError(f'{path} is not recorded in {META_FILE}; {RERUN}')
     try:
-      return load_npy(path, record, self.verify)
+      tensor = load_npy(path, record, self.verify)
     except PartitionFileError as e:
       raise PartitionFileError(f'{e}; {RERUN}') from e
+    if bounds is not None and tensor.numel():
+      low, high = bounds
+      lo, hi = int(tensor.min()), int(tensor.max())
+      if lo < low or (high is not None and hi >= high):
+        bad = lo if lo < low else hi
+        raise PartitionFileError(
+          f'{path} holds {bad}, outside [{low}, {"inf" if high is None else high}); {RERUN}'
+        )
+    return tensor
 
   def graph(self, partition_idx: Optional[int], etype) -> GraphPartitionData:
     base = graph_path(partition_idx, self.dir_of(etype))
-    rows, cols, eids = (self.load(os.path.join(base, f'{n}.npy')) for n in ('rows', 'cols', 'eids'))
+    src, dst = (etype[0], etype[-1]) if self.hetero else (None, None)
+    rows = self.load(os.path.join(base, 'rows.npy'), bounds=(0, self.num_nodes(src)))
+    cols = self.load(os.path.join(base, 'cols.npy'), bounds=(0, self.num_nodes(dst)))
+    eids = self.load(os.path.join(base, 'eids.npy'), bounds=(0, self.num_edges(etype)))
     weights = self.load(os.path.join(base, 'weights.npy'), required=False)
+    for name, t in (('cols', cols), ('eids', eids), ('weights', weights)):
+      if t is not None and t.shape[0] != rows.shape[0]:
+        raise PartitionFileError(
+          f'{os.path.join(self.root_dir, base, name + ".npy")} has {t.shape[0]} entries for '
+          f'{rows.shape[0]} edges; {RERUN}'
+        )
     return GraphPartitionData(torch.stack([rows, cols]), eids, weights)
 
   def features(self, partition_idx: int, group: str, type_) -> Optional[FeaturePartitionData]:
@@ -132,19 +225,30 @@ class PartitionReader:
     feats = self.load(os.path.join(base, 'feats.npy'), required=False)
     if feats is None:
       return None
-    ids = self.load(os.path.join(base, 'ids.npy'))
+    count = self.num_nodes(type_) if group == 'node_feat' else self.num_edges(type_)
+    ids = self.load(os.path.join(base, 'ids.npy'), bounds=(0, count))
     cache_feats = self.load(os.path.join(base, 'cache_feats.npy'), required=False)
-    cache_ids = None if cache_feats is None else self.load(os.path.join(base, 'cache_ids.npy'))
+    cache_ids = None
+    if cache_feats is not None:
+      cache_ids = self.load(os.path.join(base, 'cache_ids.npy'), bounds=(0, count))
+    for table, index, name in ((feats, ids, 'ids'), (cache_feats, cache_ids, 'cache_ids')):
+      if table is not None and index.numel() != table.shape[0]:
+        raise PartitionFileError(
+          f'{os.path.join(self.root_dir, base, name + ".npy")} has {index.numel()} ids for '
+          f'{table.shape[0]} feature rows; {RERUN}'
+        )
     return FeaturePartitionData(feats, ids, cache_feats, cache_ids)
 
   def node_book(self, ntype, partition_idx: int) -> PartitionBook:
     ranges = (self.meta.get('node_ranges') or {}).get(type_key(ntype))
     if ranges is not None:
       return RangePartitionBook(ranges, partition_idx)
-    return GLTPartitionBook(self.load(book_path('node_pb', self.dir_of(ntype))), self.num_parts)
+    book = self.load(book_path('node_pb', self.dir_of(ntype)), bounds=(0, self.num_parts))
+    return GLTPartitionBook(book, self.num_parts)
 
   def edge_book(self, etype) -> Optional[PartitionBook]:
-    pb = self.load(book_path('edge_pb', self.dir_of(etype)), required=False)
+    path = book_path('edge_pb', self.dir_of(etype))
+    pb = self.load(path, required=False, bounds=(0, self.num_parts))
     return None if pb is None else GLTPartitionBook(pb, self.num_parts)
 
 
