@@ -148,7 +148,7 @@ class ClusterConfig:
       Node(
         rank=rank,
         host=str(hosts[rank]),
-        port=_int(raw['ports'][rank], f'{path}: ports entry of node {rank}'),
+        port=_int(raw['ports'][rank], f'{path}: ports entry of node {rank}', 1, 65535),
         username=str(raw['usernames'][rank]),
         python_bin=str(raw['python_bins'][rank]),
         dst_path=str(raw['dst_paths'][rank]),
@@ -169,6 +169,12 @@ class ClusterConfig:
     return config
 
   def _check(self, path: str) -> None:
+    for key, low in (('num_training_procs', 1), ('num_servers', 1), ('in_channel', 1)):
+      value = getattr(self, key, None)
+      if value is not None:
+        setattr(self, key, _int(value, f'{path}: {key}', low))
+    if self.out_channel is not None:
+      self.out_channel = _int(self.out_channel, f'{path}: out_channel', 1)
     if self.mode not in ('worker', 'server_client'):
       raise ConfigError(f"{path}: mode must be 'worker' or 'server_client', not {self.mode!r}")
     if self.mode == 'server_client' and not 0 < self.num_servers < len(self.nodes):
@@ -190,11 +196,19 @@ class ClusterConfig:
     return os.path.join(self.log_dir, f'{self.job_name}-node{node.rank}.log')
 
 
-def _int(value: Any, what: str) -> int:
+def _int(value: Any, what: str, low: int = 0, high: Optional[int] = None) -> int:
+  r"""``value`` as an integer in ``[low, high]``: a whole number (or its
+  digits as a string), never a float, a bool or a number out of range."""
+  if isinstance(value, bool) or not isinstance(value, (int, str)):
+    raise ConfigError(f'{what} must be an integer, not {value!r}')
   try:
-    return int(value)
-  except (TypeError, ValueError):
+    number = int(value)
+  except ValueError:
     raise ConfigError(f'{what} must be an integer, not {value!r}') from None
+  if number < low or (high is not None and number > high):
+    upper = '' if high is None else f' to {high}'
+    raise ConfigError(f'{what} must be an integer from {low}{upper}, not {value!r}')
+  return number
 
 
 @dataclasses.dataclass

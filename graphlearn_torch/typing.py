@@ -69,10 +69,7 @@ def reverse_edge_type(etype: EdgeType) -> EdgeType:
   """
   src, rel, dst = etype
   if src != dst:
-    if rel.split('_', 1)[0] == 'rev':
-      rel = rel.split('_', 1)[1]
-    else:
-      rel = 'rev_' + rel
+    rel = rel[len('rev_') :] if rel.startswith('rev_') and len(rel) > 4 else 'rev_' + rel
   return dst, rel, src
 
 

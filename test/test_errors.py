@@ -123,3 +123,43 @@ def test_kernels_check_their_inputs():
     inducer.induce_next([0], [0], [torch.tensor([0])], [torch.tensor([1])], [torch.tensor([2])])
   with pytest.raises(ValueError, match='node type index'):
     inducer.induce_next([1], [0], [torch.tensor([0])], [torch.tensor([1])], [torch.tensor([1])])
+
+
+def test_rev_relation_and_reversal_round_trip():
+  from graphlearn_torch.typing import reverse_edge_type
+
+  # a relation named 'rev' (no suffix) reverses to 'rev_rev' and back
+  for etype in (('a', 'rev', 'b'), ('a', 'rev_x', 'b'), ('a', 'writes', 'b'), ('a', 'r', 'a')):
+    assert reverse_edge_type(reverse_edge_type(etype)) == etype
+  ds = Dataset(edge_dir='out')
+  ds.init_graph({('a', 'rev', 'b'): torch.tensor([[0, 1], [1, 0]])}, graph_mode='CPU')
+  out = NeighborSampler(ds.graph, [2], device='cpu').sample_from_nodes(
+    NodeSamplerInput(torch.tensor([0, 1]), 'a')
+  )
+  assert out.row[('b', 'rev_rev', 'a')].numel() == 2
+
+
+def test_dataset_counts_and_labels_are_checked():
+  with pytest.raises(ValueError, match='num_nodes is 3, but the edges hold node id 5'):
+    Dataset().init_graph(torch.tensor([[0, 5], [1, 2]]), graph_mode='CPU', num_nodes=3)
+  ds = Dataset()
+  ds.init_graph(torch.tensor([[0, 1], [1, 2]]), graph_mode='CPU', num_nodes=4)
+  with pytest.raises(ValueError, match='3 node labels for the 4 nodes'):
+    ds.init_node_labels(torch.tensor([0, 1, 1]))
+  ds.init_node_features(torch.randn(4, 2))
+  with pytest.raises(TypeError, match='integer ids, got dtype torch.float32'):
+    ds.node_features[torch.tensor([0.5, 1.0])]
+
+
+def test_channel_timeouts_are_checked():
+  from graphlearn_torch.channel import QueueTimeoutError, ShmChannel
+  from graphlearn_torch.channel.base import timeout_ms_arg
+
+  channel = ShmChannel(shm_size='1MB')
+  for bad in (float('nan'), -1, '5', True):
+    with pytest.raises(ValueError, match='timeout_ms must be a non-negative number'):
+      channel.recv(timeout_ms=bad)
+  with pytest.raises(QueueTimeoutError):
+    channel.recv(timeout_ms=1.5)
+  # inf and absurdly long waits are no timeout at all (not an overflow)
+  assert timeout_ms_arg(float('inf')) == -1 and timeout_ms_arg(1e30) == -1

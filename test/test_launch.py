@@ -257,6 +257,11 @@ def test_glt_invocation_without_a_command_starts(tmp_path):
     ({'usernames': ['a', None]}, 'usernames has no entry for node 1 (127.0.0.1)'),
     ({'mode': 'server_client', 'num_servers': 2}, 'num_servers must leave at least one'),
     ({'colour': 'blue'}, "unknown keys ['colour']"),
+    ({'ports': [22, 70000]}, 'ports entry of node 1 must be an integer from 1 to 65535, not 70000'),
+    ({'ports': [22, 22.7]}, 'ports entry of node 1 must be an integer, not 22.7'),
+    ({'ports': [22, True]}, 'ports entry of node 1 must be an integer, not True'),
+    ({'num_training_procs': 'two'}, "num_training_procs must be an integer, not 'two'"),
+    ({'num_training_procs': 0}, 'num_training_procs must be an integer from 1, not 0'),
   ],
 )
 def test_bad_cluster_file_names_the_key(tmp_path, change, message):

@@ -90,7 +90,9 @@ def test_paths_resolving_outside_are_refused(part_root, tmp_path_factory):
   # a type's directory that is a symlink out of the partition
   outside = tmp_path_factory.mktemp('outside')
   for name in ('rows', 'cols', 'eids'):
-    (outside / f'{name}.npy').write_bytes((part_root / 'part0' / 'graph' / f'{name}.npy').read_bytes())
+    (outside / f'{name}.npy').write_bytes(
+      (part_root / 'part0' / 'graph' / f'{name}.npy').read_bytes()
+    )
   edit_meta(part_root, data_cls='hetero', node_types=['user'], edge_types=[['user', 'to', 'user']])
   (part_root / 'part0' / 'graph' / 'user__to__user').symlink_to(outside, target_is_directory=True)
   with pytest.raises(PartitionFileError, match='outside the partition'):

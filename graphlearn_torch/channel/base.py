@@ -1,5 +1,6 @@
 """What every channel is: a queue of sampled messages between processes."""
 
+import math
 from abc import ABC, abstractmethod
 from typing import Dict, List, Mapping, Optional, Tuple
 
@@ -54,10 +55,20 @@ def split_message(msg: Mapping[str, torch.Tensor]) -> Tuple[List[str], List[torc
   return keys, tensors
 
 
+# Longer waits than this (about 292 years) are no timeout at all.
+_FOREVER_MS = 2**63 // 1000
+
+
 def timeout_ms_arg(timeout_ms: Optional[float]) -> int:
-  r"""A timeout in milliseconds for the C++ queue: -1 for none."""
+  r"""A timeout in milliseconds for the C++ queue: -1 for none (``None``,
+  ``inf`` or anything too long to count in microseconds)."""
   if timeout_ms is None:
     return -1
-  if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, (int, float)) or timeout_ms < 0:
+  if (
+    isinstance(timeout_ms, bool)
+    or not isinstance(timeout_ms, (int, float))
+    or math.isnan(timeout_ms)
+    or timeout_ms < 0
+  ):
     raise ValueError(f'timeout_ms must be a non-negative number or None, got {timeout_ms!r}')
-  return int(timeout_ms)
+  return -1 if timeout_ms >= _FOREVER_MS else int(timeout_ms)

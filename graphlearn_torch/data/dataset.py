@@ -179,6 +179,7 @@ class Dataset:
 
     # Node counts per type, so every topology of a type agrees on them.
     counts: Dict[Optional[NodeType], int] = dict(_by_type(num_nodes, hetero, 'num_nodes'))
+    given = dict(counts)
     topo_layout = 'CSR' if self.edge_dir == 'out' else 'CSC'
     graphs = {}
     for etype, ei in edges.items():
@@ -189,6 +190,13 @@ class Dataset:
         else (topo.col_count, topo.row_count)
       )
       src_t, dst_t = (etype[0], etype[-1]) if hetero else (_HOMO, _HOMO)
+      for ntype, needed in ((src_t, src_count), (dst_t, dst_count)):
+        if ntype in given and needed > given[ntype]:
+          what = 'num_nodes' if ntype == _HOMO else f'num_nodes[{ntype!r}]'
+          raise ValueError(
+            f'{what} is {given[ntype]}, but the edges{"" if ntype == _HOMO else f" of {etype}"} '
+            f'hold node id {needed - 1}: give the real node count'
+          )
       counts[src_t] = max(counts.get(src_t, 0), src_count)
       counts[dst_t] = max(counts.get(dst_t, 0), dst_count)
       graphs[etype] = topo
@@ -305,7 +313,14 @@ class Dataset:
     """Sets node labels (a tensor, or a dict by node type), optionally through id2idx."""
     if node_label_data is None:
       return self
-    self.node_labels = squeeze(convert_to_tensor(node_label_data))
+    labels = squeeze(convert_to_tensor(node_label_data))
+    if id2idx is None and self.graph is not None:
+      for ntype, y in _by_type(labels, self.is_hetero, 'node_labels').items():
+        needed = self.num_nodes(ntype if self.is_hetero else None)
+        if y.size(0) < needed:
+          what = 'the graph' if ntype is _HOMO else f'node type {ntype!r}'
+          raise ValueError(f'{y.size(0)} node labels for the {needed} nodes of {what}')
+    self.node_labels = labels
     self._label_id2idx = convert_to_tensor(id2idx, torch.int64)
     return self
 

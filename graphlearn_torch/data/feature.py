@@ -105,7 +105,12 @@ class Feature:
       positions: where each row goes in the output.
       num_rows: the output's rows (with ``positions``).
     """
-    ids = convert_to_tensor(ids, torch.int64).reshape(-1).cpu()
+    ids = convert_to_tensor(ids)
+    if not isinstance(ids, torch.Tensor):
+      ids = torch.as_tensor(ids)
+    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+      raise TypeError(f'feature rows are indexed by integer ids, got dtype {ids.dtype}')
+    ids = ids.to(torch.int64).reshape(-1).cpu()
     id2index = self.id2index
     if isinstance(id2index, OffsetId2Index):
       ids, id2index = id2index[ids], None
