@@ -39,7 +39,9 @@ def trainer(rank, port, root, events):
   except Exception as e:
     events.put(('error', rank, (time.monotonic(), f'{type(e).__name__}: {e}')))
   finally:
+    started = time.monotonic()
     loader.shutdown()
+    events.put(('left', rank, time.monotonic() - started))
 
 
 def exited(pid: int) -> bool:
@@ -72,6 +74,9 @@ def test_killed_trainer_becomes_an_error_in_the_other(tmp_path):
     print(f'survivor raised after {raised_at - killed_at:.1f} s: {message[:300]}')
     assert raised_at - killed_at < ERROR_WITHIN_S
     assert 'sampling process' in message or 'Channel' in message
+    shutdown_s = events.wait('left', 0, timeout=30)
+    print(f'survivor loader.shutdown() took {shutdown_s:.1f} s')
+    assert shutdown_s < 5, 'after a failure the loader leaves at once'
     procs[0].join(60)
     assert procs[0].exitcode == 0
     deadline = time.monotonic() + 30

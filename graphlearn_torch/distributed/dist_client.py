@@ -1,6 +1,7 @@
 """Server-client mode, the client side: training processes that sample on
 servers (see ``dist_server``)."""
 
+import atexit
 import logging
 from typing import Any, Optional
 
@@ -52,6 +53,10 @@ def init_client(
     raise ValueError(f'num_servers must be a positive integer, got {num_servers!r}')
   _init_client_context(num_servers, num_clients, client_rank, client_group_name)
   init_rpc(master_addr, master_port, num_rpc_threads, request_timeout)
+  # A client that exits without shutdown_client() still leaves cleanly (its
+  # servers drop its producers); torch's RPC threads killed at interpreter
+  # exit would abort the process.
+  atexit.register(shutdown_client)
   global_barrier()  # every server is ready
   logger.info('client %d of %d joined %d servers', client_rank, num_clients, num_servers)
 
@@ -67,6 +72,7 @@ def shutdown_client(timeout: float = 30.0) -> None:
   ctx = get_context()
   if ctx is None or not ctx.is_client():
     return
+  atexit.unregister(shutdown_client)
   try:
     if rpc_is_initialized():
       futures = [

@@ -12,12 +12,14 @@ import functools
 import logging
 import multiprocessing
 import os
-import queue
+import pickle
 import threading
 import time
 import traceback
 from enum import Enum
+from multiprocessing import connection as mp_connection
 from multiprocessing.connection import Connection
+from multiprocessing.reduction import ForkingPickler
 from typing import List, Optional, Union
 
 import torch
@@ -63,10 +65,14 @@ async def _tagged(coro, index: torch.Tensor) -> SampleMessage:
   return msg
 
 
+# Seconds the sampling processes get to stop after a failure before they are killed.
+NON_GRACEFUL_STOP_S = 2.0
+
+
 def _sampling_worker_loop(
   rank: int,
   world_size: int,
-  data: DistDataset,
+  data_payload: bytes,
   sampler_input: Union[NodeSamplerInput, EdgeSamplerInput],
   config: SamplingConfig,
   options: MpDistSamplingWorkerOptions,
@@ -79,6 +85,9 @@ def _sampling_worker_loop(
   sampler = None
   graceful = True  # peers may still need this partition: leave together
   try:
+    # Unpickled here rather than by the spawn bootstrap, so that a partition
+    # that fails to load is reported to the trainer with its cause.
+    data: DistDataset = pickle.loads(data_payload)
     init_worker_group(world_size, rank, SAMPLING_GROUP)
     init_rpc(
       options.master_addr, options.master_port, options.num_rpc_threads or 4, options.rpc_timeout
@@ -187,7 +196,7 @@ class DistMpSamplingProducer:
         args=(
           ctx.rank * self.num_workers + i,
           world_size,
-          self.data,
+          bytes(ForkingPickler.dumps(self.data)),  # one per process: shared fds go once
           self.sampler_input,
           self.sampling_config,
           self.worker_options,
@@ -206,23 +215,39 @@ class DistMpSamplingProducer:
       self._status.append(status_reader)
       self._procs.append(proc)
     try:
-      deadline = time.monotonic() + self.worker_options.rpc_timeout
-      for status in self._status:
-        if not status.poll(max(0.0, deadline - time.monotonic())):
-          raise queue.Empty
-        kind, rank, text = status.recv()
-        if kind == 'error':
-          raise RuntimeError(f'sampling process {rank} failed to start:\n{text}')
-    except (queue.Empty, EOFError):
-      self.shutdown(graceful=False)
-      raise TimeoutError(
-        f'the sampling processes were not ready within {self.worker_options.rpc_timeout} s '
-        '(did every trainer create its loader? they meet at '
-        f'{self.worker_options.master_addr}:{self.worker_options.master_port})'
-      ) from None
+      self._wait_ready()
     except BaseException:
       self.shutdown(graceful=False)
       raise
+
+  def _wait_ready(self) -> None:
+    r"""Waits for every sampling process's start-up report, all at once: the
+    first failure (an error, or a process that died) is raised as soon as it
+    happens, naming the process and its cause."""
+    timeout = self.worker_options.rpc_timeout
+    deadline = time.monotonic() + timeout
+    waiting = dict(zip(self._status, self._procs))
+    while waiting:
+      ready = mp_connection.wait(list(waiting), max(0.0, deadline - time.monotonic()))
+      if not ready:
+        names = ', '.join(p.name for p in waiting.values())
+        raise TimeoutError(
+          f'the sampling processes {names} were not ready within {timeout} s: they wait for the '
+          f"other trainers' sampling processes at {self.worker_options.master_addr}:"
+          f'{self.worker_options.master_port} (did every trainer create its loader?)'
+        )
+      for status in ready:
+        proc = waiting.pop(status)
+        try:
+          kind, rank, text = status.recv()
+        except EOFError:  # it died before it could say why
+          proc.join(1)
+          raise RuntimeError(
+            f'sampling process {proc.name} (pid {proc.pid}) died at start-up with exit code '
+            f'{proc.exitcode}'
+          ) from None
+        if kind == 'error':
+          raise RuntimeError(f'sampling process {rank} failed to start:\n{text}')
 
   def __len__(self) -> int:
     return len(self._batcher)
@@ -243,18 +268,20 @@ class DistMpSamplingProducer:
         trainers' samplers, which may still need this partition (waits until
         every trainer's loader is shut down); False after a failure: leave at
         once.
-      timeout: the longest wait (default: the RPC timeout plus 10 s); then
-        the processes are killed.
+      timeout: the longest wait for all of them together (default: the RPC
+        timeout plus 10 s when graceful, else 2 s: after a failure a sampler
+        may be stuck in a request to a dead peer); then they are killed.
     """
     if timeout is None:
-      timeout = self.worker_options.rpc_timeout + 10 if graceful else 10
+      timeout = self.worker_options.rpc_timeout + 10 if graceful else NON_GRACEFUL_STOP_S
     for tasks in self._tasks:
       try:
         tasks.send((MpCommand.STOP, graceful))
       except (ValueError, OSError):  # the process is already gone
         pass
+    deadline = time.monotonic() + timeout
     for proc in self._procs:
-      proc.join(timeout)
+      proc.join(max(0.0, deadline - time.monotonic()))
       if proc.is_alive():
         logger.warning('sampling process %s did not stop; killing it', proc.name)
         proc.kill()

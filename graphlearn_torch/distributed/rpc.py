@@ -7,6 +7,7 @@ Every process of the job joins one RPC world under the name
 worker holds a data partition.
 """
 
+import atexit
 import logging
 import threading
 from abc import ABC, abstractmethod
@@ -16,6 +17,7 @@ import torch
 from torch.distributed import rpc
 
 from .dist_context import DistRole, get_context, worker_name
+from .rendezvous import rendezvous_url
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +116,9 @@ def init_rpc(
   options = rpc.TensorPipeRpcBackendOptions(
     num_worker_threads=num_rpc_threads,
     rpc_timeout=rpc_timeout,
-    init_method=f'tcp://{master_addr}:{master_port}',
+    # A rendezvous bounded by rpc_timeout that names missing peers (torch's
+    # own tcp:// one waits 30 minutes whatever the timeout).
+    init_method=rendezvous_url(master_addr, master_port, rpc_timeout, ctx.worker_name()),
   )
   logger.info('%s joins the RPC world at %s:%s', ctx.worker_name(), master_addr, master_port)
   # The state exists before the agent starts: a peer's first request (the
@@ -130,6 +134,9 @@ def init_rpc(
   except BaseException:
     _state = None
     raise
+  # Leave at exit if the caller did not: torch's RPC threads killed at
+  # interpreter exit abort the process.
+  atexit.register(_shutdown_at_exit)
   roles = global_all_gather((ctx.role, ctx.group_name, ctx.rank))
   names: Dict[DistRole, Dict[int, str]] = {}
   for role, group, rank in roles:
@@ -149,6 +156,7 @@ def shutdown_rpc(graceful: bool = True, timeout: Optional[float] = None) -> None
   global _state
   if _state is None:
     return
+  atexit.unregister(_shutdown_at_exit)
   wait = _state.timeout if timeout is None else timeout
   try:
     if graceful:
@@ -157,6 +165,14 @@ def shutdown_rpc(graceful: bool = True, timeout: Optional[float] = None) -> None
       rpc.shutdown(graceful=False)
   finally:
     _state = None
+
+
+def _shutdown_at_exit() -> None:
+  if _state is not None:
+    logger.warning(
+      'leaving the RPC world at exit: call shutdown_rpc() (or shutdown_client()) first'
+    )
+    shutdown_rpc(graceful=False)
 
 
 # -- collectives -------------------------------------------------------------

@@ -1,0 +1,111 @@
+"""The RPC world's rendezvous, bounded by the caller's timeout.
+
+``torch.distributed.rpc`` meets its peers through a ``tcp://`` rendezvous
+whose store waits up to 30 minutes, whatever ``rpc_timeout`` says, and then
+cannot say who is missing. The ``glt://`` rendezvous registered here is the
+same TCP store, created with the caller's timeout: every process records its
+rank, name and world size in it, and a process that waits too long says which
+ranks never arrived, or that its rank was taken twice, or that the processes
+disagree on the world size.
+"""
+
+import time
+from datetime import timedelta
+from typing import Dict, Iterator, List, Tuple
+from urllib.parse import quote, unquote, urlparse
+
+from torch.distributed import (
+  DistNetworkError,
+  DistStoreError,
+  Store,
+  TCPStore,
+  register_rendezvous_handler,
+)
+
+SCHEME = 'glt'
+_PREFIX = 'glt_rendezvous'
+
+
+def rendezvous_url(master_addr: str, master_port: int, timeout: float, name: str) -> str:
+  r"""The ``init_method`` of a bounded rendezvous.
+
+  Args:
+    master_addr: the address of global rank 0, which serves the store.
+    master_port: its port.
+    timeout: seconds to wait for every peer.
+    name: this process's RPC name (errors name the missing peers' ranks).
+  """
+  return f'{SCHEME}://{master_addr}:{int(master_port)}?timeout={float(timeout)}&name={quote(name)}'
+
+
+def _query(url) -> Dict[str, str]:
+  return dict(pair.split('=', 1) for pair in url.query.split('&') if pair)
+
+
+def _connect(host: str, port: int, rank: int, world_size: int, timeout: float) -> TCPStore:
+  try:
+    return TCPStore(
+      host,
+      port,
+      world_size,
+      is_master=rank == 0,
+      timeout=timedelta(seconds=timeout),
+      wait_for_workers=False,
+      multi_tenant=True,
+    )
+  except (DistStoreError, RuntimeError) as e:
+    if rank == 0:
+      raise RuntimeError(
+        f'rank 0 cannot serve the rendezvous at {host}:{port} ({e}); is the port taken by '
+        f'another job? Give another master_port'
+      ) from e
+    raise TimeoutError(
+      f'rank {rank} of {world_size} found no rendezvous at {host}:{port} within {timeout:g} s: '
+      f'rank 0 did not start there (a wrong master address or port, or rank 0 failed)'
+    ) from e
+
+
+def _missing(store: Store, world_size: int) -> List[int]:
+  return [r for r in range(world_size) if not store.check([f'{_PREFIX}/name/{r}'])]
+
+
+def _bounded_rendezvous(url: str, **kwargs) -> Iterator[Tuple[Store, int, int]]:
+  parsed = urlparse(url)
+  query = _query(parsed)
+  rank, world_size = int(query['rank']), int(query['world_size'])
+  timeout, name = float(query['timeout']), unquote(query.get('name', ''))
+  host, port = parsed.hostname, parsed.port
+  deadline = time.monotonic() + timeout
+  store = _connect(host, port, rank, world_size, timeout)
+  if store.add(f'{_PREFIX}/rank/{rank}', 1) > 1:
+    raise RuntimeError(
+      f'{name}: rank {rank} joined the rendezvous at {host}:{port} twice: two processes were '
+      f'given the same rank'
+    )
+  store.set(f'{_PREFIX}/world/{rank}', str(world_size))
+  store.set(f'{_PREFIX}/name/{rank}', name)
+  keys = [f'{_PREFIX}/name/{r}' for r in range(world_size)]
+  try:
+    store.wait(keys, timedelta(seconds=max(deadline - time.monotonic(), 0.1)))
+  except DistNetworkError:
+    raise RuntimeError(
+      f'{name}: rank 0 closed the rendezvous at {host}:{port} before all {world_size} ranks '
+      f'arrived: it failed (see its error: a world size or rank mismatch, say)'
+    ) from None
+  except DistStoreError:
+    missing = _missing(store, world_size)
+    raise TimeoutError(
+      f'{name}: the rendezvous at {host}:{port} timed out after {timeout:g} s: rank(s) '
+      f'{missing} of {world_size} never arrived (not started, failed at start-up, a wrong '
+      f'master port, or a different world size)'
+    ) from None
+  sizes = {r: int(store.get(f'{_PREFIX}/world/{r}')) for r in range(world_size)}
+  if any(size != world_size for size in sizes.values()):
+    raise RuntimeError(
+      f'{name}: the processes at {host}:{port} disagree on the world size: {sizes} (rank: size)'
+    )
+  yield store, rank, world_size
+  raise RuntimeError('the glt:// rendezvous cannot be repeated')
+
+
+register_rendezvous_handler(SCHEME, _bounded_rendezvous)
