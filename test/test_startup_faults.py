@@ -4,6 +4,7 @@ client that exits without shutdown_client() exits cleanly. Every process is
 a subprocess bounded by a timeout and reaped."""
 
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -41,9 +42,11 @@ def finish(procs, timeout=90):
 WORKER = """
 import sys, time
 import graphlearn_torch as glt
-rank, world, port, timeout = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+rank, world, port = map(int, sys.argv[1:4])
+timeout = float(sys.argv[4])
 glt.distributed.init_worker_group(world, rank, 'trainer')
 started = time.monotonic()
+print('CONNECTING', flush=True)
 try:
   glt.distributed.init_rpc('127.0.0.1', port, 2, timeout)
   glt.distributed.barrier()
@@ -70,10 +73,21 @@ def test_no_rendezvous_at_the_port_is_named():
   assert elapsed(out) < TIMEOUT_S + SLACK_S
 
 
+def wait_for_line(proc, text: str, timeout: float = 60) -> str:
+  r"""The first line of ``proc``'s output, which must be ``text``."""
+  ready, _, _ = select.select([proc.stdout], [], [], timeout)
+  line = proc.stdout.readline() if ready else ''
+  assert line.strip() == text, f'expected {text!r}, got {line!r}'
+  return line
+
+
 def test_a_rank_given_twice_and_a_wrong_world_size():
   port = free_port()
-  outs = finish([start(WORKER, r, 2, port, TIMEOUT_S) for r in (0, 1, 1)])
-  assert any('joined the rendezvous' in o and 'twice' in o for o in outs), outs
+  twins = [start(WORKER, 1, 2, port, TIMEOUT_S) for _ in range(2)]
+  for twin in twins:  # both wait for rank 0 before it starts
+    wait_for_line(twin, 'CONNECTING')
+  outs = finish(twins + [start(WORKER, 0, 2, port, TIMEOUT_S)])
+  assert sum('joined the rendezvous' in o and 'twice' in o for o in outs[:2]) == 1, outs
   port = free_port()
   outs = finish([start(WORKER, 0, 2, port, TIMEOUT_S), start(WORKER, 1, 3, port, TIMEOUT_S)])
   assert 'disagree on the world size: {0: 2, 1: 3}' in outs[0], outs
@@ -84,10 +98,12 @@ def test_a_rank_given_twice_and_a_wrong_world_size():
 SERVER = """
 import sys
 import graphlearn_torch as glt
-root, port, num_clients, timeout = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+root, (port, num_clients), timeout = sys.argv[1], map(int, sys.argv[2:4]), float(sys.argv[4])
 ds = glt.distributed.DistDataset().load(root, 0, graph_mode='CPU')
 try:
-  glt.distributed.init_server(1, 0, ds, '127.0.0.1', port, num_clients=num_clients, request_timeout=timeout)
+  glt.distributed.init_server(
+    1, 0, ds, '127.0.0.1', port, num_clients=num_clients, request_timeout=timeout
+  )
   glt.distributed.wait_and_shutdown_server(timeout=60)
   print('SERVER EXITED')
 except Exception as e:
@@ -97,7 +113,8 @@ except Exception as e:
 CLIENT = """
 import sys, time, torch
 import graphlearn_torch as glt
-port, num_clients, timeout, leave = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+port, num_clients = map(int, sys.argv[1:3])
+timeout, leave = float(sys.argv[3]), sys.argv[4]
 started = time.monotonic()
 try:
   glt.distributed.init_client(1, num_clients, 0, '127.0.0.1', port, request_timeout=timeout)

@@ -77,13 +77,21 @@ def _bounded_rendezvous(url: str, **kwargs) -> Iterator[Tuple[Store, int, int]]:
   host, port = parsed.hostname, parsed.port
   deadline = time.monotonic() + timeout
   store = _connect(host, port, rank, world_size, timeout)
-  if store.add(f'{_PREFIX}/rank/{rank}', 1) > 1:
+  try:
+    joined = store.add(f'{_PREFIX}/rank/{rank}', 1)
+    if joined == 1:
+      store.set(f'{_PREFIX}/world/{rank}', str(world_size))
+      store.set(f'{_PREFIX}/name/{rank}', name)
+  except DistNetworkError:
+    raise RuntimeError(
+      f'{name}: rank 0 closed the rendezvous at {host}:{port} while rank {rank} registered '
+      f'(its job had started without this process, or failed)'
+    ) from None
+  if joined > 1:
     raise RuntimeError(
       f'{name}: rank {rank} joined the rendezvous at {host}:{port} twice: two processes were '
       f'given the same rank'
     )
-  store.set(f'{_PREFIX}/world/{rank}', str(world_size))
-  store.set(f'{_PREFIX}/name/{rank}', name)
   keys = [f'{_PREFIX}/name/{r}' for r in range(world_size)]
   try:
     store.wait(keys, timedelta(seconds=max(deadline - time.monotonic(), 0.1)))
