@@ -107,6 +107,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def("stats", wrap_pybind_function_no_gil([](const glt::ShmQueue& self) { return self.stats(); }))
       .def_property_readonly("capacity", &glt::ShmQueue::capacity)
       .def_property_readonly("shm_size", &glt::ShmQueue::shm_size)
+      .def_property_readonly("backed_bytes", &glt::ShmQueue::backed_bytes)
       .def_property_readonly("fd", &glt::ShmQueue::fd)
       .def_property_readonly("mapping_address", &glt::ShmQueue::mapping_address)
       .def_property_readonly("mapping_size", &glt::ShmQueue::mapping_size);

@@ -665,6 +665,10 @@ int64_t ShmQueue::capacity() const { return static_cast<int64_t>(header_->capaci
 
 int64_t ShmQueue::shm_size() const { return static_cast<int64_t>(header_->data_size); }
 
+int64_t ShmQueue::backed_bytes() const {
+  return static_cast<int64_t>(__atomic_load_n(&header_->backed, __ATOMIC_RELAXED));
+}
+
 int64_t ShmQueue::free_bytes() const {
   Guard guard(header_);
   return static_cast<int64_t>(header_->data_size - header_->used);

@@ -69,6 +69,7 @@ class ShmQueue : public std::enable_shared_from_this<ShmQueue> {
   int64_t size() const;  // queued messages
   int64_t capacity() const;
   int64_t shm_size() const;  // data ring bytes
+  int64_t backed_bytes() const;  // data ring bytes with memory behind them (a hint: no lock)
   int64_t free_bytes() const;
   // A snapshot of the queue's state: queued, pending (being written), used
   // and free bytes, head, tail, processes (live entries in the table).

@@ -23,6 +23,11 @@ logger = logging.getLogger(__name__)
 _OK, _TIMEOUT, _PEER_GONE, _NO_MEMORY = 0, 1, 2, 3
 
 
+# Memory left free beside a message that extends the channel's backing: the
+# process goes on allocating while it sends.
+SEND_MARGIN_BYTES = 32 << 20
+
+
 def _check_memory(shm_size: int) -> None:
   """Refuses a channel larger than the memory this process can still get."""
   available, source = available_memory()
@@ -31,6 +36,18 @@ def _check_memory(shm_size: int) -> None:
       f'a shared-memory channel of {shm_size} bytes ({shm_size / 2**30:.2f} GiB) is larger than '
       f'the {available} bytes ({available / 2**30:.2f} GiB) this process can still get '
       f'({source}); use a smaller shm_size (channel_size / buffer_size)'
+    )
+
+
+def _check_room_for(nbytes: int) -> None:
+  """Refuses a message that would take memory the process cannot get: under
+  a memory cgroup, backing it would call the OOM killer rather than fail."""
+  available, source = available_memory()
+  if available is not None and nbytes + SEND_MARGIN_BYTES > available:
+    raise MemoryError(
+      f'no memory for a message of {nbytes} bytes in the shared-memory channel: '
+      f'{available} bytes are left ({source}); free memory or receive (and release) '
+      f'earlier messages'
     )
 
 
@@ -108,6 +125,8 @@ class ShmChannel(ChannelBase):
       MemoryError: no memory is left to back the message.
     """
     keys, tensors = split_message(msg)
+    if self._queue.backed_bytes < self._queue.shm_size:  # may need new memory
+      _check_room_for(ops.ShmQueue.message_bytes(keys, tensors))
     status, error = self._queue.send(keys, tensors, timeout_ms_arg(timeout_ms))
     if status == _TIMEOUT:
       raise QueueTimeoutError(
