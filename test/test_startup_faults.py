@@ -58,7 +58,9 @@ except Exception as e:
 
 
 def elapsed(out: str) -> float:
-  return float(out.split('FAILED after ')[1].split(' s')[0])
+  seconds = float(out.split('FAILED after ')[1].split(' s')[0])
+  print(f'failed after {seconds:.1f} s: {out.split("FAILED after ")[1].splitlines()[0][:200]}')
+  return seconds
 
 
 def test_a_peer_that_never_starts_is_named():
@@ -202,6 +204,7 @@ def test_a_sampling_process_failing_at_start_up_is_reported_at_once(tmp_path):
     if proc.is_alive():
       proc.kill()
       proc.join()
+  print(f'failed after {seconds:.1f} s: {message.splitlines()[0][:200]}')
   assert 'failed to start' in message and 'FileNotFoundError' in message, message
   assert seconds < 30, f'reported after {seconds:.1f} s, not at once (rpc_timeout is 60 s)'
   assert not os.path.exists(root)

@@ -1,0 +1,176 @@
+"""The fault suite: runs each fault test of test/ once and prints, per fault,
+the time to the error the survivors see and what was left behind (stray
+processes, files in /dev/shm, channel memfds still open anywhere), for
+docs/reliability.md.
+
+Usage: python benchmarks/fault_suite.py   (about 4 minutes on 2 cores)
+"""
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# (fault, pytest node, regex of the time to the error in its -s output or None)
+SCENARIOS = [
+  (
+    'worker mode: a trainer SIGKILLed mid-epoch',
+    'test_dist_fault.py::test_killed_trainer_becomes_an_error_in_the_other',
+    r'survivor raised after ([0-9.]+) s',
+  ),
+  (
+    'worker mode: the survivor shuts its loader down',
+    'test_dist_fault.py::test_killed_trainer_becomes_an_error_in_the_other',
+    r'shutdown\(\) took ([0-9.]+) s',
+  ),
+  (
+    'server-client: a client SIGKILLed',
+    'test_server_client_fault.py::test_killed_client_has_its_producers_destroyed',
+    r'destroyed after ([0-9.]+) s',
+  ),
+  (
+    'server-client: a server SIGKILLed',
+    'test_server_client_fault.py::test_killed_server_makes_clients_raise',
+    r'raised after ([0-9.]+) s',
+  ),
+  (
+    'server-client: a client fails mid-epoch',
+    'test_server_client_fault.py::test_failed_client_leaves_servers_usable',
+    None,
+  ),
+  (
+    'channel: a producer SIGKILLed mid-write',
+    'test_channel.py::test_sigkill_mid_write_leaves_the_channel_usable',
+    None,
+  ),
+  (
+    'channel: every producer gone (recv)',
+    'test_channel.py::test_consumer_sees_dead_producers',
+    None,
+  ),
+  ('channel: the consumer gone (send)', 'test_channel.py::test_producer_sees_dead_owner', None),
+  (
+    'channel: larger than its memory cgroup',
+    'test_channel_memory.py::test_a_channel_larger_than_the_cgroup_is_a_memory_error',
+    None,
+  ),
+  (
+    'channel: messages past the memory cgroup',
+    'test_channel_memory.py::test_messages_past_the_cgroup_are_memory_errors_not_oom_kills',
+    None,
+  ),
+  (
+    'start-up: a peer never starts (rpc_timeout 5 s)',
+    'test_startup_faults.py::test_a_peer_that_never_starts_is_named',
+    r'failed after ([0-9.]+) s',
+  ),
+  (
+    'start-up: no rank 0 at the port (rpc_timeout 5 s)',
+    'test_startup_faults.py::test_no_rendezvous_at_the_port_is_named',
+    r'failed after ([0-9.]+) s',
+  ),
+  (
+    'start-up: a rank twice, a wrong world size',
+    'test_startup_faults.py::test_a_rank_given_twice_and_a_wrong_world_size',
+    r'failed after ([0-9.]+) s',
+  ),
+  (
+    'start-up: a client without servers (timeout 5 s)',
+    'test_startup_faults.py::test_a_client_without_servers_fails_in_time',
+    r'failed after ([0-9.]+) s',
+  ),
+  (
+    'start-up: servers wait for a missing client',
+    'test_startup_faults.py::test_servers_waiting_for_a_client_that_never_comes',
+    r'failed after ([0-9.]+) s',
+  ),
+  (
+    'start-up: a sampling process fails',
+    'test_startup_faults.py::test_a_sampling_process_failing_at_start_up_is_reported_at_once',
+    r'failed after ([0-9.]+) s',
+  ),
+  (
+    'exit: a client without shutdown_client()',
+    'test_startup_faults.py::test_a_client_that_just_exits_leaves_cleanly',
+    None,
+  ),
+  (
+    'partition: values out of range',
+    'test_partition_trust.py::test_out_of_range_values_name_the_file',
+    None,
+  ),
+  (
+    'partition: paths out of the directory',
+    'test_partition_trust.py::test_type_names_cannot_leave_the_partition',
+    None,
+  ),
+]
+
+
+def our_processes():
+  r"""Pids of python processes other than this one and its pytest child."""
+  pids = set()
+  for pid in filter(str.isdigit, os.listdir('/proc')):
+    try:
+      cmd = Path(f'/proc/{pid}/cmdline').read_bytes().replace(b'\0', b' ').decode()
+    except OSError:
+      continue
+    if 'python' in cmd and int(pid) != os.getpid() and 'fault_suite' not in cmd:
+      pids.add(int(pid))
+  return pids
+
+
+def channel_memfds() -> int:
+  count = 0
+  for pid in filter(str.isdigit, os.listdir('/proc')):
+    try:
+      fds = os.listdir(f'/proc/{pid}/fd')
+    except OSError:
+      continue
+    for fd in fds:
+      try:
+        count += 'glt-shm-channel' in os.readlink(f'/proc/{pid}/fd/{fd}')
+      except OSError:
+        pass
+  return count
+
+
+def time_to_error(times) -> str:
+  if not times:
+    return 'at once'
+  if min(times) == max(times):
+    return f'{times[0]:.1f} s'
+  return f'{min(times):.1f}-{max(times):.1f} s'
+
+
+def main() -> None:
+  rows = []
+  for fault, node, pattern in SCENARIOS:
+    procs, shm, memfds = our_processes(), set(os.listdir('/dev/shm')), channel_memfds()
+    started = time.monotonic()
+    done = subprocess.run(
+      [sys.executable, '-m', 'pytest', '-q', '-s', '-p', 'no:cacheprovider', f'test/{node}'],
+      cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    wall = time.monotonic() - started
+    times = [float(t) for t in re.findall(pattern, done.stdout)] if pattern else []
+    left_procs = len(our_processes() - procs)
+    left_shm = len(set(os.listdir('/dev/shm')) - shm)
+    left_memfds = channel_memfds() - memfds
+    result = 'passed' if done.returncode == 0 else f'FAILED (rc {done.returncode})'
+    rows.append((fault, time_to_error(times), left_procs, left_shm, left_memfds, result, wall))
+    print(f'{fault}: {rows[-1][1]}, {result}', file=sys.stderr, flush=True)
+  columns = ['fault', 'time to the error', 'processes left', '/dev/shm files left']
+  columns += ['channel memfds left', 'test', 'wall']
+  print('| ' + ' | '.join(columns) + ' |')
+  print('|' + '---|' * len(columns))
+  for fault, to_error, procs, shm, memfds, result, wall in rows:
+    print(f'| {fault} | {to_error} | {procs} | {shm} | {memfds} | {result} | {wall:.0f} s |')
+
+
+if __name__ == '__main__':
+  main()
