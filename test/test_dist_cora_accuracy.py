@@ -5,13 +5,13 @@ against the single-process NeighborLoader run with the same settings, and
 worker-mode run."""
 
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from test_dist_sampling import free_port
 from test_server_client import run_example_pair
 from torch_geometric.nn import GraphSAGE
 
@@ -26,13 +26,10 @@ BATCH = 32  # seeds per optimizer step
 
 
 def free_ports(n):
-  socks = [socket.socket() for _ in range(n)]
-  for s in socks:
-    s.bind(('127.0.0.1', 0))
-  ports = [s.getsockname()[1] for s in socks]
-  for s in socks:
-    s.close()
-  return ports
+  ports = set()
+  while len(ports) < n:
+    ports.add(free_port())
+  return list(ports)
 
 
 def single_process_accuracy(cora_root) -> float:

@@ -146,6 +146,10 @@ def test_dataset_counts_and_labels_are_checked():
   ds.init_graph(torch.tensor([[0, 1], [1, 2]]), graph_mode='CPU', num_nodes=4)
   with pytest.raises(ValueError, match='3 node labels for the 4 nodes'):
     ds.init_node_labels(torch.tensor([0, 1, 1]))
+  early = Dataset()  # labels before the graph: checked when the graph comes
+  early.init_node_labels(torch.tensor([0, 1]))
+  with pytest.raises(ValueError, match='2 node labels for the 3 nodes'):
+    early.init_graph(torch.tensor([[0, 1], [1, 2]]), graph_mode='CPU')
   ds.init_node_features(torch.randn(4, 2))
   with pytest.raises(TypeError, match='integer ids, got dtype torch.float32'):
     ds.node_features[torch.tensor([0.5, 1.0])]

@@ -211,6 +211,7 @@ class Dataset:
       graphs[etype] = Graph(topo, graph_mode, device)
     self.graph = _unwrap(graphs, hetero)
     self._check_feature_rows()
+    self._check_labels()
     return self
 
   def init_node_features(
@@ -313,16 +314,20 @@ class Dataset:
     """Sets node labels (a tensor, or a dict by node type), optionally through id2idx."""
     if node_label_data is None:
       return self
-    labels = squeeze(convert_to_tensor(node_label_data))
-    if id2idx is None and self.graph is not None:
-      for ntype, y in _by_type(labels, self.is_hetero, 'node_labels').items():
-        needed = self.num_nodes(ntype if self.is_hetero else None)
-        if y.size(0) < needed:
-          what = 'the graph' if ntype is _HOMO else f'node type {ntype!r}'
-          raise ValueError(f'{y.size(0)} node labels for the {needed} nodes of {what}')
-    self.node_labels = labels
+    self.node_labels = squeeze(convert_to_tensor(node_label_data))
     self._label_id2idx = convert_to_tensor(id2idx, torch.int64)
+    self._check_labels()
     return self
+
+  def _check_labels(self) -> None:
+    """Labels given by position must cover every node of the graph."""
+    if self.node_labels is None or self._label_id2idx is not None or self.graph is None:
+      return
+    for ntype, y in _by_type(self.node_labels, self.is_hetero, 'node_labels').items():
+      needed = self.num_nodes(ntype)
+      if y.size(0) < needed:
+        what = 'the graph' if ntype is _HOMO else f'node type {ntype!r}'
+        raise ValueError(f'{y.size(0)} node labels for the {needed} nodes of {what}')
 
   def init_node_split(self, node_split: Tuple[NodeIndex, NodeIndex, NodeIndex] = None):
     """Sets ``(train_idx, val_idx, test_idx)`` (tensors, or dicts by node type)."""
