@@ -28,7 +28,8 @@ def trainer(rank, port, root, events):
     ds, [3, 2], ds.train_idx, batch_size=4, shuffle=True, collect_features=True,
     worker_options=options,
   )  # fmt: skip
-  events.put(('samplers', rank, [p.pid for p in loader._producer._procs]))
+  samplers = [p.pid for p in multiprocessing.active_children() if p.name.startswith('glt-sampler')]
+  events.put(('samplers', rank, samplers))
   batches = 0
   try:
     while True:

@@ -266,7 +266,7 @@ def test_weighted_without_replacement_takes_all_when_fanout_exceeds_degree():
 
 
 def test_dense_and_hashed_inducers_agree(monkeypatch):
-  import graphlearn_torch.sampler.neighbor_sampler as ns
+  import graphlearn_torch.sampler.multihop as ns
 
   ds, edges = make_hetero('in')
   seeds = torch.tensor([2, 9, 9, 30])

@@ -3,13 +3,18 @@
 import logging
 import queue
 import threading
-from typing import List, Optional, Sequence, Union
+from typing import Callable, List, Optional, Sequence, Union
 
 import torch
 
 from .base import ChannelBase, QueueTimeoutError, SampleMessage
 
 logger = logging.getLogger(__name__)
+
+
+Fetch = Callable[[int, int], torch.futures.Future]
+r"""Asks a server for its producer's next batch: ``(server rank, producer id)
+-> future of the message``."""
 
 
 class RemoteReceivingChannel(ChannelBase):
@@ -21,6 +26,8 @@ class RemoteReceivingChannel(ChannelBase):
     server_rank: the server (or servers).
     producer_id: the producer on each server.
     prefetch_size: requests in flight to each server.
+    fetch: how to ask a server for a batch (the client's request, which its
+      loader gives).
   """
 
   def __init__(
@@ -28,6 +35,7 @@ class RemoteReceivingChannel(ChannelBase):
     server_rank: Union[int, List[int]],
     producer_id: Union[int, List[int]],
     prefetch_size: int = 2,
+    fetch: Optional[Fetch] = None,
   ):
     self.server_ranks = [server_rank] if isinstance(server_rank, int) else list(server_rank)
     self.producer_ids = [producer_id] if isinstance(producer_id, int) else list(producer_id)
@@ -37,7 +45,13 @@ class RemoteReceivingChannel(ChannelBase):
       )
     if not isinstance(prefetch_size, int) or prefetch_size < 1:
       raise ValueError(f'prefetch_size must be a positive integer, got {prefetch_size!r}')
+    if fetch is None:
+      raise ValueError(
+        'RemoteReceivingChannel needs fetch, the request for a batch: the distributed '
+        "loaders give their client's"
+      )
     self.prefetch_size = prefetch_size
+    self.fetch = fetch
     self._arrived: queue.SimpleQueue = queue.SimpleQueue()
     self._lock = threading.Lock()
     self._idle = threading.Condition(self._lock)
@@ -71,18 +85,13 @@ class RemoteReceivingChannel(ChannelBase):
       return self._idle.wait_for(lambda: self._in_flight == 0, timeout)
 
   def _request(self, i: int) -> None:
-    from ..distributed.dist_client import async_request_server
-    from ..distributed.dist_server import DistServer
-
     with self._lock:
       if self._unrequested[i] == 0:
         return
       self._unrequested[i] -= 1
       self._in_flight += 1
     try:
-      fut = async_request_server(
-        self.server_ranks[i], DistServer.fetch_one_sampled_message, self.producer_ids[i]
-      )
+      fut = self.fetch(self.server_ranks[i], self.producer_ids[i])
     except Exception as e:
       fut = torch.futures.Future()
       fut.set_exception(e)

@@ -397,6 +397,12 @@ class Dataset:
       return None
     return self._get(self.node_labels, ntype, 'node')
 
+  @property
+  def label_id2idx(self):
+    """The map from node ids to label rows given to ``init_node_labels``
+    (None: labels are indexed by node id)."""
+    return self._label_id2idx
+
   def gather_node_labels(self, ids: torch.Tensor, ntype: Optional[NodeType] = None):
     """Labels of the nodes ``ids`` (through id2idx when one was given)."""
     labels = self.get_node_label(ntype)

@@ -1,5 +1,7 @@
 """Distributed graph learning: partitions, RPC, distributed sampling and loaders."""
 
+from .batch_source import BatchSource
+from .collocated_producer import DistCollocatedSamplingProducer
 from .dist_client import async_request_server, init_client, request_server, shutdown_client
 from .dist_context import (
   DistContext,
@@ -28,11 +30,12 @@ from .dist_random_partitioner import (
   RpcUpdatePartitionBookCallee,
   RpcUpdatePartitionValueCallee,
 )
-from .dist_sampling_producer import DistMpSamplingProducer, DistServerSamplingProducer, MpCommand
 from .dist_server import DistServer, get_server, init_server, wait_and_shutdown_server
 from .dist_subgraph_loader import DistSubGraphLoader
 from .event_loop import ConcurrentEventLoop, wrap_torch_future
+from .mp_producer import DistMpSamplingProducer, MpCommand
 from .partition_service import PartitionService, RpcSamplingCallee
+from .remote_source import RemoteBatchSource
 from .rpc import (
   RpcCalleeBase,
   RpcDataPartitionRouter,
@@ -50,12 +53,20 @@ from .rpc import (
   rpc_register,
   rpc_request,
   rpc_request_async,
+  rpc_serve,
+  rpc_service_request_async,
   rpc_sync_data_partitions,
   shutdown_rpc,
 )
+from .server_producer import DistServerSamplingProducer
 
 __all__ = [
   'AllDistSamplingWorkerOptions',
+  'BatchSource',
+  'DistCollocatedSamplingProducer',
+  'RemoteBatchSource',
+  'rpc_serve',
+  'rpc_service_request_async',
   'DistServer',
   'DistServerSamplingProducer',
   'RemoteDistSamplingWorkerOptions',

@@ -1,5 +1,6 @@
 """Server-client mode, the client side: training processes that sample on
-servers (see ``dist_server``)."""
+servers (see ``dist_server``). Clients call the servers' methods by name;
+this module knows nothing of the server's code."""
 
 import atexit
 import logging
@@ -7,14 +8,13 @@ from typing import Any, Optional
 
 import torch
 
-from .dist_context import DistRole, _init_client_context, _set_context, get_context
-from .dist_server import DistServer, call_on_server
+from .dist_context import DistRole, get_context, init_client_context, set_context
 from .rpc import (
   DEFAULT_RPC_TIMEOUT_S,
   global_barrier,
   init_rpc,
-  rpc_global_request_async,
   rpc_is_initialized,
+  rpc_service_request_async,
   shutdown_rpc,
 )
 
@@ -51,7 +51,7 @@ def init_client(
     raise ValueError('dynamic server-client worlds (is_dynamic=True) are not supported')
   if not isinstance(num_servers, int) or num_servers < 1:
     raise ValueError(f'num_servers must be a positive integer, got {num_servers!r}')
-  _init_client_context(num_servers, num_clients, client_rank, client_group_name)
+  init_client_context(num_servers, num_clients, client_rank, client_group_name)
   init_rpc(master_addr, master_port, num_rpc_threads, request_timeout)
   # A client that exits without shutdown_client() still leaves cleanly (its
   # servers drop its producers); torch's RPC threads killed at interpreter
@@ -76,8 +76,7 @@ def shutdown_client(timeout: float = 30.0) -> None:
   try:
     if rpc_is_initialized():
       futures = [
-        (s, async_request_server(s, DistServer.client_exit, ctx.rank))
-        for s in range(ctx.num_servers())
+        (s, async_request_server(s, 'client_exit', ctx.rank)) for s in range(ctx.num_servers())
       ]
       for server_rank, fut in futures:
         try:
@@ -86,44 +85,25 @@ def shutdown_client(timeout: float = 30.0) -> None:
           logger.warning('client %d: server %d did not acknowledge: %s', ctx.rank, server_rank, e)
   finally:
     shutdown_rpc(graceful=False)
-    _set_context(None)
+    set_context(None)
 
 
 def async_request_server(server_rank: int, func, *args, **kwargs) -> torch.futures.Future:
-  r"""Runs ``func`` on server ``server_rank``: ``func(server, *args,
-  **kwargs)`` when it is a DistServer method (such as
-  ``DistServer.get_dataset_meta``), else ``func(*args, **kwargs)``; returns
-  a future of its result, which raises the server's error, if any."""
+  r"""Runs ``func`` on server ``server_rank``; returns a future of its
+  result, which raises the server's error, if any.
+
+  Args:
+    server_rank: the server.
+    func: a DistServer method (``DistServer.get_dataset_meta``, run as
+      ``func(server, *args, **kwargs)``), its name, or any other function
+      (run as ``func(*args, **kwargs)``).
+    *args: its positional arguments.
+    **kwargs: its keyword arguments.
+  """
   ctx = get_context()
   if ctx is None or not ctx.is_client():
     raise RuntimeError('requests to servers need a client: call init_client first')
-  args = (func, *args)
-  reply = rpc_global_request_async(DistRole.SERVER, server_rank, call_on_server, args, kwargs)
-  return _raise_server_errors(reply)
-
-
-def _raise_server_errors(reply: torch.futures.Future) -> torch.futures.Future:
-  r"""A future of ``reply``'s value that raises the server's error instead.
-
-  An error that ``call_on_server`` (an ``async_execution`` function) sets on
-  its future reaches the caller as the value of the reply, the exception
-  object itself (torch RPC's behaviour); here it is raised again, with its
-  own type."""
-  out = torch.futures.Future()
-
-  def deliver(done: torch.futures.Future) -> None:
-    try:
-      value = done.value()
-    except Exception as e:  # the request itself failed (a dead server, a timeout)
-      out.set_exception(e)
-      return
-    if isinstance(value, BaseException):
-      out.set_exception(value)
-    else:
-      out.set_result(value)
-
-  reply.add_done_callback(deliver)
-  return out
+  return rpc_service_request_async(DistRole.SERVER, server_rank, func, args, kwargs)
 
 
 def request_server(server_rank: int, func, *args, **kwargs) -> Any:

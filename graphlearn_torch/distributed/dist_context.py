@@ -98,7 +98,7 @@ def get_context() -> Optional[DistContext]:
   return _context
 
 
-def _set_context(context: Optional[DistContext]) -> None:
+def set_context(context: Optional[DistContext]) -> None:
   global _context
   _context = context
 
@@ -115,11 +115,11 @@ def init_worker_group(world_size: int, rank: int, group_name: Optional[str] = No
   context = DistContext(
     DistRole.WORKER, group_name or '_default_worker', world_size, rank, world_size, rank
   )
-  _set_context(context)
+  set_context(context)
   return context
 
 
-def _init_server_context(
+def init_server_context(
   num_servers: int, server_rank: int, num_clients: int, group_name: Optional[str] = None
 ) -> DistContext:
   r"""Makes this process server ``server_rank`` of ``num_servers``; the
@@ -132,11 +132,11 @@ def _init_server_context(
     num_servers + num_clients,
     server_rank,
   )
-  _set_context(context)
+  set_context(context)
   return context
 
 
-def _init_client_context(
+def init_client_context(
   num_servers: int, num_clients: int, client_rank: int, group_name: Optional[str] = None
 ) -> DistContext:
   r"""Makes this process client ``client_rank`` of ``num_clients``."""
@@ -148,7 +148,7 @@ def _init_client_context(
     num_servers + num_clients,
     num_servers + client_rank,
   )
-  _set_context(context)
+  set_context(context)
   return context
 
 

@@ -220,6 +220,12 @@ class DistDataset(Dataset):
     logger.info('loaded partition %d of %d from %s', idx, num_parts, root_dir)
     return self
 
+  @property
+  def load_args(self) -> Optional[Dict]:
+    """The arguments ``load`` was called with (None when the partition was
+    not loaded from a directory): another process loads the same files."""
+    return self._load_args
+
   def _load_labels_and_splits(self, root_dir, reader, label_file, hetero) -> None:
     if label_file is not None:
       if isinstance(label_file, dict):
@@ -294,7 +300,7 @@ class DistDataset(Dataset):
       graph_caching=caching,
       node_split=(plain.train_idx, plain.val_idx, plain.test_idx),
     )
-    ds._label_id2idx = plain._label_id2idx
+    ds._label_id2idx = plain.label_id2idx
     return ds
 
 
@@ -312,8 +318,8 @@ def reduce_dist_dataset(dataset: DistDataset):
   travels as the directory and its load arguments, and the receiver maps the
   same files again (no copy; the page cache is shared); any other moves its
   tensors to shared memory."""
-  if dataset._load_args is not None:
-    return rebuild_dist_dataset, (('load', (dataset.edge_dir, dataset._load_args)),)
+  if dataset.load_args is not None:
+    return rebuild_dist_dataset, (('load', (dataset.edge_dir, dataset.load_args)),)
   return rebuild_dist_dataset, (('ipc', dataset.share_ipc()),)
 
 

@@ -6,7 +6,7 @@ import torch
 
 from ..data import Graph
 from ..partition.partition_book import PartitionBook
-from ..typing import HOMO_EDGE_TYPE, HOMO_NODE_TYPE, EdgeType, NodeType
+from ..typing import HOMO_EDGE_TYPE, EdgeType, NodeType
 
 
 class DistGraph:
@@ -36,15 +36,19 @@ class DistGraph:
     self.edge_pb = edge_pb
 
   def get_local_graph(self, etype: Optional[EdgeType] = None) -> Graph:
+    r"""This partition's Graph of ``etype`` (ignored when homogeneous)."""
     if self.is_hetero:
       return self.local_graph[etype]
     return self.local_graph
 
+  def local_graphs(self) -> Dict[EdgeType, Graph]:
+    r"""This partition's Graphs by edge type (``HOMO_EDGE_TYPE`` when
+    homogeneous)."""
+    return self.local_graph if self.is_hetero else {HOMO_EDGE_TYPE: self.local_graph}
+
   def node_book(self, ntype: Optional[NodeType] = None) -> PartitionBook:
     r"""The node partition book of ``ntype`` (ignored when homogeneous)."""
-    if self.is_hetero and ntype not in (None, HOMO_NODE_TYPE):
-      return self.node_pb[ntype]
-    return self.node_pb
+    return self.node_pb[ntype] if self.is_hetero else self.node_pb
 
   def get_node_partitions(self, ids: torch.Tensor, ntype: Optional[NodeType] = None):
     r"""The partition of every node in ``ids``."""
@@ -54,7 +58,7 @@ class DistGraph:
     r"""The partition of every edge in ``eids``."""
     if self.edge_pb is None:
       raise ValueError('this DistGraph has no edge partition book')
-    book = self.edge_pb[etype] if self.is_hetero and etype != HOMO_EDGE_TYPE else self.edge_pb
+    book = self.edge_pb[etype] if self.is_hetero else self.edge_pb
     return book[eids]
 
 

@@ -3,46 +3,43 @@
 Each hop splits the frontier by the node partition book; seeds of this
 partition are sampled here by the C++ sampler, the others by one RPC per
 owning partition (sent first, so they run while the local part is drawn);
-the pieces are stitched back in frontier order and handed to the same
-dedup-and-relabel step as single-machine sampling (``NeighborSampler.
-sample_steps``). Batches run as coroutines on an event loop, ``concurrency``
-at a time.
+the pieces are stitched back in frontier order and handed back to the
+multi-hop engine that single-machine sampling drives too
+(``MultiHopSampler.sample_steps``). Batches run as coroutines on an event
+loop, ``concurrency`` at a time, and leave as channel messages
+(``distributed.message``) with their features and labels.
 """
 
 import asyncio
-import logging
-import queue
-from typing import Dict, List, Literal, Optional, Tuple, Union
+from typing import Dict, List, Literal, Optional, Tuple
 
 import torch
 
 from ..channel import ChannelBase, SampleMessage
+from ..loader.batch import SampledBatch
+from ..loader.collect import collect_features
 from ..sampler.base import (
   EdgeSamplerInput,
-  HeteroSamplerOutput,
   NeighborOutput,
   NodeSamplerInput,
   SamplerOutput,
   SamplingConfig,
   SamplingType,
 )
-from ..sampler.neighbor_sampler import NeighborSampler
-from ..typing import (
-  HOMO_EDGE_TYPE,
-  HOMO_NODE_TYPE,
-  EdgeType,
-  NodeType,
-  NumNeighbors,
-  reverse_edge_type,
+from ..sampler.multihop import (
+  HopRequest,
+  HopResult,
+  MultiHopSampler,
+  RandomStream,
+  check_graphs,
 )
+from ..typing import HOMO_NODE_TYPE, EdgeType, NodeType, NumNeighbors
 from .dist_dataset import DistDataset
 from .dist_graph import positions_by_partition
 from .event_loop import ConcurrentEventLoop, wrap_torch_future
-from .message import to_message
+from .message import encode
 from .partition_service import PartitionService
 from .rpc import rpc_request_async
-
-logger = logging.getLogger(__name__)
 
 _EDGE_STRATEGY = {'out': 'by_src', 'in': 'by_dst'}
 
@@ -81,7 +78,8 @@ def stitch_neighbors(
 
 
 class DistNeighborSampler(ConcurrentEventLoop):
-  r"""Neighbor sampling across the partitions of a DistDataset.
+  r"""Neighbor sampling across the partitions of a DistDataset: the
+  distributed driver of the multi-hop engine (``sampler.multihop``).
 
   Without a ``service``, building one is collective: the sampler builds its
   process's PartitionService, which every process of the group builds at the
@@ -148,23 +146,10 @@ class DistNeighborSampler(ConcurrentEventLoop):
     self.device = device or torch.device('cpu')
     self.num_partitions = data.num_partitions
     self.partition_idx = data.partition_idx
-    self.sampler = NeighborSampler(
-      data.graph,
-      num_neighbors,
-      device=torch.device('cpu'),
-      with_edge=with_edge,
-      with_weight=with_weight,
-      edge_dir=edge_dir,
-      seed=seed,
-    )
-    self._inducers: queue.SimpleQueue = queue.SimpleQueue()
-    for _ in range(concurrency):
-      self._inducers.put(self.sampler.create_inducer())
     self.service = service if service is not None else PartitionService(data)
-    self.router = self.service.router
-    self.dist_graph = self.service.dist_graph
-    self.dist_node_feature = self.service.node_feature if collect_features else None
-    self.dist_edge_feature = self.service.edge_feature if collect_features and with_edge else None
+    check_graphs(self.service.dist_graph.local_graphs(), edge_dir, with_weight)
+    self.random = RandomStream(seed)
+    self.engine = MultiHopSampler(self.service.schema, num_neighbors, with_edge, self.random)
 
   @classmethod
   def from_config(
@@ -202,13 +187,13 @@ class DistNeighborSampler(ConcurrentEventLoop):
     local piece runs here (``local_fn(*pieces, *args)``). Returns
     ``(positions, result)`` per partition that had any.
     """
-    book = self.dist_graph.node_book(None if ntype == HOMO_NODE_TYPE else ntype)
+    book = self.service.dist_graph.node_book(ntype)
     positions = positions_by_partition(book[tensors[0]], self.num_partitions)
     remote = []
     for p, pos in enumerate(positions):
       if p != self.partition_idx and pos.numel():
         pieces = tuple(t.index_select(0, pos) for t in tensors)
-        worker = self.router.get_to_worker(p)
+        worker = self.service.router.get_to_worker(p)
         fut = rpc_request_async(worker, callee_id, pieces + args)
         remote.append((p, worker, pos, wrap_torch_future(fut)))
     parts = []
@@ -227,16 +212,20 @@ class DistNeighborSampler(ConcurrentEventLoop):
   # -- one hop -------------------------------------------------------------
 
   def _local_one_hop(self, seeds, fanout, etype, with_edge, with_weight) -> NeighborOutput:
-    return self.sampler.sample_one_hop(seeds, fanout, etype)  # this sampler's random stream
+    # This sampler's random stream; peers draw from their own.
+    return self.service.sample_one_hop(
+      seeds, fanout, etype, with_edge, with_weight, self.random.kernel_seed()
+    )
 
-  async def _sample_one_hop(self, seeds: torch.Tensor, fanout: int, etype: EdgeType):
+  async def _answer(self, request: HopRequest) -> NeighborOutput:
+    seeds = request.seeds
     parts = await self._on_owners(
-      self.sampler._seed_type(etype),
+      self.engine.schema.seed_type(request.etype),
       (seeds,),
       self._local_one_hop,
       self.service.sampling_callee_id,
-      fanout,
-      etype,
+      request.fanout,
+      request.etype,
       self.with_edge,
       self.with_weight,
     )
@@ -245,21 +234,17 @@ class DistNeighborSampler(ConcurrentEventLoop):
       return NeighborOutput(empty, empty, empty if self.with_edge else None)
     return stitch_neighbors(seeds.numel(), parts, self.with_edge)
 
-  async def _sample(self, seed_dict: Dict[NodeType, torch.Tensor]):
-    inducer = self._inducers.get()
+  async def _sample(self, seed_dict: Dict[NodeType, torch.Tensor]) -> HopResult:
+    steps = self.engine.sample_steps(seed_dict)
     try:
-      steps = self.sampler.sample_steps(seed_dict, inducer)
-      try:
-        requests = next(steps)
-        while True:
-          outs = await asyncio.gather(
-            *[self._sample_one_hop(src, k, etype) for etype, src, k in requests]
-          )
-          requests = steps.send(list(outs))
-      except StopIteration as done:
-        return done.value
+      requests = next(steps)
+      while True:
+        outs = await asyncio.gather(*[self._answer(r) for r in requests])
+        requests = steps.send(list(outs))
+    except StopIteration as done:
+      return done.value
     finally:
-      self._inducers.put(inducer)
+      steps.close()
 
   # -- negative sampling -----------------------------------------------------
 
@@ -269,7 +254,7 @@ class DistNeighborSampler(ConcurrentEventLoop):
     destination's)."""
     rows, cols = (src, dst) if self.edge_dir == 'out' else (dst, src)
     parts = await self._on_owners(
-      self.sampler._seed_type(etype),
+      self.engine.schema.seed_type(etype),
       (rows, cols),
       self.service.has_edge,
       self.service.edge_check_callee_id,
@@ -288,45 +273,45 @@ class DistNeighborSampler(ConcurrentEventLoop):
     uniform pairs (or a uniform destination per fixed source), each redrawn
     up to ``trials`` times while it hits an edge of the whole graph, and
     kept after the last try."""
-    generator = self.sampler._generator
-    num_src = self.sampler._num_nodes[etype[0]]
-    num_dst = self.sampler._num_nodes[etype[-1]]
+    num_src = self.engine.schema.num_nodes[etype[0]]
+    num_dst = self.engine.schema.num_nodes[etype[-1]]
     fixed = src is not None
     if fixed:
       src = src.clone()
       num = src.numel()
     else:
-      src = torch.randint(0, num_src, (num,), generator=generator)
-    dst = torch.randint(0, num_dst, (num,), generator=generator)
+      src = self.random.randint(num_src, num)
+    dst = self.random.randint(num_dst, num)
     pending = torch.arange(num)
     for trial in range(trials):
       if pending.numel() == 0:
         break
       if trial > 0:
         if not fixed:
-          src[pending] = torch.randint(0, num_src, (pending.numel(),), generator=generator)
-        dst[pending] = torch.randint(0, num_dst, (pending.numel(),), generator=generator)
+          src[pending] = self.random.randint(num_src, pending.numel())
+        dst[pending] = self.random.randint(num_dst, pending.numel())
       pending = pending[await self._has_edge(etype, src[pending], dst[pending])]
     return torch.stack([src, dst])
 
   # -- subgraph ----------------------------------------------------------------
 
-  async def _subgraph(self, inputs: NodeSamplerInput) -> SampleMessage:
-    if self.sampler.is_hetero:
+  async def _subgraph(self, inputs: NodeSamplerInput) -> SamplerOutput:
+    if self.engine.schema.is_hetero:
       raise ValueError('subgraph sampling supports homogeneous graphs only')
-    seeds = self.sampler._check_seeds(inputs.node, HOMO_NODE_TYPE)
+    _, seeds = self.engine.node_seeds(inputs)
     reached = seeds
-    if self.sampler.num_hops:
+    if self.engine.num_hops:
       reached = (await self._sample({HOMO_NODE_TYPE: seeds})).node[HOMO_NODE_TYPE]
     # As on one machine (and in GLT): the nodes sorted, each seed's index.
-    nodes = torch.unique(reached)
-    mapping = torch.searchsorted(nodes, seeds)
+    nodes, mapping = self.engine.subgraph_nodes(seeds, reached)
     # Every partition holds the edges of its own rows: each finds those
     # among the nodes, in the same local numbering.
     futures = [
       wrap_torch_future(
         rpc_request_async(
-          self.router.get_to_worker(p), self.service.subgraph_callee_id, (nodes, self.with_edge)
+          self.service.router.get_to_worker(p),
+          self.service.subgraph_callee_id,
+          (nodes, self.with_edge),
         )
       )
       for p in range(self.num_partitions)
@@ -336,81 +321,71 @@ class DistNeighborSampler(ConcurrentEventLoop):
     for fut in futures:
       pieces.append(await fut)
     rows, cols, eids = (torch.cat([piece[i] for piece in pieces]) for i in range(3))
-    out = SamplerOutput(
+    return SamplerOutput(
       node=nodes,
       row=cols,
       col=rows,
       edge=eids if self.with_edge else None,
       metadata={'mapping': mapping},
     )
-    return await self._collect(out)
 
-  # -- features --------------------------------------------------------------
+  # -- batches -----------------------------------------------------------------
 
-  async def _collect(self, out: Union[SamplerOutput, HeteroSamplerOutput]) -> SampleMessage:
-    hetero = isinstance(out, HeteroSamplerOutput)
-    if hetero:
-      out = out.with_every_type()  # batches hold every type, as PyG's models need
-    nodes = out.node if hetero else {HOMO_NODE_TYPE: out.node}
-    node_feats, labels, edge_feats = {}, {}, {}
-    pending = []
-    if self.dist_node_feature is not None:
-      for ntype, ids in nodes.items():
-        if not hetero or ntype in self.data.node_features:
-          key = ntype if hetero else None
-          fut = wrap_torch_future(self.dist_node_feature.async_get(ids, key))
-          pending.append((node_feats, ntype, fut))
-    if self.dist_edge_feature is not None and out.edge is not None:
-      for etype, eids in (out.edge if hetero else {HOMO_EDGE_TYPE: out.edge}).items():
-        key = None
-        if hetero:  # features are stored by the graph's edge type
-          key = reverse_edge_type(etype) if self.edge_dir == 'out' else etype
-          if key not in self.data.edge_features:
-            continue
-        fut = wrap_torch_future(self.dist_edge_feature.async_get(eids, key))
-        pending.append((edge_feats, etype, fut))
-    if self.collect_features:
-      for ntype, ids in nodes.items():
-        label = self.data.gather_node_labels(ids, ntype if hetero else None)
-        if label is not None:
-          labels[ntype] = label
-    for target, key, fut in pending:
-      target[key] = await fut
-    return to_message(out, node_feats, labels, edge_feats)
+  async def _sample_from_nodes(self, inputs: NodeSamplerInput):
+    ntype, seeds = self.engine.node_seeds(inputs)
+    return self.engine.node_output(await self._sample({ntype: seeds}), ntype)
 
-  # -- public sampling -------------------------------------------------------
-
-  async def _sample_from_nodes(self, inputs: NodeSamplerInput) -> SampleMessage:
-    if self.sampler.is_hetero:
-      ntype = inputs.input_type
-      if ntype is None:
-        raise ValueError('the graph is heterogeneous: NodeSamplerInput needs an input_type')
-    else:
-      ntype = HOMO_NODE_TYPE
-    seeds = self.sampler._check_seeds(inputs.node, ntype)
-    res = await self._sample({ntype: seeds})
-    out = self.sampler._to_output(res, inputs.input_type, {'seed_local': res.seed_local[ntype]})
-    return await self._collect(out)
-
-  async def _sample_from_edges(self, inputs: EdgeSamplerInput) -> SampleMessage:
-    batch = self.sampler.link_batch(inputs)
+  async def _sample_from_edges(self, inputs: EdgeSamplerInput):
+    batch = self.engine.link_batch(inputs)
     strict = None
     if batch.strict_negatives is not None:
       strict = await self._sample_negative(batch.etype, *batch.strict_negatives)
-    seeds, parts = self.sampler.link_seeds(batch, strict)
-    res = await self._sample(seeds)
-    return await self._collect(self.sampler.link_output(batch, res, parts))
+    seeds, parts = self.engine.link_seeds(batch, strict)
+    return self.engine.link_output(batch, await self._sample(seeds), parts)
 
-  def sample_coroutine(self, sampling_type: SamplingType, inputs):
-    r"""The coroutine that samples one batch of ``inputs`` (seed nodes for
-    NODE and SUBGRAPH, seed edges for LINK)."""
+  async def _message(self, out, input_id: Optional[torch.Tensor]) -> SampleMessage:
+    r"""The message of a sampler output, with its features and labels when
+    the sampler collects them."""
+    batch = SampledBatch.from_output(out)
+    batch.input_id = input_id
+    if self.collect_features:
+      node_feature, edge_feature = self.service.node_feature, self.service.edge_feature
+      await wrap_torch_future(
+        collect_features(
+          batch,
+          self.data,
+          node_rows=node_feature.async_get if node_feature is not None else None,
+          edge_rows=edge_feature.async_get if edge_feature is not None else None,
+        )
+      )
+    return encode(batch)
+
+  async def _sample_message(
+    self, sampling_type: SamplingType, inputs, input_id: Optional[torch.Tensor]
+  ) -> SampleMessage:
     if sampling_type == SamplingType.NODE:
-      return self._sample_from_nodes(NodeSamplerInput.cast(inputs))
-    if sampling_type == SamplingType.LINK:
-      return self._sample_from_edges(EdgeSamplerInput.cast(inputs))
-    if sampling_type == SamplingType.SUBGRAPH:
-      return self._subgraph(NodeSamplerInput.cast(inputs))
-    raise ValueError(f'{sampling_type} sampling is not supported')
+      out = await self._sample_from_nodes(NodeSamplerInput.cast(inputs))
+    elif sampling_type == SamplingType.LINK:
+      out = await self._sample_from_edges(EdgeSamplerInput.cast(inputs))
+    else:
+      out = await self._subgraph(NodeSamplerInput.cast(inputs))
+    return await self._message(out, input_id)
+
+  def sample_coroutine(
+    self, sampling_type: SamplingType, inputs, input_id: Optional[torch.Tensor] = None
+  ):
+    r"""The coroutine that samples one batch of ``inputs`` (seed nodes for
+    NODE and SUBGRAPH, seed edges for LINK) into a message.
+
+    Args:
+      sampling_type: what to sample.
+      inputs: the seeds.
+      input_id: the seeds' positions among their loader's seeds, which the
+        message carries.
+    """
+    if sampling_type not in (SamplingType.NODE, SamplingType.LINK, SamplingType.SUBGRAPH):
+      raise ValueError(f'{sampling_type} sampling is not supported')
+    return self._sample_message(sampling_type, inputs, input_id)
 
   def sample_from_nodes(
     self, inputs: NodeSamplerInput, timeout: Optional[float] = None, **kwargs

@@ -50,16 +50,20 @@ class _BasicDistSamplingWorkerOptions:
 
 
 class CollocatedDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):
-  r"""Sample inside the training process, one batch at a time, using the
-  training process's own RPC world (``init_rpc`` it first, or give
-  ``master_addr`` and ``master_port`` and the loader does).
+  r"""Sample inside the training process, using the training process's own
+  RPC world (``init_rpc`` it first, or give ``master_addr`` and
+  ``master_port`` and the loader does).
 
   Args:
     master_addr: the rendezvous address, if the loader must init RPC.
     master_port: its port.
     num_rpc_threads: threads serving peers' requests.
-    rpc_timeout: seconds an RPC may take.
+    rpc_timeout: seconds an RPC may take, and the longest the loader waits
+      for a batch.
     use_all2all: unsupported; must be False.
+    prefetch_size: batches sampled ahead, in the background, while the
+      trainer works on the current one; 0 (GLT's behaviour) samples each
+      batch when it is asked for.
   """
 
   def __init__(
@@ -69,10 +73,14 @@ class CollocatedDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):
     num_rpc_threads: Optional[int] = None,
     rpc_timeout: float = DEFAULT_RPC_TIMEOUT_S,
     use_all2all: bool = False,
+    prefetch_size: int = 0,
   ):
     super().__init__(
       1, None, 1, master_addr, master_port, num_rpc_threads, rpc_timeout, use_all2all
     )
+    if not isinstance(prefetch_size, int) or not 0 <= prefetch_size <= 32:
+      raise ValueError(f'prefetch_size must be in [0, 32], got {prefetch_size!r}')
+    self.prefetch_size = prefetch_size
 
 
 class MpDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):

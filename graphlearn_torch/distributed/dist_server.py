@@ -22,18 +22,20 @@ from ..sampler.base import (
   SamplingConfig,
 )
 from ..typing import EdgeType, NodeType
-from .dist_context import DistRole, _init_server_context, _set_context, get_context
+from .dist_context import DistRole, get_context, init_server_context, set_context
 from .dist_dataset import DistDataset
 from .dist_options import RemoteDistSamplingWorkerOptions
-from .dist_sampling_producer import DistServerSamplingProducer
 from .partition_service import PartitionService
 from .rpc import (
   DEFAULT_RPC_TIMEOUT_S,
   get_rpc_worker_names,
   global_barrier,
   init_rpc,
+  rpc_local_service,
+  rpc_serve,
   shutdown_rpc,
 )
+from .server_producer import DistServerSamplingProducer
 
 logger = logging.getLogger(__name__)
 
@@ -280,43 +282,10 @@ class DistServer:
     return self._producer(producer_id).fetch()
 
 
-# The server of this process (the distributed context's companion).
-_dist_server: Optional[DistServer] = None
-
-
 def get_server() -> Optional[DistServer]:
   r"""This process's DistServer, or None when it is not a server."""
-  return _dist_server
-
-
-def is_server_method(func) -> bool:
-  r"""Whether ``func`` is a method of DistServer (``DistServer.get_dataset_meta``)."""
-  return getattr(DistServer, getattr(func, '__name__', ''), None) is func
-
-
-@rpc.functions.async_execution
-def call_on_server(func, *args, **kwargs) -> torch.futures.Future:
-  r"""Runs ``func`` on this process's server, for a client
-  (``request_server``): ``func(server, *args, **kwargs)`` for a DistServer
-  method, ``func(*args, **kwargs)`` for any other function (GLT's
-  ``request_server(0, torch.cuda.device_count)``). A result that is a future
-  is awaited without holding an RPC thread; an error is raised on the
-  client."""
-  out = torch.futures.Future()
-  try:
-    if _dist_server is None:
-      raise RuntimeError(f'{get_context()} is not a server')
-    if is_server_method(func):
-      result = func(_dist_server, *args, **kwargs)
-    else:
-      result = func(*args, **kwargs)
-  except Exception as e:
-    out.set_exception(e)
-    return out
-  if isinstance(result, torch._C.Future):  # torch.futures.Future and what .then() returns
-    return result
-  out.set_result(result)
-  return out
+  server = rpc_local_service()
+  return server if isinstance(server, DistServer) else None
 
 
 def init_server(
@@ -347,7 +316,6 @@ def init_server(
     server_group_name: the servers' group name.
     is_dynamic: unsupported; must be False.
   """
-  global _dist_server
   if is_dynamic:
     raise ValueError('dynamic server-client worlds (is_dynamic=True) are not supported')
   if not isinstance(num_clients, int) or num_clients < 1:
@@ -355,19 +323,20 @@ def init_server(
       f'num_clients must be a positive integer, got {num_clients!r}: servers and clients '
       'form one RPC world, fixed when it starts'
     )
-  if _dist_server is not None:
+  if get_server() is not None:
     raise RuntimeError('this process is a server already')
   if dataset.num_partitions > num_servers:
     raise ValueError(
       f'{num_servers} servers cannot hold {dataset.num_partitions} partitions: every '
       'partition needs a server'
     )
-  _init_server_context(num_servers, server_rank, num_clients, server_group_name)
+  init_server_context(num_servers, server_rank, num_clients, server_group_name)
   init_rpc(master_addr, master_port, num_rpc_threads, request_timeout)
-  _dist_server = DistServer(dataset)
+  server = DistServer(dataset)
+  rpc_serve(server)  # clients call its methods by name
   global_barrier()  # clients send requests only once every server is ready
   logger.info('server %d of %d ready for %d clients', server_rank, num_servers, num_clients)
-  return _dist_server
+  return server
 
 
 def wait_and_shutdown_server(timeout: Optional[float] = None) -> None:
@@ -377,8 +346,7 @@ def wait_and_shutdown_server(timeout: Optional[float] = None) -> None:
     timeout: the longest wait in seconds (default: none; a dead client is
       noticed within seconds, so the wait ends when the clients do).
   """
-  global _dist_server
-  server = _dist_server
+  server = get_server()
   if server is None:
     raise RuntimeError('this process is not a server: call init_server first')
   try:
@@ -387,6 +355,5 @@ def wait_and_shutdown_server(timeout: Optional[float] = None) -> None:
       logger.warning('server %d: clients still there after %s s; exiting', rank, timeout)
   finally:
     server.shutdown()
-    _dist_server = None
     shutdown_rpc(graceful=False)
-    _set_context(None)
+    set_context(None)

@@ -130,16 +130,30 @@ class ConcurrentEventLoop:
 
     future.add_done_callback(finished)
 
+  def submit(self, coro: Awaitable) -> concurrent.futures.Future:
+    r"""Schedules ``coro`` on the loop (not counted among ``concurrency``);
+    returns a future of its result."""
+    self.start_loop()
+    return asyncio.run_coroutine_threadsafe(coro, self._loop)
+
   def run_task(self, coro: Awaitable, timeout: Optional[float] = None) -> Any:
     r"""Runs ``coro`` on the loop and returns its result (or raises its error).
 
     Raises:
       TimeoutError: it took longer than ``timeout`` seconds.
     """
-    self.start_loop()
-    future = asyncio.run_coroutine_threadsafe(coro, self._loop)
-    try:
-      return future.result(timeout)
-    except concurrent.futures.TimeoutError:  # not the builtin before Python 3.11
-      future.cancel()
-      raise TimeoutError(f'a sampling task took longer than {timeout} s') from None
+    return result_within(self.submit(coro), timeout)
+
+
+def result_within(future: concurrent.futures.Future, timeout: Optional[float]) -> Any:
+  r"""The result of a task's ``future`` (or its error); cancels the task
+  after ``timeout`` seconds.
+
+  Raises:
+    TimeoutError: it took longer than ``timeout`` seconds.
+  """
+  try:
+    return future.result(timeout)
+  except concurrent.futures.TimeoutError:  # not the builtin before Python 3.11
+    future.cancel()
+    raise TimeoutError(f'a sampling task took longer than {timeout} s') from None

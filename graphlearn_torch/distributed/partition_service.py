@@ -1,21 +1,22 @@
 """PartitionService: one process's partition, served to its peers.
 
 Every sampling process (a worker-mode trainer or sampler, a server) builds
-one. It answers the peers' requests for what only this partition can do (one
-hop from its nodes, edge checks on its rows, the edges of its rows among a
-set of nodes, its feature rows) and routes this process's own requests for
-other partitions. The requests carry the sampling options, so one service
-serves every sampler of its process, whatever their configuration.
+one. It is the process's single one-hop sampler: it answers the hops of its
+own samplers' seeds that this partition owns, and the peers' requests for
+what only this partition can do (one hop from its nodes, edge checks on its
+rows, the edges of its rows among a set of nodes, its feature rows). It also
+routes this process's own requests for other partitions. Requests carry the
+sampling options, so one service serves every sampler of its process,
+whatever their configuration.
 """
 
-import threading
-from typing import Dict, Optional, Tuple
+from typing import Optional
 
 import torch
 
 from .._ext import ops
 from ..sampler.base import NeighborOutput
-from ..sampler.neighbor_sampler import NeighborSampler
+from ..sampler.multihop import RandomStream, SamplingSchema, check_graphs, sample_one_hop
 from ..typing import HOMO_EDGE_TYPE, EdgeType
 from .dist_dataset import DistDataset
 from .dist_feature import DistFeature
@@ -63,8 +64,12 @@ class PartitionService:
     self.dist_graph = DistGraph(
       data.num_partitions, data.partition_idx, data.graph, data.node_pb, data.edge_pb
     )
-    self._samplers: Dict[Tuple[bool, bool], NeighborSampler] = {}
-    self._lock = threading.Lock()
+    graphs = self.dist_graph.local_graphs()
+    check_graphs(graphs, self.edge_dir)
+    self.schema = SamplingSchema.from_graphs(graphs, self.edge_dir, self.dist_graph.is_hetero)
+    self.schema.pad_rows(graphs)
+    # Peers' hops draw from torch's global generator, as unseeded sampling does.
+    self._random = RandomStream()
 
     # Callees first, then the partition table: every process reaches the
     # table's all-gather only after registering, so no request finds a
@@ -86,22 +91,6 @@ class PartitionService:
       return None
     return DistFeature(self.num_partitions, self.partition_idx, features, book)
 
-  def local_sampler(self, with_edge: bool = False, with_weight: bool = False) -> NeighborSampler:
-    r"""A one-hop sampler over this partition's topology (one per option
-    set, drawing from torch's global random stream)."""
-    key = (bool(with_edge), bool(with_weight))
-    with self._lock:
-      sampler = self._samplers.get(key)
-      if sampler is None:
-        sampler = self._samplers[key] = NeighborSampler(
-          self.data.graph,
-          device=torch.device('cpu'),
-          with_edge=key[0],
-          with_weight=key[1],
-          edge_dir=self.edge_dir,
-        )
-      return sampler
-
   def sample_one_hop(
     self,
     seeds: torch.Tensor,
@@ -109,19 +98,34 @@ class PartitionService:
     etype: EdgeType,
     with_edge: bool = False,
     with_weight: bool = False,
+    rng_seed: Optional[int] = None,
   ) -> NeighborOutput:
-    r"""``fanout`` neighbors along ``etype`` of seeds this partition owns."""
-    return self.local_sampler(with_edge, with_weight).sample_one_hop(seeds, fanout, etype)
+    r"""``fanout`` neighbors (-1: all) along ``etype`` of seeds this
+    partition owns.
+
+    Args:
+      seeds: the seeds.
+      fanout: neighbors per seed.
+      etype: the edge type.
+      with_edge: return the sampled edges' ids.
+      with_weight: draw proportionally to edge weights.
+      rng_seed: the kernel's random seed (default: drawn from torch's
+        global generator).
+    """
+    if rng_seed is None:
+      rng_seed = self._random.kernel_seed()
+    topo = self.dist_graph.get_local_graph(etype).topo
+    return sample_one_hop(topo, seeds, fanout, rng_seed, with_edge, with_weight)
 
   def has_edge(self, rows: torch.Tensor, cols: torch.Tensor, etype: EdgeType) -> torch.Tensor:
     r"""Whether each (row, col) is an edge; the rows are this partition's."""
-    topo = self.local_sampler()._graphs[etype].topo
+    topo = self.dist_graph.get_local_graph(etype).topo
     return ops.has_edge(topo.indptr, topo.indices, rows, cols)
 
   def subgraph_edges(self, nodes: torch.Tensor, with_edge: bool = False):
     r"""``(rows, cols, edge ids)`` of this partition's edges among ``nodes``,
     in the local numbering of ``nodes`` (homogeneous graphs)."""
-    topo = self.local_sampler()._graphs[HOMO_EDGE_TYPE].topo
+    topo = self.dist_graph.get_local_graph(HOMO_EDGE_TYPE).topo
     return ops.induced_subgraph(
       topo.indptr, topo.indices, topo.edge_ids if with_edge else None, nodes
     )

@@ -11,7 +11,7 @@ import atexit
 import logging
 import threading
 from abc import ABC, abstractmethod
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Union
 
 import torch
 from torch.distributed import rpc
@@ -46,6 +46,7 @@ class _RpcState:
     self.global_gather_round = 0
     self.gathers: Dict[Any, _Gather] = {}
     self.worker_names: Dict[DistRole, List[str]] = {}
+    self.service: Optional[object] = None
 
 
 class _Gather:
@@ -194,7 +195,9 @@ def _gather_at_leader(key, rank: int, world_size: int, obj: Any) -> torch.future
   return gather.future
 
 
-def _all_gather(leader: str, key, rank: int, world_size: int, obj: Any, timeout) -> List[Any]:
+def _all_gather(
+  leader: Union[str, int], key, rank: int, world_size: int, obj: Any, timeout
+) -> List[Any]:
   state = _require_state()
   wait = state.timeout if timeout is None else timeout
   return rpc.rpc_sync(leader, _gather_at_leader, args=(key, rank, world_size, obj), timeout=wait)
@@ -229,17 +232,8 @@ def global_all_gather(obj: Any, timeout: Optional[float] = None) -> List[Any]:
   with state.lock:
     state.global_gather_round += 1
     key = ('global', state.global_gather_round)
-  return _all_gather(
-    _global_leader_name(), key, ctx.global_rank, ctx.global_world_size, obj, timeout
-  )
-
-
-def _global_leader_name() -> str:
-  r"""The RPC name of global rank 0 (the RPC world's worker of id 0)."""
-  for info in rpc.api._get_current_rpc_agent().get_worker_infos():
-    if info.id == 0:
-      return info.name
-  raise RuntimeError(f'{get_context()} finds no process of global rank 0 in its RPC world')
+  # Global rank 0 is the RPC world's worker of id 0.
+  return _all_gather(0, key, ctx.global_rank, ctx.global_world_size, obj, timeout)
 
 
 def global_barrier(timeout: Optional[float] = None) -> None:
@@ -335,6 +329,97 @@ def rpc_global_request_by_rank(global_rank: int, func, args=None, kwargs=None, t
     kwargs=kwargs or {},
     timeout=state.timeout if timeout is None else timeout,
   )
+
+
+# -- this process's service ----------------------------------------------------
+
+
+def rpc_serve(service: object) -> None:
+  r"""Makes ``service`` the object whose methods peers call by name on this
+  process (``rpc_service_request_async``), until it leaves the RPC world: a
+  server's DistServer, say."""
+  _require_state().service = service
+
+
+def rpc_local_service() -> Optional[object]:
+  r"""The object this process serves (``rpc_serve``), or None."""
+  return _state.service if _state is not None else None
+
+
+def _is_method_of(obj: object, func) -> bool:
+  return getattr(type(obj), getattr(func, '__name__', ''), None) is func
+
+
+@rpc.functions.async_execution
+def _call_service(func, args, kwargs) -> torch.futures.Future:
+  r"""Runs a peer's request on this process's service: the method named
+  ``func``, the method ``func`` of the service's class, or any other
+  function ``func``. A result that is a future is awaited without holding an
+  RPC thread."""
+  out = torch.futures.Future()
+  try:
+    service = rpc_local_service()
+    if service is None and (isinstance(func, str) or not callable(func)):
+      raise RuntimeError(f'{get_context()} serves nothing')
+    if isinstance(func, str):
+      if func.startswith('_') or not callable(getattr(service, func, None)):
+        raise AttributeError(f'{type(service).__name__} has no method {func!r}')
+      result = getattr(service, func)(*args, **kwargs)
+    elif service is not None and _is_method_of(service, func):
+      result = func(service, *args, **kwargs)
+    else:
+      result = func(*args, **kwargs)
+  except Exception as e:
+    out.set_exception(e)
+    return out
+  if isinstance(result, torch.Future):  # torch.futures.Future and what .then() returns
+    return result
+  out.set_result(result)
+  return out
+
+
+def rpc_service_request_async(
+  target_role: DistRole, role_rank: int, func, args=None, kwargs=None, timeout=None
+) -> torch.futures.Future:
+  r"""Calls the service of rank ``role_rank`` of the group of ``target_role``
+  (see ``rpc_serve``); returns a future of the result, which raises the
+  service's error, if any.
+
+  Args:
+    target_role: the role of the serving process.
+    role_rank: its rank in its group.
+    func: a method name of the service, a method of its class, or any other
+      function to run there.
+    args: positional arguments.
+    kwargs: keyword arguments.
+    timeout: seconds before the future fails (default: the RPC timeout).
+  """
+  reply = rpc_global_request_async(
+    target_role,
+    role_rank,
+    _call_service,
+    (func, tuple(args or ()), dict(kwargs or {})),
+    None,
+    timeout,
+  )
+  # An error that _call_service sets on its future reaches the caller as the
+  # reply's value, the exception object itself (torch RPC's behaviour of
+  # async_execution functions); it is raised again here, with its own type.
+  out = torch.futures.Future()
+
+  def deliver(done: torch.futures.Future) -> None:
+    try:
+      value = done.value()
+    except Exception as e:  # the request itself failed (a dead peer, a timeout)
+      out.set_exception(e)
+      return
+    if isinstance(value, BaseException):
+      out.set_exception(value)
+    else:
+      out.set_result(value)
+
+  reply.add_done_callback(deliver)
+  return out
 
 
 # -- data partitions -----------------------------------------------------------

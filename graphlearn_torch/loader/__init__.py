@@ -1,15 +1,24 @@
 """Loaders yielding PyG Data / HeteroData mini-batches."""
 
 from .base import BaseLoader, SeedBatcher
+from .batch import EdgeBatch, NodeBatch, SampledBatch, to_pyg
+from .collect import collect_features
 from .link_loader import LinkLoader, get_edge_label_index
 from .link_neighbor_loader import LinkNeighborLoader
 from .neighbor_loader import NeighborLoader
 from .node_loader import NodeLoader
 from .subgraph_loader import SubGraphLoader
-from .transform import collate, to_data, to_hetero_data
+from .transform import attach_link_metadata, collate, label_batch, to_data, to_hetero_data
 
 __all__ = [
   'BaseLoader',
+  'EdgeBatch',
+  'NodeBatch',
+  'SampledBatch',
+  'attach_link_metadata',
+  'collect_features',
+  'label_batch',
+  'to_pyg',
   'LinkLoader',
   'LinkNeighborLoader',
   'NeighborLoader',

@@ -7,8 +7,10 @@ from typing import Any, Iterator, Optional
 import torch
 
 from ..data.dataset import Dataset
-from ..sampler.base import BaseSampler
+from ..sampler.base import BaseSampler, SamplingType
 from ..utils.device import resolve_device
+from .batch import to_pyg
+from .transform import gather_batch, label_batch
 
 
 class SeedBatcher:
@@ -104,6 +106,15 @@ class BaseLoader(ABC):
   @abstractmethod
   def _sample_batch(self, index: torch.Tensor) -> Any:
     """Samples and collates the batch of seed positions ``index``."""
+
+  def _collate_fn(
+    self, out, index: torch.Tensor, sampling_type: SamplingType, input_type, edge_dir: str = 'out'
+  ) -> Any:
+    """The PyG batch of a sampler output: features and labels gathered, and
+    the fields that say what it was sampled for (see ``label_batch``)."""
+    batch = gather_batch(self.data, out)
+    res = label_batch(to_pyg(batch), sampling_type, batch.metadata, input_type, index, edge_dir)
+    return res.to(self.device) if self.device.type != 'cpu' else res
 
 
 def check_kwargs(loader: object, kwargs: dict) -> None:

@@ -1,15 +1,14 @@
 """LinkLoader: batches of seed edges (with negative sampling) into PyG data."""
 
-from typing import Dict, Literal, Optional, Tuple, Union
+from typing import Literal, Optional, Tuple, Union
 
 import torch
 from torch_geometric.data import Data, HeteroData
 
 from ..data.dataset import Dataset
-from ..sampler.base import BaseSampler, EdgeSamplerInput, NegativeSampling
-from ..typing import HOMO_EDGE_TYPE, EdgeType, InputEdges, reverse_edge_type
+from ..sampler.base import BaseSampler, EdgeSamplerInput, NegativeSampling, SamplingType
+from ..typing import EdgeType, InputEdges
 from .base import BaseLoader, check_kwargs
-from .transform import collate
 
 
 def get_edge_label_index(
@@ -137,49 +136,4 @@ class LinkLoader(BaseLoader):
     out = self.sampler.sample_from_edges(
       EdgeSamplerInput(edges[0], edges[1], label, self.input_type, self.neg_sampling)
     )
-    res = collate(self.data, out, self.device)
-    meta = {k: v.to(self.device) for k, v in out.metadata.items()}
-    return attach_link_metadata(res, meta, self.input_type, index.to(self.device), self.edge_dir)
-
-
-def attach_link_metadata(
-  res: Union[Data, HeteroData],
-  meta: Dict[str, torch.Tensor],
-  input_type: Optional[EdgeType],
-  input_id: torch.Tensor,
-  edge_dir: Literal['out', 'in'] = 'out',
-) -> Union[Data, HeteroData]:
-  """Puts a link batch's labels and seed positions on its PyG data.
-
-  Args:
-    res: the batch.
-    meta: the sampler's link metadata (``edge_label_index`` and
-      ``edge_label``, or ``src_index``, ``dst_pos_index`` and
-      ``dst_neg_index``).
-    input_type: the seed edges' type (None when homogeneous).
-    input_id: the seed edges' positions among the loader's seeds.
-    edge_dir: the sampling direction; with 'out', a heterogeneous batch's
-      ``edge_label_index``, ``edge_label`` and ``input_id`` go on the
-      reversed edge type, its rows swapped (GLT's layout).
-  """
-  if isinstance(res, Data):
-    for key, value in meta.items():
-      res[key] = value
-    res.input_id = input_id
-    return res
-  etype = input_type or HOMO_EDGE_TYPE
-  src_t, dst_t = etype[0], etype[-1]
-  # As in GLT: with edge_dir 'out' the batch holds the reversed edge types,
-  # so the labelled edges go there too, reversed.
-  label_type = reverse_edge_type(etype) if edge_dir == 'out' else etype
-  if 'edge_label_index' in meta:
-    index = meta['edge_label_index']
-    res[label_type].edge_label_index = index.flip(0) if edge_dir == 'out' else index
-    if 'edge_label' in meta:
-      res[label_type].edge_label = meta['edge_label']
-  else:
-    res[src_t].src_index = meta['src_index']
-    res[dst_t].dst_pos_index = meta['dst_pos_index']
-    res[dst_t].dst_neg_index = meta['dst_neg_index']
-  res[label_type].input_id = input_id
-  return res
+    return self._collate_fn(out, index, SamplingType.LINK, self.input_type, self.edge_dir)

@@ -6,10 +6,9 @@ import torch
 from torch_geometric.data import Data, HeteroData
 
 from ..data.dataset import Dataset
-from ..sampler.base import BaseSampler, NodeSamplerInput
+from ..sampler.base import BaseSampler, NodeSamplerInput, SamplingType
 from ..typing import InputNodes, NodeType
 from .base import BaseLoader, SeedBatcher, check_kwargs
-from .transform import collate
 
 __all__ = ['NodeLoader', 'SeedBatcher', 'resolve_input_nodes']
 
@@ -95,11 +94,4 @@ class NodeLoader(BaseLoader):
   def _sample_batch(self, index: torch.Tensor) -> Union[Data, HeteroData]:
     seeds = self.input_nodes[index]
     out = self.sampler.sample_from_nodes(NodeSamplerInput(seeds, self.input_type))
-    return self._collate_fn(out, index)
-
-  def _collate_fn(self, out, input_id: torch.Tensor) -> Union[Data, HeteroData]:
-    res = collate(self.data, out, self.device)
-    store = res if isinstance(res, Data) else res[self.input_type]
-    store.batch_size = input_id.numel()
-    store.input_id = input_id.to(self.device)
-    return res
+    return self._collate_fn(out, index, SamplingType.NODE, self.input_type)

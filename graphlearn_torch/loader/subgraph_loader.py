@@ -6,11 +6,10 @@ import torch
 from torch_geometric.data import Data
 
 from ..data.dataset import Dataset
-from ..sampler.base import NodeSamplerInput
+from ..sampler.base import NodeSamplerInput, SamplingType
 from ..sampler.neighbor_sampler import NeighborSampler, build_neighbor_sampler
 from ..typing import InputNodes, NumNeighbors
 from .node_loader import NodeLoader
-from .transform import collate
 
 
 class SubGraphLoader(NodeLoader):
@@ -69,8 +68,4 @@ class SubGraphLoader(NodeLoader):
 
   def _sample_batch(self, index: torch.Tensor) -> Data:
     out = self.sampler.subgraph(NodeSamplerInput(self.input_nodes[index], self.input_type))
-    res = collate(self.data, out, self.device)
-    res.mapping = out.metadata.to(self.device)
-    res.batch_size = index.numel()
-    res.input_id = index.to(self.device)
-    return res
+    return self._collate_fn(out, index, SamplingType.SUBGRAPH, self.input_type)

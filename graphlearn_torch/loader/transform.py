@@ -1,13 +1,16 @@
-"""Sampler outputs to PyG ``Data`` / ``HeteroData``."""
+"""Sampler outputs to PyG ``Data`` / ``HeteroData``, and the fields every
+loader puts on its batches."""
 
-from typing import Dict, Optional, Union
+from typing import Dict, Literal, Optional, Union
 
 import torch
 from torch_geometric.data import Data, HeteroData
 
 from ..data.dataset import Dataset
-from ..sampler.base import HeteroSamplerOutput, SamplerOutput
-from ..typing import EdgeType, NodeType, reverse_edge_type
+from ..sampler.base import HeteroSamplerOutput, SamplerOutput, SamplingType
+from ..typing import HOMO_EDGE_TYPE, HOMO_NODE_TYPE, EdgeType, NodeType, reverse_edge_type
+from .batch import SampledBatch, to_pyg
+from .collect import collect_features
 
 
 def to_data(
@@ -26,25 +29,11 @@ def to_data(
     edge_feats: features of ``sampler_out.edge``.
     **kwargs: more attributes (batch_size, input_id, ...).
   """
-  data = Data(
-    x=node_feats,
-    edge_index=torch.stack([sampler_out.row, sampler_out.col]),
-    y=batch_labels,
-    n_id=sampler_out.node,
-    num_sampled_nodes=sampler_out.num_sampled_nodes,
-    num_sampled_edges=sampler_out.num_sampled_edges,
-    **kwargs,
-  )
-  data.num_nodes = sampler_out.node.numel()
-  data.node = data.n_id  # GLT's name, the same tensor
-  if edge_feats is not None:
-    data.edge_attr = edge_feats
-  if sampler_out.edge is not None:
-    data.e_id = sampler_out.edge
-    data.edge = data.e_id
-  if sampler_out.batch is not None:
-    data.batch = sampler_out.batch
-  return data
+  batch = SampledBatch.from_output(sampler_out)
+  batch.nodes[HOMO_NODE_TYPE].x = node_feats
+  batch.nodes[HOMO_NODE_TYPE].y = batch_labels
+  batch.edges[HOMO_EDGE_TYPE].attr = edge_feats
+  return to_pyg(batch, **kwargs)
 
 
 def to_hetero_data(
@@ -63,50 +52,13 @@ def to_hetero_data(
     edge_feat_dict: features per output edge type.
     **kwargs: attributes of the whole batch.
   """
-  data = HeteroData(**kwargs)
-  num_sampled_edges = _padded_counts(sampler_out.num_sampled_edges, 0)
-  num_hops = max((len(c) for c in num_sampled_edges.values()), default=0)
-  num_sampled_nodes = _padded_counts(sampler_out.num_sampled_nodes, num_hops + 1)
-  num_sampled_edges = _padded_counts(num_sampled_edges, num_hops)
-  for ntype, node in sampler_out.node.items():
-    store = data[ntype]
-    store.n_id = node
-    store.node = node  # GLT's name, the same tensor
-    store.num_nodes = node.numel()
-    if ntype in num_sampled_nodes:
-      store.num_sampled_nodes = num_sampled_nodes[ntype]
-    if node_feat_dict and node_feat_dict.get(ntype) is not None:
-      store.x = node_feat_dict[ntype]
-    if batch_label_dict and batch_label_dict.get(ntype) is not None:
-      store.y = batch_label_dict[ntype]
-  for ntype, seeds in (sampler_out.batch or {}).items():
-    data[ntype].batch = seeds
-    data[ntype].batch_size = seeds.numel()
-  for etype in sampler_out.row:
-    store = data[etype]
-    store.edge_index = torch.stack([sampler_out.row[etype], sampler_out.col[etype]])
-    if sampler_out.edge is not None:
-      store.e_id = sampler_out.edge[etype]
-      store.edge = store.e_id
-    if etype in num_sampled_edges:
-      store.num_sampled_edges = num_sampled_edges[etype]
-    if edge_feat_dict and edge_feat_dict.get(etype) is not None:
-      store.edge_attr = edge_feat_dict[etype]
-  # GLT's batch-level dicts beside PyG's per-type attributes.
-  data.num_sampled_nodes = {t: torch.tensor(c) for t, c in num_sampled_nodes.items()}
-  data.num_sampled_edges = {e: torch.tensor(c) for e, c in num_sampled_edges.items()}
-  return data
-
-
-def _padded_counts(counts: Optional[Dict], length: int) -> Dict:
-  """Per-type hop counts as lists of at least ``length`` entries (zeros
-  after the last hop a type appeared in), as PyG's per-layer trimming reads
-  them."""
-  padded = {}
-  for key, value in (counts or {}).items():
-    value = value.tolist() if isinstance(value, torch.Tensor) else list(value)
-    padded[key] = value + [0] * (length - len(value))
-  return padded
+  batch = SampledBatch.from_output(sampler_out, every_type=False)
+  for ntype, node in batch.nodes.items():
+    node.x = (node_feat_dict or {}).get(ntype)
+    node.y = (batch_label_dict or {}).get(ntype)
+  for etype, edge in batch.edges.items():
+    edge.attr = (edge_feat_dict or {}).get(etype)
+  return to_pyg(batch, **kwargs)
 
 
 def collate(
@@ -119,28 +71,83 @@ def collate(
     out: the sampler's output.
     device: where the batch goes.
   """
-  if isinstance(out, SamplerOutput):
-    feat, efeat = data.get_node_feature(), data.get_edge_feature()
-    res = to_data(
-      out,
-      batch_labels=data.gather_node_labels(out.node),
-      node_feats=feat[out.node] if feat is not None else None,
-      edge_feats=efeat[out.edge] if efeat is not None and out.edge is not None else None,
-    )
-  else:
-    out = out.with_every_type()
-    node_feats, labels, edge_feats = {}, {}, {}
-    for ntype, nodes in out.node.items():
-      feat = data.get_node_feature(ntype)
-      if feat is not None:
-        node_feats[ntype] = feat[nodes]
-      label = data.gather_node_labels(nodes, ntype)
-      if label is not None:
-        labels[ntype] = label
-    for etype, eids in (out.edge or {}).items():
-      orig = reverse_edge_type(etype) if data.edge_dir == 'out' else etype
-      efeat = data.get_edge_feature(orig)
-      if efeat is not None:
-        edge_feats[etype] = efeat[eids]
-    res = to_hetero_data(out, labels, node_feats, edge_feats)
+  res = to_pyg(gather_batch(data, out))
   return res.to(device) if device.type != 'cpu' else res
+
+
+def gather_batch(data: Dataset, out: Union[SamplerOutput, HeteroSamplerOutput]) -> SampledBatch:
+  """The batch of a sampler output with its features and labels from ``data``."""
+  return collect_features(SampledBatch.from_output(out), data).wait()
+
+
+def attach_link_metadata(
+  res: Union[Data, HeteroData],
+  meta: Dict[str, torch.Tensor],
+  input_type: Optional[EdgeType],
+  input_id: torch.Tensor,
+  edge_dir: Literal['out', 'in'] = 'out',
+) -> Union[Data, HeteroData]:
+  """Puts a link batch's labels and seed positions on its PyG data.
+
+  Args:
+    res: the batch.
+    meta: the sampler's link metadata (``edge_label_index`` and
+      ``edge_label``, or ``src_index``, ``dst_pos_index`` and
+      ``dst_neg_index``).
+    input_type: the seed edges' type (None when homogeneous).
+    input_id: the seed edges' positions among the loader's seeds.
+    edge_dir: the sampling direction; with 'out', a heterogeneous batch's
+      ``edge_label_index``, ``edge_label`` and ``input_id`` go on the
+      reversed edge type, its rows swapped (GLT's layout).
+  """
+  if isinstance(res, Data):
+    for key, value in meta.items():
+      res[key] = value
+    res.input_id = input_id
+    return res
+  etype = input_type or HOMO_EDGE_TYPE
+  src_t, dst_t = etype[0], etype[-1]
+  # As in GLT: with edge_dir 'out' the batch holds the reversed edge types,
+  # so the labelled edges go there too, reversed.
+  label_type = reverse_edge_type(etype) if edge_dir == 'out' else etype
+  if 'edge_label_index' in meta:
+    index = meta['edge_label_index']
+    res[label_type].edge_label_index = index.flip(0) if edge_dir == 'out' else index
+    if 'edge_label' in meta:
+      res[label_type].edge_label = meta['edge_label']
+  else:
+    res[src_t].src_index = meta['src_index']
+    res[dst_t].dst_pos_index = meta['dst_pos_index']
+    res[dst_t].dst_neg_index = meta['dst_neg_index']
+  res[label_type].input_id = input_id
+  return res
+
+
+def label_batch(
+  res: Union[Data, HeteroData],
+  sampling_type: SamplingType,
+  metadata: Dict[str, torch.Tensor],
+  input_type: Optional[Union[NodeType, EdgeType]],
+  input_id: torch.Tensor,
+  edge_dir: Literal['out', 'in'] = 'out',
+) -> Union[Data, HeteroData]:
+  """Puts the fields that say what a batch was sampled for on its PyG data:
+  ``batch_size`` and ``input_id`` (on the seeds' type), ``mapping`` for a
+  subgraph, the labels of a link batch.
+
+  Args:
+    res: the batch.
+    sampling_type: node, link or subgraph sampling.
+    metadata: the sampler's metadata of the batch.
+    input_type: the seeds' node or edge type (None when homogeneous).
+    input_id: the seeds' positions among the loader's seeds.
+    edge_dir: the sampling direction.
+  """
+  if sampling_type == SamplingType.LINK:
+    return attach_link_metadata(res, metadata, input_type, input_id, edge_dir)
+  store = res if isinstance(res, Data) else res[input_type]
+  store.batch_size = input_id.numel()
+  store.input_id = input_id
+  if 'mapping' in metadata:
+    store.mapping = metadata['mapping']
+  return res

@@ -61,10 +61,10 @@ def metis_kway(
   vwgt = None if vweights is None else arr(vweights.contiguous().view(-1))
   options = np.zeros(METIS_NOPTIONS, dtype=idx_dtype)
   lib.METIS_SetDefaultOptions(options.ctypes.data_as(ptr))
-  options[pymetis._options_get_index('ufactor')] = ufactor
-  options[pymetis._options_get_index('numbering')] = 0
+  options[int(pymetis.OptionKey.UFACTOR)] = ufactor
+  options[int(pymetis.OptionKey.NUMBERING)] = 0
   if seed is not None:
-    options[pymetis._options_get_index('seed')] = seed
+    options[int(pymetis.OptionKey.SEED)] = seed
   part = np.zeros(n, dtype=idx_dtype)
   objval = idx_t(0)
   args = [idx_t(n), idx_t(ncon), idx_t(num_parts)]

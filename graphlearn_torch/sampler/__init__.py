@@ -1,4 +1,4 @@
-"""Samplers: inputs, outputs and the neighbor sampler."""
+"""Samplers: inputs, outputs, the multi-hop engine and the neighbor sampler."""
 
 from .base import (
   BaseSampler,
@@ -17,6 +17,15 @@ from .base import (
   SamplingConfig,
   SamplingType,
 )
+from .multihop import (
+  HopRequest,
+  HopResult,
+  LinkBatch,
+  MultiHopSampler,
+  RandomStream,
+  SamplingSchema,
+  sample_one_hop,
+)
 from .negative_sampler import RandomNegativeSampler
 from .neighbor_sampler import NeighborSampler
 
@@ -26,6 +35,13 @@ __all__ = [
   'EdgeIndex',
   'EdgeSamplerInput',
   'HeteroSamplerOutput',
+  'HopRequest',
+  'HopResult',
+  'LinkBatch',
+  'MultiHopSampler',
+  'RandomStream',
+  'SamplingSchema',
+  'sample_one_hop',
   'NegativeSampling',
   'NegativeSamplingMode',
   'NeighborOutput',

@@ -1,0 +1,46 @@
+"""Where a distributed loader's batches come from.
+
+A :class:`BatchSource` hands a ``DistLoader`` the messages of an epoch's
+batches; the loader only decodes and collates them. There is one source per
+place sampling can run:
+
+- ``DistCollocatedSamplingProducer`` (``collocated_producer``): in the
+  training process, on its event loop, optionally a few batches ahead;
+- ``DistMpSamplingProducer`` (``mp_producer``): in sampling processes the
+  loader spawns, which send batches through a shared-memory channel;
+- ``RemoteBatchSource`` (``remote_source``): on servers, which sample ahead
+  and answer the client's fetches (server-client mode).
+"""
+
+from abc import ABC, abstractmethod
+from typing import Optional
+
+from ..channel import SampleMessage
+
+
+class BatchSource(ABC):
+  r"""An epoch-by-epoch supply of sampled batches, as channel messages
+  (``distributed.message``) that carry their input ids."""
+
+  @abstractmethod
+  def __len__(self) -> int:
+    r"""Batches per epoch."""
+
+  @abstractmethod
+  def start_epoch(self) -> int:
+    r"""Starts an epoch (what is left of the last one is dropped); returns
+    how many batches it will yield."""
+
+  @abstractmethod
+  def next_message(self) -> Optional[SampleMessage]:
+    r"""The epoch's next batch, or None when the epoch has yielded all of
+    them.
+
+    Raises:
+      SamplingError: the batch could not be sampled.
+      TimeoutError: it did not come within the source's timeout.
+    """
+
+  @abstractmethod
+  def shutdown(self) -> None:
+    r"""Stops sampling and frees what the source holds (idempotent)."""

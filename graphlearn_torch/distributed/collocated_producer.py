@@ -1,0 +1,116 @@
+"""Collocated sampling: a loader's batches sampled in the training process."""
+
+import collections
+import concurrent.futures
+from typing import Optional, Union
+
+import torch
+
+from ..channel import SampleMessage
+from ..loader.base import SeedBatcher
+from ..sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
+from .batch_source import BatchSource
+from .dist_dataset import DistDataset
+from .dist_neighbor_sampler import DistNeighborSampler
+from .dist_options import CollocatedDistSamplingWorkerOptions
+from .event_loop import result_within
+from .rpc import init_rpc, rpc_is_initialized
+
+
+class DistCollocatedSamplingProducer(BatchSource):
+  r"""Samples a loader's batches in the training process, on the sampler's
+  event loop, with ``worker_options.prefetch_size`` batches sampled ahead
+  while the trainer works on the current one (0: each batch is sampled when
+  it is asked for).
+
+  Args:
+    data: this process's partition.
+    sampler_input: this process's seeds.
+    sampling_config: what to sample and how to batch it.
+    worker_options: the RPC world to join if not joined yet, and the
+      prefetch depth.
+    device: unused: batches leave the sampler on the CPU.
+  """
+
+  def __init__(
+    self,
+    data: DistDataset,
+    sampler_input: Union[NodeSamplerInput, EdgeSamplerInput],
+    sampling_config: SamplingConfig,
+    worker_options: CollocatedDistSamplingWorkerOptions,
+    device: Optional[torch.device] = None,
+  ):
+    self.data = data
+    self.sampler_input = sampler_input
+    self.sampling_config = sampling_config
+    self.worker_options = worker_options
+    self.device = device
+    self.prefetch_size = worker_options.prefetch_size
+    self.sampler: Optional[DistNeighborSampler] = None
+    self._batcher = SeedBatcher.from_config(len(sampler_input), sampling_config)
+    self._batches = iter(())
+    self._pending: collections.deque = collections.deque()
+
+  def init(self) -> None:
+    r"""Joins the RPC world if needed and builds the sampler (collective:
+    every process of the group builds its sampler at the same point)."""
+    opts = self.worker_options
+    if not rpc_is_initialized():
+      if opts.master_addr is None or opts.master_port is None:
+        raise ValueError(
+          'RPC is not initialized: call glt.distributed.init_rpc first, or give the worker '
+          'options master_addr and master_port'
+        )
+      init_rpc(opts.master_addr, opts.master_port, opts.num_rpc_threads or 16, opts.rpc_timeout)
+    self.sampler = DistNeighborSampler.from_config(
+      self.data, self.sampling_config, concurrency=self.prefetch_size + 1
+    )
+
+  def __len__(self) -> int:
+    return len(self._batcher)
+
+  def start_epoch(self) -> int:
+    self._drop_pending()
+    self._batches = iter(self._batcher)
+    self._sample_ahead(self.prefetch_size)
+    return len(self._batcher)
+
+  def reset(self) -> None:
+    r"""Starts a new epoch (GLT's name)."""
+    self.start_epoch()
+
+  def _sample_ahead(self, depth: int) -> None:
+    r"""Starts the next batches until ``depth`` are in flight."""
+    config = self.sampling_config
+    while len(self._pending) < depth:
+      index = next(self._batches, None)
+      if index is None:
+        return
+      coro = self.sampler.sample_coroutine(
+        config.sampling_type, self.sampler_input[index], input_id=index
+      )
+      self._pending.append(self.sampler.submit(coro))
+
+  def next_message(self) -> Optional[SampleMessage]:
+    self._sample_ahead(1)
+    if not self._pending:
+      return None
+    msg = result_within(self._pending.popleft(), self.worker_options.rpc_timeout)
+    self._sample_ahead(self.prefetch_size)  # sampled while the trainer uses this one
+    return msg
+
+  def sample(self) -> Optional[SampleMessage]:
+    r"""The next batch's message (GLT's name of ``next_message``)."""
+    return self.next_message()
+
+  def _drop_pending(self) -> None:
+    pending, self._pending = self._pending, collections.deque()
+    for fut in pending:
+      fut.cancel()
+    concurrent.futures.wait(pending, self.worker_options.rpc_timeout)
+
+  def shutdown(self) -> None:
+    if self.sampler is not None:
+      self._drop_pending()
+      self.sampler.shutdown_loop()
+      self.sampler = None

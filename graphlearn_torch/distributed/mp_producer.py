@@ -1,0 +1,317 @@
+"""Multiprocess sampling: a loader's batches sampled in processes it spawns.
+
+The sampling processes form an RPC world of their own (every trainer's
+processes together) and send finished batches into the trainer's
+ShmChannel; each epoch, the trainer hands every process its share of the
+seed batches through a pipe.
+"""
+
+import logging
+import multiprocessing
+import os
+import pickle
+import threading
+import time
+import traceback
+from enum import Enum
+from multiprocessing import connection as mp_connection
+from multiprocessing.connection import Connection
+from multiprocessing.reduction import ForkingPickler
+from typing import List, Optional, Union
+
+import torch
+
+from ..channel import ChannelBase, ChannelClosedError, SampleMessage
+from ..loader.base import SeedBatcher
+from ..sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
+from .batch_source import BatchSource
+from .dist_context import get_context, init_worker_group
+from .dist_dataset import DistDataset
+from .dist_neighbor_sampler import DistNeighborSampler
+from .dist_options import MpDistSamplingWorkerOptions
+from .message import encode_error, raise_if_error
+from .rpc import init_rpc, shutdown_rpc
+
+logger = logging.getLogger(__name__)
+
+SAMPLING_GROUP = '_sampling_worker'
+# How often an idle sampling process checks that its trainer still lives.
+PARENT_CHECK_S = 1.0
+# Seconds the sampling processes get to stop after a failure before they are killed.
+NON_GRACEFUL_STOP_S = 2.0
+
+
+class MpCommand(Enum):
+  SAMPLE_ALL = 0
+  STOP = 1
+
+
+def _sampling_worker_loop(
+  rank: int,
+  world_size: int,
+  data_payload: bytes,
+  sampler_input: Union[NodeSamplerInput, EdgeSamplerInput],
+  config: SamplingConfig,
+  options: MpDistSamplingWorkerOptions,
+  channel: ChannelBase,
+  tasks: Connection,
+  status: Connection,
+  parent_pid: int,
+) -> None:
+  r"""A sampling process: samples the batches its trainer hands it, epoch by
+  epoch, into the trainer's channel; reports start-up, the end of each
+  epoch's sampling and start-up failures on ``status``."""
+  torch.set_num_threads(1)
+  sampler = None
+  graceful = True  # peers may still need this partition: leave together
+  try:
+    # Unpickled here rather than by the spawn bootstrap, so that a partition
+    # that fails to load is reported to the trainer with its cause.
+    data: DistDataset = pickle.loads(data_payload)
+    init_worker_group(world_size, rank, SAMPLING_GROUP)
+    init_rpc(
+      options.master_addr, options.master_port, options.num_rpc_threads or 4, options.rpc_timeout
+    )
+    seed = None if config.seed is None else config.seed + rank
+    sampler = DistNeighborSampler.from_config(
+      data, config, seed, concurrency=options.worker_concurrency
+    )
+    status.send(('ready', rank, None))
+
+    trainer_gone = threading.Event()
+
+    def deliver(msg: SampleMessage) -> None:
+      try:
+        channel.send(msg)
+      except ChannelClosedError:
+        trainer_gone.set()
+
+    def report(error: BaseException) -> None:
+      if trainer_gone.is_set():
+        return
+      text = ''.join(traceback.format_exception(type(error), error, error.__traceback__))
+      deliver(encode_error(f'sampling process {rank} (pid {os.getpid()}):\n{text}'))
+
+    while True:
+      if not tasks.poll(PARENT_CHECK_S):
+        if os.getppid() != parent_pid:
+          logger.error('sampling process %d: its trainer exited; stopping', rank)
+          graceful = False
+          return
+        continue
+      command, batches = tasks.recv()
+      if command == MpCommand.STOP:
+        graceful = bool(batches)  # STOP carries whether to wait for the peers
+        return
+      for index in batches:
+        if trainer_gone.is_set():
+          break
+        coro = sampler.sample_coroutine(config.sampling_type, sampler_input[index], index)
+        sampler.add_task(coro, callback=deliver, on_error=report)
+      sampler.wait_all()
+      if trainer_gone.is_set():
+        logger.error('sampling process %d: its trainer exited; stopping', rank)
+        graceful = False
+        return
+      status.send(('sampled', rank, None))
+  except Exception:
+    graceful = False
+    text = traceback.format_exc()
+    try:
+      status.send(('error', rank, text))
+    except OSError:  # the trainer is gone
+      pass
+    try:
+      channel.send(encode_error(f'sampling process {rank} (pid {os.getpid()}):\n{text}'), 1000)
+    except Exception:  # the trainer is gone or the channel full: status has it
+      pass
+  finally:
+    if sampler is not None:
+      sampler.shutdown_loop()
+    shutdown_rpc(graceful=graceful, timeout=options.rpc_timeout)
+
+
+class DistMpSamplingProducer(BatchSource):
+  r"""Runs a loader's sampling in spawned processes.
+
+  Args:
+    data: this trainer's partition.
+    sampler_input: this trainer's seeds.
+    sampling_config: what to sample and how to batch it.
+    worker_options: how many processes, where they meet.
+    output_channel: where they send batches.
+  """
+
+  def __init__(
+    self,
+    data: DistDataset,
+    sampler_input: Union[NodeSamplerInput, EdgeSamplerInput],
+    sampling_config: SamplingConfig,
+    worker_options: MpDistSamplingWorkerOptions,
+    output_channel: ChannelBase,
+  ):
+    self.data = data
+    self.sampler_input = sampler_input
+    self.sampling_config = sampling_config
+    self.worker_options = worker_options
+    self.output_channel = output_channel
+    self.num_workers = worker_options.num_workers
+    self._batcher = SeedBatcher.from_config(len(sampler_input), sampling_config)
+    # Pipes, not queues: they hold no named semaphores that a killed process
+    # would leave behind in /dev/shm.
+    self._procs: List[multiprocessing.Process] = []
+    self._tasks: List[Connection] = []
+    self._status: List[Connection] = []
+    self._remaining = 0  # batches of this epoch not yet received
+    self._sampled = 0  # processes that sampled all of their share this epoch
+    self._failed = False
+
+  def init(self) -> None:
+    r"""Starts the sampling processes and waits until all are ready (they
+    meet the other trainers' sampling processes first)."""
+    ctx = get_context()
+    ctx_mp = multiprocessing.get_context('spawn')
+    world_size = ctx.world_size * self.num_workers
+    for i in range(self.num_workers):
+      task_reader, task_writer = ctx_mp.Pipe(duplex=False)
+      status_reader, status_writer = ctx_mp.Pipe(duplex=False)
+      proc = ctx_mp.Process(
+        target=_sampling_worker_loop,
+        args=(
+          ctx.rank * self.num_workers + i,
+          world_size,
+          bytes(ForkingPickler.dumps(self.data)),  # one per process: shared fds go once
+          self.sampler_input,
+          self.sampling_config,
+          self.worker_options,
+          self.output_channel,
+          task_reader,
+          status_writer,
+          os.getpid(),
+        ),
+        daemon=True,
+        name=f'glt-sampler-{ctx.rank}-{i}',
+      )
+      proc.start()
+      task_reader.close()
+      status_writer.close()
+      self._tasks.append(task_writer)
+      self._status.append(status_reader)
+      self._procs.append(proc)
+    try:
+      self._wait_ready()
+    except BaseException:
+      self.shutdown(graceful=False)
+      raise
+
+  def _wait_ready(self) -> None:
+    r"""Waits for every sampling process's start-up report, all at once: the
+    first failure (an error, or a process that died) is raised as soon as it
+    happens, naming the process and its cause."""
+    timeout = self.worker_options.rpc_timeout
+    deadline = time.monotonic() + timeout
+    waiting = dict(zip(self._status, self._procs))
+    while waiting:
+      ready = mp_connection.wait(list(waiting), max(0.0, deadline - time.monotonic()))
+      if not ready:
+        names = ', '.join(p.name for p in waiting.values())
+        raise TimeoutError(
+          f'the sampling processes {names} were not ready within {timeout} s: they wait for the '
+          f"other trainers' sampling processes at {self.worker_options.master_addr}:"
+          f'{self.worker_options.master_port} (did every trainer create its loader?)'
+        )
+      for status in ready:
+        proc = waiting.pop(status)
+        try:
+          kind, rank, text = status.recv()
+        except EOFError:  # it died before it could say why
+          proc.join(1)
+          raise RuntimeError(
+            f'sampling process {proc.name} (pid {proc.pid}) died at start-up with exit code '
+            f'{proc.exitcode}'
+          ) from None
+        if kind == 'error':
+          raise RuntimeError(f'sampling process {rank} failed to start:\n{text}')
+
+  def __len__(self) -> int:
+    return len(self._batcher)
+
+  def produce_all(self) -> int:
+    r"""Hands out this epoch's batches (reshuffled) to the sampling
+    processes; returns how many batches will arrive."""
+    batches = list(self._batcher)
+    self._read_status()  # the last epoch's reports
+    self._sampled = 0
+    for i, tasks in enumerate(self._tasks):
+      tasks.send((MpCommand.SAMPLE_ALL, batches[i :: self.num_workers]))
+    self._remaining = len(batches)
+    return len(batches)
+
+  def start_epoch(self) -> int:
+    while self._remaining > 0:  # the last epoch was left unfinished
+      self.next_message()
+    return self.produce_all()
+
+  def next_message(self) -> Optional[SampleMessage]:
+    if self._remaining == 0:
+      return None
+    try:
+      msg = self.output_channel.recv(timeout_ms=self.worker_options.rpc_timeout * 1000)
+      raise_if_error(msg)
+    except BaseException:
+      self._failed = True  # the samplers cannot finish the epoch: shut down at once
+      raise
+    self._remaining -= 1
+    return msg
+
+  def is_all_sampling_completed(self) -> bool:
+    r"""Whether every sampling process has sampled all of its share of this
+    epoch (its batches may still wait in the channel)."""
+    self._read_status()
+    return self._sampled >= self.num_workers
+
+  def _read_status(self) -> None:
+    r"""Counts the sampling processes' end-of-epoch reports that arrived."""
+    for status in self._status:
+      try:
+        while status.poll():
+          if status.recv()[0] == 'sampled':
+            self._sampled += 1
+      except (EOFError, OSError):  # a dead process: next_message reports it
+        pass
+
+  def is_all_sampling_completed_and_consumed(self) -> bool:
+    r"""Whether every batch of this epoch was sampled and received."""
+    return self._remaining == 0
+
+  def shutdown(self, graceful: Optional[bool] = None, timeout: Optional[float] = None) -> None:
+    r"""Stops the sampling processes (idempotent).
+
+    Args:
+      graceful: leave the samplers' RPC world together with the other
+        trainers' samplers, which may still need this partition (waits until
+        every trainer's loader is shut down); False leaves at once. Default:
+        graceful unless a batch failed.
+      timeout: the longest wait for all of them together (default: the RPC
+        timeout plus 10 s when graceful, else 2 s: after a failure a sampler
+        may be stuck in a request to a dead peer); then they are killed.
+    """
+    if graceful is None:
+      graceful = not self._failed
+    if timeout is None:
+      timeout = self.worker_options.rpc_timeout + 10 if graceful else NON_GRACEFUL_STOP_S
+    for tasks in self._tasks:
+      try:
+        tasks.send((MpCommand.STOP, graceful))
+      except (ValueError, OSError):  # the process is already gone
+        pass
+    deadline = time.monotonic() + timeout
+    for proc in self._procs:
+      proc.join(max(0.0, deadline - time.monotonic()))
+      if proc.is_alive():
+        logger.warning('sampling process %s did not stop; killing it', proc.name)
+        proc.kill()
+        proc.join()
+    for conn in self._tasks + self._status:
+      conn.close()
+    self._procs, self._tasks, self._status = [], [], []

@@ -1,0 +1,163 @@
+"""Remote sampling: a client loader's batches sampled on servers
+(server-client mode)."""
+
+import logging
+from typing import List, Optional, Tuple, Union
+
+import torch
+
+from ..channel import RemoteReceivingChannel, SampleMessage
+from ..sampler.base import EdgeSamplerInput, NodeSamplerInput, RemoteSamplerInput, SamplingConfig
+from .batch_source import BatchSource
+from .dist_client import async_request_server
+from .dist_context import assign_server_by_order, get_context
+from .dist_options import RemoteDistSamplingWorkerOptions
+from .message import raise_if_error
+from .rpc import rpc_is_initialized
+
+logger = logging.getLogger(__name__)
+
+RemoteInput = Union[
+  NodeSamplerInput, EdgeSamplerInput, RemoteSamplerInput, List[RemoteSamplerInput]
+]
+
+
+def _fetch(server_rank: int, producer_id: int) -> torch.futures.Future:
+  return async_request_server(server_rank, 'fetch_one_sampled_message', producer_id)
+
+
+class RemoteBatchSource(BatchSource):
+  r"""Has servers sample a client loader's batches: one sampling producer
+  per server, created at ``init``, which samples ahead; the client pulls
+  ``prefetch_size`` batches ahead from each.
+
+  Args:
+    sampler_input: seeds that are split evenly among the servers (batches'
+      input ids index them), a RemoteSamplerInput each server reads from
+      its own partition, or a list of inputs, one per server.
+    sampling_config: what to sample and how to batch it.
+    worker_options: the servers and how they sample.
+  """
+
+  def __init__(
+    self,
+    sampler_input: RemoteInput,
+    sampling_config: SamplingConfig,
+    worker_options: RemoteDistSamplingWorkerOptions,
+  ):
+    self.sampler_input = sampler_input
+    self.sampling_config = sampling_config
+    self.worker_options = worker_options
+    self.servers: List[int] = []
+    self.producer_ids: List[int] = []
+    self._num_batches = 0
+    self._epoch = -1
+    self._remaining = 0
+    self._channel: Optional[RemoteReceivingChannel] = None
+
+  def _server_inputs(self) -> List[Tuple[int, object, int]]:
+    r"""``(server rank, its input, the offset of its input ids)`` per server."""
+    opts = self.worker_options
+    servers = opts.server_rank if opts.server_rank is not None else assign_server_by_order()
+    servers = [servers] if isinstance(servers, int) else list(servers)
+    num_servers = get_context().num_servers()
+    bad = [s for s in servers if s >= num_servers]
+    if bad:
+      raise ValueError(f'server_rank {bad} is outside the {num_servers} servers')
+    inputs = self.sampler_input
+    if isinstance(inputs, (list, tuple)):
+      if len(inputs) != len(servers):
+        raise ValueError(f'{len(inputs)} inputs for {len(servers)} servers: give one per server')
+      return [(s, inp, 0) for s, inp in zip(servers, inputs)]
+    if isinstance(inputs, RemoteSamplerInput):  # each server reads its own
+      return [(s, inputs, 0) for s in servers]
+    bounds = torch.linspace(0, len(inputs), len(servers) + 1).long().tolist()
+    return [(s, inputs[torch.arange(lo, hi)], lo) for s, lo, hi in zip(servers, bounds, bounds[1:])]
+
+  def init(self) -> None:
+    r"""Creates a sampling producer on each server (each destroyed again
+    when another fails to create one)."""
+    ctx = get_context()
+    created = []
+    for server, inputs, offset in self._server_inputs():
+      fut = async_request_server(
+        server,
+        'create_sampling_producer',
+        inputs,
+        self.sampling_config,
+        self.worker_options,
+        client_rank=ctx.rank,
+        input_offset=offset,
+      )
+      created.append((server, fut))
+    try:
+      errors = []
+      for server, fut in created:
+        try:
+          self.producer_ids.append(fut.wait())
+          self.servers.append(server)
+        except Exception as e:  # destroy the others' producers first
+          errors.append(e)
+      if errors:
+        raise errors[0]
+      sizes = self._on_producers('get_sampling_producer_size')
+    except BaseException:
+      self.shutdown()
+      raise
+    self._num_batches = sum(n for _, n in sizes)
+    self._channel = RemoteReceivingChannel(
+      self.servers, self.producer_ids, self.worker_options.prefetch_size, fetch=_fetch
+    )
+
+  def _on_producers(self, method: str, *args) -> List:
+    r"""``method(producer id, *args)`` on each server, at once; the results
+    in server order. A failure names its server."""
+    futures = [
+      (s, async_request_server(s, method, p, *args))
+      for s, p in zip(self.servers, self.producer_ids)
+    ]
+    results = []
+    for server, fut in futures:
+      try:
+        results.append(fut.wait())
+      except Exception as e:
+        raise RuntimeError(
+          f'server {server} failed to answer {method}: {type(e).__name__}: {e}'
+        ) from e
+    return results
+
+  def __len__(self) -> int:
+    return self._num_batches
+
+  def start_epoch(self) -> int:
+    timeout = self.worker_options.rpc_timeout
+    if not self._channel.drain(timeout):  # the last epoch was left unfinished
+      raise TimeoutError(f'the servers did not answer within {timeout} s')
+    self._epoch += 1
+    counts = self._on_producers('start_new_epoch_sampling', self._epoch)
+    self._channel.reset(counts)
+    self._remaining = sum(counts)
+    return self._remaining
+
+  def next_message(self) -> Optional[SampleMessage]:
+    if self._remaining == 0:
+      return None
+    msg = self._channel.recv(timeout_ms=self.worker_options.rpc_timeout * 1000)
+    raise_if_error(msg)
+    self._remaining -= 1
+    return msg
+
+  def shutdown(self) -> None:
+    ids, self.producer_ids = self.producer_ids, []
+    ctx = get_context()
+    if not ids or not rpc_is_initialized() or ctx is None or not ctx.is_client():
+      return  # the client has left: the servers destroyed its producers
+    futures = [
+      (s, async_request_server(s, 'destroy_sampling_producer', p))
+      for s, p in zip(self.servers, ids)
+    ]
+    for server, fut in futures:
+      try:
+        fut.wait()
+      except Exception as e:  # a dead server has nothing left to destroy
+        logger.warning('server %d did not destroy its sampling producer: %s', server, e)

@@ -1,0 +1,74 @@
+"""Gathering the features and labels of a sampled batch, from one machine's
+tables or from every partition's."""
+
+from typing import Callable, Optional, Union
+
+import torch
+
+from ..data.dataset import Dataset
+from ..typing import EdgeType, NodeType, reverse_edge_type
+from .batch import SampledBatch
+
+RowLookup = Callable[[torch.Tensor, Union[NodeType, EdgeType]], torch.futures.Future]
+r"""Fetches feature rows: ``(ids, type) -> future of the rows, in id order``
+(``DistFeature.async_get`` fetches any partition's)."""
+
+
+def _done(value) -> torch.futures.Future:
+  fut = torch.futures.Future()
+  fut.set_result(value)
+  return fut
+
+
+def local_rows(data: Dataset, kind: str) -> RowLookup:
+  r"""Row lookups in ``data``'s own node (``kind='node'``) or edge tables."""
+  get = data.get_node_feature if kind == 'node' else data.get_edge_feature
+  return lambda ids, type_: _done(get(type_)[ids])
+
+
+def collect_features(
+  batch: SampledBatch,
+  data: Dataset,
+  node_rows: Optional[RowLookup] = None,
+  edge_rows: Optional[RowLookup] = None,
+  with_labels: bool = True,
+) -> torch.futures.Future:
+  r"""Gathers the node features (``x``), labels (``y``) and edge features
+  (``attr``) of a batch into it; returns a future of the batch.
+
+  Only types whose features ``data`` has are gathered. Edge features are
+  looked up by the graph's edge type: with ``edge_dir='out'`` a batch holds
+  edges under the reversed type.
+
+  Args:
+    batch: the batch (changed in place).
+    data: the dataset it was sampled from (a ``DistDataset`` too: its
+      partition's tables say which types have features, and it has every
+      node's labels).
+    node_rows: fetches node feature rows (default: ``data``'s own table).
+    edge_rows: fetches edge feature rows (default: ``data``'s own table).
+    with_labels: gather labels too.
+  """
+  node_rows = node_rows or local_rows(data, 'node')
+  edge_rows = edge_rows or local_rows(data, 'edge')
+  pending = []  # (store, field, future)
+  for ntype, node in batch.nodes.items():
+    if data.get_node_feature(ntype) is not None:
+      pending.append((node, 'x', node_rows(node.ids, ntype)))
+    if with_labels:
+      node.y = data.gather_node_labels(node.ids, ntype)
+  for etype, edge in batch.edges.items():
+    if edge.eids is None:
+      continue
+    stored = reverse_edge_type(etype) if data.edge_dir == 'out' else etype
+    if data.get_edge_feature(stored) is not None:
+      pending.append((edge, 'attr', edge_rows(edge.eids, stored)))
+  if not pending:
+    return _done(batch)
+
+  def fill(_) -> SampledBatch:
+    for store, name, fut in pending:
+      setattr(store, name, fut.value())
+    return batch
+
+  return torch.futures.collect_all([fut for _, _, fut in pending]).then(fill)

@@ -1,0 +1,683 @@
+"""The multi-hop sampling engine that every neighbor sampler drives.
+
+A neighbor sampler is two things: a way to answer one hop (draw up to k
+neighbors of some seeds along one edge type) and everything around it: seed
+checks, which hops to ask for, deduplication and relabelling of the nodes met
+(the inducer), the random stream, and the output. This module is the second
+part. ``NeighborSampler`` drives it with hops answered from its own
+topologies; ``DistNeighborSampler`` with hops answered by whichever partition
+owns each seed. A homogeneous graph is the one-type case of a heterogeneous
+one, with the types ``HOMO_NODE_TYPE`` and ``HOMO_EDGE_TYPE``.
+
+Driving the engine::
+
+    engine = MultiHopSampler(schema, num_neighbors)
+    steps = engine.sample_steps({node_type: seeds})
+    requests = next(steps)                  # this hop's HopRequests
+    while True:                             # until StopIteration(HopResult)
+      requests = steps.send([answer(r) for r in requests])
+
+``MultiHopSampler.sample`` does exactly that for an answer that returns at
+once. A new sampler (another device, another storage) plugs in by answering
+``HopRequest`` s with ``NeighborOutput`` s.
+"""
+
+import contextlib
+import math
+import queue
+from dataclasses import dataclass
+from typing import Callable, Dict, Generator, Iterator, List, NamedTuple, Optional, Tuple, Union
+
+import torch
+
+from .._ext import ops
+from ..data.graph import Graph
+from ..typing import (
+  HOMO_EDGE_TYPE,
+  HOMO_NODE_TYPE,
+  EdgeType,
+  NodeType,
+  NumNeighbors,
+  reverse_edge_type,
+)
+from .base import (
+  EdgeSamplerInput,
+  HeteroSamplerOutput,
+  NegativeSampling,
+  NeighborOutput,
+  NodeSamplerInput,
+  SamplerOutput,
+)
+
+# Node types up to this size get an id-indexed inducer map (4 bytes a node).
+DENSE_INDUCER_MAX_NODES = 1 << 26
+
+
+class HopRequest(NamedTuple):
+  """One draw of a hop: up to ``fanout`` neighbors (-1: all) of each of
+  ``seeds`` along edge type ``etype``."""
+
+  etype: EdgeType
+  seeds: torch.Tensor
+  fanout: int
+
+
+def check_graphs(graphs: Dict[EdgeType, Graph], edge_dir: str, with_weight: bool = False) -> None:
+  """Checks that topologies can be sampled as asked.
+
+  Args:
+    graphs: a Graph per edge type.
+    edge_dir: 'out' needs CSR topologies, 'in' CSC.
+    with_weight: weighted sampling needs edge weights.
+  """
+  expected = 'CSR' if edge_dir == 'out' else 'CSC'
+  for etype, g in graphs.items():
+    if not isinstance(g, Graph):
+      raise TypeError(f'graph of {etype} must be a Graph, got {type(g).__name__}')
+    if g.topo.layout != expected:
+      raise ValueError(
+        f"edge_dir '{edge_dir}' needs a {expected} topology, but {etype} is {g.topo.layout}"
+      )
+    if with_weight and g.topo.edge_weights is None:
+      raise ValueError(f'with_weight=True but the graph of {etype} has no edge weights')
+
+
+class SamplingSchema:
+  """The node and edge types of a graph as a sampler walks it.
+
+  With ``edge_dir='out'`` an edge type's topology has a row per source node
+  (its seeds are sources, its neighbors destinations) and sampled edges are
+  returned under the reversed type, in message-passing direction; with
+  ``'in'`` the other way round.
+
+  Args:
+    edge_types: the graph's edge types (``[HOMO_EDGE_TYPE]`` when
+      homogeneous).
+    num_nodes: the number of nodes of each node type.
+    edge_dir: 'out' or 'in'.
+    is_hetero: whether the graph is heterogeneous.
+  """
+
+  def __init__(
+    self,
+    edge_types: List[EdgeType],
+    num_nodes: Dict[NodeType, int],
+    edge_dir: str,
+    is_hetero: bool,
+  ):
+    if edge_dir not in ('in', 'out'):
+      raise ValueError(f"edge_dir must be 'in' or 'out', got {edge_dir!r}")
+    self.edge_types = list(edge_types)
+    self.edge_dir = edge_dir
+    self.is_hetero = is_hetero
+    self.node_types: List[NodeType] = sorted({t for e in self.edge_types for t in (e[0], e[-1])})
+    self.type_index = {t: i for i, t in enumerate(self.node_types)}
+    self.num_nodes = {t: int(num_nodes.get(t, 0)) for t in self.node_types}
+
+  @classmethod
+  def from_graphs(
+    cls, graphs: Dict[EdgeType, Graph], edge_dir: str, is_hetero: bool
+  ) -> 'SamplingSchema':
+    """The schema of topologies by edge type: a node type has as many nodes
+    as the largest row or column count that names it.
+
+    Args:
+      graphs: a Graph per edge type.
+      edge_dir: how they are stored ('out': CSR, 'in': CSC).
+      is_hetero: whether the graph is heterogeneous.
+    """
+    schema = cls(list(graphs), {}, edge_dir, is_hetero)
+    for etype, g in graphs.items():
+      for ntype, count in (
+        (schema.seed_type(etype), g.row_count),
+        (schema.nbr_type(etype), g.col_count),
+      ):
+        schema.num_nodes[ntype] = max(schema.num_nodes[ntype], count)
+    return schema
+
+  def pad_rows(self, graphs: Dict[EdgeType, Graph]) -> None:
+    """Gives every node of an edge type's seed type a row of its topology
+    (empty for a node without such edges: a destination-only node, say), so
+    that any node can be a seed."""
+    for etype, g in graphs.items():
+      g.topo.resize(num_rows=self.num_nodes[self.seed_type(etype)])
+
+  def seed_type(self, etype: EdgeType) -> NodeType:
+    """The node type of an edge type's rows: the side its seeds are on."""
+    return etype[0] if self.edge_dir == 'out' else etype[-1]
+
+  def nbr_type(self, etype: EdgeType) -> NodeType:
+    """The node type an edge type's sampled neighbors have."""
+    return etype[-1] if self.edge_dir == 'out' else etype[0]
+
+  def out_edge_type(self, etype: EdgeType) -> EdgeType:
+    """The type under which edges sampled along ``etype`` are returned."""
+    return reverse_edge_type(etype) if self.edge_dir == 'out' else etype
+
+  def input_node_type(self, input_type: Optional[NodeType]) -> NodeType:
+    """The node type of seeds given as ``input_type`` (checked)."""
+    if not self.is_hetero:
+      return HOMO_NODE_TYPE
+    if input_type is None:
+      raise ValueError('the graph is heterogeneous: NodeSamplerInput needs an input_type')
+    if input_type not in self.type_index:
+      raise ValueError(f'unknown node type {input_type!r}; known: {self.node_types}')
+    return input_type
+
+  def input_edge_type(self, input_type: Optional[EdgeType]) -> EdgeType:
+    """The edge type of seed edges given as ``input_type`` (checked)."""
+    if not self.is_hetero:
+      return HOMO_EDGE_TYPE
+    if input_type is None or tuple(input_type) not in self.edge_types:
+      raise ValueError(f'unknown edge type {input_type!r}; known: {self.edge_types}')
+    return tuple(input_type)
+
+  def check_seeds(self, seeds, ntype: NodeType) -> torch.Tensor:
+    """``seeds`` as a 1-D int64 CPU tensor of ids of ``ntype``.
+
+    Raises:
+      ValueError: they are not integers, or one is out of range.
+    """
+    if not isinstance(seeds, torch.Tensor):
+      seeds = torch.as_tensor(seeds)
+    if seeds.is_floating_point() or seeds.dtype == torch.bool:
+      raise ValueError(f'seed node ids must be integers, got dtype {seeds.dtype}')
+    seeds = seeds.to(torch.int64).reshape(-1).cpu()
+    if seeds.numel():
+      lo, hi, n = int(seeds.min()), int(seeds.max()), self.num_nodes[ntype]
+      if lo < 0 or hi >= n:
+        what = f"node type '{ntype}'" if self.is_hetero else 'the graph'
+        bad = lo if lo < 0 else hi
+        raise ValueError(
+          f'seed node id {bad} is out of range: {what} has {n} nodes (ids 0..{n - 1}); '
+          f'a graph with isolated high-id nodes needs num_nodes in Dataset.init_graph'
+        )
+    return seeds
+
+  def normalize_fanouts(self, num_neighbors: NumNeighbors) -> Dict[EdgeType, List[int]]:
+    """``num_neighbors`` as a list of per-hop fanouts for every edge type
+    (checked; an edge type a dict leaves out gets 0, skipped, in every hop)."""
+
+    def check(values, where: str, allow_zero: bool) -> List[int]:
+      if not isinstance(values, (list, tuple)) or not values:
+        raise ValueError(f'num_neighbors{where} must be a non-empty list, got {values!r}')
+      out = []
+      for v in values:
+        if not isinstance(v, int) or isinstance(v, bool):
+          raise ValueError(f'num_neighbors{where} must hold integers, got {v!r}')
+        if v < -1 or (v == 0 and not allow_zero):
+          raise ValueError(f'num_neighbors{where} must be -1 (all neighbors) or positive, got {v}')
+        out.append(v)
+      return out
+
+    if isinstance(num_neighbors, dict):
+      if not self.is_hetero:
+        raise ValueError('num_neighbors is a dict but the graph is homogeneous')
+      unknown = [k for k in num_neighbors if k not in self.edge_types]
+      if unknown:
+        raise ValueError(f'num_neighbors names unknown edge types {unknown}')
+      fanouts = {
+        etype: check(list(v), f'[{etype}]', allow_zero=True) for etype, v in num_neighbors.items()
+      }
+      hops = {len(v) for v in fanouts.values()}
+      if len(hops) != 1:
+        raise ValueError('num_neighbors must give every edge type the same number of hops')
+      num_hops = hops.pop()
+      return {etype: fanouts.get(etype, [0] * num_hops) for etype in self.edge_types}
+    values = check(num_neighbors, '', allow_zero=False)
+    return {etype: values for etype in self.edge_types}
+
+
+class RandomStream:
+  """A sampler's randomness: its own generator when seeded, else torch's
+  global one (so ``torch.manual_seed`` governs it).
+
+  Args:
+    seed: seeds the stream; None draws from torch's global generator.
+  """
+
+  def __init__(self, seed: Optional[int] = None):
+    self.seed = seed
+    self.generator = torch.Generator().manual_seed(seed) if seed is not None else None
+
+  def kernel_seed(self) -> int:
+    """A seed for one call of a C++ sampling kernel."""
+    return int(torch.randint(0, 2**62, (1,), generator=self.generator))
+
+  def randint(self, high: int, n: int) -> torch.Tensor:
+    """``n`` uniform integers in ``[0, high)``."""
+    return torch.randint(0, high, (n,), generator=self.generator)
+
+  def choice(self, weight: torch.Tensor, n: int) -> torch.Tensor:
+    """``n`` indices drawn with replacement, proportionally to ``weight``."""
+    return torch.multinomial(weight.float(), n, replacement=True, generator=self.generator)
+
+
+@dataclass
+class HopResult:
+  """Every hop of a sampled batch, deduplicated and relabelled.
+
+  Args:
+    node: the global ids of the nodes met, per node type (seeds first, then
+      each hop's new nodes).
+    row: per output edge type, the local index of each edge's neighbor
+      (message-passing source).
+    col: per output edge type, the local index of the node it was sampled
+      for.
+    edge: per output edge type, the sampled edges' ids (with ``with_edge``).
+    num_sampled_nodes: per node type, the nodes added in each hop (hop 0: the
+      seeds).
+    num_sampled_edges: per output edge type, the edges added in each hop.
+    seed_local: per node type of the seeds, each input seed's local index.
+  """
+
+  node: Dict[NodeType, torch.Tensor]
+  row: Dict[EdgeType, torch.Tensor]
+  col: Dict[EdgeType, torch.Tensor]
+  edge: Optional[Dict[EdgeType, torch.Tensor]]
+  num_sampled_nodes: Dict[NodeType, List[int]]
+  num_sampled_edges: Dict[EdgeType, List[int]]
+  seed_local: Dict[NodeType, torch.Tensor]
+
+
+@dataclass
+class LinkBatch:
+  """A checked batch of seed edges on its way through link sampling.
+
+  Args:
+    etype: the seed edges' type.
+    row: their sources.
+    col: their destinations.
+    label: their labels (or None).
+    neg: the negative sampling asked for (or None).
+  """
+
+  etype: EdgeType
+  row: torch.Tensor
+  col: torch.Tensor
+  label: Optional[torch.Tensor]
+  neg: Optional[NegativeSampling]
+
+  @property
+  def num_negatives(self) -> int:
+    """How many negative pairs (binary) or destinations (triplet) to draw."""
+    if self.neg is None:
+      return 0
+    if self.neg.is_binary():
+      return math.ceil(self.row.numel() * self.neg.amount)
+    return self.row.numel() * int(self.neg.amount)
+
+  @property
+  def strict_negatives(self) -> Optional[Tuple[int, Optional[torch.Tensor]]]:
+    """``(number, fixed sources)`` of the non-edges to draw from the graph:
+    ``(n, None)`` for binary pairs, ``(0, sources)`` for triplet
+    destinations; None when none are needed."""
+    if self.neg is None or self.neg.weight is not None:
+      return None
+    if self.neg.is_binary():
+      return self.num_negatives, None
+    return 0, self.row.repeat_interleave(int(self.neg.amount))
+
+
+def hop_counts(counts: List[int], device: torch.device) -> torch.Tensor:
+  """Per-hop counts of one type as a tensor that ends at the last hop the
+  type appeared in (``[4, 0, 3, 0]`` -> ``[4, 0, 3]``)."""
+  end = len(counts)
+  while end > 0 and counts[end - 1] == 0:
+    end -= 1
+  return torch.tensor(counts[:end], dtype=torch.int64, device=device)
+
+
+def sample_one_hop(
+  topo,
+  seeds: torch.Tensor,
+  fanout: int,
+  rng_seed: int,
+  with_edge: bool = False,
+  with_weight: bool = False,
+  replace: bool = False,
+) -> NeighborOutput:
+  """One hop from a topology held here: up to ``fanout`` neighbors (-1: all)
+  of each of ``seeds`` (rows of ``topo``).
+
+  Args:
+    topo: the edge type's Topology.
+    seeds: row ids.
+    fanout: neighbors per seed, -1 for all.
+    rng_seed: the kernel's random seed (each seed draws from its own stream).
+    with_edge: return the sampled edges' ids.
+    with_weight: draw proportionally to the edge weights.
+    replace: draw with replacement.
+  """
+  nbr, nbr_num, eid = ops.sample_neighbors(
+    topo.indptr,
+    topo.indices,
+    topo.edge_ids if with_edge else None,
+    topo.edge_weights if with_weight else None,
+    seeds,
+    int(fanout),
+    replace,
+    rng_seed,
+  )
+  return NeighborOutput(nbr, nbr_num, eid if with_edge else None)
+
+
+HopAnswer = Callable[[HopRequest], NeighborOutput]
+r"""Answers one hop request (a synchronous driver's part)."""
+
+
+class MultiHopSampler:
+  """The hop loop and its bookkeeping, for any way of answering one hop.
+
+  Args:
+    schema: the graph's types and sizes.
+    num_neighbors: neighbors per hop (-1: all); a dict of lists by edge type
+      for a heterogeneous graph (0 skips an edge type in a hop). None for a
+      sampler that only answers single hops.
+    with_edge: the answers carry edge ids, and outputs return them.
+    random: the random stream of link sampling's weighted negatives (default:
+      torch's global generator).
+    device: where outputs go.
+  """
+
+  def __init__(
+    self,
+    schema: SamplingSchema,
+    num_neighbors: Optional[NumNeighbors] = None,
+    with_edge: bool = False,
+    random: Optional[RandomStream] = None,
+    device: torch.device = torch.device('cpu'),
+  ):
+    self.schema = schema
+    self.num_neighbors = num_neighbors
+    self.fanouts = schema.normalize_fanouts(num_neighbors) if num_neighbors is not None else None
+    self.with_edge = with_edge
+    self.random = random if random is not None else RandomStream()
+    self.device = device
+    self._inducers: queue.SimpleQueue = queue.SimpleQueue()
+
+  @property
+  def num_hops(self) -> int:
+    return len(next(iter(self.fanouts.values()))) if self.fanouts else 0
+
+  # -- inducers ---------------------------------------------------------------
+
+  def create_inducer(self):
+    """A new inducer: one id space per node type, an id-indexed map (4 bytes
+    a node) where that stays small, else a hash table."""
+    sizes = [self.schema.num_nodes[t] for t in self.schema.node_types]
+    return ops.Inducer(len(sizes), [n if n <= DENSE_INDUCER_MAX_NODES else 0 for n in sizes])
+
+  @contextlib.contextmanager
+  def inducer(self) -> Iterator:
+    """An inducer for one batch, from the engine's pool (made on demand and
+    kept for reuse: batches in flight at once each get their own)."""
+    try:
+      inducer = self._inducers.get_nowait()
+    except queue.Empty:
+      inducer = self.create_inducer()
+    try:
+      yield inducer
+    finally:
+      self._inducers.put(inducer)
+
+  # -- the hop loop -----------------------------------------------------------
+
+  def sample_steps(
+    self, seed_dict: Dict[NodeType, torch.Tensor], inducer=None
+  ) -> Generator[List[HopRequest], List[NeighborOutput], HopResult]:
+    """Multi-hop sampling with the one-hop draws left to the caller.
+
+    Yields, once per hop, the hop's requests and takes back their
+    NeighborOutputs in the same order; returns the deduplicated and
+    relabelled result. ``inducer`` (default: one from the pool, returned
+    when the generator ends or is closed) must not be shared by two
+    unfinished runs.
+
+    Args:
+      seed_dict: checked seed ids by node type.
+      inducer: the inducer to use.
+    """
+    if self.fanouts is None:
+      raise ValueError('the sampler has no num_neighbors')
+    if inducer is None:
+      with self.inducer() as pooled:
+        return (yield from self.sample_steps(seed_dict, pooled))
+    schema = self.schema
+    empty = torch.empty(0, dtype=torch.int64)
+    seeds = [seed_dict.get(t, empty) for t in schema.node_types]
+    frontier = dict(zip(schema.node_types, inducer.init_nodes(seeds)))
+    seed_local = {t: inducer.local_ids(schema.type_index[t], s) for t, s in seed_dict.items()}
+    nodes = {t: [f] for t, f in frontier.items()}
+    num_nodes = {t: [f.numel()] for t, f in frontier.items()}
+    out_etypes = {etype: schema.out_edge_type(etype) for etype in schema.edge_types}
+    rows = {out_etypes[e]: [] for e in schema.edge_types}
+    cols = {out_etypes[e]: [] for e in schema.edge_types}
+    edges = {out_etypes[e]: [] for e in schema.edge_types}
+    num_edges = {out_etypes[e]: [0] * self.num_hops for e in schema.edge_types}
+
+    for hop in range(self.num_hops):
+      requests = [
+        HopRequest(etype, frontier[schema.seed_type(etype)], fanout[hop])
+        for etype, fanout in self.fanouts.items()
+        if fanout[hop] != 0 and frontier[schema.seed_type(etype)].numel() > 0
+      ]
+      outs = (yield requests) if requests else []
+      if len(outs) != len(requests):
+        raise ValueError(f'{len(requests)} hop requests got {len(outs)} answers')
+      new_nodes, hop_rows, hop_cols = inducer.induce_next(
+        [schema.type_index[schema.seed_type(r.etype)] for r in requests],
+        [schema.type_index[schema.nbr_type(r.etype)] for r in requests],
+        [r.seeds for r in requests],
+        [out.nbr for out in outs],
+        [out.nbr_num for out in outs],
+      )
+      for request, out, r, c in zip(requests, outs, hop_rows, hop_cols):
+        key = out_etypes[request.etype]
+        rows[key].append(c)  # message passing: neighbor -> the node it was sampled for
+        cols[key].append(r)
+        if out.edge is not None:
+          edges[key].append(out.edge)
+        num_edges[key][hop] = c.numel()
+      frontier = dict(zip(schema.node_types, new_nodes))
+      for t, f in frontier.items():
+        nodes[t].append(f)
+        num_nodes[t].append(f.numel())
+
+    def cat(parts):
+      return torch.cat(parts) if parts else empty
+
+    return HopResult(
+      node={t: cat(v) for t, v in nodes.items()},
+      row={k: cat(v) for k, v in rows.items()},
+      col={k: cat(v) for k, v in cols.items()},
+      edge={k: cat(v) for k, v in edges.items()} if self.with_edge else None,
+      num_sampled_nodes=num_nodes,
+      num_sampled_edges=num_edges,
+      seed_local=seed_local,
+    )
+
+  def sample(self, seed_dict: Dict[NodeType, torch.Tensor], answer: HopAnswer) -> HopResult:
+    """Samples every hop, each request answered by ``answer`` in turn.
+
+    Args:
+      seed_dict: checked seed ids by node type.
+      answer: one hop's draw.
+    """
+    steps = self.sample_steps(seed_dict)
+    try:
+      requests = next(steps)
+      while True:
+        requests = steps.send([answer(r) for r in requests])
+    except StopIteration as done:
+      return done.value
+    finally:
+      steps.close()
+
+  # -- inputs and outputs -----------------------------------------------------
+
+  def node_seeds(self, inputs: NodeSamplerInput) -> Tuple[NodeType, torch.Tensor]:
+    """``(node type, checked seeds)`` of a batch of seed nodes."""
+    inputs = NodeSamplerInput.cast(inputs)
+    ntype = self.schema.input_node_type(inputs.input_type)
+    return ntype, self.schema.check_seeds(inputs.node, ntype)
+
+  def to_output(
+    self, res: HopResult, input_type, metadata
+  ) -> Union[SamplerOutput, HeteroSamplerOutput]:
+    """The sampler output of sampled hops, on the engine's device.
+
+    ``batch`` holds the seeds (deduplicated, by node type). A heterogeneous
+    output holds only the node and edge types that were sampled (its
+    ``edge_types`` names them all), and counts them per hop in tensors that
+    end at the last hop the type appeared in (GLT's layout).
+
+    Args:
+      res: the sampled hops.
+      input_type: the seeds' node or edge type (heterogeneous outputs).
+      metadata: the output's metadata.
+    """
+
+    def dev(x):
+      if isinstance(x, dict):
+        return {k: dev(v) for k, v in x.items()}
+      return x.to(self.device) if isinstance(x, torch.Tensor) else x
+
+    seeds = {t: nodes[: res.num_sampled_nodes[t][0]] for t, nodes in res.node.items()}
+    if not self.schema.is_hetero:
+      return SamplerOutput(
+        node=dev(res.node[HOMO_NODE_TYPE]),
+        row=dev(res.row[HOMO_EDGE_TYPE]),
+        col=dev(res.col[HOMO_EDGE_TYPE]),
+        edge=dev(res.edge[HOMO_EDGE_TYPE]) if res.edge is not None else None,
+        batch=dev(seeds[HOMO_NODE_TYPE]),
+        num_sampled_nodes=res.num_sampled_nodes[HOMO_NODE_TYPE],
+        num_sampled_edges=res.num_sampled_edges[HOMO_EDGE_TYPE],
+        device=self.device,
+        metadata=dev(metadata),
+      )
+    ntypes = [t for t, nodes in res.node.items() if nodes.numel() > 0]
+    etypes = [e for e, rows in res.row.items() if rows.numel() > 0]
+    # edge_types names every output edge type of the graph, sampled or not
+    # (as in GLT); HeteroSamplerOutput.with_every_type fills in the others.
+    return HeteroSamplerOutput(
+      node=dev({t: res.node[t] for t in ntypes}),
+      row=dev({e: res.row[e] for e in etypes}),
+      col=dev({e: res.col[e] for e in etypes}),
+      edge=dev({e: res.edge[e] for e in etypes}) if res.edge is not None else None,
+      batch=dev({t: s for t, s in seeds.items() if s.numel() > 0}),
+      num_sampled_nodes={t: hop_counts(res.num_sampled_nodes[t], self.device) for t in ntypes},
+      num_sampled_edges={e: hop_counts(res.num_sampled_edges[e], self.device) for e in etypes},
+      edge_types=list(res.row),
+      input_type=input_type,
+      device=self.device,
+      metadata=dev(metadata),
+    )
+
+  def node_output(
+    self, res: HopResult, ntype: NodeType
+  ) -> Union[SamplerOutput, HeteroSamplerOutput]:
+    """The output of a batch of seed nodes of ``ntype``:
+    ``metadata['seed_local']`` gives each input seed's local index."""
+    return self.to_output(res, ntype, {'seed_local': res.seed_local[ntype]})
+
+  def random_nodes(self, ntype: NodeType, n: int, weight: Optional[torch.Tensor]) -> torch.Tensor:
+    """``n`` random nodes of ``ntype``: uniform, or drawn by ``weight``."""
+    if weight is not None:
+      return self.random.choice(weight, n)
+    return self.random.randint(self.schema.num_nodes[ntype], n)
+
+  # -- link sampling ------------------------------------------------------------
+
+  def link_batch(self, inputs: EdgeSamplerInput) -> LinkBatch:
+    """Checks a batch of seed edges; says which negatives it needs."""
+    inputs = EdgeSamplerInput.cast(inputs)
+    etype = self.schema.input_edge_type(inputs.input_type)
+    row = self.schema.check_seeds(inputs.row, etype[0])
+    col = self.schema.check_seeds(inputs.col, etype[-1])
+    if row.numel() != col.numel():
+      raise ValueError(
+        f'seed edges need as many sources as targets: {row.numel()} vs {col.numel()}'
+      )
+    return LinkBatch(etype, row, col, inputs.label, inputs.neg_sampling)
+
+  def link_seeds(
+    self, batch: LinkBatch, strict_negatives: Optional[torch.Tensor]
+  ) -> Tuple[Dict[NodeType, torch.Tensor], Dict[NodeType, List[int]]]:
+    """The seed nodes of a link batch, its negatives included, by node type,
+    and the sizes of the pieces (sources, destinations, negatives) they were
+    concatenated from, which ``link_output`` needs.
+
+    Args:
+      batch: from ``link_batch``.
+      strict_negatives: the ``[2, n]`` non-edges ``batch.strict_negatives``
+        asked for (None when it asked for none).
+    """
+    neg, row, col = batch.neg, batch.row, batch.col
+    src_t, dst_t = batch.etype[0], batch.etype[-1]
+    if neg is None or neg.is_binary():
+      src, dst = row, col
+      if neg is not None:
+        if neg.weight is None:
+          neg_src, neg_dst = strict_negatives[0], strict_negatives[1]
+        else:
+          num_neg = batch.num_negatives
+          neg_src = self.random_nodes(src_t, num_neg, None)
+          neg_dst = self.random_nodes(dst_t, num_neg, neg.weight)
+        src, dst = torch.cat([row, neg_src]), torch.cat([col, neg_dst])
+      pieces = [(src_t, src), (dst_t, dst)]
+    else:
+      if neg.weight is None:
+        neg_dst = strict_negatives[1]
+      else:
+        neg_dst = self.random_nodes(dst_t, batch.num_negatives, neg.weight)
+      pieces = [(src_t, row), (dst_t, col), (dst_t, neg_dst)]
+    merged = {}
+    for t, piece in pieces:
+      merged.setdefault(t, []).append(piece)
+    parts = {t: [p.numel() for p in ps] for t, ps in merged.items()}
+    return {t: torch.cat(ps) for t, ps in merged.items()}, parts
+
+  def link_output(
+    self, batch: LinkBatch, res: HopResult, parts: Dict[NodeType, List[int]]
+  ) -> Union[SamplerOutput, HeteroSamplerOutput]:
+    """The sampler output of a link batch, with its label metadata.
+
+    Args:
+      batch: from ``link_batch``.
+      res: the sampled hops.
+      parts: the seed pieces' sizes from ``link_seeds``.
+    """
+    src_t, dst_t = batch.etype[0], batch.etype[-1]
+
+    def split(ntype) -> List[torch.Tensor]:
+      return list(torch.split(res.seed_local[ntype], parts[ntype]))
+
+    metadata = {}
+    neg = batch.neg
+    if neg is None or neg.is_binary():
+      label = batch.label
+      if neg is not None:
+        if label is None:
+          label = torch.ones(batch.row.numel())
+        num_neg = batch.num_negatives
+        label = torch.cat([label, label.new_zeros((num_neg,) + tuple(label.shape[1:]))])
+      if label is not None:
+        metadata['edge_label'] = label
+      metadata['edge_label_index'] = torch.stack([split(src_t)[0], split(dst_t)[-1]])
+    else:
+      local_dst = split(dst_t)
+      metadata['src_index'] = split(src_t)[0]
+      metadata['dst_pos_index'] = local_dst[-2]
+      dst_neg = local_dst[-1]
+      amount = int(neg.amount)
+      metadata['dst_neg_index'] = dst_neg if amount == 1 else dst_neg.view(-1, amount)
+    return self.to_output(res, batch.etype if self.schema.is_hetero else None, metadata)
+
+  # -- subgraphs --------------------------------------------------------------
+
+  def subgraph_nodes(self, seeds: torch.Tensor, reached: torch.Tensor):
+    """``(nodes, mapping)`` of a subgraph batch, as in GLT: the nodes reached
+    sorted and deduplicated, and each seed's index among them."""
+    nodes = torch.unique(reached)
+    return nodes, torch.searchsorted(nodes, seeds)

@@ -1,0 +1,162 @@
+"""The package's layering, read from its source: no import circle between its
+modules or its subpackages, and no module reaches into the private members
+of objects it did not create."""
+
+import ast
+import collections
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PACKAGE = 'graphlearn_torch'
+
+
+def _modules():
+  mods = {}
+  for path in (ROOT / PACKAGE).rglob('*.py'):
+    name = '.'.join(path.relative_to(ROOT).with_suffix('').parts)
+    if name.endswith('.__init__'):
+      name = name[: -len('.__init__')]
+    mods[name] = path
+  return mods
+
+
+MODULES = _modules()
+
+
+def _imported(module: str, node) -> list:
+  r"""The package's modules an import statement of ``module`` names."""
+  if isinstance(node, ast.Import):
+    return [a.name for a in node.names if a.name in MODULES]
+  base = module.split('.')
+  if not MODULES[module].name == '__init__.py':
+    base = base[:-1]
+  if node.level:
+    target = '.'.join(base[: len(base) - node.level + 1] + ([node.module] if node.module else []))
+  else:
+    target = node.module or ''
+  out = []
+  for alias in node.names:
+    submodule = f'{target}.{alias.name}'
+    out.append(submodule if submodule in MODULES else target)
+  return [m for m in out if m in MODULES]
+
+
+def _import_graph():
+  edges = collections.defaultdict(set)
+  for module, path in MODULES.items():
+    for node in ast.walk(ast.parse(path.read_text())):  # lazy imports in functions too
+      if isinstance(node, (ast.Import, ast.ImportFrom)):
+        edges[module].update(m for m in _imported(module, node) if m != module)
+  return edges
+
+
+def _cycle(graph) -> list:
+  state, stack = {}, []
+
+  def visit(u):
+    state[u] = 'open'
+    stack.append(u)
+    for v in sorted(graph.get(u, ())):
+      if state.get(v) == 'open':
+        return stack[stack.index(v) :] + [v]
+      if v not in state:
+        found = visit(v)
+        if found:
+          return found
+    stack.pop()
+    state[u] = 'done'
+    return None
+
+  for u in sorted(graph):
+    if u not in state:
+      found = visit(u)
+      if found:
+        return found
+  return []
+
+
+def _subpackage(module: str):
+  parts = module.split('.')
+  return parts[1] if len(parts) > 1 else None  # the root package re-exports everything
+
+
+def test_modules_import_no_circle():
+  graph = {
+    m: {t for t in targets if _subpackage(t)}
+    for m, targets in _import_graph().items()
+    if _subpackage(m)
+  }
+  assert _cycle(graph) == []
+
+
+def test_subpackages_import_no_circle():
+  graph = collections.defaultdict(set)
+  for module, targets in _import_graph().items():
+    for target in targets:
+      a, b = _subpackage(module), _subpackage(target)
+      if a and b and a != b:
+        graph[a].add(b)
+  assert _cycle(graph) == [], dict(graph)
+
+
+def test_cycle_finder_finds_a_cycle():
+  assert _cycle({'a': {'b'}, 'b': {'c'}, 'c': {'a'}}) == ['a', 'b', 'c', 'a']
+  assert _cycle({'a': {'b'}, 'b': {'c'}}) == []
+
+
+def _private_accesses(tree) -> list:
+  r"""``obj._name`` where ``obj`` is neither self, cls, ``super()``, the
+  enclosing class, nor a name the same function bound to an object it made
+  (a call's result)."""
+  found = []
+
+  def own(value, made) -> bool:
+    if isinstance(value, ast.Name):
+      return value.id in made
+    return isinstance(value, ast.Call) and ast.unparse(value.func) == 'super'
+
+  def walk(node, made):
+    if isinstance(node, ast.ClassDef):
+      made = made | {node.name}
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+      made = made | {'self', 'cls'}
+      for sub in ast.walk(node):
+        if isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call):
+          made = made | {t.id for t in sub.targets if isinstance(t, ast.Name)}
+    if (
+      isinstance(node, ast.Attribute)
+      and node.attr.startswith('_')
+      and not node.attr.startswith('__')
+      and not own(node.value, made)
+    ):
+      found.append((node.lineno, ast.unparse(node)))
+    for child in ast.iter_child_nodes(node):
+      walk(child, made)
+
+  walk(tree, set())
+  return found
+
+
+def test_no_module_reaches_into_private_members():
+  bad = []
+  for path in sorted(MODULES.values()):
+    for line, text in _private_accesses(ast.parse(path.read_text())):
+      bad.append(f'{path.relative_to(ROOT)}:{line}: {text}')
+  assert bad == []
+
+
+@pytest.mark.parametrize(
+  'source, expected',
+  [
+    ('def f(x):\n  return x._y\n', ['x._y']),
+    ('def f(self):\n  return self._y\n', []),
+    ('def f(cls):\n  c = cls.__new__(cls)\n  c._y = 1\n', []),
+    ('def f(a):\n  return a.b._c\n', ['a.b._c']),
+    ('class A:\n  def f(self):\n    return A._g, super()._h\n', []),
+    ('class A:\n  pass\ndef f():\n  return A._g\n', ['A._g']),
+  ],
+)
+def test_private_access_finder(source, expected):
+  assert [text for _, text in _private_accesses(ast.parse(source))] == expected
