@@ -1,6 +1,7 @@
 # graphlearn_torch: set-up, demo, tests, docs and benchmarks.
 #   make demo   set up .venv and train GraphSAGE on 2 partitions (2 trainers, this machine)
-#   make test   set up .venv, lint, and run the test suite
+#   make test   set up .venv, lint, run the test suite, and (where nvcc is) `make cuda`
+#   make cuda   set up .venv-cuda (torch with CUDA) and build the CUDA kernels (no GPU needed)
 #   make docs   set up .venv and build the documentation (docs/_build/html)
 #   make bench  set up .venv and run the benchmarks
 PYTHON ?= python3
@@ -8,10 +9,17 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 TORCH_VERSION ?= 2.13.0
 DEMO_ARGS ?=
+# The CUDA build: a torch with CUDA in its own venv; CUDA_ARCHS bounds the
+# compile time (the package itself defaults to 8.0;9.0).
+CUDA_VENV ?= .venv-cuda
+CUDA_PY := $(CUDA_VENV)/bin/python
+CUDA_TORCH_VERSION ?= 2.14.1
+CUDA_HOME ?= /usr/local/cuda
+CUDA_ARCHS ?= 9.0
 
-SOURCES := setup.py pyproject.toml $(wildcard csrc/*.h csrc/*.cpp csrc/*/*.h csrc/*/*.cpp csrc/*/*.cu)
+SOURCES := setup.py pyproject.toml $(wildcard csrc/*.h csrc/*.cpp csrc/*/*.h csrc/*/*.cpp csrc/*/*.cu csrc/*/*.cuh)
 
-.PHONY: install demo test lint docs bench clean
+.PHONY: install demo test lint docs bench clean cuda
 
 # torch is pinned and installed first, so nothing pulls a CUDA build of it;
 # the package is then built against it with --no-build-isolation.
@@ -34,6 +42,23 @@ lint: install
 
 test: lint
 	$(PY) -m pytest -q -rs
+	@if command -v nvcc >/dev/null; then $(MAKE) cuda; else echo "nvcc not found: the CUDA build (make cuda) is skipped"; fi
+
+$(CUDA_VENV)/.installed:
+	test -x $(CUDA_PY) || $(PYTHON) -m venv $(CUDA_VENV)
+	$(CUDA_PY) -m pip install -q --upgrade pip
+	$(CUDA_PY) -m pip install -q torch==$(CUDA_TORCH_VERSION)
+	$(CUDA_PY) -m pip install -q setuptools wheel ninja numpy
+	touch $@
+
+# Compile and link with WITH_CUDA=ON into build/cuda, then load the module
+# and check that every op has a CUDA kernel. torch's CUDA headers include
+# cusparse.h, which the venv's nvidia/cu13 wheel has and the toolkit may not.
+cuda: $(CUDA_VENV)/.installed
+	CUDA_HOME=$(CUDA_HOME) WITH_CUDA=ON TORCH_CUDA_ARCH_LIST='$(CUDA_ARCHS)' \
+	  CPATH="$$($(CUDA_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/nvidia/cu13/include$${CPATH:+:$$CPATH}" \
+	  $(CUDA_PY) setup.py -q build_ext --build-lib build/cuda/lib --build-temp build/cuda/temp
+	$(CUDA_PY) tools/check_cuda_build.py build/cuda/lib
 
 docs: install
 	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
@@ -47,4 +72,4 @@ bench: install
 	$(PY) benchmarks/bench_server_client.py
 
 clean:
-	rm -rf build *.egg-info graphlearn_torch/_C*.so docs/_build $(VENV)
+	rm -rf build *.egg-info graphlearn_torch/_C*.so docs/_build $(VENV) $(CUDA_VENV)

@@ -4,7 +4,12 @@ Environment:
   WITH_CUDA=auto|ON|OFF  auto (default): compile csrc/cuda only when torch was
                          built with CUDA and nvcc is found. The CPU build
                          never needs nvcc.
+  TORCH_CUDA_ARCH_LIST   the GPU architectures to compile for (default
+                         '8.0;9.0': A100, and H100/H200).
   MAX_JOBS=N             parallel compile jobs (ninja).
+
+The C++ standard is the one torch's extension builder asks for (C++20 for
+torch >= 2.13, C++17 before).
 """
 
 import glob
@@ -16,6 +21,7 @@ from setuptools import find_packages, setup
 from torch.utils import cpp_extension
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_CUDA_ARCHS = '8.0;9.0'
 
 
 def cuda_enabled() -> bool:
@@ -33,8 +39,11 @@ def cuda_enabled() -> bool:
 
 
 def extension():
-  sources = sorted(glob.glob('csrc/*.cpp') + glob.glob('csrc/cpu/*.cpp'))
-  cxx_flags = ['-O3', '-std=c++17', '-fopenmp', '-Wall', '-Wno-sign-compare']
+  # Schemas (csrc/ops), CPU kernels (csrc/cpu), bindings; CUDA kernels (csrc/cuda).
+  sources = sorted(
+    glob.glob('csrc/*.cpp') + glob.glob('csrc/ops/*.cpp') + glob.glob('csrc/cpu/*.cpp')
+  )
+  cxx_flags = ['-O3', '-fopenmp', '-Wall', '-Wno-sign-compare']
   kwargs = dict(
     name='graphlearn_torch._C',
     sources=sources,
@@ -42,12 +51,13 @@ def extension():
     extra_compile_args={'cxx': cxx_flags},
     extra_link_args=['-fopenmp'],
   )
-  cuda_sources = sorted(glob.glob('csrc/cuda/*.cu') + glob.glob('csrc/cuda/*.cpp'))
+  cuda_sources = sorted(glob.glob('csrc/cuda/*.cu'))
   if cuda_enabled() and cuda_sources:
+    os.environ.setdefault('TORCH_CUDA_ARCH_LIST', DEFAULT_CUDA_ARCHS)
     kwargs['sources'] = sources + cuda_sources
     kwargs['define_macros'] = [('WITH_CUDA', None)]
     kwargs['extra_compile_args']['cxx'].append('-DWITH_CUDA')
-    kwargs['extra_compile_args']['nvcc'] = ['-O3', '-std=c++17', '--expt-extended-lambda']
+    kwargs['extra_compile_args']['nvcc'] = ['-O3', '--extended-lambda', '-DWITH_CUDA']
     return cpp_extension.CUDAExtension(**kwargs)
   return cpp_extension.CppExtension(**kwargs)
 

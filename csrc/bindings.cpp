@@ -1,4 +1,7 @@
-// Python bindings of the graphlearn_torch extension (graphlearn_torch._C).
+// Python bindings of the graphlearn_torch extension (graphlearn_torch._C):
+// its stateful objects and the pooled feature gather. The stateless kernels
+// are dispatcher ops (torch.ops.glt.*, csrc/ops), registered when this
+// module loads.
 //
 // Every binding goes through torch::wrap_pybind_function(_no_gil): a failed
 // input check (c10::ValueError from TORCH_CHECK_VALUE) is turned into a
@@ -9,29 +12,46 @@
 #include "cpu/buffer_pool.h"
 #include "cpu/ops.h"
 #include "shm_queue.h"
+#ifdef WITH_CUDA
+#include "cuda/inducer.h"
+#endif
 
 namespace {
 
 using torch::wrap_pybind_function;
 using torch::wrap_pybind_function_no_gil;
 
+// The methods an inducer (the CPU Inducer, its CUDA twin) has in Python.
+template <typename T>
+void bind_inducer_methods(py::class_<T>& cls) {
+  cls.def("init_nodes",
+          wrap_pybind_function_no_gil(
+              [](T& self, const std::vector<at::Tensor>& seeds) { return self.init_nodes(seeds); }),
+          py::arg("seeds"))
+      .def("induce_next",
+           wrap_pybind_function_no_gil(
+               [](T& self, const std::vector<int64_t>& src_types,
+                  const std::vector<int64_t>& nbr_types, const std::vector<at::Tensor>& srcs,
+                  const std::vector<at::Tensor>& nbrs, const std::vector<at::Tensor>& nbr_nums) {
+                 return self.induce_next(src_types, nbr_types, srcs, nbrs, nbr_nums);
+               }),
+           py::arg("src_types"), py::arg("nbr_types"), py::arg("srcs"), py::arg("nbrs"),
+           py::arg("nbr_nums"))
+      .def("local_ids",
+           wrap_pybind_function_no_gil([](const T& self, int64_t node_type, const at::Tensor& ids) {
+             return self.local_ids(node_type, ids);
+           }),
+           py::arg("node_type"), py::arg("ids"))
+      .def("reset", wrap_pybind_function([](T& self) { self.reset(); }))
+      .def_property_readonly("num_node_types", wrap_pybind_function([](const T& self) {
+                               return self.num_node_types();
+                             }));
+}
+
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "graphlearn_torch C++ kernels";
-  m.def("coo_to_csr", wrap_pybind_function_no_gil(&glt::coo_to_csr), py::arg("row"),
-        py::arg("col"), py::arg("num_rows"), py::arg("num_cols"));
-  m.def("sample_neighbors", wrap_pybind_function_no_gil(&glt::sample_neighbors),
-        py::arg("indptr"), py::arg("indices"), py::arg("edge_ids"), py::arg("edge_weights"),
-        py::arg("seeds"), py::arg("num_neighbors"), py::arg("replace"), py::arg("rng_seed"));
-  m.def("sample_negative", wrap_pybind_function_no_gil(&glt::sample_negative),
-        py::arg("indptr"), py::arg("indices"), py::arg("fixed"), py::arg("fixed_is_row"),
-        py::arg("num_cols"),
-        py::arg("num_samples"), py::arg("trials"), py::arg("padding"), py::arg("rng_seed"));
-  m.def("has_edge", wrap_pybind_function_no_gil(&glt::has_edge), py::arg("indptr"),
-        py::arg("indices"), py::arg("rows"), py::arg("cols"));
-  m.def("induced_subgraph", wrap_pybind_function_no_gil(&glt::induced_subgraph),
-        py::arg("indptr"), py::arg("indices"), py::arg("edge_ids"), py::arg("nodes"));
   m.def("gather_rows", wrap_pybind_function_no_gil(&glt::gather_rows), py::arg("table"),
         py::arg("ids"), py::arg("id2index"), py::arg("pool") = nullptr,
         py::arg("positions") = py::none(), py::arg("num_out_rows") = -1);
@@ -46,37 +66,22 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
                                return self.cached_bytes();
                              }));
 
-  py::class_<glt::Inducer>(m, "Inducer")
-      .def(py::init(wrap_pybind_function(
-               [](int64_t num_node_types, const std::vector<int64_t>& num_nodes) {
-                 return std::make_unique<glt::Inducer>(num_node_types, num_nodes);
+  bind_inducer_methods(
+      py::class_<glt::Inducer>(m, "Inducer")
+          .def(py::init(wrap_pybind_function(
+                   [](int64_t num_node_types, const std::vector<int64_t>& num_nodes) {
+                     return std::make_unique<glt::Inducer>(num_node_types, num_nodes);
+                   })),
+               py::arg("num_node_types"), py::arg("num_nodes") = std::vector<int64_t>{}));
+
+#ifdef WITH_CUDA
+  bind_inducer_methods(
+      py::class_<glt::cuda::CudaInducer>(m, "CudaInducer")
+          .def(py::init(wrap_pybind_function([](int64_t num_node_types, int64_t device) {
+                 return std::make_unique<glt::cuda::CudaInducer>(num_node_types, device);
                })),
-           py::arg("num_node_types"), py::arg("num_nodes") = std::vector<int64_t>{})
-      .def("init_nodes",
-           wrap_pybind_function_no_gil(
-               [](glt::Inducer& self, const std::vector<at::Tensor>& seeds) {
-                 return self.init_nodes(seeds);
-               }),
-           py::arg("seeds"))
-      .def("induce_next",
-           wrap_pybind_function_no_gil(
-               [](glt::Inducer& self, const std::vector<int64_t>& src_types,
-                  const std::vector<int64_t>& nbr_types, const std::vector<at::Tensor>& srcs,
-                  const std::vector<at::Tensor>& nbrs, const std::vector<at::Tensor>& nbr_nums) {
-                 return self.induce_next(src_types, nbr_types, srcs, nbrs, nbr_nums);
-               }),
-           py::arg("src_types"), py::arg("nbr_types"), py::arg("srcs"), py::arg("nbrs"),
-           py::arg("nbr_nums"))
-      .def("local_ids",
-           wrap_pybind_function_no_gil(
-               [](const glt::Inducer& self, int64_t node_type, const at::Tensor& ids) {
-                 return self.local_ids(node_type, ids);
-               }),
-           py::arg("node_type"), py::arg("ids"))
-      .def("reset", wrap_pybind_function([](glt::Inducer& self) { self.reset(); }))
-      .def_property_readonly("num_node_types", wrap_pybind_function([](const glt::Inducer& self) {
-                               return self.num_node_types();
-                             }));
+               py::arg("num_node_types"), py::arg("device")));
+#endif
 
   py::class_<glt::ShmQueue, std::shared_ptr<glt::ShmQueue>>(m, "ShmQueue")
       .def(py::init(wrap_pybind_function_no_gil(&glt::ShmQueue::create)), py::arg("capacity"),
@@ -91,8 +96,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
              return std::make_pair(static_cast<int>(status), error);
            }),
            py::arg("keys"), py::arg("tensors"), py::arg("timeout_ms"))
-      .def("recv",
-           wrap_pybind_function_no_gil([](glt::ShmQueue& self, int64_t timeout_ms) {
+      .def("recv", wrap_pybind_function_no_gil([](glt::ShmQueue& self, int64_t timeout_ms) {
              auto msg = self.recv(timeout_ms);
              return std::make_tuple(static_cast<int>(msg.status), std::move(msg.error),
                                     std::move(msg.keys), std::move(msg.tensors));
@@ -100,11 +104,14 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
            py::arg("timeout_ms"))
       .def_static("message_bytes", wrap_pybind_function(&glt::ShmQueue::message_bytes),
                   py::arg("keys"), py::arg("tensors"))
-      .def("empty", wrap_pybind_function_no_gil([](const glt::ShmQueue& self) { return self.empty(); }))
-      .def("size", wrap_pybind_function_no_gil([](const glt::ShmQueue& self) { return self.size(); }))
+      .def("empty",
+           wrap_pybind_function_no_gil([](const glt::ShmQueue& self) { return self.empty(); }))
+      .def("size",
+           wrap_pybind_function_no_gil([](const glt::ShmQueue& self) { return self.size(); }))
       .def("free_bytes",
            wrap_pybind_function_no_gil([](const glt::ShmQueue& self) { return self.free_bytes(); }))
-      .def("stats", wrap_pybind_function_no_gil([](const glt::ShmQueue& self) { return self.stats(); }))
+      .def("stats",
+           wrap_pybind_function_no_gil([](const glt::ShmQueue& self) { return self.stats(); }))
       .def_property_readonly("capacity", &glt::ShmQueue::capacity)
       .def_property_readonly("shm_size", &glt::ShmQueue::shm_size)
       .def_property_readonly("backed_bytes", &glt::ShmQueue::backed_bytes)

@@ -1,5 +1,5 @@
-// Shared helpers for the graphlearn_torch kernels: input checks and a
-// counter-based random number generator.
+// The CPU kernels' random stream (input checks are in checks.h; the CUDA
+// kernels draw from Philox streams, kernels/device.h).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -7,38 +7,6 @@
 #include <cstdint>
 
 namespace glt {
-
-// Checks that `t` is a 1-D int64 CPU tensor; `name` appears in the error.
-inline void check_index(const at::Tensor& t, const char* name) {
-  TORCH_CHECK_VALUE(t.device().is_cpu(), name, " must be a CPU tensor, got one on ",
-              t.device());
-  TORCH_CHECK_VALUE(t.scalar_type() == at::kLong, name, " must be int64, got ",
-              t.scalar_type());
-  TORCH_CHECK_VALUE(t.dim() == 1, name, " must be 1-D, got shape ", t.sizes());
-}
-
-// Checks that every value of the 1-D int64 tensor `t` lies in [0, upper).
-inline void check_range(const at::Tensor& t, int64_t upper, const char* name) {
-  if (t.numel() == 0) return;
-  const int64_t lo = t.min().item<int64_t>();
-  const int64_t hi = t.max().item<int64_t>();
-  TORCH_CHECK_VALUE(lo >= 0 && hi < upper, name, " holds ids outside [0, ", upper,
-              "): min ", lo, ", max ", hi);
-}
-
-// Checks a compressed sparse topology; returns its number of rows.
-inline int64_t check_csr(const at::Tensor& indptr, const at::Tensor& indices) {
-  check_index(indptr, "indptr");
-  check_index(indices, "indices");
-  TORCH_CHECK_VALUE(indptr.numel() >= 1, "indptr must hold at least one entry");
-  TORCH_CHECK_VALUE(indptr.is_contiguous() && indices.is_contiguous(),
-                    "indptr and indices must be contiguous");
-  const int64_t num_rows = indptr.numel() - 1;
-  const int64_t end = indptr[num_rows].item<int64_t>();
-  TORCH_CHECK_VALUE(end == indices.numel(), "indptr ends at ", end, " but indices holds ",
-                    indices.numel(), " entries");
-  return num_rows;
-}
 
 inline uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;

@@ -5,7 +5,18 @@ GraphLearn-for-PyTorch 0.2.x compatible: ``import graphlearn_torch as glt``.
 
 import logging
 
-from . import channel, data, datasets, distributed, loader, partition, sampler, typing, utils
+from . import (
+  _ext,  # noqa: F401  (loads the extension and its ops, torch.ops.glt)
+  channel,
+  data,
+  datasets,
+  distributed,
+  loader,
+  partition,
+  sampler,
+  typing,
+  utils,
+)
 from .typing import *  # noqa: F403 (GLT re-exports its typing names at package level)
 
 __version__ = '0.1.0'

@@ -1,4 +1,11 @@
-"""Loads the compiled extension with a clear error when it is missing."""
+"""Loads the compiled extension with a clear error when it is missing.
+
+Loading it registers the kernels as dispatcher ops, called as
+``torch.ops.glt.<op>`` (the device of the inputs picks the CPU or CUDA
+kernel); ``ops`` holds what is more than an op: the inducer, the
+shared-memory queue, the pooled feature gather."""
+
+import torch  # noqa: F401  (first: the extension links against torch's libraries)
 
 try:
   from . import _C  # noqa: F401

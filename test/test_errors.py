@@ -101,18 +101,17 @@ def test_other_bad_arguments(dataset):
 
 def test_kernels_check_their_inputs():
   indptr, indices = torch.tensor([0, 1, 2]), torch.tensor([1, 0])
+  sample = torch.ops.glt.sample_neighbors
   with pytest.raises(ValueError, match='seeds holds ids outside'):
-    _C.sample_neighbors(indptr, indices, None, None, torch.tensor([2]), 1, False, 0)
+    sample(indptr, indices, None, None, torch.tensor([2]), 1, False, 0)
   with pytest.raises(ValueError, match='int64'):
-    _C.sample_neighbors(
-      indptr, indices, None, None, torch.tensor([0], dtype=torch.int32), 1, False, 0
-    )
+    sample(indptr, indices, None, None, torch.tensor([0], dtype=torch.int32), 1, False, 0)
   with pytest.raises(ValueError, match='indptr ends at'):
-    _C.sample_neighbors(indptr, torch.tensor([1]), None, None, torch.tensor([0]), 1, False, 0)
+    sample(indptr, torch.tensor([1]), None, None, torch.tensor([0]), 1, False, 0)
   with pytest.raises(ValueError, match='edge_ids'):
-    _C.sample_neighbors(indptr, indices, torch.tensor([0]), None, torch.tensor([0]), 1, False, 0)
+    sample(indptr, indices, torch.tensor([0]), None, torch.tensor([0]), 1, False, 0)
   with pytest.raises(ValueError, match='col holds ids outside'):
-    _C.coo_to_csr(torch.tensor([0]), torch.tensor([5]), 1, 2)
+    torch.ops.glt.coo_to_csr(torch.tensor([0]), torch.tensor([5]), 1, 2)
   with pytest.raises(ValueError, match='out of range'):
     _C.gather_rows(torch.randn(3, 2), torch.tensor([3]), None)
   inducer = _C.Inducer(1)

@@ -4,7 +4,6 @@ import pytest
 import torch
 from conftest import random_edges
 
-from graphlearn_torch._ext import ops
 from graphlearn_torch.data import Dataset
 from graphlearn_torch.loader import LinkNeighborLoader, SubGraphLoader
 from graphlearn_torch.sampler import (
@@ -49,12 +48,12 @@ def test_has_edge_matches_brute_force():
   topo = ds.graph.topo
   rows, cols = torch.randint(0, 40, (2, 1000))
   rows, cols = torch.cat([rows, ei[0]]), torch.cat([cols, ei[1]])
-  found = ops.has_edge(topo.indptr, topo.indices, rows, cols)
+  found = torch.ops.glt.has_edge(topo.indptr, topo.indices, rows, cols)
   assert found.tolist() == [(r, c) in edges for r, c in zip(rows.tolist(), cols.tolist())]
   with pytest.raises(ValueError, match='rows holds ids outside'):
-    ops.has_edge(topo.indptr, topo.indices, torch.tensor([40]), torch.tensor([0]))
+    torch.ops.glt.has_edge(topo.indptr, topo.indices, torch.tensor([40]), torch.tensor([0]))
   with pytest.raises(ValueError, match='differ in length'):
-    ops.has_edge(topo.indptr, topo.indices, torch.tensor([1, 2]), torch.tensor([0]))
+    torch.ops.glt.has_edge(topo.indptr, topo.indices, torch.tensor([1, 2]), torch.tensor([0]))
 
 
 def test_negative_padding_and_dense_graph():

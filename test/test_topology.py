@@ -2,9 +2,10 @@ import numpy as np
 import pytest
 import torch
 from conftest import random_edges
-from graphlearn_torch._C import coo_to_csr
 
 from graphlearn_torch.data import Topology
+
+coo_to_csr = torch.ops.glt.coo_to_csr
 
 
 def brute_rows(src, dst, num_rows, eids):

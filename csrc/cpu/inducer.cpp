@@ -1,7 +1,7 @@
 // Deduplication and relabelling of sampled nodes into local id spaces.
 #include <algorithm>
 
-#include "../common.h"
+#include "../checks.h"
 #include "ops.h"
 
 namespace glt {

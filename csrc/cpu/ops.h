@@ -1,55 +1,17 @@
-// CPU kernels of graphlearn_torch. The CUDA kernels (csrc/cuda) have the same
-// signatures.
+// The CPU side of graphlearn_torch that is more than a dispatcher op (those
+// are declared by their schemas in csrc/ops and registered by their kernel
+// files): the pooled feature gather, and the inducer with its id maps.
 #pragma once
 
 #include <ATen/ATen.h>
 
 #include <memory>
-
 #include <optional>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
 
 namespace glt {
-
-// Builds a compressed sparse layout from COO: rows are `row`, entries `col`.
-// Returns (indptr [num_rows + 1], indices [E], perm [E]) where perm[i] is the
-// input position of the i-th stored edge. Entries of a row are sorted by col.
-std::tuple<at::Tensor, at::Tensor, at::Tensor> coo_to_csr(
-    const at::Tensor& row, const at::Tensor& col, int64_t num_rows,
-    int64_t num_cols);
-
-// Samples up to `num_neighbors` neighbors of every seed (-1: all of them).
-// Returns (neighbors, count per seed, edge ids of the sampled edges or an
-// empty tensor when `edge_ids` is not given).
-std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors(
-    const at::Tensor& indptr, const at::Tensor& indices,
-    const std::optional<at::Tensor>& edge_ids,
-    const std::optional<at::Tensor>& edge_weights, const at::Tensor& seeds,
-    int64_t num_neighbors, bool replace, int64_t rng_seed);
-
-// Draws `num_samples` (row, col) pairs that are not edges, each with up to
-// `trials` tries; with `fixed`, one pair per fixed row (or col, when
-// `fixed_is_row` is false). Without `padding`, pairs whose tries all hit
-// edges are dropped; with it they are kept.
-std::tuple<at::Tensor, at::Tensor> sample_negative(const at::Tensor& indptr,
-                                                   const at::Tensor& indices,
-                                                   const std::optional<at::Tensor>& fixed,
-                                                   bool fixed_is_row, int64_t num_cols,
-                                                   int64_t num_samples,
-                                                   int64_t trials, bool padding,
-                                                   int64_t rng_seed);
-
-// Whether (rows[i], cols[i]) is an edge, for every i (binary search in the
-// sorted neighbor list of the row).
-at::Tensor has_edge(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& rows,
-                    const at::Tensor& cols);
-
-// The edges among `nodes` (unique ids): (local row, local col, edge ids).
-std::tuple<at::Tensor, at::Tensor, at::Tensor> induced_subgraph(
-    const at::Tensor& indptr, const at::Tensor& indices,
-    const std::optional<at::Tensor>& edge_ids, const at::Tensor& nodes);
 
 class BufferPool;
 
@@ -85,8 +47,8 @@ class IdMap {
   uint64_t mask_;
   int shift_;
   int64_t size_;
-  std::vector<int32_t> dense_;         // id -> local id, -1 when absent
-  std::vector<int64_t> dense_keys_;    // ids inserted since the last clear
+  std::vector<int32_t> dense_;       // id -> local id, -1 when absent
+  std::vector<int64_t> dense_keys_;  // ids inserted since the last clear
 };
 
 // Deduplicates and relabels the nodes met while sampling several hops into
@@ -104,13 +66,10 @@ class Inducer {
   // `nbrs[e]` of type `nbr_types[e]`. Returns (nodes new to each type, in
   // order of first appearance; local seed index per edge; local neighbor
   // index per edge).
-  std::tuple<std::vector<at::Tensor>, std::vector<at::Tensor>,
-             std::vector<at::Tensor>>
-  induce_next(const std::vector<int64_t>& src_types,
-              const std::vector<int64_t>& nbr_types,
-              const std::vector<at::Tensor>& srcs,
-              const std::vector<at::Tensor>& nbrs,
-              const std::vector<at::Tensor>& nbr_nums);
+  std::tuple<std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>> induce_next(
+      const std::vector<int64_t>& src_types, const std::vector<int64_t>& nbr_types,
+      const std::vector<at::Tensor>& srcs, const std::vector<at::Tensor>& nbrs,
+      const std::vector<at::Tensor>& nbr_nums);
 
   // Local ids of known nodes of type `node_type` (-1 for unknown ones).
   at::Tensor local_ids(int64_t node_type, const at::Tensor& ids) const;

@@ -6,7 +6,6 @@ from typing import Literal, Optional, Tuple
 
 import torch
 
-from .._ext import ops
 from ..typing import TensorDataType
 from ..utils.tensor import convert_to_tensor
 from ..utils.topo import ptr2ind
@@ -136,7 +135,7 @@ class Topology:
 
     rows, cols = (src, dst) if layout == 'CSR' else (dst, src)
     num_rows, num_cols = (num_src, num_dst) if layout == 'CSR' else (num_dst, num_src)
-    indptr, indices, perm = ops.coo_to_csr(rows, cols, num_rows, num_cols)
+    indptr, indices, perm = torch.ops.glt.coo_to_csr(rows, cols, num_rows, num_cols)
     self._layout = layout
     self._indptr = indptr
     self._indices = indices

@@ -14,7 +14,6 @@ from typing import Optional
 
 import torch
 
-from .._ext import ops
 from ..sampler.base import NeighborOutput
 from ..sampler.multihop import RandomStream, SamplingSchema, check_graphs, sample_one_hop
 from ..typing import HOMO_EDGE_TYPE, EdgeType
@@ -120,12 +119,12 @@ class PartitionService:
   def has_edge(self, rows: torch.Tensor, cols: torch.Tensor, etype: EdgeType) -> torch.Tensor:
     r"""Whether each (row, col) is an edge; the rows are this partition's."""
     topo = self.dist_graph.get_local_graph(etype).topo
-    return ops.has_edge(topo.indptr, topo.indices, rows, cols)
+    return torch.ops.glt.has_edge(topo.indptr, topo.indices, rows, cols)
 
   def subgraph_edges(self, nodes: torch.Tensor, with_edge: bool = False):
     r"""``(rows, cols, edge ids)`` of this partition's edges among ``nodes``,
     in the local numbering of ``nodes`` (homogeneous graphs)."""
     topo = self.dist_graph.get_local_graph(HOMO_EDGE_TYPE).topo
-    return ops.induced_subgraph(
+    return torch.ops.glt.induced_subgraph(
       topo.indptr, topo.indices, topo.edge_ids if with_edge else None, nodes
     )

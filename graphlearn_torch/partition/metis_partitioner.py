@@ -7,7 +7,6 @@ from typing import Dict, Optional
 import numpy as np
 import torch
 
-from .._ext import ops
 from ..typing import NodeType
 from .base import PartitionerBase
 
@@ -95,7 +94,7 @@ def symmetric_adjacency(rows: torch.Tensor, cols: torch.Tensor, num_nodes: int) 
   src = torch.cat([rows[keep], cols[keep]])
   dst = torch.cat([cols[keep], rows[keep]])
   del keep
-  indptr, indices, perm = ops.coo_to_csr(src, dst, num_nodes, num_nodes)  # sorted rows
+  indptr, indices, perm = torch.ops.glt.coo_to_csr(src, dst, num_nodes, num_nodes)  # sorted rows
   del src, dst, perm
   if indices.numel() == 0:
     return indptr, indices

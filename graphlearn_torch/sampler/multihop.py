@@ -349,7 +349,7 @@ def sample_one_hop(
     with_weight: draw proportionally to the edge weights.
     replace: draw with replacement.
   """
-  nbr, nbr_num, eid = ops.sample_neighbors(
+  nbr, nbr_num, eid = torch.ops.glt.sample_neighbors(
     topo.indptr,
     topo.indices,
     topo.edge_ids if with_edge else None,

@@ -4,7 +4,6 @@ from typing import Literal, Optional
 
 import torch
 
-from .._ext import ops
 from ..data.graph import Graph
 
 
@@ -58,7 +57,7 @@ class RandomNegativeSampler:
     topo = self.graph.topo
     # CSR rows are sources; CSC rows are destinations.
     fixed_is_row = self.edge_dir == 'out'
-    rows, cols = ops.sample_negative(
+    rows, cols = torch.ops.glt.sample_negative(
       topo.indptr,
       topo.indices,
       src,

@@ -4,7 +4,6 @@ from typing import Dict, Literal, Optional, Union
 
 import torch
 
-from .._ext import ops
 from ..data.graph import Graph
 from ..typing import HOMO_EDGE_TYPE, HOMO_NODE_TYPE, EdgeType, NodeType, NumNeighbors
 from ..utils.device import resolve_device
@@ -196,7 +195,7 @@ class NeighborSampler(BaseSampler):
       reached = self.engine.sample({HOMO_NODE_TYPE: seeds}, self._answer).node[HOMO_NODE_TYPE]
     nodes, mapping = self.engine.subgraph_nodes(seeds, reached)
     topo = self.graphs[HOMO_EDGE_TYPE].topo
-    rows, cols, eids = ops.induced_subgraph(
+    rows, cols, eids = torch.ops.glt.induced_subgraph(
       topo.indptr, topo.indices, topo.edge_ids if self.with_edge else None, nodes
     )
     return SamplerOutput(

@@ -4,8 +4,6 @@ from typing import Optional, Tuple
 
 import torch
 
-from .._ext import ops
-
 CompressedEdges = Tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor], Optional[torch.Tensor]]
 
 
@@ -43,7 +41,7 @@ def coo_to_csr(
       int(row.max()) + 1 if row.numel() else 0,
       int(col.max()) + 1 if col.numel() else 0,
     )
-  rowptr, indices, perm = ops.coo_to_csr(row, col, int(node_sizes[0]), int(node_sizes[1]))
+  rowptr, indices, perm = torch.ops.glt.coo_to_csr(row, col, int(node_sizes[0]), int(node_sizes[1]))
   return (
     rowptr,
     indices,

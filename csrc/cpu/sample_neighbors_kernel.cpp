@@ -3,6 +3,7 @@
 // seed draws from its own random stream, so results do not depend on the
 // number of threads.
 #include <ATen/Parallel.h>
+#include <torch/library.h>
 
 #include <algorithm>
 #include <cmath>
@@ -10,8 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include "../checks.h"
 #include "../common.h"
-#include "ops.h"
+#include "../kernels/sample_neighbors.h"
 
 namespace glt {
 namespace {
@@ -19,33 +21,14 @@ namespace {
 // Floyd's algorithm beats a partial shuffle up to this many draws.
 constexpr int64_t kFloydMax = 32;
 
-struct Csr {
-  const int64_t* indptr;
-  const int64_t* indices;
-  const int64_t* edge_ids;  // nullable
-  const float* weights;     // nullable
-};
-
-int64_t positive_degree(const Csr& g, int64_t begin, int64_t end) {
-  int64_t n = 0;
-  for (int64_t p = begin; p < end; ++p) n += g.weights[p] > 0.f;
-  return n;
-}
-
-// Number of neighbors seed `s` gets.
-int64_t sample_count(const Csr& g, int64_t s, int64_t k, bool replace) {
-  const int64_t begin = g.indptr[s], end = g.indptr[s + 1];
-  if (k < 0) return end - begin;
-  const int64_t deg = g.weights ? positive_degree(g, begin, end) : end - begin;
-  if (replace) return deg > 0 ? k : 0;
-  return std::min(k, deg);
-}
+template <typename index_t>
+using Csr = kernels::CsrView<index_t>;
+using kernels::sample_count;
 
 // Draws the edge positions of one seed and hands each to `emit`.
-template <typename Emit>
-void sample_one(const Csr& g, int64_t s, int64_t k, int64_t count,
-                bool replace, Rng& rng, std::vector<int64_t>& scratch,
-                std::vector<std::pair<double, int64_t>>& keyed,
+template <typename index_t, typename Emit>
+void sample_one(const Csr<index_t>& g, int64_t s, int64_t k, int64_t count, bool replace, Rng& rng,
+                std::vector<int64_t>& scratch, std::vector<std::pair<double, int64_t>>& keyed,
                 std::vector<double>& cumsum, Emit&& emit) {
   const int64_t begin = g.indptr[s], end = g.indptr[s + 1];
   const int64_t deg = end - begin;
@@ -86,9 +69,7 @@ void sample_one(const Csr& g, int64_t s, int64_t k, int64_t count,
     }
     for (int64_t j = 0; j < count; ++j) {
       const double u = rng.uniform01() * total;
-      const int64_t p =
-          std::lower_bound(cumsum.begin(), cumsum.begin() + deg, u) -
-          cumsum.begin();
+      const int64_t p = std::lower_bound(cumsum.begin(), cumsum.begin() + deg, u) - cumsum.begin();
       emit(begin + std::min(p, deg - 1));
     }
     return;
@@ -106,42 +87,19 @@ void sample_one(const Csr& g, int64_t s, int64_t k, int64_t count,
   for (int64_t j = 0; j < count; ++j) emit(keyed[j].second);
 }
 
-}  // namespace
+template <typename index_t>
+std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_typed(
+    const at::Tensor& indptr, const at::Tensor& indices, const std::optional<at::Tensor>& edge_ids,
+    const std::optional<at::Tensor>& edge_weights, const at::Tensor& seeds, int64_t k, bool replace,
+    int64_t rng_seed) {
+  const Csr<index_t> g{indptr.data_ptr<index_t>(), indices.data_ptr<index_t>(),
+                       edge_ids.has_value() ? edge_ids->data_ptr<int64_t>() : nullptr,
+                       edge_weights.has_value() ? edge_weights->data_ptr<float>() : nullptr};
+  const int64_t n = seeds.numel();
+  const int64_t* seed = seeds.data_ptr<int64_t>();
+  const auto options = seeds.options();
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors(
-    const at::Tensor& indptr, const at::Tensor& indices,
-    const std::optional<at::Tensor>& edge_ids,
-    const std::optional<at::Tensor>& edge_weights, const at::Tensor& seeds,
-    int64_t num_neighbors, bool replace, int64_t rng_seed) {
-  const int64_t num_rows = check_csr(indptr, indices);
-  check_index(seeds, "seeds");
-  TORCH_CHECK_VALUE(num_neighbors >= -1, "num_neighbors must be -1 (all) or >= 0, got ",
-                    num_neighbors);
-  const int64_t num_edges = indices.numel();
-  Csr g{indptr.data_ptr<int64_t>(), indices.data_ptr<int64_t>(), nullptr,
-        nullptr};
-  if (edge_ids.has_value()) {
-    check_index(*edge_ids, "edge_ids");
-    TORCH_CHECK_VALUE(edge_ids->numel() == num_edges && edge_ids->is_contiguous(),
-                "edge_ids must be contiguous with one entry per edge");
-    g.edge_ids = edge_ids->data_ptr<int64_t>();
-  }
-  if (edge_weights.has_value()) {
-    TORCH_CHECK_VALUE(edge_weights->scalar_type() == at::kFloat &&
-                    edge_weights->dim() == 1 && edge_weights->is_contiguous() &&
-                    edge_weights->numel() == num_edges &&
-                    edge_weights->device().is_cpu(),
-                "edge_weights must be a contiguous 1-D float32 CPU tensor with "
-                "one entry per edge");
-    g.weights = edge_weights->data_ptr<float>();
-  }
-  const auto seed_t = seeds.contiguous();
-  check_range(seed_t, num_rows, "seeds");
-  const int64_t n = seed_t.numel();
-  const int64_t* seed = seed_t.data_ptr<int64_t>();
-  const int64_t k = num_neighbors;
-
-  auto counts = at::empty({n}, indptr.options());
+  auto counts = at::empty({n}, options);
   int64_t* cnt = counts.data_ptr<int64_t>();
   at::parallel_for(0, n, 1024, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) cnt[i] = sample_count(g, seed[i], k, replace);
@@ -150,10 +108,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors(
   for (int64_t i = 0; i < n; ++i) offsets[i + 1] = offsets[i] + cnt[i];
   const int64_t total = offsets[n];
 
-  auto nbrs = at::empty({total}, indptr.options());
-  auto eids = at::empty({g.edge_ids ? total : 0}, indptr.options());
+  const bool with_eid = edge_ids.has_value();
+  at::Tensor nbrs = at::empty({total}, options);
+  at::Tensor eids = at::empty({with_eid ? total : 0}, options);
   int64_t* out_nbr = nbrs.data_ptr<int64_t>();
-  int64_t* out_eid = g.edge_ids ? eids.data_ptr<int64_t>() : nullptr;
+  int64_t* out_eid = with_eid ? eids.data_ptr<int64_t>() : nullptr;
   at::parallel_for(0, n, 64, [&](int64_t begin, int64_t end) {
     std::vector<int64_t> scratch(kFloydMax);
     std::vector<std::pair<double, int64_t>> keyed;
@@ -161,15 +120,30 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors(
     for (int64_t i = begin; i < end; ++i) {
       Rng rng(static_cast<uint64_t>(rng_seed), static_cast<uint64_t>(i));
       int64_t o = offsets[i];
-      sample_one(g, seed[i], k, cnt[i], replace, rng, scratch, keyed, cumsum,
-                 [&](int64_t p) {
-                   out_nbr[o] = g.indices[p];
-                   if (out_eid) out_eid[o] = g.edge_ids[p];
-                   ++o;
-                 });
+      sample_one(g, seed[i], k, cnt[i], replace, rng, scratch, keyed, cumsum, [&](int64_t p) {
+        out_nbr[o] = static_cast<int64_t>(g.indices[p]);
+        if (out_eid) out_eid[o] = g.edge_ids[p];
+        ++o;
+      });
     }
   });
   return {nbrs, counts, eids};
 }
+
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_kernel(
+    const at::Tensor& indptr, const at::Tensor& indices, const std::optional<at::Tensor>& edge_ids,
+    const std::optional<at::Tensor>& edge_weights, const at::Tensor& seeds, int64_t num_neighbors,
+    bool replace, int64_t rng_seed) {
+  const auto seed_t =
+      checked_sampling_args(indptr, indices, edge_ids, edge_weights, seeds, num_neighbors);
+  return AT_DISPATCH_INDEX_TYPES(indptr.scalar_type(), "sample_neighbors", [&] {
+    return sample_neighbors_typed<index_t>(indptr, indices, edge_ids, edge_weights, seed_t,
+                                           num_neighbors, replace, rng_seed);
+  });
+}
+
+TORCH_LIBRARY_IMPL(glt, CPU, m) { m.impl("sample_neighbors", TORCH_FN(sample_neighbors_kernel)); }
 
 }  // namespace glt

@@ -2,11 +2,12 @@
 // out[positions[i]] = ...), parallel over ids, with the rows a few ids ahead
 // prefetched.
 #include <ATen/Parallel.h>
+#include <torch/library.h>
 
 #include <atomic>
 #include <cstring>
 
-#include "../common.h"
+#include "../checks.h"
 #include "buffer_pool.h"
 #include "ops.h"
 
@@ -23,36 +24,15 @@ at::Tensor gather_rows(const at::Tensor& table, const at::Tensor& ids,
                        const std::shared_ptr<BufferPool>& pool,
                        const std::optional<at::Tensor>& positions, int64_t num_out_rows) {
   TORCH_CHECK_VALUE(table.device().is_cpu(), "feature table must be a CPU tensor");
-  TORCH_CHECK_VALUE(table.dim() == 2, "feature table must be 2-D, got shape ",
-              table.sizes());
-  TORCH_CHECK_VALUE(table.is_contiguous(), "feature table must be contiguous");
-  check_index(ids, "ids");
+  const auto args = checked_gather_args(table, ids, id2index, positions, num_out_rows);
   const int64_t num_rows = table.size(0);
-  const int64_t* map = nullptr;
-  int64_t num_ids = num_rows;
-  if (id2index.has_value()) {
-    check_index(*id2index, "id2index");
-    TORCH_CHECK_VALUE(id2index->is_contiguous(), "id2index must be contiguous");
-    map = id2index->data_ptr<int64_t>();
-    num_ids = id2index->numel();
-  }
-  const auto id_t = ids.contiguous();
-  const int64_t n = id_t.numel();
-  const int64_t* id = id_t.data_ptr<int64_t>();
+  const int64_t* map = args.id2index.defined() ? args.id2index.data_ptr<int64_t>() : nullptr;
+  const int64_t num_ids = map ? args.id2index.numel() : num_rows;
+  const int64_t n = args.ids.numel();
+  const int64_t* id = args.ids.data_ptr<int64_t>();
   // Row i of the output is row i, or row positions[i] of num_out_rows.
-  const int64_t* pos = nullptr;
-  at::Tensor pos_t;
-  int64_t out_rows = n;
-  if (positions.has_value()) {
-    check_index(*positions, "positions");
-    TORCH_CHECK_VALUE(positions->numel() == n, "positions holds ", positions->numel(),
-                      " entries for ", n, " ids");
-    TORCH_CHECK_VALUE(num_out_rows >= 0, "num_out_rows must be given with positions");
-    pos_t = positions->contiguous();
-    check_range(pos_t, num_out_rows, "positions");
-    pos = pos_t.data_ptr<int64_t>();
-    out_rows = num_out_rows;
-  }
+  const int64_t* pos = args.positions.defined() ? args.positions.data_ptr<int64_t>() : nullptr;
+  const int64_t out_rows = pos ? num_out_rows : n;
   auto out = pool ? pool->empty({out_rows, table.size(1)}, table.scalar_type())
                   : at::empty({out_rows, table.size(1)}, table.options());
   const int64_t row_bytes = table.size(1) * table.element_size();
@@ -80,7 +60,8 @@ at::Tensor gather_rows(const at::Tensor& table, const at::Tensor& ids,
       const int64_t r = resolve(i);
       if (r < 0) {
         int64_t cur = first_bad.load();
-        while (i < cur && !first_bad.compare_exchange_weak(cur, i)) {}
+        while (i < cur && !first_bad.compare_exchange_weak(cur, i)) {
+        }
         continue;
       }
       std::memcpy(dst + (pos ? pos[i] : i) * row_bytes, src + r * row_bytes, row_bytes);
@@ -90,11 +71,19 @@ at::Tensor gather_rows(const at::Tensor& table, const at::Tensor& ids,
   if (bad < n) {
     const int64_t v = id[bad];
     TORCH_CHECK_VALUE(v >= 0 && v < num_ids, "id ", v, " is out of range [0, ", num_ids,
-                ") of the feature");
-    TORCH_CHECK_VALUE(false, "id ", v, " has no feature row (id2index gives ",
-                map[v], " for a table of ", num_rows, " rows)");
+                      ") of the feature");
+    TORCH_CHECK_VALUE(false, "id ", v, " has no feature row (id2index gives ", map[v],
+                      " for a table of ", num_rows, " rows)");
   }
   return out;
 }
+
+at::Tensor gather_rows_kernel(const at::Tensor& table, const at::Tensor& ids,
+                              const std::optional<at::Tensor>& id2index,
+                              const std::optional<at::Tensor>& positions, int64_t num_out_rows) {
+  return gather_rows(table, ids, id2index, nullptr, positions, num_out_rows);
+}
+
+TORCH_LIBRARY_IMPL(glt, CPU, m) { m.impl("gather_rows", TORCH_FN(gather_rows_kernel)); }
 
 }  // namespace glt

@@ -1,0 +1,194 @@
+// Input checks shared by the CPU and CUDA kernels: each names the argument
+// and what is wrong with it (a Python ValueError), before any memory is read.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <utility>
+
+namespace glt {
+
+// Checks that `t` is a 1-D int64 tensor.
+inline void check_index(const at::Tensor& t, const char* name) {
+  TORCH_CHECK_VALUE(t.scalar_type() == at::kLong, name, " must be int64, got ", t.scalar_type());
+  TORCH_CHECK_VALUE(t.dim() == 1, name, " must be 1-D, got shape ", t.sizes());
+}
+
+// Checks that `t` lives on `device`.
+inline void check_device(const at::Tensor& t, const char* name, const at::Device& device) {
+  TORCH_CHECK_VALUE(t.device() == device, name, " must be on ", device, " (as the topology), got ",
+                    t.device());
+}
+
+// Checks that every value of the 1-D int64 tensor `t` lies in [0, upper).
+inline void check_range(const at::Tensor& t, int64_t upper, const char* name) {
+  if (t.numel() == 0) return;
+  const int64_t lo = t.min().item<int64_t>();
+  const int64_t hi = t.max().item<int64_t>();
+  TORCH_CHECK_VALUE(lo >= 0 && hi < upper, name, " holds ids outside [0, ", upper, "): min ", lo,
+                    ", max ", hi);
+}
+
+// Checks a compressed sparse topology (indptr and indices 1-D, contiguous,
+// of one dtype, int32 or int64, on one device); returns its number of rows.
+inline int64_t check_csr(const at::Tensor& indptr, const at::Tensor& indices) {
+  const auto dtype = indptr.scalar_type();
+  TORCH_CHECK_VALUE(dtype == at::kLong || dtype == at::kInt, "indptr must be int64 or int32, got ",
+                    dtype);
+  TORCH_CHECK_VALUE(indices.scalar_type() == dtype, "indices must have indptr's dtype (", dtype,
+                    "), got ", indices.scalar_type());
+  TORCH_CHECK_VALUE(indptr.dim() == 1 && indices.dim() == 1, "indptr and indices must be 1-D");
+  TORCH_CHECK_VALUE(indptr.numel() >= 1, "indptr must hold at least one entry");
+  TORCH_CHECK_VALUE(indptr.is_contiguous() && indices.is_contiguous(),
+                    "indptr and indices must be contiguous");
+  check_device(indices, "indices", indptr.device());
+  const int64_t num_rows = indptr.numel() - 1;
+  const int64_t end = indptr[num_rows].item<int64_t>();
+  TORCH_CHECK_VALUE(end == indices.numel(), "indptr ends at ", end, " but indices holds ",
+                    indices.numel(), " entries");
+  return num_rows;
+}
+
+// Checks optional per-edge edge ids (int64) and weights (float32).
+inline void check_edge_data(const c10::optional<at::Tensor>& edge_ids,
+                            const c10::optional<at::Tensor>& edge_weights,
+                            const at::Tensor& indices) {
+  if (edge_ids.has_value()) {
+    check_index(*edge_ids, "edge_ids");
+    check_device(*edge_ids, "edge_ids", indices.device());
+    TORCH_CHECK_VALUE(edge_ids->numel() == indices.numel() && edge_ids->is_contiguous(),
+                      "edge_ids must be contiguous with one entry per edge");
+  }
+  if (edge_weights.has_value()) {
+    TORCH_CHECK_VALUE(edge_weights->scalar_type() == at::kFloat && edge_weights->dim() == 1 &&
+                          edge_weights->is_contiguous() && edge_weights->numel() == indices.numel(),
+                      "edge_weights must be a contiguous 1-D float32 tensor with one entry per "
+                      "edge");
+    check_device(*edge_weights, "edge_weights", indices.device());
+  }
+}
+
+// -- each op's inputs, checked (the CPU and CUDA kernels share these) --------
+
+// coo_to_csr: (row, col), contiguous.
+inline std::pair<at::Tensor, at::Tensor> checked_coo_args(const at::Tensor& row,
+                                                          const at::Tensor& col, int64_t num_rows,
+                                                          int64_t num_cols) {
+  check_index(row, "row");
+  check_index(col, "col");
+  check_device(col, "col", row.device());
+  TORCH_CHECK_VALUE(row.numel() == col.numel(), "row and col must have the same length, got ",
+                    row.numel(), " and ", col.numel());
+  TORCH_CHECK_VALUE(num_rows >= 0 && num_cols >= 0, "num_rows and num_cols must be >= 0, got ",
+                    num_rows, " and ", num_cols);
+  auto rows = row.contiguous(), cols = col.contiguous();
+  check_range(rows, num_rows, "row");
+  check_range(cols, num_cols, "col");
+  return {rows, cols};
+}
+
+// sample_neighbors: the seeds, contiguous.
+inline at::Tensor checked_sampling_args(const at::Tensor& indptr, const at::Tensor& indices,
+                                        const c10::optional<at::Tensor>& edge_ids,
+                                        const c10::optional<at::Tensor>& edge_weights,
+                                        const at::Tensor& seeds, int64_t num_neighbors) {
+  const int64_t num_rows = check_csr(indptr, indices);
+  check_edge_data(edge_ids, edge_weights, indices);
+  check_index(seeds, "seeds");
+  check_device(seeds, "seeds", indptr.device());
+  TORCH_CHECK_VALUE(num_neighbors >= -1, "num_neighbors must be -1 (all) or >= 0, got ",
+                    num_neighbors);
+  auto seed_t = seeds.contiguous();
+  check_range(seed_t, num_rows, "seeds");
+  return seed_t;
+}
+
+// sample_negative's node counts and fixed ends.
+struct NegativeArgs {
+  int64_t num_rows;
+  int64_t num_samples;  // the fixed ends' count when they are given
+  at::Tensor fixed;     // contiguous; undefined when not given
+};
+
+inline NegativeArgs checked_negative_args(const at::Tensor& indptr, const at::Tensor& indices,
+                                          const c10::optional<at::Tensor>& fixed, bool fixed_is_row,
+                                          int64_t num_cols, int64_t num_samples, int64_t trials) {
+  NegativeArgs args{check_csr(indptr, indices), num_samples, at::Tensor()};
+  TORCH_CHECK_VALUE(trials >= 1, "trials must be >= 1, got ", trials);
+  TORCH_CHECK_VALUE(num_samples >= 0, "num_samples must be >= 0, got ", num_samples);
+  if (fixed.has_value()) {
+    check_index(*fixed, "fixed");
+    check_device(*fixed, "fixed", indptr.device());
+    args.fixed = fixed->contiguous();
+    check_range(args.fixed, fixed_is_row ? args.num_rows : num_cols, "fixed");
+    args.num_samples = args.fixed.numel();
+  }
+  TORCH_CHECK_VALUE(args.num_samples == 0 || (num_cols > 0 && args.num_rows > 0),
+                    "negative sampling needs a non-empty node set");
+  return args;
+}
+
+// has_edge: (rows, cols), contiguous.
+inline std::pair<at::Tensor, at::Tensor> checked_edge_query_args(const at::Tensor& indptr,
+                                                                 const at::Tensor& indices,
+                                                                 const at::Tensor& rows,
+                                                                 const at::Tensor& cols) {
+  const int64_t num_rows = check_csr(indptr, indices);
+  check_index(rows, "rows");
+  check_index(cols, "cols");
+  check_device(rows, "rows", indptr.device());
+  check_device(cols, "cols", indptr.device());
+  TORCH_CHECK_VALUE(rows.numel() == cols.numel(), "rows and cols differ in length: ", rows.numel(),
+                    " vs ", cols.numel());
+  auto r = rows.contiguous(), c = cols.contiguous();
+  check_range(r, num_rows, "rows");
+  return {r, c};
+}
+
+// induced_subgraph: the nodes, contiguous (their uniqueness is the kernel's).
+inline at::Tensor checked_subgraph_args(const at::Tensor& indptr, const at::Tensor& indices,
+                                        const c10::optional<at::Tensor>& edge_ids,
+                                        const at::Tensor& nodes) {
+  check_csr(indptr, indices);
+  check_edge_data(edge_ids, c10::nullopt, indices);
+  check_index(nodes, "nodes");
+  check_device(nodes, "nodes", indptr.device());
+  auto node_t = nodes.contiguous();
+  check_range(node_t, INT64_MAX, "nodes");
+  return node_t;
+}
+
+// gather_rows: the ids, id2index and positions, contiguous (undefined when
+// not given).
+struct GatherArgs {
+  at::Tensor ids, id2index, positions;
+};
+
+inline GatherArgs checked_gather_args(const at::Tensor& table, const at::Tensor& ids,
+                                      const c10::optional<at::Tensor>& id2index,
+                                      const c10::optional<at::Tensor>& positions,
+                                      int64_t num_out_rows) {
+  TORCH_CHECK_VALUE(table.dim() == 2, "feature table must be 2-D, got shape ", table.sizes());
+  TORCH_CHECK_VALUE(table.is_contiguous(), "feature table must be contiguous");
+  check_index(ids, "ids");
+  check_device(ids, "ids", table.device());
+  GatherArgs args{ids.contiguous(), at::Tensor(), at::Tensor()};
+  if (id2index.has_value()) {
+    check_index(*id2index, "id2index");
+    check_device(*id2index, "id2index", table.device());
+    args.id2index = id2index->contiguous();
+  }
+  if (positions.has_value()) {
+    check_index(*positions, "positions");
+    check_device(*positions, "positions", table.device());
+    TORCH_CHECK_VALUE(positions->numel() == ids.numel(), "positions holds ", positions->numel(),
+                      " entries for ", ids.numel(), " ids");
+    TORCH_CHECK_VALUE(num_out_rows >= 0, "num_out_rows must be given with positions");
+    args.positions = positions->contiguous();
+    check_range(args.positions, num_out_rows, "positions");
+  }
+  return args;
+}
+
+}  // namespace glt

@@ -1,0 +1,50 @@
+// CudaInducer: the multi-type inducer over GPU hash tables.
+#include <c10/cuda/CUDAGuard.h>
+
+#include "../kernels/inducer.h"
+#include "backend.cuh"
+#include "inducer.h"
+
+namespace glt {
+namespace cuda {
+
+struct CudaInducer::Impl {
+  kernels::InducerImpl<CudaBackend> inducer;
+};
+
+CudaInducer::CudaInducer(int64_t num_node_types, int64_t device) : device_(device) {
+  const c10::cuda::CUDAGuard guard(device);
+  impl_ = std::make_unique<Impl>(Impl{kernels::InducerImpl<CudaBackend>(
+      num_node_types, CudaBackend{}, at::TensorOptions().device(at::kCUDA, device))});
+}
+
+CudaInducer::~CudaInducer() = default;
+
+std::vector<at::Tensor> CudaInducer::init_nodes(const std::vector<at::Tensor>& seeds) {
+  const c10::cuda::CUDAGuard guard(device_);
+  return impl_->inducer.init_nodes(seeds);
+}
+
+std::tuple<std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>>
+CudaInducer::induce_next(const std::vector<int64_t>& src_types,
+                         const std::vector<int64_t>& nbr_types, const std::vector<at::Tensor>& srcs,
+                         const std::vector<at::Tensor>& nbrs,
+                         const std::vector<at::Tensor>& nbr_nums) {
+  const c10::cuda::CUDAGuard guard(device_);
+  return impl_->inducer.induce_next(src_types, nbr_types, srcs, nbrs, nbr_nums);
+}
+
+at::Tensor CudaInducer::local_ids(int64_t node_type, const at::Tensor& ids) const {
+  const c10::cuda::CUDAGuard guard(device_);
+  return impl_->inducer.local_ids(node_type, ids);
+}
+
+void CudaInducer::reset() {
+  const c10::cuda::CUDAGuard guard(device_);
+  impl_->inducer.reset();
+}
+
+int64_t CudaInducer::num_node_types() const { return impl_->inducer.num_node_types(); }
+
+}  // namespace cuda
+}  // namespace glt

@@ -1,0 +1,36 @@
+// The CUDA twin of the CPU Inducer (csrc/cpu/ops.h): the same interface and
+// results, over hash tables in GPU memory (csrc/kernels/inducer.h).
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <memory>
+#include <tuple>
+#include <vector>
+
+namespace glt {
+namespace cuda {
+
+class CudaInducer {
+ public:
+  // One id space per node type, on CUDA device `device`.
+  CudaInducer(int64_t num_node_types, int64_t device);
+  ~CudaInducer();
+
+  std::vector<at::Tensor> init_nodes(const std::vector<at::Tensor>& seeds);
+  std::tuple<std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>> induce_next(
+      const std::vector<int64_t>& src_types, const std::vector<int64_t>& nbr_types,
+      const std::vector<at::Tensor>& srcs, const std::vector<at::Tensor>& nbrs,
+      const std::vector<at::Tensor>& nbr_nums);
+  at::Tensor local_ids(int64_t node_type, const at::Tensor& ids) const;
+  void reset();
+  int64_t num_node_types() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int64_t device_;
+};
+
+}  // namespace cuda
+}  // namespace glt

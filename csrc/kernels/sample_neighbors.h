@@ -1,0 +1,181 @@
+// One hop of neighbor sampling for any backend (the CUDA kernel, and the host
+// backend the tests run it with): one thread per seed, each drawing from its
+// own Philox stream, so a batch depends only on the seed and the rng seed.
+//
+// Semantics (as the CPU kernel): up to `k` neighbors per seed (-1: all);
+// uniform without replacement (Floyd's algorithm), with replacement, or
+// proportional to the edge weights (Efraimidis-Spirakis keys without
+// replacement, inverse-CDF draws with it); edges of weight <= 0 are never
+// drawn when sampling by weight.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <tuple>
+
+#include "../checks.h"
+#include "device.h"
+
+namespace glt {
+namespace kernels {
+
+template <typename index_t>
+struct CsrView {
+  const index_t* indptr;
+  const index_t* indices;
+  const int64_t* edge_ids;  // nullable
+  const float* weights;     // nullable
+};
+
+template <typename index_t>
+GLT_HOST_DEVICE int64_t positive_degree(const CsrView<index_t>& g, int64_t begin, int64_t end) {
+  int64_t n = 0;
+  for (int64_t p = begin; p < end; ++p) n += g.weights[p] > 0.f;
+  return n;
+}
+
+// How many neighbors seed (row) `s` gets.
+template <typename index_t>
+GLT_HOST_DEVICE int64_t sample_count(const CsrView<index_t>& g, int64_t s, int64_t k,
+                                     bool replace) {
+  const int64_t begin = g.indptr[s], end = g.indptr[s + 1];
+  if (k < 0) return end - begin;
+  const int64_t deg = g.weights ? positive_degree(g, begin, end) : end - begin;
+  if (replace) return deg > 0 ? k : 0;
+  return deg < k ? deg : k;
+}
+
+// Draws the `count` edge positions of seed `s` into pos[0, count); `keys` is
+// scratch of `count` doubles (weighted sampling without replacement).
+template <typename index_t>
+GLT_HOST_DEVICE void sample_positions(const CsrView<index_t>& g, int64_t s, int64_t k,
+                                      int64_t count, bool replace, device::Philox& rng,
+                                      int64_t* pos, double* keys) {
+  const int64_t begin = g.indptr[s], end = g.indptr[s + 1];
+  const int64_t deg = end - begin;
+  if (count == 0) return;
+  if (k < 0 || (!g.weights && !replace && count == deg)) {
+    for (int64_t p = begin; p < end; ++p) pos[p - begin] = p;
+    return;
+  }
+  if (g.weights == nullptr) {
+    if (replace) {
+      for (int64_t j = 0; j < count; ++j) pos[j] = begin + static_cast<int64_t>(rng.uniform(deg));
+      return;
+    }
+    // Floyd: for j = deg - count .. deg - 1, take a uniform t in [0, j], or
+    // j itself when t was taken already.
+    for (int64_t j = deg - count, m = 0; j < deg; ++j, ++m) {
+      const int64_t t = begin + static_cast<int64_t>(rng.uniform(j + 1));
+      bool seen = false;
+      for (int64_t q = 0; q < m; ++q) seen |= pos[q] == t;
+      pos[m] = seen ? begin + j : t;
+    }
+    return;
+  }
+  if (replace) {
+    double total = 0.0;
+    for (int64_t p = begin; p < end; ++p) total += g.weights[p] > 0.f ? g.weights[p] : 0.f;
+    for (int64_t j = 0; j < count; ++j) {
+      const double u = rng.uniform01() * total;
+      double acc = 0.0;
+      int64_t pick = -1;
+      for (int64_t p = begin; p < end; ++p) {
+        if (g.weights[p] <= 0.f) continue;
+        acc += g.weights[p];
+        pick = p;
+        if (acc >= u) break;
+      }
+      pos[j] = pick;
+    }
+    return;
+  }
+  // Efraimidis-Spirakis: the `count` largest keys log(u) / w; `keys` holds
+  // the kept ones, replacing the smallest when a larger one comes.
+  int64_t kept = 0;
+  for (int64_t p = begin; p < end; ++p) {
+    const float w = g.weights[p];
+    if (w <= 0.f) continue;
+    const double key = log(rng.uniform01()) / w;
+    if (kept < count) {
+      keys[kept] = key;
+      pos[kept++] = p;
+      continue;
+    }
+    int64_t smallest = 0;
+    for (int64_t q = 1; q < count; ++q) {
+      if (keys[q] < keys[smallest]) smallest = q;
+    }
+    if (key > keys[smallest]) {
+      keys[smallest] = key;
+      pos[smallest] = p;
+    }
+  }
+}
+
+// Samples every seed: returns (neighbors, count per seed, edge ids or an
+// empty tensor). `indptr`, `indices` (of index_t), `seeds` (int64) and the
+// optional `edge_ids` (int64) and `weights` (float) are on the backend's
+// device and checked by the caller.
+template <typename index_t, typename Backend>
+std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_impl(
+    const Backend& backend, const at::Tensor& indptr, const at::Tensor& indices,
+    const at::Tensor* edge_ids, const at::Tensor* weights, const at::Tensor& seeds, int64_t k,
+    bool replace, int64_t rng_seed) {
+  const CsrView<index_t> g{indptr.data_ptr<index_t>(), indices.data_ptr<index_t>(),
+                           edge_ids ? edge_ids->data_ptr<int64_t>() : nullptr,
+                           weights ? weights->data_ptr<float>() : nullptr};
+  const auto long_opts = seeds.options().dtype(at::kLong);
+  const int64_t n = seeds.numel();
+  auto counts = at::empty({n}, long_opts);
+  if (n == 0) return {at::empty({0}, long_opts), counts, at::empty({0}, long_opts)};
+  const int64_t* seed = seeds.data_ptr<int64_t>();
+  int64_t* cnt = counts.data_ptr<int64_t>();
+  backend.for_each(
+      n, [=] GLT_HOST_DEVICE(int64_t i) { cnt[i] = sample_count(g, seed[i], k, replace); });
+  auto offsets = at::zeros({n + 1}, long_opts);
+  offsets.narrow(0, 1, n).copy_(counts.cumsum(0));
+  const int64_t total = offsets[n].item<int64_t>();
+  auto nbrs = at::empty({total}, long_opts);
+  auto eids = at::empty({edge_ids ? total : 0}, long_opts);
+  auto pos = at::empty({total}, long_opts);
+  const bool keyed = weights && !replace && k >= 0;
+  auto keys = at::empty({keyed ? total : 0}, seeds.options().dtype(at::kDouble));
+  const int64_t* off = offsets.data_ptr<int64_t>();
+  int64_t* out_nbr = nbrs.data_ptr<int64_t>();
+  int64_t* out_eid = edge_ids ? eids.data_ptr<int64_t>() : nullptr;
+  int64_t* scratch = pos.data_ptr<int64_t>();
+  double* key_scratch = keyed ? keys.data_ptr<double>() : nullptr;
+  const uint64_t key = static_cast<uint64_t>(rng_seed);
+  backend.for_each(n, [=] GLT_HOST_DEVICE(int64_t i) {
+    device::Philox rng(key, static_cast<uint64_t>(i));
+    const int64_t o = off[i], m = cnt[i];
+    int64_t* p = scratch + o;
+    sample_positions(g, seed[i], k, m, replace, rng, p, key_scratch ? key_scratch + o : nullptr);
+    for (int64_t j = 0; j < m; ++j) {
+      out_nbr[o + j] = static_cast<int64_t>(g.indices[p[j]]);
+      if (out_eid) out_eid[o + j] = g.edge_ids[p[j]];
+    }
+  });
+  return {nbrs, counts, eids};
+}
+
+// The op for any backend: inputs checked, then the kernel.
+template <typename Backend>
+std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors(
+    const Backend& backend, const at::Tensor& indptr, const at::Tensor& indices,
+    const std::optional<at::Tensor>& edge_ids, const std::optional<at::Tensor>& edge_weights,
+    const at::Tensor& seeds, int64_t num_neighbors, bool replace, int64_t rng_seed) {
+  const auto seed_t =
+      checked_sampling_args(indptr, indices, edge_ids, edge_weights, seeds, num_neighbors);
+  const at::Tensor* eids = edge_ids.has_value() ? &*edge_ids : nullptr;
+  const at::Tensor* weights = edge_weights.has_value() ? &*edge_weights : nullptr;
+  return AT_DISPATCH_INDEX_TYPES(indptr.scalar_type(), "sample_neighbors", [&] {
+    return sample_neighbors_impl<index_t>(backend, indptr, indices, eids, weights, seed_t,
+                                          num_neighbors, replace, rng_seed);
+  });
+}
+
+}  // namespace kernels
+}  // namespace glt

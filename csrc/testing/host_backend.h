@@ -1,0 +1,23 @@
+// The host backend of the kernel bodies (csrc/kernels): runs a per-thread
+// body over every index of [0, n) on the CPU, with OpenMP threads taking
+// small interleaved chunks, so that the hash tables' compare-and-swap inserts
+// meet real concurrency. Only the tests build it (test/test_kernel_bodies.py).
+#pragma once
+
+#include <omp.h>
+
+#include <cstdint>
+
+namespace glt {
+namespace testing {
+
+struct HostBackend {
+  template <typename F>
+  void for_each(int64_t n, F f) const {
+#pragma omp parallel for schedule(dynamic, 7)
+    for (int64_t i = 0; i < n; ++i) f(i);
+  }
+};
+
+}  // namespace testing
+}  // namespace glt

@@ -1,0 +1,96 @@
+// The CUDA kernels of graphlearn_torch, run on the CPU: every op and the
+// inducer through the very code the CUDA build launches (csrc/kernels), with
+// the host backend. The tests compile this module on the fly and compare it
+// with the CPU kernels and brute force (test/test_kernel_bodies.py).
+#include <omp.h>
+#include <torch/extension.h>
+
+#include "../kernels/graph_ops.h"
+#include "../kernels/inducer.h"
+#include "../kernels/sample_neighbors.h"
+#include "host_backend.h"
+
+namespace {
+
+using glt::testing::HostBackend;
+
+// `count` numbers of Philox stream `stream` under key `seed`, from block
+// `counter` on (each block gives two 64-bit numbers).
+at::Tensor philox(int64_t seed, int64_t stream, int64_t counter, int64_t count) {
+  glt::device::Philox rng(static_cast<uint64_t>(seed), static_cast<uint64_t>(stream),
+                          static_cast<uint64_t>(counter));
+  auto out = at::empty({count}, at::kLong);
+  for (int64_t i = 0; i < count; ++i) out[i] = static_cast<int64_t>(rng.next64());
+  return out;
+}
+
+using HostInducer = glt::kernels::InducerImpl<HostBackend>;
+
+}  // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.doc() = "graphlearn_torch's CUDA kernel bodies run on the host (tests only)";
+  m.def("set_num_threads", [](int n) { omp_set_num_threads(n); });
+  m.def("philox", &philox, py::arg("seed"), py::arg("stream"), py::arg("counter"),
+        py::arg("count"));
+  m.def("sample_neighbors",
+        torch::wrap_pybind_function([](const at::Tensor& indptr, const at::Tensor& indices,
+                                       const std::optional<at::Tensor>& edge_ids,
+                                       const std::optional<at::Tensor>& edge_weights,
+                                       const at::Tensor& seeds, int64_t k, bool replace,
+                                       int64_t rng_seed) {
+          return glt::kernels::sample_neighbors(HostBackend{}, indptr, indices, edge_ids,
+                                                edge_weights, seeds, k, replace, rng_seed);
+        }));
+  m.def("coo_to_csr", torch::wrap_pybind_function([](const at::Tensor& row, const at::Tensor& col,
+                                                     int64_t num_rows, int64_t num_cols) {
+          return glt::kernels::coo_to_csr(HostBackend{}, row, col, num_rows, num_cols);
+        }));
+  m.def("has_edge",
+        torch::wrap_pybind_function([](const at::Tensor& indptr, const at::Tensor& indices,
+                                       const at::Tensor& rows, const at::Tensor& cols) {
+          return glt::kernels::has_edge(HostBackend{}, indptr, indices, rows, cols);
+        }));
+  m.def("sample_negative",
+        torch::wrap_pybind_function([](const at::Tensor& indptr, const at::Tensor& indices,
+                                       const std::optional<at::Tensor>& fixed, bool fixed_is_row,
+                                       int64_t num_cols, int64_t num_samples, int64_t trials,
+                                       bool padding, int64_t rng_seed) {
+          return glt::kernels::sample_negative(HostBackend{}, indptr, indices, fixed, fixed_is_row,
+                                               num_cols, num_samples, trials, padding, rng_seed);
+        }));
+  m.def("induced_subgraph",
+        torch::wrap_pybind_function([](const at::Tensor& indptr, const at::Tensor& indices,
+                                       const std::optional<at::Tensor>& edge_ids,
+                                       const at::Tensor& nodes) {
+          return glt::kernels::induced_subgraph(HostBackend{}, indptr, indices, edge_ids, nodes);
+        }));
+  m.def("gather_rows", torch::wrap_pybind_function(
+                           [](const at::Tensor& table, const at::Tensor& ids,
+                              const std::optional<at::Tensor>& id2index,
+                              const std::optional<at::Tensor>& positions, int64_t num_out_rows) {
+                             return glt::kernels::gather_rows(HostBackend{}, table, ids, id2index,
+                                                              positions, num_out_rows);
+                           }));
+  py::class_<HostInducer>(m, "Inducer")
+      .def(py::init(torch::wrap_pybind_function([](int64_t num_node_types) {
+        return std::make_unique<HostInducer>(num_node_types, HostBackend{}, at::TensorOptions());
+      })))
+      .def("init_nodes",
+           torch::wrap_pybind_function([](HostInducer& self, const std::vector<at::Tensor>& seeds) {
+             return self.init_nodes(seeds);
+           }))
+      .def("induce_next",
+           torch::wrap_pybind_function(
+               [](HostInducer& self, const std::vector<int64_t>& src_types,
+                  const std::vector<int64_t>& nbr_types, const std::vector<at::Tensor>& srcs,
+                  const std::vector<at::Tensor>& nbrs, const std::vector<at::Tensor>& nbr_nums) {
+                 return self.induce_next(src_types, nbr_types, srcs, nbrs, nbr_nums);
+               }))
+      .def("local_ids", torch::wrap_pybind_function(
+                            [](const HostInducer& self, int64_t node_type, const at::Tensor& ids) {
+                              return self.local_ids(node_type, ids);
+                            }))
+      .def("reset", torch::wrap_pybind_function([](HostInducer& self) { self.reset(); }))
+      .def_property_readonly("num_node_types", &HostInducer::num_node_types);
+}

@@ -1,0 +1,142 @@
+"""The CUDA kernels on a GPU (skipped without one): every op against the host
+harness, which runs the same code on the CPU (so even random draws must be
+equal), and against the CPU kernels where the op is deterministic; the CUDA
+inducer against the CPU inducer."""
+
+from collections import Counter
+
+import pytest
+import torch
+from conftest import random_edges
+from kernel_harness import load_harness
+from scipy import stats
+from test_kernel_bodies import csr, flat, run_hops, star
+
+import graphlearn_torch
+from graphlearn_torch._ext import ops
+
+
+def cuda_kernels_available() -> bool:
+  return torch.cuda.is_available() and torch._C._dispatch_has_kernel_for_dispatch_key(
+    'glt::sample_neighbors', 'CUDA'
+  )
+
+
+pytestmark = pytest.mark.skipif(
+  not cuda_kernels_available(), reason='needs a GPU and a build with the CUDA kernels'
+)
+
+OPS = torch.ops.glt
+
+
+@pytest.fixture(scope='module')
+def harness():
+  h = load_harness()
+  h.set_num_threads(4)
+  return h
+
+
+def cuda(*tensors):
+  return [t.cuda() if isinstance(t, torch.Tensor) else t for t in tensors]
+
+
+def assert_all_equal(got, want):
+  for a, b in zip(got, want):
+    assert torch.equal(a.cpu(), b.cpu())
+
+
+@pytest.mark.parametrize('dtype', [torch.int64, torch.int32])
+@pytest.mark.parametrize('replace', [False, True])
+@pytest.mark.parametrize('weighted', [False, True])
+@pytest.mark.parametrize('k', [-1, 3, 40])
+def test_sample_neighbors_equals_the_host_harness(harness, dtype, replace, weighted, k):
+  indptr, indices, eids, weights = csr(300, 300, 20000, seed=1, dtype=dtype, weighted=weighted)
+  seeds = torch.randint(0, 300, (500,))
+  want = harness.sample_neighbors(indptr, indices, eids, weights, seeds, k, replace, 7)
+  got = OPS.sample_neighbors(*cuda(indptr, indices, eids, weights, seeds), k, replace, 7)
+  assert got[0].is_cuda
+  assert_all_equal(got, want)
+
+
+@pytest.mark.parametrize('replace', [False, True])
+def test_uniform_sampling_on_the_gpu_is_uniform(replace):
+  indptr, indices, _ = star(10)
+  seed = torch.tensor([0])
+  counts = Counter()
+  for t in range(4000):
+    nbr, _, _ = OPS.sample_neighbors(*cuda(indptr, indices), None, None, *cuda(seed), 3, replace, t)
+    counts.update(nbr.tolist())
+  assert stats.chisquare([counts[v] for v in range(1, 11)]).pvalue > 1e-3
+
+
+def test_deterministic_ops_equal_the_cpu_kernels():
+  ei = random_edges(500, 400, 30000, seed=2)
+  assert_all_equal(
+    OPS.coo_to_csr(*cuda(ei[0], ei[1]), 520, 400), OPS.coo_to_csr(ei[0], ei[1], 520, 400)
+  )
+  for dtype in (torch.int64, torch.int32):
+    indptr, indices, eids, _ = csr(500, 500, 30000, seed=3, dtype=dtype)
+    rows, cols = torch.randint(0, 500, (2, 10000))
+    assert_all_equal(
+      [OPS.has_edge(*cuda(indptr, indices, rows, cols))],
+      [OPS.has_edge(indptr, indices, rows, cols)],
+    )
+    nodes = torch.randperm(600)[:200]
+    assert_all_equal(
+      OPS.induced_subgraph(*cuda(indptr, indices, eids, nodes)),
+      OPS.induced_subgraph(indptr, indices, eids, nodes),
+    )
+  table = torch.randn(1000, 33)
+  ids = torch.randint(0, 1000, (5000,))
+  id2index = torch.randperm(1000)
+  assert_all_equal(
+    [OPS.gather_rows(*cuda(table, ids, id2index), None, -1)],
+    [OPS.gather_rows(table, ids, id2index, None, -1)],
+  )
+
+
+@pytest.mark.parametrize('padding', [False, True])
+def test_sample_negative_equals_the_host_harness(harness, padding):
+  indptr, indices, _, _ = csr(300, 200, 5000, seed=4)
+  want = harness.sample_negative(indptr, indices, None, True, 200, 3000, 3, padding, 9)
+  got = OPS.sample_negative(*cuda(indptr, indices), None, True, 200, 3000, 3, padding, 9)
+  assert_all_equal(got, want)
+
+
+@pytest.mark.parametrize('num_types', [1, 3])
+def test_cuda_inducer_equals_the_cpu_inducer(num_types):
+  class OnGpu:  # feeds the CUDA inducer CUDA tensors
+    def __init__(self):
+      self.inducer = ops.CudaInducer(num_types, torch.cuda.current_device())
+
+    def __getattr__(self, name):
+      method = getattr(self.inducer, name)
+
+      def call(*args):
+        moved = [
+          [t.cuda() for t in a]
+          if isinstance(a, list) and a and isinstance(a[0], torch.Tensor)
+          else (a.cuda() if isinstance(a, torch.Tensor) else a)
+          for a in args
+        ]
+        return method(*moved)
+
+      return call
+
+  for seed in range(3):
+    gpu = run_hops(OnGpu(), num_types, seed)
+    cpu = run_hops(ops.Inducer(num_types, []), num_types, seed)
+    assert flat(gpu) == flat(cpu)
+
+
+def test_every_op_has_a_cuda_kernel():
+  for op in (
+    'coo_to_csr',
+    'sample_neighbors',
+    'sample_negative',
+    'has_edge',
+    'induced_subgraph',
+    'gather_rows',
+  ):
+    assert torch._C._dispatch_has_kernel_for_dispatch_key(f'glt::{op}', 'CUDA'), op
+  assert graphlearn_torch is not None

@@ -1,0 +1,40 @@
+"""Checks a CUDA build of the extension without a GPU: it loads, and every
+dispatcher op of graphlearn_torch has a CUDA kernel.
+
+  python tools/check_cuda_build.py build/cuda/lib
+"""
+
+import glob
+import importlib.util
+import os
+import sys
+
+import torch
+
+OPS = ('coo_to_csr', 'sample_neighbors', 'sample_negative', 'has_edge', 'induced_subgraph',
+       'gather_rows')  # fmt: skip
+
+
+def main(lib_dir: str) -> int:
+  paths = glob.glob(os.path.join(lib_dir, 'graphlearn_torch', '_C*.so'))
+  if len(paths) != 1:
+    print(f'expected one graphlearn_torch/_C*.so under {lib_dir}, found {paths}')
+    return 1
+  spec = importlib.util.spec_from_file_location('graphlearn_torch._C', paths[0])
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)  # registers torch.ops.glt
+  missing = [
+    op for op in OPS if not torch._C._dispatch_has_kernel_for_dispatch_key(f'glt::{op}', 'CUDA')
+  ]
+  if missing or not hasattr(module, 'CudaInducer'):
+    print(f'{paths[0]}: no CUDA kernel for {missing or "the inducer"}')
+    return 1
+  print(
+    f'{paths[0]}: loads (torch {torch.__version__}, CUDA {torch.version.cuda}, GPU available: '
+    f'{torch.cuda.is_available()}); CUDA kernels for {", ".join(OPS)} and CudaInducer'
+  )
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else 'build/cuda/lib'))
