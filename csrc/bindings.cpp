@@ -14,6 +14,7 @@
 #include "shm_queue.h"
 #ifdef WITH_CUDA
 #include "cuda/inducer.h"
+#include "cuda/uva.h"
 #endif
 
 namespace {
@@ -75,6 +76,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
                py::arg("num_node_types"), py::arg("num_nodes") = std::vector<int64_t>{}));
 
 #ifdef WITH_CUDA
+  m.def("uva_view", wrap_pybind_function(&glt::cuda::uva_view), py::arg("host"), py::arg("device"));
+  m.def("enable_peer_access", wrap_pybind_function(&glt::cuda::enable_peer_access),
+        py::arg("device"), py::arg("peer"));
   bind_inducer_methods(
       py::class_<glt::cuda::CudaInducer>(m, "CudaInducer")
           .def(py::init(wrap_pybind_function([](int64_t num_node_types, int64_t device) {

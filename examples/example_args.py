@@ -34,6 +34,25 @@ def add_training_args(
   p.add_argument('--no-progress', dest='progress', action='store_false')
 
 
+def add_gpu_args(p: argparse.ArgumentParser) -> None:
+  r"""GLT's GPU flags: ``--device`` (where batches and the model go, and
+  feature rows are gathered), ``--graph_mode`` ('CPU', 'ZERO_COPY': the
+  topology in pinned host memory read by GPU sampling, 'CUDA': in GPU
+  memory) and ``--split_ratio`` (the share of feature rows, the hottest by
+  in-degree, kept in GPU memory). Without a GPU and the CUDA kernels every
+  one of them falls back to the CPU path, with a log line."""
+  p.add_argument('--device', default='cpu', help="'cpu', or 'cuda' / 'cuda:N'")
+  p.add_argument('--graph_mode', default='CPU', choices=['CPU', 'ZERO_COPY', 'CUDA'])
+  p.add_argument('--split_ratio', type=float, default=0.0, help='feature rows kept on the GPU')
+
+
+def resolve_gpu_args(args: argparse.Namespace) -> torch.device:
+  r"""The device ``--device`` names here (the CPU without a GPU)."""
+  from graphlearn_torch.utils import resolve_device
+
+  return resolve_device(args.device)
+
+
 def parse_args(
   p: argparse.ArgumentParser, smoke: Dict[str, object], argv: Optional[Sequence[str]] = None
 ) -> argparse.Namespace:

@@ -4,6 +4,7 @@
   python examples/train_sage_ogbn_products.py --dataset ogbn-products --root /data/ogb
   python examples/train_sage_ogbn_products.py --dataset cora --root ../shared/datasets/planetoid
   python examples/train_sage_ogbn_products.py --smoke     # a tiny run (CI)
+  python examples/train_sage_ogbn_products.py --device cuda --graph_mode ZERO_COPY --split_ratio 0.2
 
 ogbn-products (or any homogeneous ogbn-* node dataset) is read from OGB's
 unpacked files under ``--root`` (``<root>/ogbn_products/raw``, ``split/``);
@@ -44,10 +45,21 @@ def load(args):
   return data
 
 
-def build_dataset(data) -> glt.data.Dataset:
+def build_dataset(data, args) -> glt.data.Dataset:
+  r"""The dataset, placed as the GPU flags say: the graph in ``--graph_mode``
+  and, with a CUDA ``--device``, the ``--split_ratio`` hottest feature rows
+  (by in-degree) in GPU memory and the rest read through UVA."""
+  device = example_args.resolve_gpu_args(args)
+  gpu = device.index if device.type == 'cuda' else None
   ds = glt.data.Dataset(edge_dir='in')
-  ds.init_graph(data.edge_index, graph_mode='CPU', num_nodes=data.num_nodes)
-  ds.init_node_features(data.x)
+  ds.init_graph(data.edge_index, graph_mode=args.graph_mode, device=gpu, num_nodes=data.num_nodes)
+  ds.init_node_features(
+    data.x,
+    sort_func=glt.data.sort_by_in_degree if args.split_ratio > 0 else None,
+    split_ratio=args.split_ratio,
+    device=gpu,
+    with_gpu=device.type == 'cuda',
+  )
   ds.init_node_labels(data.y)
   return ds
 
@@ -56,7 +68,7 @@ def build_dataset(data) -> glt.data.Dataset:
 def evaluate(model, ds, nodes, args) -> float:
   model.eval()
   loader = glt.loader.NeighborLoader(
-    ds, [-1] * len(args.fanout), nodes, batch_size=1024, device='cpu'
+    ds, [-1] * len(args.fanout), nodes, batch_size=1024, device=args.device
   )
   correct = 0
   for batch in loader:
@@ -68,7 +80,7 @@ def evaluate(model, ds, nodes, args) -> float:
 def run(args) -> dict:
   torch.manual_seed(args.seed)
   data = load(args)
-  ds = build_dataset(data)
+  ds = build_dataset(data, args)
   log.info(
     '%s: %d nodes, %d edges, %d features, %d classes',
     args.dataset,
@@ -84,12 +96,12 @@ def run(args) -> dict:
     train_idx,
     batch_size=args.batch_size,
     shuffle=True,
-    device='cpu',
+    device=args.device,
     seed=args.seed,
   )
   model = GraphSAGE(
     data.num_features, args.hidden, len(args.fanout), int(data.y.max()) + 1, dropout=args.dropout
-  )
+  ).to(example_args.resolve_gpu_args(args))
   opt = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
   splits = {'val': val_idx, 'test': test_idx}
   return example_args.fit(
@@ -109,6 +121,7 @@ def parser() -> argparse.ArgumentParser:
   p.add_argument('--num_nodes', type=int, default=20_000, help='synthetic graph size')
   p.add_argument('--eval_every', type=int, default=1)
   example_args.add_training_args(p, epochs=20)
+  example_args.add_gpu_args(p)
   return p
 
 

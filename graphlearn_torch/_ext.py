@@ -17,3 +17,10 @@ except ImportError as e:  # pragma: no cover - exercised only on a broken instal
   ) from e
 
 ops = _C
+
+
+def cuda_kernels_available() -> bool:
+  """Whether GPU kernels can run here: torch sees a GPU and this build of
+  the extension has the CUDA kernels. Every GPU option falls back to the CPU
+  path (with a log line) where this is False."""
+  return torch.cuda.is_available() and hasattr(_C, 'CudaInducer')

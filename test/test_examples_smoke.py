@@ -13,6 +13,8 @@ from test_dist_sampling import free_port
 from test_examples_partition import write_fake_ogbn_arxiv
 from test_server_client import run_example_pair
 
+from graphlearn_torch._ext import cuda_kernels_available
+
 EXAMPLES = Path(__file__).resolve().parents[1] / 'examples'
 ALL = [
   'train_sage_ogbn_products.py',
@@ -48,8 +50,25 @@ def final(pattern: str, out: str) -> float:
   return float(found[-1])
 
 
+GPU_FLAGS = ('--device', 'cuda', '--graph_mode', 'ZERO_COPY', '--split_ratio', '0.2')
+
+
+def check_gpu_flags(out: str) -> None:
+  r"""GLT's GPU flags ran on the GPU path, or on a machine without one fell
+  back to the CPU path, saying so."""
+  if not cuda_kernels_available():
+    fallback = "graph mode 'ZERO_COPY' needs a GPU and the CUDA kernels; using 'CPU'"
+    assert fallback in out, out[-4000:]
+
+
 def test_train_sage_smoke():
   out = run_example('train_sage_ogbn_products.py', '--smoke')
+  assert final(r'test accuracy ([0-9.]+)', out) > 0.2, 'above chance (8 classes)'
+
+
+def test_train_sage_smoke_with_gpu_flags():
+  out = run_example('train_sage_ogbn_products.py', '--smoke', *GPU_FLAGS)
+  check_gpu_flags(out)
   assert final(r'test accuracy ([0-9.]+)', out) > 0.2, 'above chance (8 classes)'
 
 
@@ -86,8 +105,9 @@ def test_worker_mode_smoke(tmp_path):
   out = run_example(
     'distributed/dist_train_sage_supervised.py', '--smoke', '--dataset_root_dir', str(tmp_path),
     '--training_pg_master_port', ports[0], '--train_loader_master_port', ports[1],
-    '--test_loader_master_port', ports[2],
+    '--test_loader_master_port', ports[2], *GPU_FLAGS,
   )  # fmt: skip
+  check_gpu_flags(out)
   assert final(r'final test accuracy ([0-9.]+)', out) > 0.3, 'well above chance (8 classes)'
   assert (tmp_path / 'synthetic2000-partitions' / 'META.json').exists()
 

@@ -298,6 +298,70 @@ def test_gather_rows_names_a_bad_id(harness):
     harness.gather_rows(table, torch.tensor([0, 1]), id2index, None, -1)
 
 
+# -- unified_gather: the UVA / GPU-cache table --------------------------------------------
+
+
+def split_rows(table, bounds):
+  """``table`` cut row-wise at ``bounds``: the parts of a unified table
+  (hot rows on GPUs first, the rest in host memory)."""
+  edges = [0, *bounds, table.size(0)]
+  return [table[lo:hi].contiguous() for lo, hi in zip(edges, edges[1:])]
+
+
+@pytest.mark.parametrize('bounds', [[], [0], [13], [5, 5, 20], [50]], ids=str)
+@pytest.mark.parametrize('dtype', [torch.float32, torch.float16, torch.int64])
+def test_unified_gather_equals_index_select(harness, threads, bounds, dtype):
+  table = (torch.randn(50, 6) * 10).to(dtype)
+  parts = split_rows(table, bounds)
+  ids = torch.tensor([0, 49, 12, 13, 4, 5, 19, 20, 12, 31])  # every side of every cut
+  assert torch.equal(harness.unified_gather(parts, ids, None), table[ids])
+  assert torch.equal(OPS.unified_gather(parts, ids, None), table[ids])
+  id2index = torch.randperm(50)
+  want = table[id2index[ids]]
+  assert torch.equal(harness.unified_gather(parts, ids, id2index), want)
+  assert torch.equal(OPS.unified_gather(parts, ids, id2index), want)
+
+
+def test_unified_gather_of_a_hottest_first_table(harness, threads):
+  """The GPU cache's index arithmetic: rows reordered hottest first
+  (``sort_by_in_degree``), the first ``split_ratio`` of them in the GPU part;
+  a lookup by node id through ``id2index`` gives each node its own row."""
+  num_nodes, dim = 40, 3
+  feats = torch.arange(num_nodes * dim, dtype=torch.float32).reshape(num_nodes, dim)
+  ei = random_edges(num_nodes, num_nodes, 300, seed=5)
+  topo = graphlearn_torch.data.Topology(ei, layout='CSC', size=(num_nodes, num_nodes))
+  for ratio in (0.0, 0.3, 1.0):
+    table, id2index = graphlearn_torch.data.sort_by_in_degree(feats, ratio, topo)
+    hot = int(num_nodes * ratio)
+    degree = torch.bincount(ei[1], minlength=num_nodes)
+    hottest = degree.argsort(descending=True, stable=True)[:hot]
+    # the hot part holds exactly the hottest nodes' rows
+    assert sorted(id2index[hottest].tolist()) == list(range(hot))
+    if 0 < hot < num_nodes:
+      cold = torch.ones(num_nodes, dtype=torch.bool)
+      cold[hottest] = False
+      assert degree[hottest].min() >= degree[cold].max()
+    ids = torch.randperm(num_nodes)
+    got = harness.unified_gather(split_rows(table, [hot]), ids, id2index)
+    assert torch.equal(got, feats[ids])
+
+
+def test_unified_gather_names_a_bad_id(harness):
+  parts = split_rows(torch.randn(10, 3), [4])
+  with pytest.raises(ValueError, match='id 12 is out of range'):
+    harness.unified_gather(parts, torch.tensor([1, 12, 3]), None)
+  with pytest.raises(ValueError, match='id -1 is out of range'):
+    OPS.unified_gather(parts, torch.tensor([-1]), None)
+  with pytest.raises(ValueError, match='id 1 has no feature row'):
+    harness.unified_gather(parts, torch.tensor([0, 1]), torch.tensor([0, 10, 2]))
+  with pytest.raises(ValueError, match='one width and dtype'):
+    OPS.unified_gather([torch.randn(3, 2), torch.randn(3, 4)], torch.tensor([0]), None)
+  with pytest.raises(ValueError, match='1 to 16 parts'):
+    OPS.unified_gather([], torch.tensor([0]), None)
+  with pytest.raises(ValueError, match='not contiguous'):
+    OPS.unified_gather([torch.randn(3, 4).t()], torch.tensor([0]), None)
+
+
 # -- the inducer ------------------------------------------------------------------------
 
 

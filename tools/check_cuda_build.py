@@ -12,7 +12,8 @@ import sys
 import torch
 
 OPS = ('coo_to_csr', 'sample_neighbors', 'sample_negative', 'has_edge', 'induced_subgraph',
-       'gather_rows')  # fmt: skip
+       'gather_rows', 'unified_gather')  # fmt: skip
+BINDINGS = ('CudaInducer', 'uva_view', 'enable_peer_access')
 
 
 def main(lib_dir: str) -> int:
@@ -26,12 +27,13 @@ def main(lib_dir: str) -> int:
   missing = [
     op for op in OPS if not torch._C._dispatch_has_kernel_for_dispatch_key(f'glt::{op}', 'CUDA')
   ]
-  if missing or not hasattr(module, 'CudaInducer'):
-    print(f'{paths[0]}: no CUDA kernel for {missing or "the inducer"}')
+  missing += [name for name in BINDINGS if not hasattr(module, name)]
+  if missing:
+    print(f'{paths[0]}: no CUDA kernel or binding for {", ".join(missing)}')
     return 1
   print(
     f'{paths[0]}: loads (torch {torch.__version__}, CUDA {torch.version.cuda}, GPU available: '
-    f'{torch.cuda.is_available()}); CUDA kernels for {", ".join(OPS)} and CudaInducer'
+    f'{torch.cuda.is_available()}); CUDA kernels for {", ".join(OPS)}; {", ".join(BINDINGS)}'
   )
   return 0
 

@@ -9,6 +9,7 @@
 
 #include "../checks.h"
 #include "hash_table.h"
+#include "unified_gather.h"
 
 namespace glt {
 namespace kernels {
@@ -183,42 +184,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> induced_subgraph_impl(const Backe
 }
 
 // Rows `ids` of a 2-D table (through `id2index` when given): row i of the
-// output, or row positions[i] of `num_out_rows`. Ids without a row are an
-// error naming the first of them.
+// output, or row positions[i] of `num_out_rows`: the one-part case of the
+// unified table's gather (unified_gather.h).
 template <typename scalar_t, typename Backend>
 at::Tensor gather_rows_impl(const Backend& backend, const at::Tensor& table, const at::Tensor& ids,
                             const at::Tensor* id2index, const at::Tensor* positions,
                             int64_t num_out_rows) {
-  const int64_t n = ids.numel(), dim = table.size(1), num_rows = table.size(0);
-  const int64_t num_ids = id2index ? id2index->numel() : num_rows;
-  auto out = at::empty({positions ? num_out_rows : n, dim}, table.options());
-  if (n == 0 || dim == 0) return out;
-  auto bad = at::full({1}, n, ids.options());
-  const scalar_t* src = table.data_ptr<scalar_t>();
-  scalar_t* dst = out.data_ptr<scalar_t>();
-  const int64_t* id = ids.data_ptr<int64_t>();
-  const int64_t* map = id2index ? id2index->data_ptr<int64_t>() : nullptr;
-  const int64_t* pos = positions ? positions->data_ptr<int64_t>() : nullptr;
-  int64_t* first_bad = bad.data_ptr<int64_t>();
-  backend.for_each(n * dim, [=] GLT_HOST_DEVICE(int64_t k) {
-    const int64_t i = k / dim, j = k - i * dim;
-    const int64_t v = id[i];
-    const int64_t row = (v >= 0 && v < num_ids) ? (map ? map[v] : v) : -1;
-    if (row < 0 || row >= num_rows) {
-      if (j == 0) device::atomic_min(first_bad, i);
-      return;
-    }
-    dst[(pos ? pos[i] : i) * dim + j] = src[row * dim + j];
-  });
-  const int64_t first = bad.item<int64_t>();
-  if (first < n) {
-    const int64_t v = ids[first].item<int64_t>();
-    TORCH_CHECK_VALUE(v >= 0 && v < num_ids, "id ", v, " is out of range [0, ", num_ids,
-                      ") of the feature");
-    TORCH_CHECK_VALUE(false, "id ", v, " has no feature row (id2index gives ",
-                      (*id2index)[v].item<int64_t>(), " for a table of ", num_rows, " rows)");
-  }
-  return out;
+  PartTable parts{};
+  parts.num = 1;
+  parts.data[0] = table.data_ptr();
+  parts.end[0] = table.size(0);
+  return gather_part_rows<scalar_t>(backend, parts, table.size(1), ids, id2index, positions,
+                                    num_out_rows, table.options());
 }
 
 // The ops for any backend: inputs checked (checks.h), then the kernel.

@@ -8,6 +8,7 @@
 #include "../kernels/graph_ops.h"
 #include "../kernels/inducer.h"
 #include "../kernels/sample_neighbors.h"
+#include "../kernels/unified_gather.h"
 #include "host_backend.h"
 
 namespace {
@@ -72,6 +73,11 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
                              return glt::kernels::gather_rows(HostBackend{}, table, ids, id2index,
                                                               positions, num_out_rows);
                            }));
+  m.def("unified_gather",
+        torch::wrap_pybind_function([](const std::vector<at::Tensor>& parts, const at::Tensor& ids,
+                                       const std::optional<at::Tensor>& id2index) {
+          return glt::kernels::unified_gather(HostBackend{}, parts, ids, id2index);
+        }));
   py::class_<HostInducer>(m, "Inducer")
       .def(py::init(torch::wrap_pybind_function([](int64_t num_node_types) {
         return std::make_unique<HostInducer>(num_node_types, HostBackend{}, at::TensorOptions());

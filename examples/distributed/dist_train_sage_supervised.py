@@ -8,6 +8,9 @@
   # two machines, one trainer each (run on both, node_rank 0 and 1):
   python examples/distributed/dist_train_sage_supervised.py --num_nodes 2 --node_rank 0 \\
       --num_training_procs 1 --master_addr 10.0.0.1
+  # on GPUs (trainer i on GPU i; the CPU path, with a log line, without one):
+  python examples/distributed/dist_train_sage_supervised.py --device cuda \\
+      --graph_mode ZERO_COPY --split_ratio 0.2
 
 Every trainer loads its partition (``{dataset_root_dir}/{dataset}-partitions``,
 made with examples/partition_dataset.py when missing), samples batches of its
@@ -38,16 +41,22 @@ def train(local_rank: int, args, root: str, results) -> None:
   torch.manual_seed(args.seed)
   # each trainer runs beside its train and test loaders' sampling processes
   sage_common.set_trainer_threads(args.num_training_procs * (1 + 2 * args.num_workers))
+  device = sage_common.trainer_device(args, local_rank)
   glt.distributed.init_worker_group(world_size, rank, 'distributed-sage-supervised-trainer')
   torch.distributed.init_process_group(
-    'gloo',
+    'nccl' if device.type == 'cuda' else 'gloo',
     init_method=f'tcp://{args.master_addr}:{args.training_pg_master_port}',
     world_size=world_size,
     rank=rank,
     timeout=timedelta(seconds=args.timeout),
   )
   ds = glt.distributed.DistDataset(edge_dir='in').load(
-    root, rank % args.num_dataset_partitions, graph_mode='CPU'
+    root,
+    rank % args.num_dataset_partitions,
+    graph_mode=args.graph_mode,
+    feature_with_gpu=device.type == 'cuda',
+    device=device.index,
+    split_ratio=args.split_ratio if args.split_ratio > 0 else None,
   )
   num_classes = int(ds.meta.get('num_classes', 0)) or int(ds.node_labels.max()) + 1
 
@@ -59,13 +68,15 @@ def train(local_rank: int, args, root: str, results) -> None:
       master_port=port,
       rpc_timeout=args.timeout,
       channel_size=args.channel_size,
+      worker_devices=[device] if device.type == 'cuda' else None,
+      pin_memory=device.type == 'cuda',
     )
-    return sage_common.node_loader(args, rank, ds, seeds, shuffle, options)
+    return sage_common.node_loader(args, rank, ds, seeds, shuffle, options, device)
 
   train_loader = loader(ds.train_idx, args.train_loader_master_port, True)
   test_loader = loader(ds.test_idx, args.test_loader_master_port, False)
   acc = sage_common.train_ddp(
-    args, rank, ds.node_features.shape[1], num_classes, train_loader, test_loader
+    args, rank, ds.node_features.shape[1], num_classes, train_loader, test_loader, device
   )
   if results is not None:
     results.put((rank, acc))
@@ -88,6 +99,7 @@ def parser() -> argparse.ArgumentParser:
   p.add_argument('--worker_concurrency', type=int, default=4)
   p.add_argument('--channel_size', default='256MB')
   sage_common.add_training_args(p)
+  sage_common.add_gpu_args(p)
   return p
 
 

@@ -45,6 +45,26 @@ def add_training_args(p: argparse.ArgumentParser) -> None:
   p.add_argument('--out_channel', type=int, default=None, help='classes (checked)')
 
 
+def add_gpu_args(p: argparse.ArgumentParser) -> None:
+  r"""GLT's ``--device``, ``--graph_mode`` and ``--split_ratio``
+  (``example_args.add_gpu_args``); in the distributed examples
+  ``--split_ratio`` is the share of each partition's feature table kept in
+  GPU memory (default: its cached rows)."""
+  example_args.add_gpu_args(p)
+
+
+def trainer_device(args, local_rank: int) -> torch.device:
+  r"""The device of this machine's trainer ``local_rank``: with a CUDA
+  ``--device``, GPU ``local_rank`` (modulo the GPUs here); the CPU, as
+  logged, without a GPU."""
+  device = example_args.resolve_gpu_args(args)
+  if device.type != 'cuda':
+    return device
+  device = torch.device('cuda', local_rank % torch.cuda.device_count())
+  torch.cuda.set_device(device)
+  return device
+
+
 SMOKE = {'synthetic_nodes': 2_000, 'epochs': 2, 'batch_size': 64, 'progress': False}
 
 
@@ -109,9 +129,10 @@ def _checked(out: str, num_partitions: int) -> str:
   return out
 
 
-def node_loader(args, rank: int, data, seeds, shuffle: bool, worker_options):
+def node_loader(args, rank: int, data, seeds, shuffle: bool, worker_options, device=None):
   r"""The examples' DistNeighborLoader: in-edges, features collected, a
-  seed per trainer; ``data`` is None on a server-client client."""
+  seed per trainer, batches on ``device``; ``data`` is None on a
+  server-client client."""
   return glt.distributed.DistNeighborLoader(
     data,
     args.fanout,
@@ -122,6 +143,7 @@ def node_loader(args, rank: int, data, seeds, shuffle: bool, worker_options):
     collect_features=True,
     random_seed=args.seed + rank,
     worker_options=worker_options,
+    to_device=device,
   )
 
 
@@ -137,10 +159,14 @@ def test_accuracy(model, loader) -> torch.Tensor:
   return counts
 
 
-def train_ddp(args, rank: int, feature_dim: int, num_classes: int, train_loader, test_loader):
-  r"""Trains a DDP GraphSAGE replica for ``args.epochs`` epochs (the process
-  group is initialized); logs loss and test accuracy (summed over the
-  replicas) each epoch and returns the last accuracy."""
+def train_ddp(
+  args, rank: int, feature_dim: int, num_classes: int, train_loader, test_loader, device=None
+):
+  r"""Trains a DDP GraphSAGE replica on ``device`` (default: the CPU) for
+  ``args.epochs`` epochs (the process group is initialized); logs loss and
+  test accuracy (summed over the replicas) each epoch and returns the last
+  accuracy."""
+  device = torch.device(device if device is not None else 'cpu')
   for flag, given, found in (
     ('in_channel', args.in_channel, feature_dim),
     ('out_channel', args.out_channel, num_classes),
@@ -148,7 +174,10 @@ def train_ddp(args, rank: int, feature_dim: int, num_classes: int, train_loader,
     if given is not None and given != found:
       raise SystemExit(f'--{flag} {given} does not match the data ({found})')
   model = DistributedDataParallel(
-    GraphSAGE(feature_dim, args.hidden, len(args.fanout), num_classes, dropout=args.dropout)
+    GraphSAGE(feature_dim, args.hidden, len(args.fanout), num_classes, dropout=args.dropout).to(
+      device
+    ),
+    device_ids=[device.index] if device.type == 'cuda' else None,
   )
   opt = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
   acc = 0.0
@@ -164,7 +193,7 @@ def train_ddp(args, rank: int, feature_dim: int, num_classes: int, train_loader,
         args.progress and rank == 0,
       )
     start = time.perf_counter()
-    counts = test_accuracy(model.module, test_loader)
+    counts = test_accuracy(model.module, test_loader).to(device)
     torch.distributed.all_reduce(counts)
     acc = float(counts[0] / counts[1].clamp(min=1))
     log.info(

@@ -5,6 +5,7 @@ from .dataset import Dataset, random_split, rebuild_dataset, reduce_dataset
 from .feature import DeviceGroup, Feature, rebuild_feature, reduce_feature
 from .graph import Graph, Topology, rebuild_graph, reduce_graph
 from .reorder import sort_by_in_degree
+from .unified_tensor import UnifiedTensor
 
 __all__ = [
   'Dataset',
@@ -13,6 +14,7 @@ __all__ = [
   'Graph',
   'PartitionBook',
   'Topology',
+  'UnifiedTensor',
   'random_split',
   'rebuild_dataset',
   'rebuild_feature',

@@ -230,7 +230,12 @@ class Dataset:
     Args:
       node_feature_data: ``[num_nodes, dim]`` or a dict of them by node type.
       id2idx: maps node ids to rows (default: rows are ids).
-      sort_func: reorders rows by hotness for the GPU cache (GPU path).
+      sort_func: reorders the rows hottest first, so the first
+        ``split_ratio`` of them are the ones kept on the GPU:
+        ``sort_func(table, split_ratio, topology) -> (table, id2idx)``, such
+        as ``data.sort_by_in_degree`` (GLT's); applied to tables given
+        without ``id2idx``, with the topology whose rows are the type's
+        nodes (call ``init_graph`` first).
       split_ratio: the share of rows kept on the GPU (GPU path).
       device_group_list: GPU groups sharing hot rows (GPU path).
       device: the GPU index (GPU path).
@@ -240,6 +245,17 @@ class Dataset:
     if node_feature_data is None:
       return self
     hetero = isinstance(node_feature_data, dict)
+    reordered = set()
+    if sort_func is not None and id2idx is None:
+      tables, maps = {}, {}
+      ratios = _per_type(split_ratio, _by_type(node_feature_data, hetero, 'node_feature_data'))
+      for ntype, table in _by_type(node_feature_data, hetero, 'node_feature_data').items():
+        tables[ntype], maps[ntype] = sort_func(
+          convert_to_tensor(table), ratios.get(ntype, 0.0), self._rows_topology(ntype)
+        )
+        if maps[ntype] is not None:
+          reordered.add(ntype)
+      node_feature_data, id2idx = _unwrap(tables, hetero), _unwrap(maps, hetero)
     self.node_features = _unwrap(
       self._build_features(
         node_feature_data, id2idx, split_ratio, device_group_list, device, with_gpu, dtype, hetero
@@ -247,10 +263,17 @@ class Dataset:
       hetero,
     )
     for ntype, feat in _by_type(self.node_features, hetero, 'node_features').items():
-      if feat.id2index is None:
+      if feat.id2index is None or ntype in reordered:
         self._grow_graphs(ntype, feat.size(0))
     self._check_feature_rows()
     return self
+
+  def _rows_topology(self, ntype: Optional[NodeType]) -> Optional[Topology]:
+    """A topology whose rows are the nodes of ``ntype`` (None without one)."""
+    for etype, graph in _by_type(self.graph, self.is_hetero, 'graph').items():
+      if self._seed_side(etype) == ntype:
+        return graph.topo
+    return None
 
   def init_edge_features(
     self,
@@ -411,10 +434,18 @@ class Dataset:
     id2idx = self._label_id2idx
     if isinstance(id2idx, dict):
       id2idx = id2idx.get(ntype)
-    ids = torch.as_tensor(ids, dtype=torch.int64).reshape(-1)
+    ids = torch.as_tensor(ids, dtype=torch.int64).reshape(-1).to(labels.device)
     if id2idx is not None:
       ids = id2idx.index_select(0, ids)
     return labels.index_select(0, ids)  # several times faster than indexing
+
+  def set_device(self, device: int) -> None:
+    """Samples and looks features up on GPU ``device`` (where the graphs and
+    features use the GPU; a sampling process given its own GPU calls it
+    before first use)."""
+    for value in (self.graph, self.node_features, self.edge_features):
+      for item in value.values() if isinstance(value, dict) else [value] if value else []:
+        item.set_device(device)
 
   # -- sharing across processes -----------------------------------------------
 

@@ -6,10 +6,11 @@ from typing import List, Optional, Sequence, Union
 
 import torch
 
-from .._ext import ops
+from .._ext import cuda_kernels_available, ops
 from ..partition.partition_book import OffsetId2Index
 from ..typing import TensorDataType
 from ..utils.tensor import convert_to_tensor
+from .unified_tensor import UnifiedTensor
 
 logger = logging.getLogger(__name__)
 
@@ -76,15 +77,73 @@ class Feature:
     self.split_ratio = float(split_ratio)
     self.device_group_list = device_group_list
     self.device = device
-    self.with_gpu = bool(with_gpu) and torch.cuda.is_available()
+    self.with_gpu = bool(with_gpu) and cuda_kernels_available()
     if with_gpu and not self.with_gpu and split_ratio > 0:
-      logger.info('no CUDA device: the feature table stays in host memory')
+      logger.info('no GPU with the CUDA kernels: the feature table stays in host memory')
     self.dtype = self.feature_tensor.dtype
     # Released gather outputs are reused: fresh pages cost more than the copy.
     self._out_pool = ops.BufferPool(OUTPUT_CACHE_BYTES)
+    self._unified: Optional[UnifiedTensor] = None  # the GPU path's table, built on first use
+    self._shared_unified = None  # another process's GPU parts (share_ipc)
+    self._gpu_id2index: Optional[torch.Tensor] = None
 
   def __getitem__(self, ids: torch.Tensor) -> torch.Tensor:
+    """The rows of ``ids``: gathered on the GPU (a CUDA tensor, with no
+    host round trip for CUDA ids) with ``with_gpu``, else from host memory."""
+    if self.with_gpu:
+      return self.gpu_get(ids)
     return self.cpu_get(ids)
+
+  def _check_ids(self, ids) -> torch.Tensor:
+    ids = convert_to_tensor(ids)
+    if not isinstance(ids, torch.Tensor):
+      ids = torch.as_tensor(ids)
+    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+      raise TypeError(f'feature rows are indexed by integer ids, got dtype {ids.dtype}')
+    return ids.to(torch.int64).reshape(-1)
+
+  def gpu_get(self, ids: torch.Tensor) -> torch.Tensor:
+    """Gathers the rows of ``ids`` on the GPU: the hot rows from GPU memory,
+    the rest from pinned host memory through UVA, in one kernel."""
+    self.lazy_init_with_ipc_handle()
+    ids = self._check_ids(ids).to(self._unified.device)
+    if isinstance(self.id2index, OffsetId2Index):
+      return self._unified.gather(self.id2index[ids])
+    return self._unified.gather(ids, self._gpu_id2index)
+
+  def set_device(self, device: int) -> None:
+    """Looks rows up on GPU ``device`` from now on (the GPU path only); the
+    table is placed for it on first use."""
+    if self.with_gpu:
+      self.device = int(device)
+      self._unified = self._gpu_id2index = self._shared_unified = None
+
+  def device_group(self, device: int) -> List[int]:
+    """The GPUs that share the hot rows with ``device``: its group's (the
+    hot rows are split across them), or itself alone."""
+    for group in self.device_group_list or []:
+      indices = [torch.device(d).index if not isinstance(d, int) else d for d in group.device_list]
+      if device in indices:
+        return indices
+    return [device]
+
+  def _build_unified(self) -> UnifiedTensor:
+    device = self.device if self.device is not None else torch.cuda.current_device()
+    group = self.device_group(device)
+    rows = self.feature_tensor.size(0)
+    hot = int(rows * self.split_ratio)
+    table = UnifiedTensor(device, self.dtype)
+    bounds = torch.linspace(0, hot, len(group) + 1).long().tolist()
+    for gpu, lo, hi in zip(group, bounds, bounds[1:]):
+      if hi > lo:
+        table.append_shared_tensor(self.feature_tensor[lo:hi].to(torch.device('cuda', gpu)))
+    if hot < rows:
+      table.append_cpu_tensor(self.feature_tensor[hot:])
+    logger.info(
+      'feature table %s: %d hot rows on GPUs %s, %d rows in host memory read through UVA',
+      tuple(self.shape), hot, group, rows - hot,
+    )  # fmt: skip
+    return table
 
   def cpu_get(self, ids: torch.Tensor) -> torch.Tensor:
     """Gathers the rows of ``ids`` (int64) from host memory."""
@@ -105,12 +164,7 @@ class Feature:
       positions: where each row goes in the output.
       num_rows: the output's rows (with ``positions``).
     """
-    ids = convert_to_tensor(ids)
-    if not isinstance(ids, torch.Tensor):
-      ids = torch.as_tensor(ids)
-    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-      raise TypeError(f'feature rows are indexed by integer ids, got dtype {ids.dtype}')
-    ids = ids.to(torch.int64).reshape(-1).cpu()
+    ids = self._check_ids(ids).cpu()
     id2index = self.id2index
     if isinstance(id2index, OffsetId2Index):
       ids, id2index = id2index[ids], None
@@ -137,10 +191,13 @@ class Feature:
     return self.feature_tensor.size(dim)
 
   def share_ipc(self):
-    """Moves the table to shared memory; returns a picklable handle."""
+    """Moves the table to shared memory; returns a picklable handle. A table
+    already placed for the GPU shares its GPU parts too (CUDA IPC), so
+    another process reads the same hot rows."""
     self.feature_tensor.share_memory_()
     if isinstance(self.id2index, torch.Tensor):
       self.id2index.share_memory_()
+    gpu_parts = self._unified.share_ipc() if self._unified is not None else None
     return (
       self.feature_tensor,
       self.id2index,
@@ -148,15 +205,29 @@ class Feature:
       self.device_group_list,
       self.device,
       self.with_gpu,
+      gpu_parts,
     )
 
   @classmethod
   def from_ipc_handle(cls, ipc_handle) -> 'Feature':
-    table, id2index, split_ratio, groups, device, with_gpu = ipc_handle
-    return cls(table, id2index, split_ratio, groups, device, with_gpu, dtype=table.dtype)
+    table, id2index, split_ratio, groups, device, with_gpu, gpu_parts = ipc_handle
+    feature = cls(table, id2index, split_ratio, groups, device, with_gpu, dtype=table.dtype)
+    feature._shared_unified = gpu_parts
+    return feature
 
   def lazy_init_with_ipc_handle(self) -> None:
-    """Places the table for lookups (nothing to do on the CPU)."""
+    """Places the table for GPU lookups (once; nothing to do on the CPU
+    path): the hot rows in the GPU memory of this device's group, the rest
+    pinned for UVA, or the GPU parts another process shared."""
+    if not self.with_gpu or self._unified is not None:
+      return
+    if self._shared_unified is not None:
+      device = self.device if self.device is not None else torch.cuda.current_device()
+      self._unified = UnifiedTensor.new_from_ipc(self._shared_unified, device, self.dtype)
+    else:
+      self._unified = self._build_unified()
+    if isinstance(self.id2index, torch.Tensor):
+      self._gpu_id2index = self.id2index.to(self._unified.device)
 
   def __repr__(self) -> str:
     return f'Feature(shape={tuple(self.shape)}, dtype={self.dtype})'

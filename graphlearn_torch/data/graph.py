@@ -2,10 +2,11 @@
 
 import logging
 from multiprocessing.reduction import ForkingPickler
-from typing import Literal, Optional, Tuple
+from typing import Literal, NamedTuple, Optional, Tuple
 
 import torch
 
+from .._ext import cuda_kernels_available, ops
 from ..typing import TensorDataType
 from ..utils.tensor import convert_to_tensor
 from ..utils.topo import ptr2ind
@@ -229,14 +230,31 @@ class Topology:
 
 
 def resolve_graph_mode(mode: str) -> str:
-  """Returns the graph mode this build can serve: CUDA modes fall back to 'CPU'."""
+  """Returns the graph mode this machine can serve: the GPU modes fall back
+  to 'CPU', with a log line, without a GPU and the CUDA kernels."""
   mode = str(mode).upper()
   if mode not in GRAPH_MODES:
     raise ValueError(f'graph mode must be one of {GRAPH_MODES}, got {mode!r}')
-  if mode != 'CPU':
-    logger.info("graph mode '%s' needs the CUDA kernels; using 'CPU'", mode)
+  if mode != 'CPU' and not cuda_kernels_available():
+    logger.info("graph mode '%s' needs a GPU and the CUDA kernels; using 'CPU'", mode)
     return 'CPU'
   return mode
+
+
+class DeviceTopology(NamedTuple):
+  """A topology's tensors where the sampling kernels read them.
+
+  Args:
+    indptr: row pointers.
+    indices: column ids.
+    edge_ids: edge ids, one per stored edge.
+    edge_weights: edge weights (or None).
+  """
+
+  indptr: torch.Tensor
+  indices: torch.Tensor
+  edge_ids: torch.Tensor
+  edge_weights: Optional[torch.Tensor]
 
 
 class Graph:
@@ -245,9 +263,11 @@ class Graph:
   Args:
     topo: the topology.
     mode: 'CPU' (host memory, CPU kernels), 'ZERO_COPY' (pinned host memory
-      read by GPU kernels) or 'CUDA' (GPU memory). Without the CUDA kernels
+      read in place by the GPU kernels through UVA: for graphs larger than
+      GPU memory) or 'CUDA' (GPU memory). Without a GPU and the CUDA kernels
       every mode runs as 'CPU'.
-    device: the GPU index for 'ZERO_COPY' and 'CUDA'.
+    device: the GPU index for 'ZERO_COPY' and 'CUDA' (default: the current
+      one).
   """
 
   def __init__(self, topo: Topology, mode: str = 'ZERO_COPY', device: Optional[int] = None):
@@ -256,10 +276,49 @@ class Graph:
     self.topo = topo
     self.requested_mode = str(mode).upper()
     self.mode = resolve_graph_mode(mode)
+    if self.mode != 'CPU' and device is None:
+      device = torch.cuda.current_device()
     self.device = device
+    self._placed: Optional[DeviceTopology] = None
+    self._placed_from: Optional[torch.Tensor] = None
+
+  @property
+  def sampling_device(self) -> torch.device:
+    """Where the sampling kernels run over this graph."""
+    return torch.device('cpu') if self.mode == 'CPU' else torch.device('cuda', self.device)
+
+  def set_device(self, device: int) -> None:
+    """Samples on GPU ``device`` from now on (a 'CPU' graph stays where it
+    is); the topology is placed there on first use."""
+    if self.mode != 'CPU':
+      self.device = int(device)
+      self._placed = self._placed_from = None
 
   def lazy_init(self) -> None:
-    """Places the topology for the sampler (nothing to do in 'CPU' mode)."""
+    """Places the topology for the sampler (once; again after the topology
+    grew rows)."""
+    self.device_topology()
+
+  def device_topology(self) -> DeviceTopology:
+    """The topology's tensors on the sampling device: the host tensors in
+    'CPU' mode, copies in GPU memory in 'CUDA' mode, views of pinned host
+    memory in 'ZERO_COPY' mode."""
+    topo = self.topo
+    if self._placed is not None and self._placed_from is topo.indptr:
+      return self._placed
+    tensors = (topo.indptr, topo.indices, topo.edge_ids, topo.edge_weights)
+    if self.mode == 'CUDA':
+      placed = [t.to(self.sampling_device) if t is not None else None for t in tensors]
+    elif self.mode == 'ZERO_COPY':
+      placed = [self._zero_copy(t) if t is not None else None for t in tensors]
+    else:
+      placed = list(tensors)
+    self._placed, self._placed_from = DeviceTopology(*placed), topo.indptr
+    return self._placed
+
+  def _zero_copy(self, t: torch.Tensor) -> torch.Tensor:
+    pinned = t if t.is_pinned() else t.contiguous().pin_memory()
+    return ops.uva_view(pinned, self.device)
 
   def export_topology(self) -> Topology:
     return self.topo
@@ -290,7 +349,8 @@ class Graph:
     return cls(topo, mode, device)
 
   def __repr__(self) -> str:
-    return f'Graph(mode={self.mode}, {self.topo!r})'
+    where = '' if self.mode == 'CPU' else f', device={self.device}'
+    return f'Graph(mode={self.mode}{where}, {self.topo!r})'
 
 
 def rebuild_graph(ipc_handle) -> Graph:

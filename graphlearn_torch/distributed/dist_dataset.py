@@ -43,13 +43,19 @@ def _load_labels(path: str) -> torch.Tensor:
   return torch.load(path, weights_only=True)
 
 
-def _partial_features(feat_data, books, partition_idx, hetero, with_gpu, device_groups, device):
-  """Features of one partition (own rows and cache) and the feature books."""
+def _partial_features(
+  feat_data, books, partition_idx, hetero, with_gpu, device_groups, device, split_ratio
+):
+  """Features of one partition (own rows and cache) and the feature books.
+  On the GPU path the first ``split_ratio`` of the rows stay in GPU memory;
+  by default the cached rows, the other partitions' hottest, which come
+  first (GLT's layout)."""
   feats, feat_pbs = {}, {}
   for key, data in (feat_data if hetero else {None: feat_data}).items():
     book = books[key] if hetero else books
-    _, table, id2index, feat_pbs[key] = cat_feature_cache(partition_idx, data, book)
-    feats[key] = Feature(table, id2index, 0.0, device_groups, device, with_gpu, table.dtype)
+    cache_ratio, table, id2index, feat_pbs[key] = cat_feature_cache(partition_idx, data, book)
+    ratio = cache_ratio if split_ratio is None else split_ratio
+    feats[key] = Feature(table, id2index, ratio, device_groups, device, with_gpu, table.dtype)
   return (feats, feat_pbs) if hetero else (feats[None], feat_pbs[None])
 
 
@@ -139,6 +145,7 @@ class DistDataset(Dataset):
     device: Optional[int] = None,
     allow_pickle: bool = False,
     verify: bool = False,
+    split_ratio: Optional[float] = None,
   ) -> 'DistDataset':
     """Loads one partition written by a partitioner. Feature tables stay
     memory-mapped (pages are read when rows are first gathered).
@@ -156,6 +163,9 @@ class DistDataset(Dataset):
       device: the GPU index for GPU modes.
       allow_pickle: accept a GLT 0.2.x (pickle-based) partition.
       verify: check every file's sha256 against META.json.
+      split_ratio: with ``feature_with_gpu``, the share of each feature
+        table's rows kept in GPU memory (the rest is read through UVA);
+        default: the partition's cached rows, which come first.
     """
     if str(input_layout).upper() != 'COO':
       raise ValueError(f'partitions are stored as COO edges, got input_layout={input_layout!r}')
@@ -199,7 +209,7 @@ class DistDataset(Dataset):
     self.node_pb = node_pb if hetero else as_partition_book(node_pb, num_parts)
     self.edge_pb = edge_pb
     self._node_feat_pb = self._edge_feat_pb = None
-    partial = (idx, hetero, feature_with_gpu, device_group_list, device)
+    partial = (idx, hetero, feature_with_gpu, device_group_list, device, split_ratio)
     if node_feat_data is not None:
       self.node_features, self._node_feat_pb = _partial_features(node_feat_data, node_pb, *partial)
     if edge_feat_data is not None:
@@ -216,6 +226,7 @@ class DistDataset(Dataset):
       whole_node_label_file=whole_node_label_file,
       device=device,
       allow_pickle=allow_pickle,
+      split_ratio=split_ratio,
     )
     logger.info('loaded partition %d of %d from %s', idx, num_parts, root_dir)
     return self

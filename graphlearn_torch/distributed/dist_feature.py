@@ -21,7 +21,8 @@ class RpcFeatureLookupCallee(RpcCalleeBase):
     self.dist_feature = dist_feature
 
   def call(self, *args, **kwargs) -> torch.Tensor:
-    return self.dist_feature.local_get(*args, **kwargs)
+    # gathered on the GPU where the table uses one; sent from host memory
+    return self.dist_feature.local_get(*args, **kwargs).cpu()
 
 
 class DistFeature:

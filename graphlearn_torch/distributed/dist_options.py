@@ -91,7 +91,9 @@ class MpDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):
 
   Args:
     num_workers: sampling processes per trainer.
-    worker_devices: unused on the CPU.
+    worker_devices: the GPU each sampling process samples on (taken in
+      turn; its partition's graph and features are placed there); the CPU
+      without a GPU and the CUDA kernels.
     worker_concurrency: batches each sampling process keeps in flight.
     master_addr: the samplers' rendezvous address.
     master_port: its port.
@@ -145,7 +147,9 @@ class RemoteDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):
     num_workers: sampling streams on each server; with
       ``worker_concurrency`` it sets how many batches a server samples at
       once (``num_workers * worker_concurrency``).
-    worker_devices: unused on the CPU.
+    worker_devices: accepted for GLT compatibility: a server samples in its
+      own process, on the device its partition was loaded to
+      (``DistDataset.load(device=...)``).
     worker_concurrency: batches each stream keeps in flight.
     master_addr: unused (servers sample in the RPC world they share with
       the clients); kept for GLT compatibility.

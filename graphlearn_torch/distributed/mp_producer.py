@@ -21,6 +21,7 @@ from typing import List, Optional, Union
 
 import torch
 
+from .._ext import cuda_kernels_available
 from ..channel import ChannelBase, ChannelClosedError, SampleMessage
 from ..loader.base import SeedBatcher
 from ..sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
@@ -39,6 +40,23 @@ SAMPLING_GROUP = '_sampling_worker'
 PARENT_CHECK_S = 1.0
 # Seconds the sampling processes get to stop after a failure before they are killed.
 NON_GRACEFUL_STOP_S = 2.0
+
+
+def worker_device(options, rank: int) -> Optional[torch.device]:
+  r"""The GPU a trainer's sampling process ``rank`` (0, 1, ... of that
+  trainer) samples on: its entry of ``options.worker_devices`` (taken in
+  turn); None without them, or without a GPU and the CUDA kernels (it then
+  samples on the CPU, as logged)."""
+  devices = options.worker_devices
+  if not devices:
+    return None
+  device = torch.device(devices[rank % len(devices)])
+  if device.type != 'cuda':
+    return None
+  if not cuda_kernels_available():
+    logger.info('sampling process %d: no GPU with the CUDA kernels; sampling on the CPU', rank)
+    return None
+  return torch.device('cuda', device.index if device.index is not None else 0)
 
 
 class MpCommand(Enum):
@@ -68,6 +86,10 @@ def _sampling_worker_loop(
     # Unpickled here rather than by the spawn bootstrap, so that a partition
     # that fails to load is reported to the trainer with its cause.
     data: DistDataset = pickle.loads(data_payload)
+    device = worker_device(options, rank % options.num_workers)
+    if device is not None:
+      torch.cuda.set_device(device)
+      data.set_device(device.index)
     init_worker_group(world_size, rank, SAMPLING_GROUP)
     init_rpc(
       options.master_addr, options.master_port, options.num_rpc_threads or 4, options.rpc_timeout

@@ -113,18 +113,22 @@ class PartitionService:
     """
     if rng_seed is None:
       rng_seed = self._random.kernel_seed()
-    topo = self.dist_graph.get_local_graph(etype).topo
-    return sample_one_hop(topo, seeds, fanout, rng_seed, with_edge, with_weight)
+    topo = self.dist_graph.get_local_graph(etype).device_topology()
+    # On the graph's device (a GPU for 'CUDA' and 'ZERO_COPY' partitions);
+    # the pieces of a hop meet on the CPU.
+    return sample_one_hop(topo, seeds, fanout, rng_seed, with_edge, with_weight).to('cpu')
 
   def has_edge(self, rows: torch.Tensor, cols: torch.Tensor, etype: EdgeType) -> torch.Tensor:
     r"""Whether each (row, col) is an edge; the rows are this partition's."""
-    topo = self.dist_graph.get_local_graph(etype).topo
-    return torch.ops.glt.has_edge(topo.indptr, topo.indices, rows, cols)
+    topo = self.dist_graph.get_local_graph(etype).device_topology()
+    device = topo.indptr.device
+    return torch.ops.glt.has_edge(topo.indptr, topo.indices, rows.to(device), cols.to(device)).cpu()
 
   def subgraph_edges(self, nodes: torch.Tensor, with_edge: bool = False):
     r"""``(rows, cols, edge ids)`` of this partition's edges among ``nodes``,
     in the local numbering of ``nodes`` (homogeneous graphs)."""
-    topo = self.dist_graph.get_local_graph(HOMO_EDGE_TYPE).topo
-    return torch.ops.glt.induced_subgraph(
-      topo.indptr, topo.indices, topo.edge_ids if with_edge else None, nodes
+    topo = self.dist_graph.get_local_graph(HOMO_EDGE_TYPE).device_topology()
+    edges = torch.ops.glt.induced_subgraph(
+      topo.indptr, topo.indices, topo.edge_ids if with_edge else None, nodes.to(topo.indptr.device)
     )
+    return tuple(t.cpu() for t in edges)

@@ -31,7 +31,7 @@ from typing import Callable, Dict, Generator, Iterator, List, NamedTuple, Option
 import torch
 
 from .._ext import ops
-from ..data.graph import Graph
+from ..data.graph import DeviceTopology, Graph
 from ..typing import (
   HOMO_EDGE_TYPE,
   HOMO_NODE_TYPE,
@@ -172,8 +172,10 @@ class SamplingSchema:
       raise ValueError(f'unknown edge type {input_type!r}; known: {self.edge_types}')
     return tuple(input_type)
 
-  def check_seeds(self, seeds, ntype: NodeType) -> torch.Tensor:
-    """``seeds`` as a 1-D int64 CPU tensor of ids of ``ntype``.
+  def check_seeds(
+    self, seeds, ntype: NodeType, device: torch.device = torch.device('cpu')
+  ) -> torch.Tensor:
+    """``seeds`` as a 1-D int64 tensor of ids of ``ntype`` on ``device``.
 
     Raises:
       ValueError: they are not integers, or one is out of range.
@@ -182,7 +184,7 @@ class SamplingSchema:
       seeds = torch.as_tensor(seeds)
     if seeds.is_floating_point() or seeds.dtype == torch.bool:
       raise ValueError(f'seed node ids must be integers, got dtype {seeds.dtype}')
-    seeds = seeds.to(torch.int64).reshape(-1).cpu()
+    seeds = seeds.to(device=device, dtype=torch.int64).reshape(-1)
     if seeds.numel():
       lo, hi, n = int(seeds.min()), int(seeds.max()), self.num_nodes[ntype]
       if lo < 0 or hi >= n:
@@ -329,7 +331,7 @@ def hop_counts(counts: List[int], device: torch.device) -> torch.Tensor:
 
 
 def sample_one_hop(
-  topo,
+  topo: DeviceTopology,
   seeds: torch.Tensor,
   fanout: int,
   rng_seed: int,
@@ -338,11 +340,12 @@ def sample_one_hop(
   replace: bool = False,
 ) -> NeighborOutput:
   """One hop from a topology held here: up to ``fanout`` neighbors (-1: all)
-  of each of ``seeds`` (rows of ``topo``).
+  of each of ``seeds`` (rows of ``topo``), on the topology's device.
 
   Args:
-    topo: the edge type's Topology.
-    seeds: row ids.
+    topo: the edge type's topology where the kernels read it
+      (``Graph.device_topology()``).
+    seeds: row ids (moved to the topology's device).
     fanout: neighbors per seed, -1 for all.
     rng_seed: the kernel's random seed (each seed draws from its own stream).
     with_edge: return the sampled edges' ids.
@@ -354,7 +357,7 @@ def sample_one_hop(
     topo.indices,
     topo.edge_ids if with_edge else None,
     topo.edge_weights if with_weight else None,
-    seeds,
+    seeds.to(topo.indptr.device),
     int(fanout),
     replace,
     rng_seed,
@@ -378,6 +381,8 @@ class MultiHopSampler:
     random: the random stream of link sampling's weighted negatives (default:
       torch's global generator).
     device: where outputs go.
+    sample_device: where the hops and the inducer run (the graph's device:
+      the CPU, or the GPU of a 'CUDA' or 'ZERO_COPY' graph).
   """
 
   def __init__(
@@ -387,6 +392,7 @@ class MultiHopSampler:
     with_edge: bool = False,
     random: Optional[RandomStream] = None,
     device: torch.device = torch.device('cpu'),
+    sample_device: torch.device = torch.device('cpu'),
   ):
     self.schema = schema
     self.num_neighbors = num_neighbors
@@ -394,6 +400,7 @@ class MultiHopSampler:
     self.with_edge = with_edge
     self.random = random if random is not None else RandomStream()
     self.device = device
+    self.sample_device = torch.device(sample_device)
     self._inducers: queue.SimpleQueue = queue.SimpleQueue()
 
   @property
@@ -403,8 +410,11 @@ class MultiHopSampler:
   # -- inducers ---------------------------------------------------------------
 
   def create_inducer(self):
-    """A new inducer: one id space per node type, an id-indexed map (4 bytes
-    a node) where that stays small, else a hash table."""
+    """A new inducer on the sampling device: one id space per node type; on
+    the CPU an id-indexed map (4 bytes a node) where that stays small, else a
+    hash table; on a GPU hash tables (``CudaInducer``)."""
+    if self.sample_device.type == 'cuda':
+      return ops.CudaInducer(len(self.schema.node_types), self.sample_device.index)
     sizes = [self.schema.num_nodes[t] for t in self.schema.node_types]
     return ops.Inducer(len(sizes), [n if n <= DENSE_INDUCER_MAX_NODES else 0 for n in sizes])
 
@@ -444,7 +454,7 @@ class MultiHopSampler:
       with self.inducer() as pooled:
         return (yield from self.sample_steps(seed_dict, pooled))
     schema = self.schema
-    empty = torch.empty(0, dtype=torch.int64)
+    empty = torch.empty(0, dtype=torch.int64, device=self.sample_device)
     seeds = [seed_dict.get(t, empty) for t in schema.node_types]
     frontier = dict(zip(schema.node_types, inducer.init_nodes(seeds)))
     seed_local = {t: inducer.local_ids(schema.type_index[t], s) for t, s in seed_dict.items()}
@@ -520,7 +530,7 @@ class MultiHopSampler:
     """``(node type, checked seeds)`` of a batch of seed nodes."""
     inputs = NodeSamplerInput.cast(inputs)
     ntype = self.schema.input_node_type(inputs.input_type)
-    return ntype, self.schema.check_seeds(inputs.node, ntype)
+    return ntype, self.schema.check_seeds(inputs.node, ntype, self.sample_device)
 
   def to_output(
     self, res: HopResult, input_type, metadata
@@ -584,8 +594,10 @@ class MultiHopSampler:
   def random_nodes(self, ntype: NodeType, n: int, weight: Optional[torch.Tensor]) -> torch.Tensor:
     """``n`` random nodes of ``ntype``: uniform, or drawn by ``weight``."""
     if weight is not None:
-      return self.random.choice(weight, n)
-    return self.random.randint(self.schema.num_nodes[ntype], n)
+      nodes = self.random.choice(weight.cpu(), n)
+    else:
+      nodes = self.random.randint(self.schema.num_nodes[ntype], n)
+    return nodes.to(self.sample_device)
 
   # -- link sampling ------------------------------------------------------------
 
@@ -593,8 +605,8 @@ class MultiHopSampler:
     """Checks a batch of seed edges; says which negatives it needs."""
     inputs = EdgeSamplerInput.cast(inputs)
     etype = self.schema.input_edge_type(inputs.input_type)
-    row = self.schema.check_seeds(inputs.row, etype[0])
-    col = self.schema.check_seeds(inputs.col, etype[-1])
+    row = self.schema.check_seeds(inputs.row, etype[0], self.sample_device)
+    col = self.schema.check_seeds(inputs.col, etype[-1], self.sample_device)
     if row.numel() != col.numel():
       raise ValueError(
         f'seed edges need as many sources as targets: {row.numel()} vs {col.numel()}'
@@ -615,6 +627,8 @@ class MultiHopSampler:
     """
     neg, row, col = batch.neg, batch.row, batch.col
     src_t, dst_t = batch.etype[0], batch.etype[-1]
+    if strict_negatives is not None:
+      strict_negatives = strict_negatives.to(self.sample_device)
     if neg is None or neg.is_binary():
       src, dst = row, col
       if neg is not None:

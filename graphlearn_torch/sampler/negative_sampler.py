@@ -54,15 +54,15 @@ class RandomNegativeSampler:
     """
     if trials_num < 1:
       raise ValueError(f'trials_num must be >= 1, got {trials_num}')
-    topo = self.graph.topo
+    placed = self.graph.device_topology()  # on the graph's sampling device
     # CSR rows are sources; CSC rows are destinations.
     fixed_is_row = self.edge_dir == 'out'
     rows, cols = torch.ops.glt.sample_negative(
-      topo.indptr,
-      topo.indices,
-      src,
+      placed.indptr,
+      placed.indices,
+      src.to(placed.indptr.device) if src is not None else None,
       fixed_is_row,
-      topo.col_count,
+      self.graph.col_count,
       int(req_num),
       int(trials_num),
       bool(padding),

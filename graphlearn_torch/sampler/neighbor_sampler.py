@@ -42,6 +42,8 @@ class NeighborSampler(BaseSampler):
       list for every edge type or a dict of lists by edge type (0 skips an
       edge type in a hop).
     device: where outputs go (CUDA falls back to the CPU without a GPU).
+      Sampling itself runs where the graphs are: on the CPU, or on the GPU
+      of 'CUDA' and 'ZERO_COPY' graphs.
     with_edge: return the ids of the sampled edges.
     with_neg: prepare negative sampling (link sampling).
     with_weight: sample neighbors with probability proportional to edge weight.
@@ -86,7 +88,15 @@ class NeighborSampler(BaseSampler):
     self.random = RandomStream(seed)
     self.schema = SamplingSchema.from_graphs(self.graphs, edge_dir, self.is_hetero)
     self.schema.pad_rows(self.graphs)
-    self.engine = MultiHopSampler(self.schema, num_neighbors, with_edge, self.random, self.device)
+    devices = {g.sampling_device for g in self.graphs.values()}
+    if len(devices) != 1:
+      raise ValueError(
+        f'every edge type must be sampled on one device, got {sorted(map(str, devices))}'
+      )
+    self.sample_device = devices.pop()
+    self.engine = MultiHopSampler(
+      self.schema, num_neighbors, with_edge, self.random, self.device, self.sample_device
+    )
     self._inducer = None
     self._neg_samplers: Dict[EdgeType, RandomNegativeSampler] = {}
 
@@ -121,7 +131,7 @@ class NeighborSampler(BaseSampler):
   ) -> NeighborOutput:
     """Samples ``req_num`` neighbors (-1: all) of each seed along ``etype``."""
     return sample_one_hop(
-      self.graphs[etype if etype is not None else HOMO_EDGE_TYPE].topo,
+      self.graphs[etype if etype is not None else HOMO_EDGE_TYPE].device_topology(),
       input_seeds,
       req_num,
       self.random.kernel_seed(),
@@ -194,7 +204,7 @@ class NeighborSampler(BaseSampler):
     if self.num_hops:
       reached = self.engine.sample({HOMO_NODE_TYPE: seeds}, self._answer).node[HOMO_NODE_TYPE]
     nodes, mapping = self.engine.subgraph_nodes(seeds, reached)
-    topo = self.graphs[HOMO_EDGE_TYPE].topo
+    topo = self.graphs[HOMO_EDGE_TYPE].device_topology()
     rows, cols, eids = torch.ops.glt.induced_subgraph(
       topo.indptr, topo.indices, topo.edge_ids if self.with_edge else None, nodes
     )

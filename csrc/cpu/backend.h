@@ -1,0 +1,23 @@
+// The CPU backend of the kernel bodies (csrc/kernels): runs a per-thread body
+// over [0, n) with ATen's parallel_for, for ops whose CPU kernel is the
+// generic one.
+#pragma once
+
+#include <ATen/Parallel.h>
+
+#include <cstdint>
+
+namespace glt {
+namespace cpu {
+
+struct CpuBackend {
+  template <typename F>
+  void for_each(int64_t n, F f) const {
+    at::parallel_for(0, n, 4096, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) f(i);
+    });
+  }
+};
+
+}  // namespace cpu
+}  // namespace glt

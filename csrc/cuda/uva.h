@@ -1,0 +1,22 @@
+// Unified virtual addressing: host memory that GPU kernels read in place.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+
+namespace glt {
+namespace cuda {
+
+// A tensor on CUDA device `device` whose storage is the pinned host memory of
+// `host` (read by kernels through UVA, over PCIe); it keeps `host` alive. The
+// topology of a 'ZERO_COPY' graph and the cold rows of a feature table are
+// such views.
+at::Tensor uva_view(const at::Tensor& host, int64_t device);
+
+// Lets kernels on `device` read the memory of `peer` (idempotent); returns
+// whether the two GPUs can.
+bool enable_peer_access(int64_t device, int64_t peer);
+
+}  // namespace cuda
+}  // namespace glt

@@ -1,0 +1,124 @@
+// Feature rows from a table split into parts that live in different memories
+// (GPU memory of several GPUs, pinned host memory read through UVA), for any
+// backend: one thread per output element finds its row's part and copies.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <vector>
+
+#include "../checks.h"
+#include "device.h"
+
+namespace glt {
+namespace kernels {
+
+constexpr int kMaxParts = 16;
+
+// The parts of one logical table: part p holds rows [end[p - 1], end[p]).
+struct PartTable {
+  const void* data[kMaxParts];
+  int64_t end[kMaxParts];
+  int num;
+};
+
+// The part that holds logical row `row` (or -1 past the last), and the row's
+// index within it.
+GLT_HOST_DEVICE GLT_INLINE int locate_row(const PartTable& table, int64_t row, int64_t* local) {
+  int64_t start = 0;
+  for (int p = 0; p < table.num; ++p) {
+    if (row < table.end[p]) {
+      *local = row - start;
+      return p;
+    }
+    start = table.end[p];
+  }
+  return -1;
+}
+
+// Rows `ids` of a part table of width `dim` (through `id2index` when given)
+// into a new tensor with `options`: row i of the output, or row positions[i]
+// of `num_out_rows`. Ids without a row are an error naming the first of them.
+template <typename scalar_t, typename Backend>
+at::Tensor gather_part_rows(const Backend& backend, const PartTable& table, int64_t dim,
+                            const at::Tensor& ids, const at::Tensor* id2index,
+                            const at::Tensor* positions, int64_t num_out_rows,
+                            const at::TensorOptions& options) {
+  const int64_t n = ids.numel();
+  const int64_t num_rows = table.num ? table.end[table.num - 1] : 0;
+  const int64_t num_ids = id2index ? id2index->numel() : num_rows;
+  auto out = at::empty({positions ? num_out_rows : n, dim}, options);
+  if (n == 0 || dim == 0) return out;
+  auto bad = at::full({1}, n, ids.options());
+  scalar_t* dst = out.data_ptr<scalar_t>();
+  const int64_t* id = ids.data_ptr<int64_t>();
+  const int64_t* map = id2index ? id2index->data_ptr<int64_t>() : nullptr;
+  const int64_t* pos = positions ? positions->data_ptr<int64_t>() : nullptr;
+  int64_t* first_bad = bad.data_ptr<int64_t>();
+  backend.for_each(n * dim, [=] GLT_HOST_DEVICE(int64_t k) {
+    const int64_t i = k / dim, j = k - i * dim;
+    const int64_t v = id[i];
+    const int64_t row = (v >= 0 && v < num_ids) ? (map ? map[v] : v) : -1;
+    int64_t local = 0;
+    const int part = row < 0 ? -1 : locate_row(table, row, &local);
+    if (part < 0) {
+      if (j == 0) device::atomic_min(first_bad, i);
+      return;
+    }
+    dst[(pos ? pos[i] : i) * dim + j] =
+        static_cast<const scalar_t*>(table.data[part])[local * dim + j];
+  });
+  const int64_t first = bad.item<int64_t>();
+  if (first < n) {
+    const int64_t v = ids[first].item<int64_t>();
+    TORCH_CHECK_VALUE(v >= 0 && v < num_ids, "id ", v, " is out of range [0, ", num_ids,
+                      ") of the feature");
+    TORCH_CHECK_VALUE(false, "id ", v, " has no feature row (id2index gives ",
+                      (*id2index)[v].item<int64_t>(), " for a table of ", num_rows, " rows)");
+  }
+  return out;
+}
+
+// The op for any backend: the parts (2-D, contiguous, one dtype and width,
+// each on a device the backend's threads can read) and ids checked, then the
+// gather; the rows land on the ids' device.
+template <typename Backend>
+at::Tensor unified_gather(const Backend& backend, const std::vector<at::Tensor>& parts,
+                          const at::Tensor& ids, const std::optional<at::Tensor>& id2index) {
+  TORCH_CHECK_VALUE(!parts.empty() && parts.size() <= static_cast<size_t>(kMaxParts),
+                    "a unified table needs 1 to ", kMaxParts, " parts, got ", parts.size());
+  check_index(ids, "ids");
+  const auto dtype = parts[0].scalar_type();
+  const int64_t dim = parts[0].dim() == 2 ? parts[0].size(1) : -1;
+  PartTable table{};
+  table.num = static_cast<int>(parts.size());
+  int64_t rows = 0;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    const auto& part = parts[p];
+    TORCH_CHECK_VALUE(part.dim() == 2 && part.size(1) == dim && part.scalar_type() == dtype,
+                      "the parts of a unified table must be 2-D with one width and dtype; part ", p,
+                      " has shape ", part.sizes(), " and dtype ", part.scalar_type());
+    TORCH_CHECK_VALUE(part.is_contiguous(), "part ", p, " of the unified table is not contiguous");
+    TORCH_CHECK_VALUE(part.device().type() == ids.device().type(), "part ", p, " is on ",
+                      part.device(), " but the ids on ", ids.device());
+    rows += part.size(0);
+    table.data[p] = part.data_ptr();
+    table.end[p] = rows;
+  }
+  const auto id_t = ids.contiguous();
+  at::Tensor map_t;
+  if (id2index.has_value()) {
+    check_index(*id2index, "id2index");
+    check_device(*id2index, "id2index", ids.device());
+    map_t = id2index->contiguous();
+  }
+  const auto options = parts[0].options().device(ids.device());
+  return AT_DISPATCH_ALL_TYPES_AND3(
+      at::kHalf, at::kBFloat16, at::kBool, dtype, "unified_gather", [&] {
+        return gather_part_rows<scalar_t>(backend, table, dim, id_t,
+                                          map_t.defined() ? &map_t : nullptr, nullptr, 0, options);
+      });
+}
+
+}  // namespace kernels
+}  // namespace glt
