@@ -17,6 +17,7 @@ from test_dist_sampling import free_port, partition
 
 TIMEOUT_S = 5  # the rpc / request timeout given to the processes
 SLACK_S = 10
+STARTUP_TIMEOUT_S = 20  # for waits that span another process's start-up
 
 
 def start(code: str, *args) -> subprocess.Popen:
@@ -85,10 +86,12 @@ def wait_for_line(proc, text: str, timeout: float = 60) -> str:
 
 def test_a_rank_given_twice_and_a_wrong_world_size():
   port = free_port()
-  twins = [start(WORKER, 1, 2, port, TIMEOUT_S) for _ in range(2)]
+  # The twins wait for rank 0, which starts after them: on a loaded machine
+  # its start-up (importing torch) alone can take longer than TIMEOUT_S.
+  twins = [start(WORKER, 1, 2, port, STARTUP_TIMEOUT_S) for _ in range(2)]
   for twin in twins:  # both wait for rank 0 before it starts
     wait_for_line(twin, 'CONNECTING')
-  outs = finish(twins + [start(WORKER, 0, 2, port, TIMEOUT_S)])
+  outs = finish(twins + [start(WORKER, 0, 2, port, STARTUP_TIMEOUT_S)])
   assert sum('joined the rendezvous' in o and 'twice' in o for o in outs[:2]) == 1, outs
   port = free_port()
   outs = finish([start(WORKER, 0, 2, port, TIMEOUT_S), start(WORKER, 1, 3, port, TIMEOUT_S)])
