@@ -43,6 +43,9 @@ def train(local_rank: int, args, root: str, results) -> None:
   sage_common.set_trainer_threads(args.num_training_procs * (1 + 2 * args.num_workers))
   device = sage_common.trainer_device(args, local_rank)
   glt.distributed.init_worker_group(world_size, rank, 'distributed-sage-supervised-trainer')
+  # gloo and RPC advertise the interface that reaches the master, not the
+  # hostname's address (a loopback one on many machines)
+  glt.utils.default_socket_ifname(args.master_addr)
   torch.distributed.init_process_group(
     'nccl' if device.type == 'cuda' else 'gloo',
     init_method=f'tcp://{args.master_addr}:{args.training_pg_master_port}',

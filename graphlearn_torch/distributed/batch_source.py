@@ -17,6 +17,17 @@ from typing import Optional
 
 from ..channel import SampleMessage
 
+# What a source waits for a batch beyond the RPC timeout: a sampler whose
+# request to a peer times out (a lost host) reports which peer it was, and
+# that report must arrive before the source's own wait ends without a cause.
+ERROR_MARGIN_S = 10.0
+
+
+def batch_wait_ms(rpc_timeout: float) -> float:
+  r"""Milliseconds a source waits for the next batch (``rpc_timeout`` plus
+  ``ERROR_MARGIN_S``)."""
+  return (rpc_timeout + ERROR_MARGIN_S) * 1000
+
 
 class BatchSource(ABC):
   r"""An epoch-by-epoch supply of sampled batches, as channel messages

@@ -25,7 +25,7 @@ from .._ext import cuda_kernels_available
 from ..channel import ChannelBase, ChannelClosedError, SampleMessage
 from ..loader.base import SeedBatcher
 from ..sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
-from .batch_source import BatchSource
+from .batch_source import BatchSource, batch_wait_ms
 from .dist_context import get_context, init_worker_group
 from .dist_dataset import DistDataset
 from .dist_neighbor_sampler import DistNeighborSampler
@@ -278,7 +278,7 @@ class DistMpSamplingProducer(BatchSource):
     if self._remaining == 0:
       return None
     try:
-      msg = self.output_channel.recv(timeout_ms=self.worker_options.rpc_timeout * 1000)
+      msg = self.output_channel.recv(timeout_ms=batch_wait_ms(self.worker_options.rpc_timeout))
       raise_if_error(msg)
     except BaseException:
       self._failed = True  # the samplers cannot finish the epoch: shut down at once

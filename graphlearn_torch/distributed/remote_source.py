@@ -8,7 +8,7 @@ import torch
 
 from ..channel import RemoteReceivingChannel, SampleMessage
 from ..sampler.base import EdgeSamplerInput, NodeSamplerInput, RemoteSamplerInput, SamplingConfig
-from .batch_source import BatchSource
+from .batch_source import BatchSource, batch_wait_ms
 from .dist_client import async_request_server
 from .dist_context import assign_server_by_order, get_context
 from .dist_options import RemoteDistSamplingWorkerOptions
@@ -142,7 +142,7 @@ class RemoteBatchSource(BatchSource):
   def next_message(self) -> Optional[SampleMessage]:
     if self._remaining == 0:
       return None
-    msg = self._channel.recv(timeout_ms=self.worker_options.rpc_timeout * 1000)
+    msg = self._channel.recv(timeout_ms=batch_wait_ms(self.worker_options.rpc_timeout))
     raise_if_error(msg)
     self._remaining -= 1
     return msg

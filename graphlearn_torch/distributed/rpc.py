@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional, Union
 import torch
 from torch.distributed import rpc
 
+from ..utils.network import advertised_address, default_socket_ifname
 from .dist_context import DistRole, get_context, worker_name
 from .rendezvous import rendezvous_url
 
@@ -46,6 +47,7 @@ class _RpcState:
     self.global_gather_round = 0
     self.gathers: Dict[Any, _Gather] = {}
     self.worker_names: Dict[DistRole, List[str]] = {}
+    self.addresses: Dict[str, str] = {}  # worker name -> the address it advertised
     self.service: Optional[object] = None
 
 
@@ -114,6 +116,10 @@ def init_rpc(
   if _state is not None:
     logger.warning('RPC is already initialized in this process; init_rpc ignored')
     return
+  # TensorPipe and the gloo group the RPC agent makes advertise the
+  # hostname's address unless told an interface: where that is a loopback
+  # address, peers on other machines cannot connect.
+  default_socket_ifname(master_addr)
   options = rpc.TensorPipeRpcBackendOptions(
     num_worker_threads=num_rpc_threads,
     rpc_timeout=rpc_timeout,
@@ -138,10 +144,11 @@ def init_rpc(
   # Leave at exit if the caller did not: torch's RPC threads killed at
   # interpreter exit abort the process.
   atexit.register(_shutdown_at_exit)
-  roles = global_all_gather((ctx.role, ctx.group_name, ctx.rank))
+  roles = global_all_gather((ctx.role, ctx.group_name, ctx.rank, advertised_address()))
   names: Dict[DistRole, Dict[int, str]] = {}
-  for role, group, rank in roles:
+  for role, group, rank, address in roles:
     names.setdefault(role, {})[rank] = worker_name(group, rank)
+    _state.addresses[worker_name(group, rank)] = address
   _state.worker_names = {role: [d[r] for r in sorted(d)] for role, d in names.items()}
 
 
@@ -278,13 +285,14 @@ def rpc_request_async(
     timeout: seconds before the future fails (default: the RPC timeout).
   """
   state = _require_state()
-  return rpc.rpc_async(
+  future = rpc.rpc_async(
     worker_name,
     _invoke_callee,
     args=(callee_id, *(args or ())),
     kwargs=kwargs or {},
     timeout=state.timeout if timeout is None else timeout,
   )
+  return _naming_the_peer(future, worker_name)
 
 
 def rpc_request(worker_name: str, callee_id: int, args=None, kwargs=None, timeout=None) -> Any:
@@ -301,13 +309,34 @@ def rpc_global_request_async(
   if not 0 <= role_rank < len(names):
     raise ValueError(f'there is no {target_role.name} of rank {role_rank} ({len(names)} known)')
   state = _require_state()
-  return rpc.rpc_async(
+  future = rpc.rpc_async(
     names[role_rank],
     func,
     args=args or (),
     kwargs=kwargs or {},
     timeout=state.timeout if timeout is None else timeout,
   )
+  return _naming_the_peer(future, names[role_rank])
+
+
+def _naming_the_peer(future: torch.futures.Future, peer: str) -> torch.futures.Future:
+  r"""``future``, whose transport failure (a timeout, a lost connection)
+  says which peer and host it was waiting for. The peer's own errors keep
+  their type (torch names the peer in them)."""
+
+  def result(done: torch.futures.Future):
+    try:
+      return done.value()
+    except RuntimeError as e:
+      if 'On WorkerInfo' in str(e):
+        raise
+      address = _state.addresses.get(peer, 'an unknown address') if _state else 'unknown'
+      raise RuntimeError(
+        f'the request to {peer} (at {address}) failed: {e} (the peer or its host is lost, '
+        f'or it did not answer within the RPC timeout)'
+      ) from e
+
+  return future.then(result)
 
 
 def rpc_global_request(target_role: DistRole, role_rank: int, func, args=None, kwargs=None):

@@ -12,6 +12,7 @@ from .common import (
 )
 from .device import assign_device, ensure_device, get_available_device, resolve_device
 from .mixin import CastMixin, singleton
+from .network import default_socket_ifname, interface_for
 from .size import parse_size
 from .tensor import (
   apply_to_all_tensor,
@@ -31,6 +32,7 @@ __all__ = [
   'coo_to_csc',
   'coo_to_csr',
   'count_dict',
+  'default_socket_ifname',
   'ensure_device',
   'ensure_dir',
   'format_hetero_sampler_output',
@@ -38,6 +40,7 @@ __all__ = [
   'get_free_port',
   'id2idx',
   'index_select',
+  'interface_for',
   'merge_dict',
   'merge_hetero_sampler_output',
   'parse_size',

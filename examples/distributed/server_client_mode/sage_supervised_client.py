@@ -38,6 +38,7 @@ def run_client(local_rank: int, args, results) -> None:
     request_timeout=args.timeout,
   )
   try:
+    glt.utils.default_socket_ifname(args.master_addr)  # gloo: the interface to the servers
     torch.distributed.init_process_group(
       'gloo',
       init_method=f'tcp://{args.master_addr}:{args.training_pg_master_port}',
