@@ -60,46 +60,56 @@ def free_port_run(count: int) -> int:
   raise RuntimeError(f'no {count} consecutive free ports')
 
 
+def start_sshd(home, address: str, port: int, popen=subprocess.Popen, environment=()):
+  r"""An sshd on ``address:port`` that lets this user in with a throw-away
+  key (``home/user_key``), its files in ``home``; started by ``popen`` (a
+  host's, to run it in that host's namespace), ``environment`` (``NAME=value``
+  strings) set in its sessions. Returns the process once it listens."""
+  host_key, user_key = paramiko.RSAKey.generate(2048), paramiko.RSAKey.generate(2048)
+  host_key.write_private_key_file(str(home / 'host_key'))
+  user_key.write_private_key_file(str(home / 'user_key'))
+  (home / 'authorized_keys').write_text(f'{user_key.get_name()} {user_key.get_base64()}\n')
+  config = home / 'sshd_config'
+  set_env = f'SetEnv {" ".join(environment)}\n' if environment else ''
+  config.write_text(
+    f'Port {port}\nListenAddress {address}\nHostKey {home}/host_key\n'
+    f'AuthorizedKeysFile {home}/authorized_keys\nPidFile {home}/sshd.pid\n'
+    'StrictModes no\nUsePAM no\nPasswordAuthentication no\n'
+    'KbdInteractiveAuthentication no\nPubkeyAuthentication yes\nPermitRootLogin yes\n' + set_env
+  )
+  os.makedirs('/run/sshd', exist_ok=True)  # its privilege-separation directory
+  checked = subprocess.run([SSHD, '-t', '-f', str(config)], capture_output=True, timeout=30)
+  assert checked.returncode == 0, checked.stderr.decode()
+  proc = popen([SSHD, '-D', '-e', '-f', str(config)], stderr=subprocess.PIPE)
+  deadline = time.monotonic() + 30  # it writes its pid file once it listens
+  while not (home / 'sshd.pid').exists() and proc.poll() is None:
+    assert time.monotonic() < deadline, 'sshd did not start within 30 s'
+    time.sleep(0.1)
+  assert proc.poll() is None, proc.stderr.read().decode()
+  return proc
+
+
+def stop_sshd(proc) -> None:
+  proc.terminate()
+  try:
+    proc.wait(10)
+  except subprocess.TimeoutExpired:
+    proc.kill()
+    proc.wait()
+
+
 @pytest.fixture(scope='module')
 def sshd(tmp_path_factory):
   r"""``(port, private key file)`` of an sshd on 127.0.0.1 that lets this
   user in with a throw-away key; stopped at the end."""
   ensure_debian_packages([(SSHD, 'openssh-server'), ('tmux', 'tmux')])
   home = tmp_path_factory.mktemp('sshd')
-  host_key, user_key = paramiko.RSAKey.generate(2048), paramiko.RSAKey.generate(2048)
-  host_key.write_private_key_file(str(home / 'host_key'))
-  user_key.write_private_key_file(str(home / 'user_key'))
-  (home / 'authorized_keys').write_text(f'{user_key.get_name()} {user_key.get_base64()}\n')
   port = free_port()
-  config = home / 'sshd_config'
-  config.write_text(
-    f'Port {port}\nListenAddress 127.0.0.1\nHostKey {home}/host_key\n'
-    f'AuthorizedKeysFile {home}/authorized_keys\nPidFile {home}/sshd.pid\n'
-    'StrictModes no\nUsePAM no\nPasswordAuthentication no\n'
-    'KbdInteractiveAuthentication no\nPubkeyAuthentication yes\nPermitRootLogin yes\n'
-  )
-  os.makedirs('/run/sshd', exist_ok=True)  # its privilege-separation directory
-  checked = subprocess.run([SSHD, '-t', '-f', str(config)], capture_output=True, timeout=30)
-  assert checked.returncode == 0, checked.stderr.decode()
-  proc = subprocess.Popen([SSHD, '-D', '-e', '-f', str(config)], stderr=subprocess.PIPE)
+  proc = start_sshd(home, '127.0.0.1', port)
   try:
-    deadline = time.monotonic() + 30
-    while True:
-      try:
-        socket.create_connection(('127.0.0.1', port), timeout=1).close()
-        break
-      except OSError:
-        assert proc.poll() is None, proc.stderr.read().decode()
-        assert time.monotonic() < deadline, 'sshd did not listen within 30 s'
-        time.sleep(0.1)
     yield port, str(home / 'user_key')
   finally:
-    proc.terminate()
-    try:
-      proc.wait(10)
-    except subprocess.TimeoutExpired:
-      proc.kill()
-      proc.wait()
+    stop_sshd(proc)
 
 
 def launch(config_path, *args, timeout=120) -> subprocess.CompletedProcess:

@@ -1,0 +1,167 @@
+"""Real hosts on one machine: network namespaces joined by a bridge.
+
+``HostNetwork(n)`` makes ``n`` hosts, each a network namespace with its own
+loopback and one interface ``eth0`` holding a private address, plus a switch
+namespace holding the bridge that joins them (veth pairs, one end in the
+switch, the other in the host). Nothing is made in the caller's namespace,
+so nothing here can clash with the machine's own interfaces or addresses,
+and removing the namespaces removes every veth and the bridge with them.
+
+A process runs on a host through ``ip netns exec``; it sees only the host's
+interfaces, shares the machine's filesystem (a shared filesystem between
+the hosts) and /dev/shm. ``cut(i)`` takes host ``i``'s link down (its peers
+see silence, not a reset, as when a cable is pulled); ``impair(i, ...)``
+adds ``tc netem`` delay and loss, where the kernel has netem.
+"""
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from typing import List, Optional, Sequence
+
+SUBNET = '10.231.{}.{}'
+
+
+def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+  done = subprocess.run(['ip', *args], capture_output=True, text=True, timeout=30)
+  if check and done.returncode != 0:
+    raise RuntimeError(f'ip {" ".join(args)}: {done.stderr.strip()}')
+  return done
+
+
+def namespaces() -> List[str]:
+  r"""The names of the machine's network namespaces (``ip netns list``)."""
+  out = _ip('netns', 'list').stdout
+  return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+def unavailable_reason() -> Optional[str]:
+  r"""Why hosts cannot be made here, or None when they can."""
+  if os.geteuid() != 0:
+    return 'network namespaces need root'
+  if shutil.which('ip') is None:
+    return "iproute2's ip is missing"
+  probe = f'glt-probe-{os.getpid()}'
+  made = _ip('netns', 'add', probe, check=False)
+  if made.returncode != 0:
+    return f'cannot create a network namespace: {made.stderr.strip()}'
+  try:
+    veth = _ip(
+      '-n', probe, 'link', 'add', 'probe0', 'type', 'veth', 'peer', 'name', 'probe1', check=False
+    )
+    if veth.returncode != 0:
+      return f'cannot create a veth pair: {veth.stderr.strip()}'
+  finally:
+    _ip('netns', 'del', probe, check=False)
+  return None
+
+
+@dataclass
+class Host:
+  r"""One host: a network namespace and its address on the hosts' network.
+
+  Args:
+    namespace: the network namespace's name.
+    address: its IPv4 address on ``eth0``.
+  """
+
+  namespace: str
+  address: str
+
+  def command(self, argv: Sequence[str]) -> List[str]:
+    r"""``argv`` run on this host."""
+    return ['ip', 'netns', 'exec', self.namespace, *map(str, argv)]
+
+  def popen(self, argv: Sequence[str], **kwargs) -> subprocess.Popen:
+    r"""Starts ``argv`` on this host in a session of its own."""
+    return subprocess.Popen(self.command(argv), start_new_session=True, **kwargs)
+
+  def run(self, argv: Sequence[str], timeout: float = 30) -> subprocess.CompletedProcess:
+    return subprocess.run(self.command(argv), capture_output=True, text=True, timeout=timeout)
+
+
+class HostNetwork:
+  r"""``num_hosts`` hosts on a private bridge; a context manager that
+  removes every namespace it made on exit, also after a failure.
+
+  Args:
+    num_hosts: how many hosts.
+    tag: a short distinct name part (several networks may exist at once).
+  """
+
+  def __init__(self, num_hosts: int, tag: Optional[str] = None):
+    tag = tag or str(os.getpid())
+    self.prefix = f'glt-{tag}'
+    self.switch = f'{self.prefix}-sw'
+    self.hosts: List[Host] = []
+    self._made: List[str] = []
+    subnet = os.getpid() % 250 + 1
+    try:
+      self._add_namespace(self.switch)
+      _ip('-n', self.switch, 'link', 'add', 'br0', 'type', 'bridge')
+      _ip('-n', self.switch, 'link', 'set', 'br0', 'up')
+      for i in range(num_hosts):
+        host = Host(f'{self.prefix}-h{i}', SUBNET.format(subnet, i + 1))
+        self._add_namespace(host.namespace)
+        port = f'p{i}'
+        _ip('-n', self.switch, 'link', 'add', port, 'type', 'veth', 'peer', 'name', 'eth0',
+            'netns', host.namespace)  # fmt: skip
+        _ip('-n', self.switch, 'link', 'set', port, 'master', 'br0', 'up')
+        _ip('-n', host.namespace, 'addr', 'add', f'{host.address}/24', 'dev', 'eth0')
+        _ip('-n', host.namespace, 'link', 'set', 'eth0', 'up')
+        _ip('-n', host.namespace, 'link', 'set', 'lo', 'up')
+        self.hosts.append(host)
+    except BaseException:
+      self.close()
+      raise
+
+  def _add_namespace(self, name: str) -> None:
+    _ip('netns', 'add', name)
+    self._made.append(name)
+
+  def __enter__(self) -> 'HostNetwork':
+    return self
+
+  def __exit__(self, *exc) -> None:
+    self.close()
+
+  def __getitem__(self, i: int) -> Host:
+    return self.hosts[i]
+
+  def cut(self, i: int) -> None:
+    r"""Takes host ``i``'s link down: its packets stop, nothing is reset."""
+    _ip('-n', self.switch, 'link', 'set', f'p{i}', 'down')
+
+  def restore(self, i: int) -> None:
+    _ip('-n', self.switch, 'link', 'set', f'p{i}', 'up')
+
+  def impair(self, i: int, delay_ms: float = 0.0, loss_percent: float = 0.0) -> None:
+    r"""Adds ``delay_ms`` one-way delay and ``loss_percent`` loss to what
+    host ``i`` sends (``tc netem``); raises RuntimeError without netem."""
+    done = self[i].run(
+      ['tc', 'qdisc', 'replace', 'dev', 'eth0', 'root', 'netem',
+       'delay', f'{delay_ms}ms', 'loss', f'{loss_percent}%']
+    )  # fmt: skip
+    if done.returncode != 0:
+      raise RuntimeError(f'tc netem on {self[i].namespace}: {done.stderr.strip()}')
+
+  def close(self) -> None:
+    r"""Removes the namespaces (their veths and the bridge go with them)."""
+    for name in reversed(self._made):
+      _ip('netns', 'del', name, check=False)
+    self._made.clear()
+
+
+def netem_unavailable_reason() -> Optional[str]:
+  r"""Why ``HostNetwork.impair`` cannot work here, or None when it can."""
+  if unavailable_reason() is not None:
+    return unavailable_reason()
+  if shutil.which('tc') is None:
+    return "iproute2's tc is missing"
+  with HostNetwork(1, tag=f'netem{os.getpid()}') as net:
+    try:
+      net.impair(0, delay_ms=1)
+    except RuntimeError as e:
+      return f'this kernel cannot emulate delay and loss ({e})'
+  return None
