@@ -64,6 +64,18 @@ def node_loader(ds, seeds, options):
   )  # fmt: skip
 
 
+def drive(loader, args) -> None:
+  r"""Samples until an error (--until-error), or saves the batches of
+  --epochs epochs; shuts the loader down."""
+  try:
+    if args.until_error:
+      until_error(loader)
+    else:
+      torch.save(batches_of(loader, args.epochs), args.out)
+  finally:
+    loader.shutdown()
+
+
 def trainer(args) -> None:
   dist = glt.distributed
   dist.init_worker_group(args.world, args.rank, 'trainer')
@@ -72,14 +84,7 @@ def trainer(args) -> None:
     num_workers=2, worker_concurrency=args.concurrency, master_addr=args.master,
     master_port=args.port, rpc_timeout=args.timeout, channel_size='16MB',
   )  # fmt: skip
-  loader = node_loader(ds, ds.train_idx, options)
-  try:
-    if args.until_error:
-      until_error(loader)
-    else:
-      torch.save(batches_of(loader, args.epochs), args.out)
-  finally:
-    loader.shutdown()
+  drive(node_loader(ds, ds.train_idx, options), args)
 
 
 def server(args) -> None:
@@ -104,14 +109,7 @@ def client(args) -> None:
       server_rank=list(range(args.num_servers)), num_workers=1, worker_concurrency=2,
       prefetch_size=2, rpc_timeout=args.timeout,
     )  # fmt: skip
-    loader = node_loader(None, seeds, options)
-    try:
-      if args.until_error:
-        until_error(loader)
-      else:
-        torch.save(batches_of(loader, args.epochs), args.out)
-    finally:
-      loader.shutdown()
+    drive(node_loader(None, seeds, options), args)
   finally:
     dist.shutdown_client()
 
@@ -129,7 +127,7 @@ def parser() -> argparse.ArgumentParser:
   c.add_argument('num_servers', type=int)
   for role in (t, s, c):
     # the RPC timeout: a lost peer becomes an error after this long
-    role.add_argument('--timeout', type=float, default=20)
+    role.add_argument('--timeout', type=float, default=60)
     role.add_argument('master')
     role.add_argument('port', type=int)
     role.add_argument('root')

@@ -11,16 +11,21 @@ A process runs on a host through ``ip netns exec``; it sees only the host's
 interfaces, shares the machine's filesystem (a shared filesystem between
 the hosts) and /dev/shm. ``cut(i)`` takes host ``i``'s link down (its peers
 see silence, not a reset, as when a cable is pulled); ``impair(i, ...)``
-adds ``tc netem`` delay and loss, where the kernel has netem.
+adds ``tc netem`` delay and loss, where the kernel has netem. Where it has
+not, ``HostNetwork(n, emulated_link=(delay_ms, loss_percent))`` joins the
+hosts' TAP interfaces through a userspace switch (userspace_switch.py) that
+delays and drops frames instead of the bridge.
 """
 
 import os
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 SUBNET = '10.231.{}.{}'
+SWITCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'userspace_switch.py')
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -88,33 +93,58 @@ class HostNetwork:
   Args:
     num_hosts: how many hosts.
     tag: a short distinct name part (several networks may exist at once).
+    emulated_link: ``(one-way delay in ms, loss in percent)`` of a userspace
+      switch that joins the hosts instead of the bridge (no ``cut``, no
+      ``impair`` then).
   """
 
-  def __init__(self, num_hosts: int, tag: Optional[str] = None):
+  def __init__(
+    self,
+    num_hosts: int,
+    tag: Optional[str] = None,
+    emulated_link: Optional[Tuple[float, float]] = None,
+  ):
     tag = tag or str(os.getpid())
     self.prefix = f'glt-{tag}'
     self.switch = f'{self.prefix}-sw'
     self.hosts: List[Host] = []
     self._made: List[str] = []
+    self._switch_process: Optional[subprocess.Popen] = None
     subnet = os.getpid() % 250 + 1
     try:
-      self._add_namespace(self.switch)
-      _ip('-n', self.switch, 'link', 'add', 'br0', 'type', 'bridge')
-      _ip('-n', self.switch, 'link', 'set', 'br0', 'up')
+      if emulated_link is None:
+        self._add_namespace(self.switch)
+        _ip('-n', self.switch, 'link', 'add', 'br0', 'type', 'bridge')
+        _ip('-n', self.switch, 'link', 'set', 'br0', 'up')
       for i in range(num_hosts):
         host = Host(f'{self.prefix}-h{i}', SUBNET.format(subnet, i + 1))
         self._add_namespace(host.namespace)
-        port = f'p{i}'
-        _ip('-n', self.switch, 'link', 'add', port, 'type', 'veth', 'peer', 'name', 'eth0',
-            'netns', host.namespace)  # fmt: skip
-        _ip('-n', self.switch, 'link', 'set', port, 'master', 'br0', 'up')
+        if emulated_link is None:
+          port = f'p{i}'
+          _ip('-n', self.switch, 'link', 'add', port, 'type', 'veth', 'peer', 'name', 'eth0',
+              'netns', host.namespace)  # fmt: skip
+          _ip('-n', self.switch, 'link', 'set', port, 'master', 'br0', 'up')
+        else:
+          _ip('-n', host.namespace, 'tuntap', 'add', 'dev', 'eth0', 'mode', 'tap')
         _ip('-n', host.namespace, 'addr', 'add', f'{host.address}/24', 'dev', 'eth0')
         _ip('-n', host.namespace, 'link', 'set', 'eth0', 'up')
         _ip('-n', host.namespace, 'link', 'set', 'lo', 'up')
         self.hosts.append(host)
+      if emulated_link is not None:
+        self._start_switch(*emulated_link)
     except BaseException:
       self.close()
       raise
+
+  def _start_switch(self, delay_ms: float, loss_percent: float) -> None:
+    self._switch_process = subprocess.Popen(
+      [sys.executable, SWITCH, str(delay_ms), str(loss_percent),
+       *(h.namespace for h in self.hosts)],
+      stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    line = self._switch_process.stdout.readline()  # READY, or EOF when it failed
+    if line.strip() != 'READY':
+      raise RuntimeError(f'the userspace switch did not start: {line!r}')
 
   def _add_namespace(self, name: str) -> None:
     _ip('netns', 'add', name)
@@ -147,7 +177,12 @@ class HostNetwork:
       raise RuntimeError(f'tc netem on {self[i].namespace}: {done.stderr.strip()}')
 
   def close(self) -> None:
-    r"""Removes the namespaces (their veths and the bridge go with them)."""
+    r"""Stops the userspace switch; removes the namespaces (their veths,
+    TAP devices and the bridge go with them)."""
+    if self._switch_process is not None:
+      self._switch_process.kill()
+      self._switch_process.wait()
+      self._switch_process = None
     for name in reversed(self._made):
       _ip('netns', 'del', name, check=False)
     self._made.clear()
@@ -165,3 +200,21 @@ def netem_unavailable_reason() -> Optional[str]:
     except RuntimeError as e:
       return f'this kernel cannot emulate delay and loss ({e})'
   return None
+
+
+def impaired_network(
+  num_hosts: int, delay_ms: float, loss_percent: float, tag: Optional[str] = None
+) -> Tuple[HostNetwork, str]:
+  r"""Hosts joined by a link of ``delay_ms`` one-way delay and
+  ``loss_percent`` loss: ``tc netem`` where the kernel has it, else the
+  userspace switch; returns the network and which of the two it is."""
+  if netem_unavailable_reason() is None:
+    net = HostNetwork(num_hosts, tag)
+    try:
+      for i in range(num_hosts):
+        net.impair(i, delay_ms, loss_percent)  # on what host i sends: one direction each
+    except BaseException:
+      net.close()
+      raise
+    return net, 'tc netem'
+  return HostNetwork(num_hosts, tag, emulated_link=(delay_ms, loss_percent)), 'userspace switch'

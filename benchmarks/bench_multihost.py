@@ -1,0 +1,197 @@
+"""Worker-mode sampling across 2 hosts with added link delay, and how much
+of it the asyncio sampler's concurrency hides.
+
+  sudo python benchmarks/bench_multihost.py [--num_nodes 200000] [--batches 16]
+
+Hosts are network namespaces on this machine (test/netns_hosts.py; root
+needed). 2 trainers, one per host and partition, each with 1 sampling
+process of ``worker_concurrency`` 1, 4 and 16, sample fanout [15, 10, 5]
+around batches of 1024 of their own nodes and collect features (the graph
+and partitions of bench_dist_sampling.py, at --num_nodes). Rows, all
+measured in this run:
+  - loopback: both trainers on 127.0.0.1 in this namespace;
+  - 2 hosts on a bridge (veth pairs): nothing added;
+  - 2 hosts with an added one-way delay of 0, 0.1, 1 and 5 ms: ``tc netem``
+    where the kernel has it, else a userspace switch between TAP devices
+    (test/userspace_switch.py), whose own forwarding adds latency: the
+    "rtt" column is the measured TCP round trip of each link.
+Throughput is both trainers' batches over the slower one's time.
+"""
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, 'test'))  # the host network fixture
+sys.path.insert(0, HERE)
+
+DELAYS_MS = (0.0, 0.1, 1.0, 5.0)
+CONCURRENCY = (1, 4, 16)
+PORT = 29500
+
+PING = """
+import socket, sys, time
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
+c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+times = []
+for _ in range(200):
+  t = time.perf_counter(); c.sendall(b'x'); c.recv(1); times.append(time.perf_counter() - t)
+print(sorted(times)[100] * 1000)
+"""
+
+ECHO = """
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(); c, _ = s.accept()
+c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+while (data := c.recv(1)):
+  c.sendall(data)
+"""
+
+
+def trainer(args) -> None:
+  r"""One trainer (run on its host): times its loader, writes the result."""
+  import torch
+  from bench_dist_sampling import time_loader
+
+  import graphlearn_torch as glt
+
+  torch.set_num_threads(1)
+  dist = glt.distributed
+  dist.init_worker_group(2, args.rank, 'bench')
+  options = dist.MpDistSamplingWorkerOptions(
+    num_workers=1, worker_concurrency=args.concurrency, master_addr=args.master,
+    master_port=args.port, rpc_timeout=300, channel_size='512MB',
+  )  # fmt: skip
+  ds = dist.DistDataset(edge_dir='in').load(args.root, args.rank, graph_mode='CPU')
+  with open(args.out, 'w') as f:
+    json.dump(time_loader(ds, ds.node_pb, args.rank, options, args.batches), f)
+
+
+def free_port() -> int:
+  with socket.socket() as s:
+    s.bind(('127.0.0.1', 0))
+    return s.getsockname()[1]
+
+
+def run_pair(commands, master, port, root, concurrency, batches):
+  r"""Runs both trainers (``commands[r]`` prefixes rank r's command line);
+  returns (batches, edges, the slower one's seconds)."""
+  with tempfile.TemporaryDirectory() as tmp:
+    outs = [os.path.join(tmp, f'{r}.json') for r in (0, 1)]
+    procs = [
+      subprocess.Popen(
+        [
+          *commands[r],
+          sys.executable,
+          __file__,
+          'trainer',
+          '--rank',
+          str(r),
+          '--master',
+          master,
+          '--port',
+          str(port),
+          '--root',
+          root,
+          '--concurrency',
+          str(concurrency),
+          '--batches',
+          str(batches),
+          '--out',
+          outs[r],
+        ],
+        start_new_session=True,
+      )  # fmt: skip
+      for r in (0, 1)
+    ]
+    try:
+      for p in procs:
+        if p.wait(timeout=1200) != 0:
+          raise RuntimeError(f'a trainer failed (exit code {p.returncode})')
+    finally:
+      for p in procs:
+        if p.poll() is None:
+          os.killpg(p.pid, 9)
+          p.wait()
+    reports = [json.load(open(out)) for out in outs]
+  return sum(r[0] for r in reports), sum(r[1] for r in reports), max(r[2] for r in reports)
+
+
+def round_trip_ms(server_prefix, client_prefix, address) -> float:
+  port = PORT + 7
+  echo = subprocess.Popen([*server_prefix, sys.executable, '-c', ECHO, address, str(port)])
+  try:
+    for _ in range(50):
+      ping = subprocess.run(
+        [*client_prefix, sys.executable, '-c', PING, address, str(port)],
+        capture_output=True, text=True, timeout=60,
+      )  # fmt: skip
+      if ping.returncode == 0:
+        return float(ping.stdout)
+      time.sleep(0.1)  # the echo server is not listening yet
+    raise RuntimeError(f'no round trip to {address}: {ping.stderr[-500:]}')
+  finally:
+    echo.kill()
+    echo.wait()
+
+
+def main() -> None:
+  p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  p.add_argument('--num_nodes', type=int, default=200_000)
+  p.add_argument('--batches', type=int, default=16, help='timed batches per trainer')
+  sub = p.add_subparsers(dest='role')
+  t = sub.add_parser('trainer')
+  for name, kind in (('rank', int), ('master', str), ('port', int), ('root', str),
+                     ('concurrency', int), ('batches', int), ('out', str)):  # fmt: skip
+    t.add_argument(f'--{name}', type=kind, required=True)
+  args = p.parse_args()
+  if args.role == 'trainer':
+    return trainer(args)
+
+  from bench_dist_sampling import BATCH, FANOUT, partition
+  from netns_hosts import HostNetwork, impaired_network, unavailable_reason
+
+  reason = unavailable_reason()
+  if reason is not None:
+    sys.exit(f'cannot make hosts here: {reason}')
+  root = partition(args.num_nodes)
+  rows = []
+
+  def measure(label, commands, master, port, rtt):
+    for c in CONCURRENCY:
+      count, edges, seconds = run_pair(commands, master, port, root, c, args.batches)
+      rows.append((label, rtt, c, count / seconds, edges / seconds))
+      print(f'{label}, concurrency {c}: {count / seconds:.2f} batches/s', flush=True)
+
+  here = [[], []]
+  measure('loopback', here, '127.0.0.1', free_port(), round_trip_ms([], [], '127.0.0.1'))
+  with HostNetwork(2, tag=f'b{os.getpid()}') as net:
+    commands = [h.command([])[:4] for h in net.hosts]
+    rtt = round_trip_ms(commands[1], commands[0], net[1].address)
+    measure('2 hosts, bridge', commands, net[0].address, PORT, rtt)
+  for delay in DELAYS_MS:
+    net, how = impaired_network(2, delay, 0.0, tag=f'b{os.getpid()}d')
+    with net:
+      commands = [h.command([])[:4] for h in net.hosts]
+      rtt = round_trip_ms(commands[1], commands[0], net[1].address)
+      measure(f'2 hosts, +{delay:g} ms one way ({how})', commands, net[0].address, PORT, rtt)
+
+  base = {c: rate for label, _, c, rate, _ in rows if label == 'loopback'}
+  print(f'\n{args.num_nodes:,} nodes, fanout {FANOUT}, batch {BATCH}, 2 partitions (METIS), '
+        '1 sampling process per trainer\n')  # fmt: skip
+  print('| link | rtt (ms) | concurrency | batches/s | sampled edges/s | vs loopback |')
+  print('|---|---|---|---|---|---|')
+  for label, rtt, c, rate, edges in rows:
+    print(f'| {label} | {rtt:.3f} | {c} | {rate:.2f} | {edges:,.0f} | {rate / base[c]:.2f}x |')
+
+
+if __name__ == '__main__':
+  main()
