@@ -325,7 +325,9 @@ def test_sigkill_mid_write_leaves_the_channel_usable(procs):
         received[p] += 1
   victim.join(JOIN_S)
   assert victim.exitcode == -signal.SIGKILL
-  assert channel.stats()['pending'] >= 1, 'the victim died holding a half-written block'
+  # The victim died holding a half-written block (pending a moment ago).
+  # Another producer that finds no room reclaims it at once, so whether it
+  # is still pending now is a race; that it was reclaimed is checked below.
 
   # The others go on; the consumer gets all of their messages, and the
   # victim's in order and whole.
