@@ -10,10 +10,10 @@ from ..channel import RemoteReceivingChannel, SampleMessage
 from ..sampler.base import EdgeSamplerInput, NodeSamplerInput, RemoteSamplerInput, SamplingConfig
 from .batch_source import BatchSource, batch_wait_ms
 from .dist_client import async_request_server
-from .dist_context import assign_server_by_order, get_context
+from .dist_context import DistRole, assign_server_by_order, get_context
 from .dist_options import RemoteDistSamplingWorkerOptions
 from .message import raise_if_error
-from .rpc import rpc_is_initialized
+from .rpc import rpc_is_initialized, rpc_service_request_async
 
 logger = logging.getLogger(__name__)
 
@@ -22,8 +22,23 @@ RemoteInput = Union[
 ]
 
 
-def _fetch(server_rank: int, producer_id: int) -> torch.futures.Future:
-  return async_request_server(server_rank, 'fetch_one_sampled_message', producer_id)
+class _Fetch:
+  r"""Fetches a producer's next batch from its server, waiting longer than
+  the servers' own requests: a server whose sampling stalls on a lost peer
+  reports which peer it was before this fetch would time out on the server.
+
+  Args:
+    rpc_timeout: the RPC timeout (seconds).
+  """
+
+  def __init__(self, rpc_timeout: float):
+    self.timeout = batch_wait_ms(rpc_timeout) / 1000
+
+  def __call__(self, server_rank: int, producer_id: int) -> torch.futures.Future:
+    return rpc_service_request_async(
+      DistRole.SERVER, server_rank, 'fetch_one_sampled_message', (producer_id,),
+      timeout=self.timeout,
+    )  # fmt: skip
 
 
 class RemoteBatchSource(BatchSource):
@@ -106,7 +121,10 @@ class RemoteBatchSource(BatchSource):
       raise
     self._num_batches = sum(n for _, n in sizes)
     self._channel = RemoteReceivingChannel(
-      self.servers, self.producer_ids, self.worker_options.prefetch_size, fetch=_fetch
+      self.servers,
+      self.producer_ids,
+      self.worker_options.prefetch_size,
+      fetch=_Fetch(self.worker_options.rpc_timeout),
     )
 
   def _on_producers(self, method: str, *args) -> List:
