@@ -21,7 +21,6 @@ Throughput is both trainers' batches over the slower one's time.
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -73,12 +72,6 @@ def trainer(args) -> None:
   ds = dist.DistDataset(edge_dir='in').load(args.root, args.rank, graph_mode='CPU')
   with open(args.out, 'w') as f:
     json.dump(time_loader(ds, ds.node_pb, args.rank, options, args.batches), f)
-
-
-def free_port() -> int:
-  with socket.socket() as s:
-    s.bind(('127.0.0.1', 0))
-    return s.getsockname()[1]
 
 
 def run_pair(commands, master, port, root, concurrency, batches):
@@ -156,7 +149,7 @@ def main() -> None:
   if args.role == 'trainer':
     return trainer(args)
 
-  from bench_dist_sampling import BATCH, FANOUT, partition
+  from bench_dist_sampling import BATCH, FANOUT, free_port, partition
   from netns_hosts import HostNetwork, impaired_network, unavailable_reason
 
   reason = unavailable_reason()
@@ -174,13 +167,13 @@ def main() -> None:
   here = [[], []]
   measure('loopback', here, '127.0.0.1', free_port(), round_trip_ms([], [], '127.0.0.1'))
   with HostNetwork(2, tag=f'b{os.getpid()}') as net:
-    commands = [h.command([])[:4] for h in net.hosts]
+    commands = [h.command([]) for h in net.hosts]
     rtt = round_trip_ms(commands[1], commands[0], net[1].address)
     measure('2 hosts, bridge', commands, net[0].address, PORT, rtt)
   for delay in DELAYS_MS:
     net, how = impaired_network(2, delay, 0.0, tag=f'b{os.getpid()}d')
     with net:
-      commands = [h.command([])[:4] for h in net.hosts]
+      commands = [h.command([]) for h in net.hosts]
       rtt = round_trip_ms(commands[1], commands[0], net[1].address)
       measure(f'2 hosts, +{delay:g} ms one way ({how})', commands, net[0].address, PORT, rtt)
 
