@@ -4,6 +4,7 @@ classification, and keeping the best epoch."""
 
 import argparse
 import logging
+import sys
 import time
 from typing import Callable, Dict, Optional, Sequence, Tuple
 
@@ -22,7 +23,9 @@ def add_training_args(
   epochs: int = 10,
 ) -> None:
   r"""``--fanout`` (one per layer), the model, the optimizer, batches,
-  epochs, ``--seed`` and ``--no-progress``; the keywords set the defaults."""
+  epochs, ``--seed`` and ``--progress``/``--no-progress`` (progress bars;
+  by default only when stderr is a terminal, so that a log file gets the
+  one-line epoch summaries alone); the keywords set the defaults."""
   p.add_argument('--fanout', type=int, nargs='+', default=[10, 10], help='one per layer')
   p.add_argument('--hidden', type=int, default=hidden)
   p.add_argument('--dropout', type=float, default=dropout)
@@ -31,7 +34,12 @@ def add_training_args(
   p.add_argument('--batch_size', type=int, default=batch_size)
   p.add_argument('--epochs', type=int, default=epochs)
   p.add_argument('--seed', type=int, default=0)
-  p.add_argument('--no-progress', dest='progress', action='store_false')
+  p.add_argument(
+    '--progress',
+    action=argparse.BooleanOptionalAction,
+    default=None,
+    help='progress bars (default: only when stderr is a terminal)',
+  )
 
 
 def add_gpu_args(p: argparse.ArgumentParser) -> None:
@@ -62,6 +70,8 @@ def parse_args(
   args = p.parse_args(argv)
   if args.smoke:
     vars(args).update({k: v for k, v in smoke.items() if k in vars(args)})
+  if getattr(args, 'progress', False) is None:
+    args.progress = sys.stderr.isatty()
   return args
 
 

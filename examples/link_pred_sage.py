@@ -26,7 +26,7 @@ import example_args  # noqa: E402
 
 log = logging.getLogger('link_pred_sage')
 
-SMOKE = {'dataset': 'synthetic', 'num_nodes': 1_000, 'epochs': 2, 'progress': False}
+SMOKE = {'dataset': 'synthetic', 'num_nodes': 1_000, 'epochs': 2}
 
 
 def roc_auc(pos: torch.Tensor, neg: torch.Tensor) -> float:

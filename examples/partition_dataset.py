@@ -91,10 +91,7 @@ def run(args) -> glt.partition.PartitionSummary:
   partitioner = PARTITIONERS[args.partitioner](
     args.output_dir, args.num_partitions, data.num_nodes, data.edge_index, **kwargs
   )
-  summary = partitioner.partition()
-  print(summary.format())
-  print(f'wrote {args.output_dir}')
-  return summary
+  return partitioner.partition()  # logs the summary table
 
 
 def parse_args(argv=None):

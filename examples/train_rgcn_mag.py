@@ -30,7 +30,7 @@ import example_args  # noqa: E402
 
 log = logging.getLogger('train_rgcn_mag')
 
-SMOKE = {'num_papers': 2_000, 'epochs': 4, 'batch_size': 32, 'progress': False}
+SMOKE = {'num_papers': 2_000, 'epochs': 4, 'batch_size': 32}
 
 
 class RGCN(torch.nn.Module):

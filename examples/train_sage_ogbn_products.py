@@ -29,7 +29,7 @@ import example_args  # noqa: E402
 
 log = logging.getLogger('train_sage')
 
-SMOKE = {'num_nodes': 2_000, 'epochs': 2, 'batch_size': 64, 'progress': False}
+SMOKE = {'num_nodes': 2_000, 'epochs': 2, 'batch_size': 64}
 
 
 def load(args):

@@ -61,9 +61,22 @@ def check_gpu_flags(out: str) -> None:
     assert fallback in out, out[-4000:]
 
 
+def assert_quiet(out: str) -> None:
+  r"""A log, not a terminal: no progress bar (tqdm's '%|' and rates) and no
+  warnings, only log lines."""
+  assert '%|' not in out and 'it/s' not in out, out[-4000:]
+  assert 'Warning' not in out, out[-4000:]
+
+
 def test_train_sage_smoke():
   out = run_example('train_sage_ogbn_products.py', '--smoke')
+  assert_quiet(out)
   assert final(r'test accuracy ([0-9.]+)', out) > 0.2, 'above chance (8 classes)'
+
+
+def test_progress_bar_on_request():
+  out = run_example('train_sage_ogbn_products.py', '--smoke', '--progress')
+  assert 'epoch 1:' in out and '%|' in out, out[-4000:]
 
 
 def test_train_sage_smoke_with_gpu_flags():
@@ -96,6 +109,7 @@ def test_link_prediction_smoke():
 def test_partition_smoke(tmp_path):
   out = run_example('partition_dataset.py', '--smoke', '--output_dir', str(tmp_path / 'parts'))
   assert 'synthetic: 2000 nodes' in out
+  assert out.count('max/mean') == 1, 'the summary table, once'
   written = set(os.listdir(tmp_path / 'parts'))
   assert {'META.json', 'node_pb.npy', 'edge_pb.npy', 'part0', 'part1'} <= written, written
 
@@ -108,12 +122,15 @@ def test_worker_mode_smoke(tmp_path):
     '--test_loader_master_port', ports[2], *GPU_FLAGS,
   )  # fmt: skip
   check_gpu_flags(out)
+  assert_quiet(out)  # no torch.distributed deprecation warning from the RPC start-up
+  assert out.count('max/mean') == 1, 'the partition summary, once'
   assert final(r'final test accuracy ([0-9.]+)', out) > 0.3, 'well above chance (8 classes)'
   assert (tmp_path / 'synthetic2000-partitions' / 'META.json').exists()
 
 
 def test_server_client_smoke(tmp_path):
   log = run_example_pair(['--smoke', '--dataset_root_dir', str(tmp_path)], ['--smoke'], 300)
+  assert_quiet(log)
   accuracy = final(r'\[client 0\] final test accuracy ([0-9.]+)', log)
   print(f'server-client example, --smoke: final test accuracy {accuracy:.4f}')
   assert accuracy > 0.3, 'well above chance (8 classes)'

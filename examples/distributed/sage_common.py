@@ -65,7 +65,7 @@ def trainer_device(args, local_rank: int) -> torch.device:
   return device
 
 
-SMOKE = {'synthetic_nodes': 2_000, 'epochs': 2, 'batch_size': 64, 'progress': False}
+SMOKE = {'synthetic_nodes': 2_000, 'epochs': 2, 'batch_size': 64}
 
 
 def parse_args(p: argparse.ArgumentParser, argv=None) -> argparse.Namespace:

@@ -10,6 +10,7 @@ worker holds a data partition.
 import atexit
 import logging
 import threading
+import warnings
 from abc import ABC, abstractmethod
 from typing import Any, Dict, List, Optional, Union
 
@@ -132,12 +133,19 @@ def init_rpc(
   # gather below) may arrive as soon as it does.
   _state = _RpcState(master_addr, int(master_port), rpc_timeout)
   try:
-    rpc.init_rpc(
-      ctx.worker_name(),
-      rank=ctx.global_rank,
-      world_size=ctx.global_world_size,
-      rpc_backend_options=options,
-    )
+    with warnings.catch_warnings():
+      # torch's own RPC start-up hands its private gloo group to
+      # all_gather_object, which warns of a deprecated use of a Backend as a
+      # ProcessGroup in every process; the use is torch's, not ours.
+      warnings.filterwarnings(
+        'ignore', message='You are using a Backend .* as a ProcessGroup', category=UserWarning
+      )
+      rpc.init_rpc(
+        ctx.worker_name(),
+        rank=ctx.global_rank,
+        world_size=ctx.global_world_size,
+        rpc_backend_options=options,
+      )
   except BaseException:
     _state = None
     raise
