@@ -5,6 +5,7 @@ import logging
 
 import torch
 import torch.nn.functional as F
+from torch_geometric.data import Data
 from torch_geometric.nn import GraphSAGE
 
 import graphlearn_torch as glt
@@ -36,12 +37,39 @@ def best_test_acc(model, step, predict, data) -> float:
   return best_test
 
 
-def test_neighbor_loader_matches_full_batch_on_cora(cora_root):
+def mini_batch_acc(data, ds, loader, seed) -> float:
+  r"""``best_test_acc`` of a model trained on ``loader``'s batches;
+  inference through our loader, with all neighbors of every node."""
+  everyone = glt.loader.NeighborLoader(ds, [-1, -1], None, batch_size=4096, device='cpu')
+
+  def step(model, opt):
+    for batch in loader:
+      opt.zero_grad()
+      out = model(batch.x, batch.edge_index)[: batch.batch_size]
+      F.cross_entropy(out, batch.y[: batch.batch_size]).backward()
+      opt.step()
+
+  def predict(model):
+    pred = torch.empty(data.num_nodes, dtype=torch.long)
+    for batch in everyone:
+      out = model(batch.x, batch.edge_index)[: batch.batch_size]
+      pred[batch.n_id[: batch.batch_size]] = out.argmax(-1)
+    return pred
+
+  return best_test_acc(make_model(data, seed), step, predict, data)
+
+
+def cora_dataset(cora_root):
   data = glt.datasets.load_planetoid(cora_root, 'cora')
   ds = glt.data.Dataset(edge_dir='in')
   ds.init_graph(data.edge_index, graph_mode='CPU', num_nodes=data.num_nodes)
   ds.init_node_features(data.x)
   ds.init_node_labels(data.y)
+  return data, ds
+
+
+def test_neighbor_loader_matches_full_batch_on_cora(cora_root):
+  data, ds = cora_dataset(cora_root)
   train_idx = data.train_mask.nonzero().view(-1)
 
   def full_step(model, opt):
@@ -59,25 +87,7 @@ def test_neighbor_loader_matches_full_batch_on_cora(cora_root):
     loader = glt.loader.NeighborLoader(
       ds, [10, 10], train_idx, batch_size=32, shuffle=True, device='cpu', seed=seed
     )
-    # inference through our loader too: all neighbors of every node
-    everyone = glt.loader.NeighborLoader(ds, [-1, -1], None, batch_size=4096, device='cpu')
-
-    def mini_step(model, opt, loader=loader):
-      for batch in loader:
-        opt.zero_grad()
-        out = model(batch.x, batch.edge_index)[: batch.batch_size]
-        F.cross_entropy(out, batch.y[: batch.batch_size]).backward()
-        opt.step()
-
-    def mini_predict(model, everyone=everyone):
-      pred = torch.empty(data.num_nodes, dtype=torch.long)
-      for batch in everyone:
-        pred[batch.n_id[: batch.batch_size]] = model(batch.x, batch.edge_index)[
-          : batch.batch_size
-        ].argmax(-1)
-      return pred
-
-    mini.append(best_test_acc(make_model(data, seed), mini_step, mini_predict, data))
+    mini.append(mini_batch_acc(data, ds, loader, seed))
   full_acc, mini_acc = sum(full) / len(full), sum(mini) / len(mini)
   print(
     f'Cora GraphSAGE test accuracy: full-batch {full_acc:.4f} {full}, '
@@ -85,3 +95,31 @@ def test_neighbor_loader_matches_full_batch_on_cora(cora_root):
   )
   assert full_acc > 0.75
   assert abs(mini_acc - full_acc) <= 0.02
+
+
+def test_pyg_node_loader_with_our_sampler_matches_ours_on_cora(cora_root):
+  r"""PyG's own NodeLoader driven by PyGNeighborSampler trains GraphSAGE to
+  the accuracy our NeighborLoader reaches (same fanouts, batches, seeds)."""
+  from torch_geometric.loader import NodeLoader
+
+  data, ds = cora_dataset(cora_root)
+  train_idx = data.train_mask.nonzero().view(-1)
+  pyg_data = Data(x=data.x, y=data.y, edge_index=data.edge_index)
+  ours, pyg = [], []
+  for seed in SEEDS:
+    torch.manual_seed(seed)
+    loader = glt.loader.NeighborLoader(
+      ds, [10, 10], train_idx, batch_size=32, shuffle=True, device='cpu', seed=seed
+    )
+    ours.append(mini_batch_acc(data, ds, loader, seed))
+    torch.manual_seed(seed)
+    sampler = glt.sampler.PyGNeighborSampler(pyg_data, [10, 10], seed=seed)
+    loader = NodeLoader(pyg_data, sampler, input_nodes=train_idx, batch_size=32, shuffle=True)
+    pyg.append(mini_batch_acc(data, ds, loader, seed))
+  ours_acc, pyg_acc = sum(ours) / len(ours), sum(pyg) / len(pyg)
+  print(
+    f'Cora GraphSAGE test accuracy: our NeighborLoader {ours_acc:.4f} {ours}, '
+    f'PyG NodeLoader + PyGNeighborSampler {pyg_acc:.4f} {pyg}'
+  )
+  assert pyg_acc > 0.75
+  assert abs(pyg_acc - ours_acc) <= 0.02

@@ -28,6 +28,7 @@ from .multihop import (
 )
 from .negative_sampler import RandomNegativeSampler
 from .neighbor_sampler import NeighborSampler
+from .pyg_sampler import PyGNeighborSampler
 
 __all__ = [
   'BaseSampler',
@@ -47,6 +48,7 @@ __all__ = [
   'NeighborOutput',
   'NeighborSampler',
   'NodeSamplerInput',
+  'PyGNeighborSampler',
   'RandomNegativeSampler',
   'RemoteNodePathSamplerInput',
   'RemoteNodeSplitSamplerInput',

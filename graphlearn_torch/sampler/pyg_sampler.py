@@ -1,0 +1,257 @@
+"""Our neighbor sampler behind PyG's ``BaseSampler`` interface, so that PyG's
+own ``NodeLoader`` and ``LinkLoader`` (their transforms, ``filter_per_worker``
+and worker processes) sample with it on a machine without pyg-lib or
+torch-sparse.
+
+  from torch_geometric.loader import NodeLoader
+  sampler = glt.sampler.PyGNeighborSampler(data, num_neighbors=[15, 10])
+  loader = NodeLoader(data, node_sampler=sampler, input_nodes=data.train_mask,
+                      batch_size=1024, shuffle=True)
+"""
+
+from typing import Dict, List, Optional, Tuple, Union
+
+import torch
+import torch_geometric.sampler as pyg
+from torch_geometric.data import Data, FeatureStore, GraphStore, HeteroData, remote_backend_utils
+from torch_geometric.sampler.base import NumNeighbors as PyGNumNeighbors
+from torch_geometric.sampler.base import SubgraphType
+
+from ..data.dataset import Dataset
+from ..typing import EdgeType, NodeType
+from .base import EdgeSamplerInput, HeteroSamplerOutput, NegativeSampling, NodeSamplerInput
+from .neighbor_sampler import NeighborSampler
+
+PyGData = Union[Data, HeteroData, Tuple[FeatureStore, GraphStore]]
+
+
+class PyGNeighborSampler(pyg.BaseSampler):
+  r"""A neighbor sampler for PyG's ``NodeLoader`` and ``LinkLoader``,
+  constructed as PyG's ``torch_geometric.sampler.NeighborSampler`` is, that
+  samples with graphlearn_torch's kernels.
+
+  Batches follow PyG's layout: seeds first in ``n_id``, ``edge_index`` in
+  message-passing order (row: the sampled neighbor, col: the node it was
+  sampled for), ``e_id`` the sampled edges' positions in the input
+  ``edge_index`` (see ``edge_permutation``), per-hop ``num_sampled_nodes``/``num_sampled_edges``, and
+  the ``input_id``/``batch_size`` (node batches) or ``edge_label_index``/
+  ``edge_label`` (binary) and ``src_index``/``dst_pos_index``/
+  ``dst_neg_index`` (triplet) link fields.
+
+  Binary negative edges are strict (checked not to be edges of the graph),
+  unlike PyG's, which draws node pairs at random.
+
+  Args:
+    data: a ``Data``, a ``HeteroData``, or a ``(FeatureStore, GraphStore)``
+      pair whose graph store answers ``get_edge_index`` in COO.
+    num_neighbors: neighbors per hop (-1: all), as PyG takes it: a list, a
+      dict of lists by edge type, or a ``NumNeighbors``.
+    subgraph_type: 'directional' only (PyG's default).
+    replace: sample with replacement.
+    disjoint: must be False (no per-seed subgraphs).
+    temporal_strategy: accepted for PyG's signature; temporal sampling is
+      not supported (``time_attr`` must be None).
+    time_attr: must be None.
+    weight_attr: an edge attribute of ``data`` to sample neighbors by (with
+      probability proportional to it).
+    is_sorted: accepted for PyG's signature (the input is sorted here).
+    share_memory: move the sampling topology to shared memory, for data
+      loader workers started by 'spawn'.
+    directed: must be True (PyG's deprecated flag for induced subgraphs).
+    sample_direction: 'forward' only: neighbors along incoming edges.
+    seed: seeds the sampler's random stream (None: torch's global
+      generator, which each data loader worker seeds differently).
+  """
+
+  def __init__(
+    self,
+    data: PyGData,
+    num_neighbors: Union[PyGNumNeighbors, List[int], Dict[EdgeType, List[int]]],
+    subgraph_type: Union[SubgraphType, str] = 'directional',
+    replace: bool = False,
+    disjoint: bool = False,
+    temporal_strategy: str = 'uniform',
+    time_attr: Optional[str] = None,
+    weight_attr: Optional[str] = None,
+    is_sorted: bool = False,
+    share_memory: bool = False,
+    directed: bool = True,
+    sample_direction: str = 'forward',
+    seed: Optional[int] = None,
+  ):
+    unsupported = {
+      "subgraph_type other than 'directional'": SubgraphType(subgraph_type)
+      != SubgraphType.directional,
+      'disjoint=True': disjoint,
+      'time_attr (temporal sampling)': time_attr is not None,
+      'directed=False': not directed,
+      "sample_direction='backward'": sample_direction != 'forward',
+    }
+    asked = [name for name, given in unsupported.items() if given]
+    if asked:
+      raise NotImplementedError(f'PyGNeighborSampler does not support {", ".join(asked)}')
+    edges, num_nodes, weights, self._edge_permutation = _graph_of(data, weight_attr)
+    self.is_hetero = isinstance(edges, dict)
+    self.node_types = list(num_nodes) if self.is_hetero else None
+    self.edge_types = list(edges) if self.is_hetero else None
+    fanouts = PyGNumNeighbors(num_neighbors)
+    self.num_hops = fanouts.num_hops
+    self.dataset = Dataset(edge_dir='in')
+    self.dataset.init_graph(edges, edge_weights=weights, graph_mode='CPU', num_nodes=num_nodes)
+    if share_memory:
+      self.dataset.share_ipc()
+    self.sampler = NeighborSampler(
+      self.dataset.graph,
+      fanouts.get_values(self.edge_types),
+      device=torch.device('cpu'),
+      with_edge=True,
+      with_neg=True,
+      with_weight=weight_attr is not None,
+      edge_dir='in',
+      seed=seed,
+      replace=replace,
+    )
+
+  @property
+  def edge_permutation(self):
+    r"""None for ``Data``/``HeteroData`` (sampled edge ids are positions in
+    ``edge_index``); for a graph store that holds CSR or CSC, the map from
+    its edges converted to COO to its own edge ids."""
+    return self._edge_permutation
+
+  def sample_from_nodes(
+    self, index: pyg.NodeSamplerInput, **kwargs
+  ) -> Union[pyg.SamplerOutput, pyg.HeteroSamplerOutput]:
+    r"""Samples the neighborhoods of a batch of seed nodes (PyG's layout;
+    ``metadata`` is ``(input_id, seed_time)``).
+
+    Args:
+      index: the batch's seeds from PyG's ``NodeLoader``.
+    """
+    _no_time(index.time)
+    out = self.sampler.sample_from_nodes(NodeSamplerInput(index.node, index.input_type))
+    if not torch.equal(out.metadata['seed_local'], torch.arange(index.node.numel())):
+      raise ValueError(
+        'a batch holds the same seed node twice; PyG batches need each seed once '
+        '(deduplicate input_nodes)'
+      )
+    return self._to_pyg(out, (index.input_id, None))
+
+  def sample_from_edges(
+    self, index: pyg.EdgeSamplerInput, neg_sampling: Optional[pyg.NegativeSampling] = None
+  ) -> Union[pyg.SamplerOutput, pyg.HeteroSamplerOutput]:
+    r"""Samples the neighborhoods of both ends of a batch of seed edges, with
+    optional negative sampling (PyG's layout; ``metadata`` is
+    ``(input_id, edge_label_index, edge_label, None)`` or, for triplets,
+    ``(input_id, src_index, dst_pos_index, dst_neg_index, None)``).
+
+    Args:
+      index: the batch's seed edges from PyG's ``LinkLoader``.
+      neg_sampling: PyG's negative sampling settings.
+    """
+    _no_time(index.time)
+    neg = None
+    if neg_sampling is not None:
+      if neg_sampling.src_weight is not None:
+        raise NotImplementedError('negative sampling by src_weight is not supported')
+      neg = NegativeSampling(neg_sampling.mode.value, neg_sampling.amount, neg_sampling.dst_weight)
+    out = self.sampler.sample_from_edges(
+      EdgeSamplerInput(index.row, index.col, index.label, index.input_type, neg)
+    )
+    meta = out.metadata
+    if neg is not None and neg.is_triplet():
+      fields = (meta['src_index'], meta['dst_pos_index'], meta['dst_neg_index'])
+    else:
+      fields = (meta['edge_label_index'], meta.get('edge_label'))
+    return self._to_pyg(out, (index.input_id, *fields, None))
+
+  def _to_pyg(self, out, metadata: tuple) -> Union[pyg.SamplerOutput, pyg.HeteroSamplerOutput]:
+    # PyG counts per hop in lists: nodes for the seeds and every hop, edges
+    # for every hop, for every type (zeros where a type was not reached).
+    def counts(values, length: int) -> List[int]:
+      values = [int(v) for v in values]
+      return values + [0] * (length - len(values))
+
+    if not isinstance(out, HeteroSamplerOutput):
+      return pyg.SamplerOutput(
+        node=out.node,
+        row=out.row,
+        col=out.col,
+        edge=out.edge,
+        num_sampled_nodes=counts(out.num_sampled_nodes, self.num_hops + 1),
+        num_sampled_edges=counts(out.num_sampled_edges, self.num_hops),
+        metadata=metadata,
+      )
+    out = out.with_every_type()
+    return pyg.HeteroSamplerOutput(
+      node=out.node,
+      row=out.row,
+      col=out.col,
+      edge=out.edge,
+      num_sampled_nodes={t: counts(out.num_sampled_nodes[t], self.num_hops + 1) for t in out.node},
+      num_sampled_edges={t: counts(out.num_sampled_edges[t], self.num_hops) for t in out.row},
+      metadata=metadata,
+    )
+
+
+def _no_time(time: Optional[torch.Tensor]) -> None:
+  if time is not None:
+    raise NotImplementedError('temporal sampling (seed times) is not supported')
+
+
+def _homo_num_nodes(feature_store: FeatureStore, graph_store: GraphStore) -> Optional[int]:
+  r"""The node count of a homogeneous store pair: the edges' size, else the
+  node features' rows, else None (the edges' largest id)."""
+  sizes = [max(a.size) for a in graph_store.get_all_edge_attrs() if a.size is not None]
+  if sizes:
+    return max(sizes)
+  for attr in feature_store.get_all_tensor_attrs():
+    size = feature_store.get_tensor_size(attr)
+    if size is not None:
+      return int(size[0])
+  return None
+
+
+def _graph_of(data: PyGData, weight_attr: Optional[str]):
+  r"""``(edge_index, num_nodes, edge weights, edge permutation)`` of PyG
+  data, as tensors or dicts by type; the permutation (None: none) maps the
+  positions in ``edge_index`` to the edge ids of a graph store."""
+
+  def plain(t: torch.Tensor) -> torch.Tensor:
+    return t.as_subclass(torch.Tensor)  # PyG's EdgeIndex, say
+
+  if isinstance(data, Data):
+    if data.edge_index is None:
+      raise ValueError('the Data has no edge_index (a SparseTensor adj_t is not supported)')
+    weights = plain(data[weight_attr]) if weight_attr is not None else None
+    return plain(data.edge_index), data.num_nodes, weights, None
+  if isinstance(data, HeteroData):
+    edges = {et: plain(data[et].edge_index) for et in data.edge_types}
+    num_nodes = {nt: data[nt].num_nodes for nt in data.node_types}
+    weights = None
+    if weight_attr is not None:
+      weights = {et: plain(data[et][weight_attr]) for et in data.edge_types}
+    return edges, num_nodes, weights, None
+  if isinstance(data, (tuple, list)) and len(data) == 2:
+    feature_store, graph_store = data
+    if weight_attr is not None:
+      raise NotImplementedError('weight_attr is not supported for (FeatureStore, GraphStore)')
+    if not graph_store.get_all_edge_attrs():
+      raise ValueError('the graph store holds no edges')
+    # COO of every edge type, converted from the stored layout (``perm``
+    # maps the converted edges back to the stored ones).
+    row, col, perm = graph_store.coo()
+    if not isinstance(row, dict):
+      edge_index = torch.stack([plain(row), plain(col)])
+      return edge_index, _homo_num_nodes(feature_store, graph_store), None, perm
+    edges = {et: torch.stack([plain(row[et]), plain(col[et])]) for et in row}
+    ntypes = dict.fromkeys(t for et in edges for t in (et[0], et[-1]))
+    num_nodes = {t: remote_backend_utils.num_nodes(feature_store, graph_store, t) for t in ntypes}
+    return edges, num_nodes, None, perm
+  raise TypeError(
+    'PyGNeighborSampler samples a Data, a HeteroData or a (FeatureStore, GraphStore) '
+    f'pair, got {type(data).__name__}'
+  )
+
+
+__all__ = ['PyGNeighborSampler']

@@ -1,0 +1,231 @@
+"""PyGNeighborSampler inside PyG's own NodeLoader and LinkLoader: batches in
+PyG's layout whose edges are edges of the graph, checked against the graph
+(brute force) for Data, HeteroData and a (FeatureStore, GraphStore) pair."""
+
+import pytest
+import torch
+from torch_geometric.data import Data, HeteroData
+from torch_geometric.loader import LinkLoader, NodeLoader
+from torch_geometric.sampler import NegativeSampling
+from torch_geometric.testing.feature_store import MyFeatureStore
+from torch_geometric.testing.graph_store import MyGraphStore
+
+import graphlearn_torch as glt
+
+N, E = 60, 400
+
+
+def random_data(seed=0) -> Data:
+  g = torch.Generator().manual_seed(seed)
+  edge_index = torch.randint(0, N, (2, E), generator=g)
+  return Data(
+    x=torch.randn(N, 4, generator=g),
+    y=torch.arange(N),
+    edge_index=edge_index,
+    edge_attr=torch.arange(E, dtype=torch.float32),
+    num_nodes=N,
+  )
+
+
+def in_edges(edge_index: torch.Tensor, node: int) -> set:
+  return set((edge_index[1] == node).nonzero().view(-1).tolist())
+
+
+def check_batch(batch, data, fanouts, seeds):
+  r"""PyG's layout, and edges of the graph within the fanouts."""
+  n_id, e_id, (row, col) = batch.n_id, batch.e_id, batch.edge_index
+  assert torch.equal(n_id[: batch.batch_size], seeds), 'seeds first, in order'
+  assert n_id.unique().numel() == n_id.numel()
+  assert torch.equal(data.edge_index[0, e_id], n_id[row]), 'row: the neighbor (source)'
+  assert torch.equal(data.edge_index[1, e_id], n_id[col]), 'col: the node sampled for'
+  assert torch.equal(batch.x, data.x[n_id]) and torch.equal(batch.y, data.y[n_id])
+  assert torch.equal(batch.edge_attr, data.edge_attr[e_id])
+  assert sum(batch.num_sampled_nodes) == n_id.numel()
+  assert sum(batch.num_sampled_edges) == e_id.numel()
+  assert len(batch.num_sampled_nodes) == len(fanouts) + 1
+  first_hop = e_id[: batch.num_sampled_edges[0]]
+  for i, seed in enumerate(seeds.tolist()):
+    picked = set(first_hop[col[: first_hop.numel()] == i].tolist())
+    every = in_edges(data.edge_index, seed)
+    if fanouts[0] < 0:
+      assert picked == every, 'fanout -1: every in-edge of the seed'
+    else:
+      assert picked <= every and len(picked) == min(fanouts[0], len(every))
+
+
+@pytest.mark.parametrize('num_workers', [0, 2])
+def test_node_loader(num_workers):
+  data = random_data()
+  fanouts = [3, 2]
+  sampler = glt.sampler.PyGNeighborSampler(data, fanouts)
+  seeds = torch.randperm(N)[:25]
+  loader = NodeLoader(
+    data, sampler, input_nodes=seeds, batch_size=8, num_workers=num_workers,
+    filter_per_worker=num_workers > 0,
+  )  # fmt: skip
+  covered = []
+  for batch in loader:
+    batch_seeds = seeds[batch.input_id]
+    check_batch(batch, data, fanouts, batch_seeds)
+    covered.append(batch_seeds)
+  assert torch.equal(torch.cat(covered).sort().values, seeds.sort().values)
+
+
+def test_node_loader_every_neighbor_matches_brute_force():
+  data = random_data(1)
+  sampler = glt.sampler.PyGNeighborSampler(data, [-1, -1])
+  loader = NodeLoader(data, sampler, input_nodes=torch.arange(N), batch_size=16)
+  for batch in loader:
+    check_batch(batch, data, [-1, -1], batch.n_id[: batch.batch_size])
+    # two hops of every in-edge: the nodes within two hops, brute force
+    seeds = set(batch.n_id[: batch.batch_size].tolist())
+    hop1 = {int(data.edge_index[0, e]) for s in seeds for e in in_edges(data.edge_index, s)}
+    hop2 = {int(data.edge_index[0, e]) for s in hop1 for e in in_edges(data.edge_index, s)}
+    assert set(batch.n_id.tolist()) == seeds | hop1 | hop2
+
+
+def homo_stores(data: Data):
+  r"""``data`` in PyG's reference in-memory (FeatureStore, GraphStore)."""
+  features, graph = MyFeatureStore(), MyGraphStore()
+  features.put_tensor(data.x, group_name=None, attr_name='x', index=None)
+  features.put_tensor(data.y, group_name=None, attr_name='y', index=None)
+  graph.put_edge_index(data.edge_index, edge_type=None, layout='coo', size=(N, N))
+  return features, graph
+
+
+def test_store_pair_gives_the_batches_of_data():
+  data = random_data(2)
+  seeds = torch.arange(0, N, 3)
+  batches = []
+  for source in (data, homo_stores(data)):
+    sampler = glt.sampler.PyGNeighborSampler(source, [4, 3], seed=7)
+    loader = NodeLoader(source, sampler, input_nodes=seeds, batch_size=10)
+    batches.append(list(loader))
+  for a, b in zip(*batches):
+    assert torch.equal(a.n_id, b.n_id)
+    assert torch.equal(a.edge_index, b.edge_index)
+    assert torch.equal(a.x, b.x) and torch.equal(a.y, b.y)
+
+
+def test_store_in_csc_maps_edge_ids_back():
+  data = random_data(3)
+  features, _ = homo_stores(data)
+  graph = MyGraphStore()  # holds CSC only
+  perm = data.edge_index[1].argsort(stable=True)
+  col, row = data.edge_index[1, perm], data.edge_index[0, perm]
+  colptr = torch.zeros(N + 1, dtype=torch.long)
+  colptr[1:] = torch.bincount(col, minlength=N).cumsum(0)
+  graph.put_edge_index((row, colptr), edge_type=None, layout='csc', size=(N, N), is_sorted=True)
+  sampler = glt.sampler.PyGNeighborSampler((features, graph), [3, 2])
+  loader = NodeLoader((features, graph), sampler, input_nodes=torch.arange(N), batch_size=16)
+  for batch in loader:
+    # e_id (the loader applies edge_permutation): ids of the stored CSC edges
+    assert torch.equal(row[batch.e_id], batch.n_id[batch.edge_index[0]])
+    assert torch.equal(col[batch.e_id], batch.n_id[batch.edge_index[1]])
+
+
+def hetero_data() -> HeteroData:
+  g = torch.Generator().manual_seed(3)
+  h = HeteroData()
+  h['paper'].x = torch.randn(30, 4, generator=g)
+  h['author'].x = torch.randn(20, 4, generator=g)
+  writes = torch.stack(
+    [torch.randint(0, 20, (80,), generator=g), torch.randint(0, 30, (80,), generator=g)]
+  )
+  cites = torch.randint(0, 30, (2, 90), generator=g)
+  h['author', 'writes', 'paper'].edge_index = writes
+  h['paper', 'rev_writes', 'author'].edge_index = writes.flip(0)
+  h['paper', 'cites', 'paper'].edge_index = cites
+  return h
+
+
+@pytest.mark.parametrize('as_stores', [False, True])
+def test_hetero_node_loader(as_stores):
+  h = hetero_data()
+  source = (h, h) if as_stores else h
+  sampler = glt.sampler.PyGNeighborSampler(source, [3, 2])
+  loader = NodeLoader(source, sampler, input_nodes=('paper', torch.arange(30)), batch_size=7)
+  seen = 0
+  for batch in loader:
+    assert set(batch.node_types) == set(h.node_types)
+    assert set(batch.edge_types) == set(h.edge_types)
+    size = batch['paper'].batch_size
+    assert torch.equal(batch['paper'].n_id[:size], batch['paper'].input_id)
+    seen += size
+    for ntype in h.node_types:
+      assert torch.equal(batch[ntype].x, h[ntype].x[batch[ntype].n_id])
+      assert len(batch[ntype].num_sampled_nodes) == 3
+      assert sum(batch[ntype].num_sampled_nodes) == batch[ntype].n_id.numel()
+    for etype in h.edge_types:
+      src, _, dst = etype
+      row, col = batch[etype].edge_index
+      e_id = batch[etype].e_id
+      assert torch.equal(h[etype].edge_index[0, e_id], batch[src].n_id[row])
+      assert torch.equal(h[etype].edge_index[1, e_id], batch[dst].n_id[col])
+      assert len(batch[etype].num_sampled_edges) == 2
+  assert seen == 30
+
+
+def test_link_loader_binary():
+  data = random_data(4)
+  sampler = glt.sampler.PyGNeighborSampler(data, [3, 2])
+  label_index = data.edge_index[:, :40]
+  loader = LinkLoader(
+    data, sampler, edge_label_index=label_index, batch_size=10,
+    neg_sampling=NegativeSampling('binary', 2),
+  )  # fmt: skip
+  edges = set(zip(*data.edge_index.tolist()))
+  for batch in loader:
+    pairs = batch.n_id[batch.edge_label_index]
+    num_pos = batch.input_id.numel()
+    assert pairs.size(1) == 3 * num_pos
+    assert torch.equal(pairs[:, :num_pos], label_index[:, batch.input_id])
+    assert torch.equal(batch.edge_label, torch.cat([torch.ones(num_pos), torch.zeros(2 * num_pos)]))
+    assert not set(zip(*pairs[:, num_pos:].tolist())) & edges, 'negatives are not edges'
+    assert torch.equal(data.edge_index[0, batch.e_id], batch.n_id[batch.edge_index[0]])
+
+
+def test_link_loader_triplet():
+  data = random_data(5)
+  sampler = glt.sampler.PyGNeighborSampler(data, [2])
+  label_index = data.edge_index[:, :30]
+  loader = LinkLoader(
+    data, sampler, edge_label_index=label_index, batch_size=10,
+    neg_sampling=NegativeSampling('triplet', 3),
+  )  # fmt: skip
+  for batch in loader:
+    n = batch.input_id.numel()
+    assert torch.equal(batch.n_id[batch.src_index], label_index[0, batch.input_id])
+    assert torch.equal(batch.n_id[batch.dst_pos_index], label_index[1, batch.input_id])
+    assert batch.dst_neg_index.shape == (n, 3)
+    assert int(batch.dst_neg_index.max()) < batch.n_id.numel()
+
+
+@pytest.mark.parametrize(
+  'kwargs, named',
+  [
+    ({'disjoint': True}, 'disjoint'),
+    ({'time_attr': 'time'}, 'time_attr'),
+    ({'subgraph_type': 'induced'}, 'subgraph_type'),
+    ({'sample_direction': 'backward'}, 'backward'),
+  ],
+)
+def test_unsupported_options_are_named(kwargs, named):
+  with pytest.raises(NotImplementedError, match=named):
+    glt.sampler.PyGNeighborSampler(random_data(), [2], **kwargs)
+
+
+def test_a_repeated_seed_is_an_error():
+  data = random_data()
+  sampler = glt.sampler.PyGNeighborSampler(data, [2])
+  loader = NodeLoader(data, sampler, input_nodes=torch.tensor([1, 1, 2]), batch_size=3)
+  with pytest.raises(ValueError, match='same seed node twice'):
+    next(iter(loader))
+
+
+def test_weighted_sampling_never_picks_a_zero_weight_edge():
+  data = random_data(6)
+  data.weight = (torch.arange(E) % 2).float()  # odd edges only
+  sampler = glt.sampler.PyGNeighborSampler(data, [2, 2], weight_attr='weight')
+  for batch in NodeLoader(data, sampler, input_nodes=torch.arange(N), batch_size=20):
+    assert bool((batch.e_id % 2 == 1).all())
