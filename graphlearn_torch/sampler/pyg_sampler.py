@@ -18,7 +18,7 @@ from torch_geometric.sampler.base import NumNeighbors as PyGNumNeighbors
 from torch_geometric.sampler.base import SubgraphType
 
 from ..data.dataset import Dataset
-from ..typing import EdgeType, NodeType
+from ..typing import EdgeType
 from .base import EdgeSamplerInput, HeteroSamplerOutput, NegativeSampling, NodeSamplerInput
 from .neighbor_sampler import NeighborSampler
 
@@ -33,10 +33,10 @@ class PyGNeighborSampler(pyg.BaseSampler):
   Batches follow PyG's layout: seeds first in ``n_id``, ``edge_index`` in
   message-passing order (row: the sampled neighbor, col: the node it was
   sampled for), ``e_id`` the sampled edges' positions in the input
-  ``edge_index`` (see ``edge_permutation``), per-hop ``num_sampled_nodes``/``num_sampled_edges``, and
-  the ``input_id``/``batch_size`` (node batches) or ``edge_label_index``/
-  ``edge_label`` (binary) and ``src_index``/``dst_pos_index``/
-  ``dst_neg_index`` (triplet) link fields.
+  ``edge_index`` (see ``edge_permutation``), per-hop ``num_sampled_nodes``
+  and ``num_sampled_edges``, and ``input_id``/``batch_size`` (node batches)
+  or ``edge_label_index``/``edge_label`` (binary) and ``src_index``/
+  ``dst_pos_index``/``dst_neg_index`` (triplet) for link batches.
 
   Binary negative edges are strict (checked not to be edges of the graph),
   unlike PyG's, which draws node pairs at random.
