@@ -4,6 +4,7 @@
   python examples/partition_dataset.py --dataset cora \\
       --dataset_root_dir ../shared/datasets/planetoid --partitioner random --num_partitions 4
   python examples/partition_dataset.py --dataset ogbn-products --dataset_root_dir /data/ogb
+  python examples/partition_dataset.py --dataset ogbn-mag --dataset_root_dir /data/ogb  # hetero
   python examples/partition_dataset.py --smoke                   # a tiny run (CI)
 
 Writes ``<output_dir>`` in graphlearn_torch's partition format (see
@@ -18,6 +19,7 @@ import logging
 import os
 
 import torch
+from torch_geometric.data import HeteroData
 
 import graphlearn_torch as glt
 
@@ -31,7 +33,8 @@ PARTITIONERS = {
 
 
 def load(args):
-  """A PyG Data with x, y, edge_index and train/val/test ids."""
+  """A PyG Data with x, y, edge_index and train/val/test ids (a HeteroData
+  with those per type for a heterogeneous OGB dataset)."""
   if args.dataset == 'synthetic':
     data = glt.datasets.community_graph(
       num_nodes=args.num_nodes, feature_dim=args.feature_dim, homophily=0.8, seed=args.seed
@@ -62,34 +65,53 @@ def access_probs(data, args):
   return [sampler.sample_prob(chunk, data.num_nodes).float() for chunk in chunks]
 
 
+def graph_inputs(data) -> dict:
+  r"""The partitioner's inputs of a ``Data``, or of a ``HeteroData`` (ogbn-mag)
+  as dicts by type: node counts, edges, features, labels and splits."""
+  splits = ('train_idx', 'val_idx', 'test_idx')
+  if not isinstance(data, HeteroData):
+    return dict(
+      num_nodes=data.num_nodes, edge_index=data.edge_index, node_feat=data.x,
+      node_labels=data.y, node_split=tuple(data[s] for s in splits),
+    )  # fmt: skip
+  labelled = [t for t in data.node_types if 'train_idx' in data[t]]
+  return dict(
+    num_nodes={t: data[t].num_nodes for t in data.node_types},
+    edge_index={et: data[et].edge_index for et in data.edge_types},
+    node_feat={t: data[t].x for t in data.node_types if 'x' in data[t]} or None,
+    node_labels={t: data[t].y for t in data.node_types if 'y' in data[t]} or None,
+    node_split=tuple({t: data[t][s] for t in labelled} for s in splits),
+  )
+
+
 def run(args) -> glt.partition.PartitionSummary:
   torch.manual_seed(args.seed)
   data = load(args)
+  inputs = graph_inputs(data)
+  seeds = [sum(ids.numel() for ids in (s.values() if isinstance(s, dict) else [s]))
+           for s in inputs['node_split']]  # fmt: skip
   log.info(
     '%s: %d nodes, %d edges; %d train, %d val, %d test seeds',
-    args.dataset,
-    data.num_nodes,
-    data.edge_index.size(1),
-    data.train_idx.numel(),
-    data.val_idx.numel(),
-    data.test_idx.numel(),
-  )
+    args.dataset, data.num_nodes, data.num_edges, *seeds,
+  )  # fmt: skip
   kwargs = dict(
-    node_feat=data.x,
+    node_feat=inputs['node_feat'],
     edge_assign_strategy='by_src' if args.edge_dir == 'out' else 'by_dst',
     chunk_size=args.chunk_size,
-    node_labels=data.y,
-    node_split=(data.train_idx, data.val_idx, data.test_idx),
+    node_labels=inputs['node_labels'],
+    node_split=inputs['node_split'],
     book=args.book,
   )
   if args.partitioner == 'frequency':
+    if isinstance(data, HeteroData):
+      raise SystemExit('this example weighs homogeneous graphs only for --partitioner frequency')
     kwargs.update(probs=access_probs(data, args), cache_ratio=args.cache_ratio)
   elif args.partitioner == 'metis':
     kwargs.update(balance_train=args.balance_train, balance_edges=args.balance_edges)
   else:
     kwargs.update(seed=args.seed)
   partitioner = PARTITIONERS[args.partitioner](
-    args.output_dir, args.num_partitions, data.num_nodes, data.edge_index, **kwargs
+    args.output_dir, args.num_partitions, inputs['num_nodes'], inputs['edge_index'], **kwargs
   )
   return partitioner.partition()  # logs the summary table
 

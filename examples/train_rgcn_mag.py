@@ -2,9 +2,15 @@
 classification) with graphlearn_torch's heterogeneous NeighborLoader.
 
   python examples/train_rgcn_mag.py              # synthetic ogbn-mag-shaped graph
+  python examples/train_rgcn_mag.py --dataset ogbn-mag --root /data/ogb   # the real one
   python examples/train_rgcn_mag.py --smoke      # a tiny run (CI)
 
-The graph (``glt.datasets.mag_like_graph``) has ogbn-mag's node types (paper,
+ogbn-mag is read from OGB's unpacked files under ``--root``
+(``<root>/ogbn_mag/raw``, ``split/time``; nothing is downloaded). Only its
+papers have features: every other type gets the mean of its paper
+neighbours' features (authors from the papers they wrote, fields of study
+from their papers, institutions from their authors). The synthetic graph
+(``glt.datasets.mag_like_graph``) has ogbn-mag's node types (paper,
 author, institution, field_of_study) and edge types, with planted communities
 so that paper labels are learnable from the neighbourhood; reverse edges are
 added (``ToUndirected``) so messages reach papers from every type. Batches are
@@ -63,6 +69,35 @@ class RGCN(torch.nn.Module):
     return self.head(x_dict['paper'])
 
 
+def load(args):
+  r"""The graph (reverse edges added), with features on every node type and
+  ``train_idx``/``val_idx``/``test_idx`` on papers."""
+  if args.dataset == 'ogbn-mag':
+    data = glt.datasets.load_ogb_node_dataset(args.root, 'ogbn-mag')
+    fill_features(data)
+  elif args.dataset == 'synthetic':
+    data = glt.datasets.mag_like_graph(num_papers=args.num_papers, seed=args.seed)
+    for split in ('train', 'val', 'test'):
+      data['paper'][f'{split}_idx'] = data['paper'][f'{split}_mask'].nonzero().view(-1)
+  else:
+    raise SystemExit(f"unknown dataset {args.dataset!r}: 'synthetic' or 'ogbn-mag'")
+  return T.ToUndirected()(data)
+
+
+def fill_features(data) -> None:
+  r"""Gives every featureless node type the mean features of its neighbours
+  along the relations, in order, from types that have them."""
+  for src, rel, dst in list(data.edge_types) * 2:  # a second pass reaches 2 hops
+    for with_x, without in ((src, dst), (dst, src)):
+      if 'x' in data[with_x] and 'x' not in data[without]:
+        edge_index = data[src, rel, dst].edge_index
+        ends = edge_index[0 if with_x == src else 1], edge_index[1 if with_x == src else 0]
+        x = data[with_x].x
+        total = torch.zeros(data[without].num_nodes, x.size(1)).index_add_(0, ends[1], x[ends[0]])
+        count = torch.bincount(ends[1], minlength=data[without].num_nodes).clamp(min=1)
+        data[without].x = total / count.unsqueeze(1)
+
+
 def build_dataset(data) -> glt.data.Dataset:
   r"""A heterogeneous graphlearn_torch Dataset (in-edges, for message passing)."""
   ds = glt.data.Dataset(edge_dir='in')
@@ -105,21 +140,19 @@ def evaluate(model, ds, seeds, args) -> float:
 
 def run(args) -> dict:
   torch.manual_seed(args.seed)
-  data = glt.datasets.mag_like_graph(num_papers=args.num_papers, seed=args.seed)
-  data = T.ToUndirected()(data)
+  data = load(args)
   ds = build_dataset(data)
   paper = data['paper']
   num_classes = int(paper.y.max()) + 1
   log.info(
-    'ogbn-mag-shaped graph: %s nodes, %d edges in %d relations, %d classes',
+    '%s: %s nodes, %d edges in %d relations, %d classes',
+    args.dataset,
     {t: data[t].num_nodes for t in data.node_types},
     data.num_edges,
     len(data.edge_types),
     num_classes,
   )
-  train_idx, val_idx, test_idx = (
-    paper[f'{s}_mask'].nonzero().view(-1) for s in ('train', 'val', 'test')
-  )
+  train_idx, val_idx, test_idx = (paper[f'{s}_idx'] for s in ('train', 'val', 'test'))
   model = RGCN(
     data.edge_types, paper.x.size(1), args.hidden, num_classes, len(args.fanout), args.dropout
   )
@@ -133,6 +166,8 @@ def run(args) -> dict:
 
 def parser() -> argparse.ArgumentParser:
   p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+  p.add_argument('--dataset', default='synthetic', help="'synthetic' or 'ogbn-mag'")
+  p.add_argument('--root', default='../shared/datasets/ogb', help='folder of the OGB files')
   p.add_argument('--num_papers', type=int, default=20_000, help='synthetic graph size')
   example_args.add_training_args(p, batch_size=128)
   return p

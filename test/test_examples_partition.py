@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+import graphlearn_torch as glt
 from graphlearn_torch.distributed import DistDataset
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'examples'))
@@ -84,6 +85,131 @@ def write_fake_ogbn_arxiv(root: Path, num_nodes=80, num_edges=300):
   for name, ids in (('train', perm[:50]), ('valid', perm[50:65]), ('test', perm[65:])):
     write(base / 'split' / 'time' / f'{name}.csv.gz', ids[:, None])
   (base / 'RELEASE_v1.txt').touch()
+
+
+MAG_SIZES = {'author': 120, 'field_of_study': 30, 'institution': 10, 'paper': 200}
+MAG_RELATIONS = [
+  ('author', 'affiliated_with', 'institution'),
+  ('author', 'writes', 'paper'),
+  ('paper', 'cites', 'paper'),
+  ('paper', 'has_topic', 'field_of_study'),
+]
+
+
+def write_fake_ogbn_mag(root: Path, num_classes=4, edges_per_relation=600):
+  """A tiny ogbn-mag in OGB's unpacked layout (``mag.zip`` as ogb renames
+  it): per-type node counts, features and labels of papers, one folder per
+  relation, and the time split of papers. Papers' features are their class
+  centroid plus noise, and edges stay mostly within a class, so labels are
+  learnable."""
+  pd = pytest.importorskip('pandas')
+  base = root / 'ogbn_mag'
+  raw = base / 'raw'
+  rng = np.random.default_rng(0)
+
+  def write(path, array, header=False):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame = array if isinstance(array, pd.DataFrame) else pd.DataFrame(array)
+    frame.to_csv(path, header=header, index=False, compression='gzip')
+
+  def per_type(values):
+    return pd.DataFrame({t: [values[t]] for t in MAG_SIZES})
+
+  write(raw / 'num-node-dict.csv.gz', per_type(MAG_SIZES), header=True)
+  write(raw / 'nodetype-has-label.csv.gz', per_type({t: t == 'paper' for t in MAG_SIZES}), True)
+  write(raw / 'nodetype-has-feat.csv.gz', per_type({t: t == 'paper' for t in MAG_SIZES}), True)
+  write(raw / 'triplet-type-list.csv.gz', np.array(MAG_RELATIONS))
+  klass = {t: rng.integers(0, num_classes, n) for t, n in MAG_SIZES.items()}
+  for rel in MAG_RELATIONS:
+    src_t, _, dst_t = rel
+    src = rng.integers(0, MAG_SIZES[src_t], edges_per_relation)
+    # most edges go to a node of the source's class
+    same = [np.flatnonzero(klass[dst_t] == c) for c in range(num_classes)]
+    dst = np.array([rng.choice(same[klass[src_t][s]]) for s in src])
+    noise = rng.random(edges_per_relation) < 0.2
+    dst[noise] = rng.integers(0, MAG_SIZES[dst_t], int(noise.sum()))
+    folder = raw / 'relations' / '___'.join(rel)
+    write(folder / 'edge.csv.gz', np.stack([src, dst], 1))
+    write(folder / 'num-edge-list.csv.gz', np.array([[edges_per_relation]]))
+    write(
+      folder / 'edge_reltype.csv.gz', np.full((edges_per_relation, 1), MAG_RELATIONS.index(rel))
+    )
+  centroids = rng.standard_normal((num_classes, 128))
+  papers = MAG_SIZES['paper']
+  feat = centroids[klass['paper']] + rng.standard_normal((papers, 128))
+  write(raw / 'node-feat' / 'paper' / 'node-feat.csv.gz', feat.round(4))
+  write(raw / 'node-feat' / 'paper' / 'node_year.csv.gz', rng.integers(2010, 2020, (papers, 1)))
+  write(raw / 'node-label' / 'paper' / 'node-label.csv.gz', klass['paper'][:, None])
+  split = base / 'split' / 'time'
+  write(split / 'nodetype-has-split.csv.gz', per_type({t: t == 'paper' for t in MAG_SIZES}), True)
+  perm = rng.permutation(papers)
+  for name, ids in (('train', perm[:120]), ('valid', perm[120:160]), ('test', perm[160:])):
+    write(split / 'paper' / f'{name}.csv.gz', ids[:, None])
+  (base / 'RELEASE_v2.txt').touch()
+  return klass
+
+
+def test_ogbn_mag_layout_reads_as_hetero_data(tmp_path):
+  pytest.importorskip('ogb')
+  klass = write_fake_ogbn_mag(tmp_path)
+  data = glt.datasets.load_ogb_node_dataset(tmp_path, 'ogbn-mag')
+  assert {t: data[t].num_nodes for t in data.node_types} == MAG_SIZES
+  assert sorted(data.edge_types) == MAG_RELATIONS
+  for rel in MAG_RELATIONS:
+    assert data[rel].edge_index.shape == (2, 600)
+  assert data['paper'].x.shape == (200, 128) and 'x' not in data['author']
+  assert torch.equal(data['paper'].y, torch.from_numpy(klass['paper']))
+  assert data['paper'].year.shape == (200,)
+  splits = torch.cat([data['paper'][k] for k in ('train_idx', 'val_idx', 'test_idx')])
+  assert torch.equal(splits.sort().values, torch.arange(200))
+  # the same tensors as ogb's own dataset class reads (it writes processed/)
+  from ogb.nodeproppred import NodePropPredDataset
+
+  (tmp_path / 'ogbn_mag' / 'processed').mkdir()
+  ref = NodePropPredDataset('ogbn-mag', root=str(tmp_path))
+  graph, labels = ref[0]
+  for rel, edge_index in graph['edge_index_dict'].items():
+    assert torch.equal(data[rel].edge_index, torch.from_numpy(edge_index))
+  assert torch.equal(data['paper'].x, torch.from_numpy(graph['node_feat_dict']['paper']))
+  assert torch.equal(
+    data['paper'].train_idx, torch.from_numpy(ref.get_idx_split()['train']['paper'])
+  )
+
+
+@pytest.mark.parametrize('partitioner', ['metis', 'random'])
+def test_partition_ogbn_mag_layout(tmp_path, partitioner):
+  pytest.importorskip('ogb')
+  if partitioner == 'metis':
+    pytest.importorskip('pymetis')
+  write_fake_ogbn_mag(tmp_path / 'ogb')
+  args = partition_dataset.parse_args(
+    ['--dataset', 'ogbn-mag', '--dataset_root_dir', str(tmp_path / 'ogb'),
+     '--output_dir', str(tmp_path / 'out'), '--partitioner', partitioner]
+  )  # fmt: skip
+  summary = partition_dataset.run(args)
+  assert summary.num_parts == 2
+  data = partition_dataset.load(args)
+  # every node of every type owned by one partition; every edge of every
+  # relation in one partition, between the nodes it joins in the data
+  owners = {t: [] for t in MAG_SIZES}
+  edge_ids = {rel: [] for rel in MAG_RELATIONS}
+  for p in range(2):
+    ds = DistDataset(edge_dir='in').load(str(tmp_path / 'out'), p, graph_mode='CPU')
+    for ntype in MAG_SIZES:
+      book = ds.node_pb[ntype][torch.arange(MAG_SIZES[ntype])]
+      owners[ntype].append((book == p).nonzero().view(-1))
+    owned_papers = owners['paper'][-1]
+    paper_x = ds.node_features['paper']
+    assert torch.equal(paper_x[owned_papers], data['paper'].x[owned_papers])
+    for rel in MAG_RELATIONS:
+      src, dst, ids, _ = ds.graph[rel].topo.to_coo()
+      assert torch.equal(data[rel].edge_index[0, ids], src)
+      assert torch.equal(data[rel].edge_index[1, ids], dst)
+      edge_ids[rel].append(ids)
+  for ntype, n in MAG_SIZES.items():
+    assert torch.equal(torch.cat(owners[ntype]).sort().values, torch.arange(n))
+  for rel in MAG_RELATIONS:
+    assert torch.equal(torch.cat(edge_ids[rel]).sort().values, torch.arange(600))
 
 
 def test_partition_ogb_layout(tmp_path):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from test_dist_sampling import free_port
-from test_examples_partition import write_fake_ogbn_arxiv
+from test_examples_partition import write_fake_ogbn_arxiv, write_fake_ogbn_mag
 from test_server_client import run_example_pair
 
 from graphlearn_torch._ext import cuda_kernels_available
@@ -99,6 +99,17 @@ def test_rgcn_mag_smoke():
   out = run_example('train_rgcn_mag.py', '--smoke')
   assert "'paper': 2000, 'author': 1000" in out
   assert final(r'test accuracy ([0-9.]+)', out) > 0.2
+
+
+def test_rgcn_mag_reads_the_ogb_layout(tmp_path):
+  pytest.importorskip('ogb')
+  write_fake_ogbn_mag(tmp_path)
+  out = run_example(
+    'train_rgcn_mag.py', '--smoke', '--dataset', 'ogbn-mag', '--root', str(tmp_path)
+  )
+  assert_quiet(out)
+  assert "ogbn-mag: {'author': 120, 'field_of_study': 30, 'institution': 10, 'paper': 200}" in out
+  assert final(r'test accuracy ([0-9.]+)', out) > 0.4, 'above chance (4 classes)'
 
 
 def test_link_prediction_smoke():
