@@ -40,6 +40,9 @@ def test_feature_gather_at_positions():
     feat.cpu_get_at(ids, positions + 50, 50)
   with pytest.raises(ValueError, match='positions holds 29 entries for 30 ids'):
     feat.cpu_get_at(ids, positions[:29], 50)
+  # no rows of its own (every row is a peer's): still num_rows rows to fill
+  none = torch.empty(0, dtype=torch.int64)
+  assert feat.cpu_get_at(none, none, 7).shape == (7, table.size(1))
 
 
 def test_dataset_accessors_and_numpy_input():

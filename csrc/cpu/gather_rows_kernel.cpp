@@ -31,8 +31,11 @@ at::Tensor gather_rows(const at::Tensor& table, const at::Tensor& ids,
   const int64_t n = args.ids.numel();
   const int64_t* id = args.ids.data_ptr<int64_t>();
   // Row i of the output is row i, or row positions[i] of num_out_rows.
-  const int64_t* pos = args.positions.defined() ? args.positions.data_ptr<int64_t>() : nullptr;
-  const int64_t out_rows = pos ? num_out_rows : n;
+  // (An empty positions tensor may have no data pointer: test definedness,
+  // so that no local rows still give num_out_rows rows for remote ones.)
+  const bool with_positions = args.positions.defined();
+  const int64_t* pos = with_positions ? args.positions.data_ptr<int64_t>() : nullptr;
+  const int64_t out_rows = with_positions ? num_out_rows : n;
   auto out = pool ? pool->empty({out_rows, table.size(1)}, table.scalar_type())
                   : at::empty({out_rows, table.size(1)}, table.options());
   const int64_t row_bytes = table.size(1) * table.element_size();
