@@ -30,12 +30,13 @@ from .dist_random_partitioner import (
   RpcUpdatePartitionBookCallee,
   RpcUpdatePartitionValueCallee,
 )
-from .dist_server import DistServer, get_server, init_server, wait_and_shutdown_server
+from .dist_server import DistServer, StoreMeta, get_server, init_server, wait_and_shutdown_server
 from .dist_subgraph_loader import DistSubGraphLoader
 from .event_loop import ConcurrentEventLoop, wrap_torch_future
 from .mp_producer import DistMpSamplingProducer, MpCommand
 from .partition_service import PartitionService, RpcSamplingCallee
 from .remote_source import RemoteBatchSource
+from .remote_store import RemoteFeatureStore, RemoteGraphStore, remote_stores
 from .rpc import (
   RpcCalleeBase,
   RpcDataPartitionRouter,
@@ -74,6 +75,10 @@ __all__ = [
   'async_request_server',
   'get_clients_to_servers',
   'get_server',
+  'RemoteFeatureStore',
+  'RemoteGraphStore',
+  'remote_stores',
+  'StoreMeta',
   'init_client',
   'init_server',
   'request_server',

@@ -10,6 +10,7 @@ leaves (``shutdown_client``) or dies, and exits when every client is gone.
 
 import logging
 import threading
+from dataclasses import dataclass
 from typing import Dict, List, Optional, Set, Tuple, Union
 
 import torch
@@ -43,6 +44,24 @@ logger = logging.getLogger(__name__)
 # to answer.
 CLIENT_CHECK_INTERVAL_S = 2.0
 CLIENT_CHECK_TIMEOUT_S = 10.0
+
+
+@dataclass
+class StoreMeta:
+  r"""A server's answer to ``get_store_meta``.
+
+  Args:
+    num_nodes: nodes per node type (key None: a homogeneous graph).
+    tensor_sizes: the whole-graph shape of each ``(node type, 'x' | 'y')``.
+    edge_types: the edge types (``[None]``: a homogeneous graph).
+    graph_caching: every server holds the whole graph, not its partition's
+      edges.
+  """
+
+  num_nodes: Dict[Optional[NodeType], int]
+  tensor_sizes: Dict[Tuple[Optional[NodeType], str], Tuple[int, ...]]
+  edge_types: List[Optional[EdgeType]]
+  graph_caching: bool
 
 
 class DistServer:
@@ -150,6 +169,31 @@ class DistServer:
     are None for a homogeneous graph."""
     data = self.dataset
     return data.num_partitions, data.partition_idx, data.get_node_types(), data.get_edge_types()
+
+  def get_store_meta(self) -> 'StoreMeta':
+    r"""What a client's PyG stores (``remote_store``) serve: the tensors
+    (node features 'x', labels 'y') by node type with their whole-graph
+    sizes, the node counts, the edge types and whether this server holds the
+    whole graph."""
+    data = self.dataset
+    hetero = data.get_edge_types() is not None
+    ntypes = data.get_node_types() if hetero else [None]
+    books = data.node_pb if isinstance(data.node_pb, dict) else {None: data.node_pb}
+    num_nodes = {t: len(books[t]) for t in ntypes}
+    sizes = {}
+    for ntype in ntypes:
+      features = data.get_node_feature(ntype)
+      if features is not None:
+        sizes[(ntype, 'x')] = (num_nodes[ntype], *features.shape[1:])
+      labels = data.get_node_label(ntype)
+      if labels is not None:
+        sizes[(ntype, 'y')] = (num_nodes[ntype], *labels.shape[1:])
+    return StoreMeta(
+      num_nodes=num_nodes,
+      tensor_sizes=sizes,
+      edge_types=data.get_edge_types() if hetero else [None],
+      graph_caching=bool(data.graph_caching),
+    )
 
   def get_node_partition_id(self, node_type: Optional[NodeType], index: torch.Tensor):
     r"""The partition of each node of ``index``."""
