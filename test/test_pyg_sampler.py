@@ -229,3 +229,20 @@ def test_weighted_sampling_never_picks_a_zero_weight_edge():
   sampler = glt.sampler.PyGNeighborSampler(data, [2, 2], weight_attr='weight')
   for batch in NodeLoader(data, sampler, input_nodes=torch.arange(N), batch_size=20):
     assert bool((batch.e_id % 2 == 1).all())
+
+
+def test_readme_pyg_loader_form_runs():
+  r"""The README's PyG-loader form (its '+' and context lines) runs as written."""
+  from pathlib import Path
+
+  readme = (Path(__file__).resolve().parents[1] / 'README.md').read_text()
+  block = readme.split("Or keep PyG's own loaders")[1].split('```diff\n')[1].split('```')[0]
+  code = '\n'.join(line[1:] for line in block.splitlines() if not line.startswith('-'))
+  data = random_data(7)
+  data.train_mask = torch.rand(N) < 0.5
+  model = lambda x, edge_index: x  # noqa: E731
+  namespace = {'data': data, 'model': model}
+  exec(compile(code.replace('batch_size=1024', 'batch_size=8'), 'README.md', 'exec'), namespace)
+  batch = namespace['batch']
+  assert batch.batch_size <= 8 and namespace['out'].size(0) == batch.batch_size
+  assert torch.equal(data.edge_index[0, batch.e_id], batch.n_id[batch.edge_index[0]])
