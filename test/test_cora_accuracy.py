@@ -3,6 +3,7 @@ reaches the accuracy of the same model trained full-batch."""
 
 import logging
 
+import pytest
 import torch
 import torch.nn.functional as F
 from torch_geometric.data import Data
@@ -68,9 +69,24 @@ def cora_dataset(cora_root):
   return data, ds
 
 
-def test_neighbor_loader_matches_full_batch_on_cora(cora_root):
+@pytest.fixture(scope='module')
+def cora(cora_root):
+  r"""``(data, ds, our NeighborLoader's accuracy per seed)``, shared by the
+  tests that compare against it."""
   data, ds = cora_dataset(cora_root)
   train_idx = data.train_mask.nonzero().view(-1)
+  ours = []
+  for seed in SEEDS:
+    torch.manual_seed(seed)
+    loader = glt.loader.NeighborLoader(
+      ds, [10, 10], train_idx, batch_size=32, shuffle=True, device='cpu', seed=seed
+    )
+    ours.append(mini_batch_acc(data, ds, loader, seed))
+  return data, ds, ours
+
+
+def test_neighbor_loader_matches_full_batch_on_cora(cora):
+  data, _, mini = cora
 
   def full_step(model, opt):
     opt.zero_grad()
@@ -81,13 +97,7 @@ def test_neighbor_loader_matches_full_batch_on_cora(cora_root):
   def full_predict(model):
     return model(data.x, data.edge_index).argmax(-1)
 
-  full, mini = [], []
-  for seed in SEEDS:
-    full.append(best_test_acc(make_model(data, seed), full_step, full_predict, data))
-    loader = glt.loader.NeighborLoader(
-      ds, [10, 10], train_idx, batch_size=32, shuffle=True, device='cpu', seed=seed
-    )
-    mini.append(mini_batch_acc(data, ds, loader, seed))
+  full = [best_test_acc(make_model(data, s), full_step, full_predict, data) for s in SEEDS]
   full_acc, mini_acc = sum(full) / len(full), sum(mini) / len(mini)
   print(
     f'Cora GraphSAGE test accuracy: full-batch {full_acc:.4f} {full}, '
@@ -97,21 +107,16 @@ def test_neighbor_loader_matches_full_batch_on_cora(cora_root):
   assert abs(mini_acc - full_acc) <= 0.02
 
 
-def test_pyg_node_loader_with_our_sampler_matches_ours_on_cora(cora_root):
+def test_pyg_node_loader_with_our_sampler_matches_ours_on_cora(cora):
   r"""PyG's own NodeLoader driven by PyGNeighborSampler trains GraphSAGE to
   the accuracy our NeighborLoader reaches (same fanouts, batches, seeds)."""
   from torch_geometric.loader import NodeLoader
 
-  data, ds = cora_dataset(cora_root)
+  data, ds, ours = cora
   train_idx = data.train_mask.nonzero().view(-1)
   pyg_data = Data(x=data.x, y=data.y, edge_index=data.edge_index)
-  ours, pyg = [], []
+  pyg = []
   for seed in SEEDS:
-    torch.manual_seed(seed)
-    loader = glt.loader.NeighborLoader(
-      ds, [10, 10], train_idx, batch_size=32, shuffle=True, device='cpu', seed=seed
-    )
-    ours.append(mini_batch_acc(data, ds, loader, seed))
     torch.manual_seed(seed)
     sampler = glt.sampler.PyGNeighborSampler(pyg_data, [10, 10], seed=seed)
     loader = NodeLoader(pyg_data, sampler, input_nodes=train_idx, batch_size=32, shuffle=True)
