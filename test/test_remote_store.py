@@ -46,6 +46,11 @@ def check_stores(graph, hetero: bool) -> None:
     )
     assert torch.equal(got_x, xs[ntype][ids]) and torch.equal(got_y, y[ids])
   try:
+    features.put_tensor(torch.zeros(1, 1), group_name=None, attr_name='z', index=None)
+    raise AssertionError('a write to the read-only store was taken')
+  except NotImplementedError as e:
+    assert 'read-only' in str(e)
+  try:
     features.get_tensor('nowhere', 'x', torch.tensor([0]))
     raise AssertionError('an unknown node type was answered')
   except KeyError as e:

@@ -36,15 +36,13 @@ def _default_server() -> int:
   return ctx.rank % ctx.num_servers()
 
 
-class _ReadOnly:
+def _read_only(store, *args, **kwargs) -> bool:
   r"""Writes to a remote store are refused: the servers' partitions are
   fixed for the job."""
-
-  def _refuse(self, *args, **kwargs) -> bool:
-    raise NotImplementedError(f'{type(self).__name__} is read-only')
+  raise NotImplementedError(f'{type(store).__name__} is read-only')
 
 
-class RemoteFeatureStore(_ReadOnly, FeatureStore):
+class RemoteFeatureStore(FeatureStore):
   r"""Node features ('x') and labels ('y') by node type, served by a server.
 
   ``group_name`` is the node type (None for a homogeneous graph),
@@ -60,8 +58,8 @@ class RemoteFeatureStore(_ReadOnly, FeatureStore):
     self.server_rank = _default_server() if server_rank is None else int(server_rank)
     self.server_meta: StoreMeta = request_server(self.server_rank, DistServer.get_store_meta)
 
-  _put_tensor = _ReadOnly._refuse
-  _remove_tensor = _ReadOnly._refuse
+  _put_tensor = _read_only
+  _remove_tensor = _read_only
 
   def _key(self, attr: TensorAttr) -> Tuple[Optional[NodeType], str]:
     key = (attr.group_name, attr.attr_name)
@@ -99,7 +97,7 @@ class RemoteFeatureStore(_ReadOnly, FeatureStore):
     return [TensorAttr(ntype, name, None) for ntype, name in self.server_meta.tensor_sizes]
 
 
-class RemoteGraphStore(_ReadOnly, GraphStore):
+class RemoteGraphStore(GraphStore):
   r"""The graph's edges by edge type, in COO, from the servers' partitions.
 
   Args:
@@ -116,8 +114,8 @@ class RemoteGraphStore(_ReadOnly, GraphStore):
     self.server_ranks = ranks[:1] if self.server_meta.graph_caching else ranks
     self._edges: Dict[Optional[EdgeType], torch.Tensor] = {}
 
-  _put_edge_index = _ReadOnly._refuse
-  _remove_edge_index = _ReadOnly._refuse
+  _put_edge_index = _read_only
+  _remove_edge_index = _read_only
 
   def _size(self, etype: Optional[EdgeType]) -> Tuple[int, int]:
     src, dst = (etype[0], etype[-1]) if etype is not None else (None, None)
