@@ -6,7 +6,8 @@ Builds a seeded power-law graph with ogbn-products' size (2,449,029 nodes,
 61,859,140 undirected edges stored both ways: 123,718,280), then measures:
   - CSR construction from COO;
   - NeighborSampler, fanout [15, 10, 5], batch 1024: batches/s and sampled
-    edges/s, beside GLT 0.2.4's CPU build measured on this machine class;
+    edges/s, beside GLT 0.2.4's CPU build (seeded) measured on this machine
+    class;
   - feature gather of the sampled nodes from a 100-dim fp32 table: our
     kernel beside torch.index_select on the same ids, measured here.
 """
@@ -20,11 +21,16 @@ import graphlearn_torch as glt
 
 NUM_NODES = 2_449_029
 NUM_UNDIRECTED = 61_859_140
-# GLT 0.2.4, CPU-only build, same graph and settings (figures from the issue
-# that set these targets; GLT cannot be built on this machine to re-measure).
-GLT_EDGES_PER_S = 1.35e6
-GLT_BATCHES_PER_S = 4.9
-GLT_GATHER_ROWS_PER_S = 2.7e6
+# GLT 0.2.4 built from source with WITH_CUDA=OFF, its NeighborSampler given a
+# `seed` (as GLT's distributed producers do through seed_everything), on a
+# products-size Chung-Lu graph, fanout [15, 10, 5], batch 1024, 2 threads:
+# measured on this machine class on 2026-11-23 (issue 23), not in this run.
+# Without a seed GLT's CPU kernel reads std::random_device once per seed node,
+# which made the older reference (1.35 M edges/s) several times too low.
+GLT_EDGES_PER_S = 6.03e6
+GLT_BATCHES_PER_S = 21.9
+GLT_GATHER_ROWS_PER_S = 3.52e6
+GLT_LABEL = 'GLT 0.2.4 CPU, seeded (reference, 2026-11-23)'
 
 
 def build_graph(scale: float, seed: int):
@@ -111,14 +117,14 @@ def main():
   gather, row_bytes = bench_gather(ds.num_nodes(), args.dim, sampled, repeat=3)
 
   rows = [
-    ('sampling batches/s', bps, GLT_BATCHES_PER_S, 'GLT 0.2.4 CPU (reference)'),
-    ('sampled edges/s', eps, GLT_EDGES_PER_S, 'GLT 0.2.4 CPU (reference)'),
+    ('sampling batches/s', bps, GLT_BATCHES_PER_S, GLT_LABEL),
+    ('sampled edges/s', eps, GLT_EDGES_PER_S, GLT_LABEL),
   ]
   ours = gather['graphlearn_torch gather']
   rows.append(
     ('gather rows/s', ours, gather['torch.index_select'], 'torch.index_select (measured)')
   )
-  rows.append(('gather rows/s', ours, GLT_GATHER_ROWS_PER_S, 'GLT 0.2.4 CPU (reference)'))
+  rows.append(('gather rows/s', ours, GLT_GATHER_ROWS_PER_S, GLT_LABEL))
   print()
   print(f'| {"metric":<20} | {"graphlearn_torch":>16} | {"peer":>12} | {"ratio":>6} | peer |')
   print(f'|{"-" * 22}|{"-" * 18}|{"-" * 14}|{"-" * 8}|------|')
