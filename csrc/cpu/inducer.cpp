@@ -1,5 +1,9 @@
 // Deduplication and relabelling of sampled nodes into local id spaces.
+#include <ATen/Parallel.h>
+
 #include <algorithm>
+#include <atomic>
+#include <climits>
 
 #include "../checks.h"
 #include "ops.h"
@@ -9,6 +13,13 @@ namespace {
 
 constexpr int64_t kEmpty = -1;
 constexpr int kInitialBits = 10;
+// An absent id in a dense map: below every claim -1 - i (i < INT32_MAX) and
+// every local id.
+constexpr int32_t kAbsent = INT32_MIN;
+// Keys per chunk of a parallel dense insert; chunks, not threads, fix the
+// order in which new ids are handed out.
+constexpr int64_t kInsertChunk = 16384;
+constexpr int64_t kPrefetchAhead = 16;
 
 inline uint64_t slot_of(int64_t key, int shift) {
   return (static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ULL) >> shift;
@@ -31,7 +42,7 @@ IdMap::IdMap()
 
 void IdMap::use_dense(int64_t num_ids) {
   TORCH_CHECK_VALUE(size_ == 0, "use_dense needs an empty map");
-  dense_.assign(num_ids, -1);
+  dense_.assign(num_ids, kAbsent);
 }
 
 int64_t IdMap::insert(int64_t key, bool* inserted) {
@@ -67,7 +78,9 @@ int64_t IdMap::insert(int64_t key, bool* inserted) {
 
 int64_t IdMap::find(int64_t key) const {
   if (!dense_.empty()) {
-    return key < static_cast<int64_t>(dense_.size()) ? dense_[key] : -1;
+    if (key >= static_cast<int64_t>(dense_.size())) return -1;
+    const int32_t local = dense_[key];
+    return local < 0 ? -1 : local;
   }
   uint64_t i = slot_of(key, shift_);
   while (true) {
@@ -76,6 +89,98 @@ int64_t IdMap::find(int64_t key) const {
     if (k == kEmpty) return -1;
     i = (i + 1) & mask_;
   }
+}
+
+void IdMap::insert_all(const int64_t* keys, int64_t n, int64_t* local,
+                       std::vector<int64_t>* fresh) {
+  if (!dense_.empty()) {
+    insert_all_dense(keys, n, local, fresh);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    bool inserted;
+    local[i] = insert(keys[i], &inserted);
+    if (inserted) fresh->push_back(keys[i]);
+  }
+}
+
+// A sequential insert, in parallel and with the same result: (1) the id
+// range is split between threads; each scans every position and, for the ids
+// in its range, reads the map: a known id is the answer, an absent one is
+// claimed (-1 - i) by its first position i; (2) each chunk of positions
+// counts its claims; (3) claimants take consecutive local ids, chunk by chunk
+// in order, so ids follow first appearance; (4) the later positions of a new
+// id read it from their claimant.
+void IdMap::insert_all_dense(const int64_t* keys, int64_t n, int64_t* local,
+                             std::vector<int64_t>* fresh) {
+  TORCH_CHECK_VALUE(n < INT32_MAX && size_ + n < INT32_MAX, "too many nodes in one batch");
+  const int64_t num_ids = static_cast<int64_t>(dense_.size());
+  int32_t* map = dense_.data();
+  const int64_t num_ranges =
+      std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), n / 4096));
+  // Checked before anything is written: a claim left behind would outlive reset().
+  uint64_t outside = 0;
+  for (int64_t i = 0; i < n; ++i)
+    outside |= static_cast<uint64_t>(keys[i]) >= static_cast<uint64_t>(num_ids);
+  if (outside) {
+    const int64_t* bad =
+        std::find_if(keys, keys + n, [&](int64_t k) { return k < 0 || k >= num_ids; });
+    TORCH_CHECK_VALUE(false, "node id ", *bad, " is out of range for ", num_ids, " nodes");
+  }
+  at::parallel_for(0, num_ranges, 1, [&](int64_t first, int64_t last) {
+    for (int64_t range = first; range < last; ++range) {
+      const int64_t lo = num_ids * range / num_ranges, hi = num_ids * (range + 1) / num_ranges;
+      const uint64_t span = static_cast<uint64_t>(hi - lo);
+      for (int64_t i = 0; i < n; ++i) {
+        if (i + kPrefetchAhead < n) {
+          const uint64_t ahead = static_cast<uint64_t>(keys[i + kPrefetchAhead] - lo);
+          if (ahead < span) __builtin_prefetch(&map[lo + ahead]);
+        }
+        const int64_t key = keys[i];
+        if (static_cast<uint64_t>(key - lo) >= span) continue;
+        const int32_t known = map[key];
+        if (known == kAbsent) map[key] = static_cast<int32_t>(-1 - i);
+        local[i] = known == kAbsent ? -1 - i : known;
+      }
+    }
+  });
+
+  const int64_t num_chunks = (n + kInsertChunk - 1) / kInsertChunk;
+  auto for_chunks = [&](auto&& body) {
+    at::parallel_for(0, num_chunks, 1, [&](int64_t first, int64_t last) {
+      for (int64_t ch = first; ch < last; ++ch) {
+        body(ch, ch * kInsertChunk, std::min(n, (ch + 1) * kInsertChunk));
+      }
+    });
+  };
+  std::vector<int64_t> claims(num_chunks + 1, 0);
+  for_chunks([&](int64_t ch, int64_t lo, int64_t hi) {
+    int64_t count = 0;
+    for (int64_t i = lo; i < hi; ++i) count += local[i] == -1 - i;
+    claims[ch + 1] = count;
+  });
+  for (int64_t ch = 0; ch < num_chunks; ++ch) claims[ch + 1] += claims[ch];
+  const int64_t num_fresh = claims[num_chunks];
+  const size_t old_fresh = fresh->size();
+  fresh->resize(old_fresh + num_fresh);
+  int64_t* fresh_keys = fresh->data() + old_fresh;
+  const int64_t base = size_;
+  for_chunks([&](int64_t ch, int64_t lo, int64_t hi) {
+    int64_t rank = claims[ch];
+    for (int64_t i = lo; i < hi; ++i) {
+      if (local[i] != -1 - i) continue;
+      local[i] = base + rank;
+      map[keys[i]] = static_cast<int32_t>(base + rank);
+      fresh_keys[rank++] = keys[i];
+    }
+  });
+  for_chunks([&](int64_t, int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      if (local[i] < 0) local[i] = local[-1 - local[i]];
+    }
+  });
+  size_ += num_fresh;
+  dense_keys_.insert(dense_keys_.end(), fresh_keys, fresh_keys + num_fresh);
 }
 
 void IdMap::reserve(int64_t n) {
@@ -105,7 +210,12 @@ void IdMap::grow() {
 void IdMap::clear() {
   if (size_ == 0) return;
   if (!dense_.empty()) {
-    for (int64_t key : dense_keys_) dense_[key] = -1;
+    const int64_t* keys = dense_keys_.data();
+    int32_t* map = dense_.data();
+    at::parallel_for(0, static_cast<int64_t>(dense_keys_.size()), 16384,
+                     [&](int64_t begin, int64_t end) {
+                       for (int64_t i = begin; i < end; ++i) map[keys[i]] = kAbsent;
+                     });
     dense_keys_.clear();
   } else {
     std::fill(keys_.begin(), keys_.end(), kEmpty);
@@ -126,8 +236,8 @@ Inducer::Inducer(int64_t num_node_types, const std::vector<int64_t>& num_nodes) 
 }
 
 void Inducer::check_type(int64_t t) const {
-  TORCH_CHECK_VALUE(t >= 0 && t < num_node_types(), "node type index ", t,
-              " out of range for ", num_node_types(), " node types");
+  TORCH_CHECK_VALUE(t >= 0 && t < num_node_types(), "node type index ", t, " out of range for ",
+                    num_node_types(), " node types");
 }
 
 void Inducer::reset() {
@@ -136,8 +246,8 @@ void Inducer::reset() {
 
 std::vector<at::Tensor> Inducer::init_nodes(const std::vector<at::Tensor>& seeds) {
   TORCH_CHECK_VALUE(static_cast<int64_t>(seeds.size()) == num_node_types(),
-              "init_nodes expects one seed tensor per node type (",
-              num_node_types(), "), got ", seeds.size());
+                    "init_nodes expects one seed tensor per node type (", num_node_types(),
+                    "), got ", seeds.size());
   reset();
   std::vector<at::Tensor> out;
   for (size_t t = 0; t < seeds.size(); ++t) {
@@ -171,18 +281,15 @@ at::Tensor Inducer::local_ids(int64_t node_type, const at::Tensor& ids) const {
   return out;
 }
 
-std::tuple<std::vector<at::Tensor>, std::vector<at::Tensor>,
-           std::vector<at::Tensor>>
-Inducer::induce_next(const std::vector<int64_t>& src_types,
-                     const std::vector<int64_t>& nbr_types,
-                     const std::vector<at::Tensor>& srcs,
-                     const std::vector<at::Tensor>& nbrs,
+std::tuple<std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>>
+Inducer::induce_next(const std::vector<int64_t>& src_types, const std::vector<int64_t>& nbr_types,
+                     const std::vector<at::Tensor>& srcs, const std::vector<at::Tensor>& nbrs,
                      const std::vector<at::Tensor>& nbr_nums) {
   const size_t num_etypes = srcs.size();
   TORCH_CHECK_VALUE(src_types.size() == num_etypes && nbr_types.size() == num_etypes &&
-                  nbrs.size() == num_etypes && nbr_nums.size() == num_etypes,
-              "induce_next expects src_types, nbr_types, srcs, nbrs and "
-              "nbr_nums of one length");
+                        nbrs.size() == num_etypes && nbr_nums.size() == num_etypes,
+                    "induce_next expects src_types, nbr_types, srcs, nbrs and "
+                    "nbr_nums of one length");
   std::vector<std::vector<int64_t>> fresh(maps_.size());
   std::vector<at::Tensor> rows, cols;
   for (size_t e = 0; e < num_etypes; ++e) {
@@ -193,38 +300,35 @@ Inducer::induce_next(const std::vector<int64_t>& src_types,
     check_index(nbr_nums[e], "nbr_nums");
     const auto src = srcs[e].contiguous(), nbr = nbrs[e].contiguous(),
                num = nbr_nums[e].contiguous();
-    TORCH_CHECK_VALUE(src.numel() == num.numel(), "srcs and nbr_nums differ in length: ",
-                src.numel(), " vs ", num.numel());
+    TORCH_CHECK_VALUE(src.numel() == num.numel(),
+                      "srcs and nbr_nums differ in length: ", src.numel(), " vs ", num.numel());
     if (num.numel() > 0) {
       TORCH_CHECK_VALUE(num.min().item<int64_t>() >= 0, "nbr_nums must be >= 0");
     }
-    TORCH_CHECK_VALUE(num.sum().item<int64_t>() == nbr.numel(),
-                "nbr_nums sums to ", num.sum().item<int64_t>(), " but nbrs holds ",
-                nbr.numel(), " entries");
+    TORCH_CHECK_VALUE(num.sum().item<int64_t>() == nbr.numel(), "nbr_nums sums to ",
+                      num.sum().item<int64_t>(), " but nbrs holds ", nbr.numel(), " entries");
     check_range(nbr, INT64_MAX, "nbrs");
 
     const IdMap& src_map = maps_[src_types[e]];
-    IdMap& nbr_map = maps_[nbr_types[e]];
-    std::vector<int64_t>& new_nodes = fresh[nbr_types[e]];
     auto row = at::empty({nbr.numel()}, at::kLong);
     auto col = at::empty({nbr.numel()}, at::kLong);
     int64_t* r = row.data_ptr<int64_t>();
-    int64_t* c = col.data_ptr<int64_t>();
     const int64_t* s = src.data_ptr<int64_t>();
-    const int64_t* v = nbr.data_ptr<int64_t>();
     const int64_t* m = num.data_ptr<int64_t>();
-    int64_t o = 0;
-    for (int64_t i = 0; i < src.numel(); ++i) {
-      const int64_t local = src_map.find(s[i]);
-      TORCH_CHECK_VALUE(local >= 0, "source node ", s[i],
-                  " was not seen by the inducer before this hop");
-      for (int64_t j = 0; j < m[i]; ++j, ++o) {
-        bool inserted;
-        r[o] = local;
-        c[o] = nbr_map.insert(v[o], &inserted);
-        if (inserted) new_nodes.push_back(v[o]);
+    std::vector<int64_t> offsets(src.numel() + 1, 0);
+    for (int64_t i = 0; i < src.numel(); ++i) offsets[i + 1] = offsets[i] + m[i];
+    std::atomic<int64_t> unseen{-1};
+    at::parallel_for(0, src.numel(), 1024, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const int64_t local = src_map.find(s[i]);
+        if (local < 0) unseen = i;
+        std::fill(r + offsets[i], r + offsets[i + 1], local);
       }
-    }
+    });
+    TORCH_CHECK_VALUE(unseen < 0, "source node ", unseen < 0 ? 0 : s[unseen.load()],
+                      " was not seen by the inducer before this hop");
+    maps_[nbr_types[e]].insert_all(nbr.data_ptr<int64_t>(), nbr.numel(), col.data_ptr<int64_t>(),
+                                   &fresh[nbr_types[e]]);
     rows.push_back(row);
     cols.push_back(col);
   }

@@ -34,6 +34,10 @@ class IdMap {
   void use_dense(int64_t num_ids);
   // Local id of `key`; inserts it with the next local id if absent.
   int64_t insert(int64_t key, bool* inserted);
+  // Inserts keys[0, n) in order: local[i] is the local id of keys[i], and
+  // the keys new to the map are appended to `fresh` in order of first
+  // appearance. An id-indexed map does it in parallel, with the same result.
+  void insert_all(const int64_t* keys, int64_t n, int64_t* local, std::vector<int64_t>* fresh);
   // Local id of `key`, or -1.
   int64_t find(int64_t key) const;
   int64_t size() const { return size_; }
@@ -42,12 +46,16 @@ class IdMap {
 
  private:
   void grow();
+  void insert_all_dense(const int64_t* keys, int64_t n, int64_t* local,
+                        std::vector<int64_t>* fresh);
   std::vector<int64_t> keys_;
   std::vector<int64_t> vals_;
   uint64_t mask_;
   int shift_;
   int64_t size_;
-  std::vector<int32_t> dense_;       // id -> local id, -1 when absent
+  // id -> local id; kAbsent when absent (and, inside insert_all, a claim
+  // -1 - i by the first position i that holds the id)
+  std::vector<int32_t> dense_;
   std::vector<int64_t> dense_keys_;  // ids inserted since the last clear
 };
 

@@ -25,13 +25,18 @@ template <typename index_t>
 using Csr = kernels::CsrView<index_t>;
 using kernels::sample_count;
 
-// Draws the edge positions of one seed and hands each to `emit`.
+// How far ahead the passes below prefetch: enough loads in flight to hide a
+// cache miss behind the work on the entries before it.
+constexpr int64_t kPrefetchAhead = 16;
+
+// Draws the edge positions of one seed (its edges are [begin, begin + deg))
+// and hands each to `emit`.
 template <typename index_t, typename Emit>
-void sample_one(const Csr<index_t>& g, int64_t s, int64_t k, int64_t count, bool replace, Rng& rng,
-                std::vector<int64_t>& scratch, std::vector<std::pair<double, int64_t>>& keyed,
-                std::vector<double>& cumsum, Emit&& emit) {
-  const int64_t begin = g.indptr[s], end = g.indptr[s + 1];
-  const int64_t deg = end - begin;
+void sample_one(const Csr<index_t>& g, int64_t begin, int64_t deg, int64_t k, int64_t count,
+                bool replace, Rng& rng, std::vector<int64_t>& scratch,
+                std::vector<std::pair<double, int64_t>>& keyed, std::vector<double>& cumsum,
+                Emit&& emit) {
+  const int64_t end = begin + deg;
   if (count == 0) return;
   if (k < 0 || (!g.weights && !replace && count == deg)) {
     for (int64_t p = begin; p < end; ++p) emit(p);
@@ -87,6 +92,10 @@ void sample_one(const Csr<index_t>& g, int64_t s, int64_t k, int64_t count, bool
   for (int64_t j = 0; j < count; ++j) emit(keyed[j].second);
 }
 
+// Three passes, each over independent entries so that the CPU keeps many
+// cache misses in flight: (1) every seed's first edge and count, (2) the edge
+// positions each seed draws (random numbers only, written where its
+// neighbors go), (3) the neighbors (and edge ids) at those positions.
 template <typename index_t>
 std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_typed(
     const at::Tensor& indptr, const at::Tensor& indices, const std::optional<at::Tensor>& edge_ids,
@@ -101,8 +110,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_typed(
 
   auto counts = at::empty({n}, options);
   int64_t* cnt = counts.data_ptr<int64_t>();
+  std::vector<int64_t> first(n), degree(n);
   at::parallel_for(0, n, 1024, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) cnt[i] = sample_count(g, seed[i], k, replace);
+    for (int64_t i = begin; i < end; ++i) {
+      if (i + kPrefetchAhead < end) __builtin_prefetch(&g.indptr[seed[i + kPrefetchAhead]]);
+      first[i] = g.indptr[seed[i]];
+      degree[i] = g.indptr[seed[i] + 1] - first[i];
+      cnt[i] = sample_count(g, seed[i], k, replace);
+    }
   });
   std::vector<int64_t> offsets(n + 1, 0);
   for (int64_t i = 0; i < n; ++i) offsets[i + 1] = offsets[i] + cnt[i];
@@ -113,18 +128,22 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_typed(
   at::Tensor eids = at::empty({with_eid ? total : 0}, options);
   int64_t* out_nbr = nbrs.data_ptr<int64_t>();
   int64_t* out_eid = with_eid ? eids.data_ptr<int64_t>() : nullptr;
-  at::parallel_for(0, n, 64, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, n, 256, [&](int64_t begin, int64_t end) {
     std::vector<int64_t> scratch(kFloydMax);
     std::vector<std::pair<double, int64_t>> keyed;
     std::vector<double> cumsum;
     for (int64_t i = begin; i < end; ++i) {
       Rng rng(static_cast<uint64_t>(rng_seed), static_cast<uint64_t>(i));
-      int64_t o = offsets[i];
-      sample_one(g, seed[i], k, cnt[i], replace, rng, scratch, keyed, cumsum, [&](int64_t p) {
-        out_nbr[o] = static_cast<int64_t>(g.indices[p]);
-        if (out_eid) out_eid[o] = g.edge_ids[p];
-        ++o;
-      });
+      int64_t* pos = out_nbr + offsets[i];
+      sample_one(g, first[i], degree[i], k, cnt[i], replace, rng, scratch, keyed, cumsum,
+                 [&](int64_t p) { *pos++ = p; });
+    }
+    const int64_t lo = offsets[begin], hi = offsets[end];
+    for (int64_t o = lo; o < hi; ++o) {
+      if (o + kPrefetchAhead < hi) __builtin_prefetch(&g.indices[out_nbr[o + kPrefetchAhead]]);
+      const int64_t p = out_nbr[o];
+      if (out_eid) out_eid[o] = g.edge_ids[p];
+      out_nbr[o] = static_cast<int64_t>(g.indices[p]);
     }
   });
   return {nbrs, counts, eids};

@@ -1,0 +1,82 @@
+"""The CPU inducer on hops large enough for its parallel id-indexed insert
+(many chunks, one id range per thread): the same answers as a sequential
+first-appearance relabelling in Python, and as the hash-table inducer, at
+any thread count."""
+
+import pytest
+import torch
+
+from graphlearn_torch._ext import ops
+
+NUM_IDS = 30_000
+
+
+def reference_hops(seeds, hops):
+  """Sequential relabelling: a dict from id to local id, new ids in order of
+  first appearance."""
+  local = {}
+  for s in seeds.tolist():
+    local.setdefault(s, len(local))
+  answers = [list(local)]
+  for srcs, nbrs, nums in hops:
+    before = len(local)
+    rows = [local[s] for s, n in zip(srcs.tolist(), nums.tolist()) for _ in range(n)]
+    cols = [local.setdefault(v, len(local)) for v in nbrs.tolist()]
+    answers.append((list(local)[before:], rows, cols))
+  return answers
+
+
+def random_hops(seed):
+  """Seeds, then three hops, each from the nodes the last one added."""
+  g = torch.Generator().manual_seed(seed)
+  seeds = torch.randint(0, NUM_IDS, (500,), generator=g)
+  frontier = list(dict.fromkeys(seeds.tolist()))
+  hops, known = [], set(frontier)
+  for _ in range(3):
+    srcs = torch.tensor(frontier)
+    nums = torch.randint(0, 12, (srcs.numel(),), generator=g)
+    nbrs = torch.randint(0, NUM_IDS, (int(nums.sum()),), generator=g)
+    hops.append((srcs, nbrs, nums))
+    frontier = [v for v in dict.fromkeys(nbrs.tolist()) if v not in known]
+    known.update(frontier)
+  return seeds, hops
+
+
+def run(inducer, seeds, hops):
+  answers = [inducer.init_nodes([seeds])[0].tolist()]
+  for srcs, nbrs, nums in hops:
+    new, rows, cols = inducer.induce_next([0], [0], [srcs], [nbrs], [nums])
+    answers.append((new[0].tolist(), rows[0].tolist(), cols[0].tolist()))
+  return answers
+
+
+@pytest.fixture(params=[1, 2, 3])
+def threads(request):
+  before = torch.get_num_threads()
+  torch.set_num_threads(request.param)
+  yield request.param
+  torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize('seed', [0, 1])
+def test_parallel_insert_relabels_as_a_sequential_one(threads, seed):
+  seeds, hops = random_hops(seed)
+  assert max(nbrs.numel() for _, nbrs, _ in hops) > 3 * 16384  # several chunks
+  expected = reference_hops(seeds, hops)
+  dense = ops.Inducer(1, [NUM_IDS])
+  for _ in range(2):  # the second batch runs on the reset map
+    assert run(dense, seeds, hops) == expected
+  assert run(ops.Inducer(1, []), seeds, hops) == expected
+  known = torch.tensor(expected[0] + expected[1][0])
+  assert dense.local_ids(0, known).tolist() == list(range(known.numel()))
+
+
+def test_an_id_out_of_range_is_named_and_leaves_the_map_usable(threads):
+  inducer = ops.Inducer(1, [NUM_IDS])
+  inducer.init_nodes([torch.tensor([0])])
+  nbrs = torch.arange(50_000) % NUM_IDS  # claims to leave behind, were it checked late
+  nbrs[31_234] = NUM_IDS + 7
+  with pytest.raises(ValueError, match=f'node id {NUM_IDS + 7} is out of range for {NUM_IDS}'):
+    inducer.induce_next([0], [0], [torch.tensor([0])], [nbrs], [torch.tensor([50_000])])
+  seeds, hops = random_hops(2)
+  assert run(inducer, seeds, hops) == reference_hops(seeds, hops)
