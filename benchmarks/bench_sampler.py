@@ -1,6 +1,6 @@
 """Neighbor sampling and feature gather on an ogbn-products-size graph.
 
-  python benchmarks/bench_sampler.py [--threads 2] [--batches 60]
+  python benchmarks/bench_sampler.py [--threads 1 2] [--batches 60]
 
 Builds a seeded power-law graph with ogbn-products' size (2,449,029 nodes,
 61,859,140 undirected edges stored both ways: 123,718,280), then measures:
@@ -9,7 +9,11 @@ Builds a seeded power-law graph with ogbn-products' size (2,449,029 nodes,
     edges/s, beside GLT 0.2.4's CPU build (seeded) measured on this machine
     class;
   - feature gather of the sampled nodes from a 100-dim fp32 table: our
-    kernel beside torch.index_select on the same ids, measured here.
+    kernel beside torch.index_select on the same ids, measured here;
+  - sampling at each of --threads, beside this machine's random int64 reads/s
+    at that thread count (torch.index_select of random rows of the graph's
+    1 GB neighbor array), the bound a sampled edge's one random read sets.
+The comparison rows use the largest thread count.
 """
 
 import argparse
@@ -71,6 +75,15 @@ def bench_sampling(ds, batches: int, batch_size: int, fanout, seed: int):
   return batches / elapsed, edges / elapsed, nodes / batches, edges / batches, sampled_nodes
 
 
+def random_reads_per_s(table: torch.Tensor, num_reads: int = 4_000_000, seed: int = 0) -> float:
+  """Random 8-byte reads per second from ``table`` (as many threads as torch has)."""
+  ids = torch.randint(0, table.numel(), (num_reads,), generator=torch.Generator().manual_seed(seed))
+  table.index_select(0, ids[:100_000])
+  t = time.perf_counter()
+  table.index_select(0, ids)
+  return num_reads / (time.perf_counter() - t)
+
+
 def bench_gather(num_nodes: int, dim: int, id_batches, repeat: int):
   table = torch.randn(num_nodes, dim)
   feat = glt.data.Feature(table)
@@ -92,7 +105,7 @@ def bench_gather(num_nodes: int, dim: int, id_batches, repeat: int):
 
 def main():
   p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-  p.add_argument('--threads', type=int, default=2)
+  p.add_argument('--threads', type=int, nargs='+', default=[1, 2])
   p.add_argument('--batches', type=int, default=60)
   p.add_argument('--batch_size', type=int, default=1024)
   p.add_argument('--fanout', type=int, nargs='+', default=[15, 10, 5])
@@ -100,16 +113,21 @@ def main():
   p.add_argument('--dim', type=int, default=100)
   p.add_argument('--seed', type=int, default=0)
   args = p.parse_args()
-  torch.set_num_threads(args.threads)
+  threads = sorted(args.threads)
+  torch.set_num_threads(threads[-1])
 
   ds, num_edges, gen_s, build_s = build_graph(args.scale, args.seed)
   print(
     f'graph: {ds.num_nodes():,} nodes, {num_edges:,} directed edges '
-    f'(generated in {gen_s:.1f} s, CSR built in {build_s:.1f} s, {args.threads} threads)'
+    f'(generated in {gen_s:.1f} s, CSR built in {build_s:.1f} s, {threads[-1]} threads)'
   )
-  bps, eps, nodes_pb, edges_pb, sampled = bench_sampling(
-    ds, args.batches, args.batch_size, args.fanout, args.seed
-  )
+  scaling = []
+  for t in threads:
+    torch.set_num_threads(t)
+    bps, eps, nodes_pb, edges_pb, sampled = bench_sampling(
+      ds, args.batches, args.batch_size, args.fanout, args.seed
+    )
+    scaling.append((t, bps, eps, random_reads_per_s(ds.graph.topo.indices)))
   print(
     f'sampling: fanout {args.fanout}, batch {args.batch_size}, {args.batches} batches, '
     f'{nodes_pb:,.0f} nodes and {edges_pb:,.0f} edges per batch'
@@ -137,6 +155,19 @@ def main():
     f'{gather["torch.index_select"] * row_bytes / 1e9:>12.2f} | '
     f'{ours / gather["torch.index_select"]:>5.2f}x | torch.index_select (measured) |'
   )
+  print()
+  print(
+    '| threads | batches/s | sampled edges/s | vs 1 thread | random int64 reads/s | edges/read |'
+  )
+  print(
+    '|--------:|----------:|----------------:|------------:|---------------------:|-----------:|'
+  )
+  base = scaling[0][2] / scaling[0][0]
+  for t, bps, eps, reads in scaling:
+    print(
+      f'| {t:>7} | {bps:>9.1f} | {eps / 1e6:>13.2f} M | {eps / base:>10.2f}x | '
+      f'{reads / 1e6:>18.2f} M | {eps / reads:>10.2f} |'
+    )
 
 
 if __name__ == '__main__':
