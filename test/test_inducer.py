@@ -80,3 +80,20 @@ def test_an_id_out_of_range_is_named_and_leaves_the_map_usable(threads):
     inducer.induce_next([0], [0], [torch.tensor([0])], [nbrs], [torch.tensor([50_000])])
   seeds, hops = random_hops(2)
   assert run(inducer, seeds, hops) == reference_hops(seeds, hops)
+
+
+def test_seeds_changed_in_place_are_looked_up():
+  # The nodes a hop added are known to hold consecutive local ids; once
+  # changed in place, they are looked up like any other seeds.
+  inducer = ops.Inducer(1, [NUM_IDS])
+  added = inducer.init_nodes([torch.tensor([5, 9])])[0]
+  _, rows, _ = inducer.induce_next(
+    [0], [0], [added], [torch.tensor([7, 8])], [torch.ones(2, dtype=torch.long)]
+  )
+  assert rows[0].tolist() == [0, 1]
+  new, _, _ = inducer.induce_next([0], [0], [added], [torch.tensor([3])], [torch.tensor([1, 0])])
+  new = new[0]
+  assert new.tolist() == [3]
+  new.copy_(torch.tensor([7]))  # local id 2 in place of 3 (4)
+  _, rows, _ = inducer.induce_next([0], [0], [new], [torch.tensor([1])], [torch.tensor([1])])
+  assert rows[0].tolist() == [2]

@@ -230,6 +230,7 @@ Inducer::Inducer(int64_t num_node_types, const std::vector<int64_t>& num_nodes) 
                     "num_nodes needs one entry per node type (", num_node_types, "), got ",
                     num_nodes.size());
   maps_.resize(num_node_types);
+  added_.resize(num_node_types);
   for (size_t t = 0; t < num_nodes.size(); ++t) {
     if (num_nodes[t] > 0) maps_[t].use_dense(num_nodes[t]);
   }
@@ -242,6 +243,7 @@ void Inducer::check_type(int64_t t) const {
 
 void Inducer::reset() {
   for (auto& m : maps_) m.clear();
+  for (auto& a : added_) a = Added{};
 }
 
 std::vector<at::Tensor> Inducer::init_nodes(const std::vector<at::Tensor>& seeds) {
@@ -265,8 +267,18 @@ std::vector<at::Tensor> Inducer::init_nodes(const std::vector<at::Tensor>& seeds
       if (inserted) unique.push_back(ptr[i]);
     }
     out.push_back(to_tensor(unique));
+    remember_added(t, out.back(), 0);
   }
   return out;
+}
+
+void Inducer::remember_added(int64_t t, const at::Tensor& nodes, int64_t first) {
+  added_[t] = Added{nodes, nodes._version(), first};
+}
+
+int64_t Inducer::first_local_id_if_added(int64_t t, const at::Tensor& srcs) const {
+  const Added& a = added_[t];
+  return a.nodes.defined() && srcs.is_same(a.nodes) && srcs._version() == a.version ? a.first : -1;
 }
 
 at::Tensor Inducer::local_ids(int64_t node_type, const at::Tensor& ids) const {
@@ -291,6 +303,8 @@ Inducer::induce_next(const std::vector<int64_t>& src_types, const std::vector<in
                     "induce_next expects src_types, nbr_types, srcs, nbrs and "
                     "nbr_nums of one length");
   std::vector<std::vector<int64_t>> fresh(maps_.size());
+  std::vector<int64_t> first_fresh(maps_.size());
+  for (size_t t = 0; t < maps_.size(); ++t) first_fresh[t] = maps_[t].size();
   std::vector<at::Tensor> rows, cols;
   for (size_t e = 0; e < num_etypes; ++e) {
     check_type(src_types[e]);
@@ -317,10 +331,13 @@ Inducer::induce_next(const std::vector<int64_t>& src_types, const std::vector<in
     const int64_t* m = num.data_ptr<int64_t>();
     std::vector<int64_t> offsets(src.numel() + 1, 0);
     for (int64_t i = 0; i < src.numel(); ++i) offsets[i + 1] = offsets[i] + m[i];
+    // The seeds are most often the nodes their type added last hop, whose
+    // local ids are consecutive: no lookups then.
+    const int64_t first_local = first_local_id_if_added(src_types[e], srcs[e]);
     std::atomic<int64_t> unseen{-1};
     at::parallel_for(0, src.numel(), 1024, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
-        const int64_t local = src_map.find(s[i]);
+        const int64_t local = first_local >= 0 ? first_local + i : src_map.find(s[i]);
         if (local < 0) unseen = i;
         std::fill(r + offsets[i], r + offsets[i + 1], local);
       }
@@ -333,7 +350,10 @@ Inducer::induce_next(const std::vector<int64_t>& src_types, const std::vector<in
     cols.push_back(col);
   }
   std::vector<at::Tensor> nodes;
-  for (const auto& f : fresh) nodes.push_back(to_tensor(f));
+  for (size_t t = 0; t < fresh.size(); ++t) {
+    nodes.push_back(to_tensor(fresh[t]));
+    remember_added(t, nodes.back(), first_fresh[t]);
+  }
   return {nodes, rows, cols};
 }
 

@@ -88,7 +88,18 @@ class Inducer {
 
  private:
   void check_type(int64_t t) const;
+  // Remembers `nodes` as the nodes type t just added, from local id `first`.
+  void remember_added(int64_t t, const at::Tensor& nodes, int64_t first);
+  // The local id of srcs[0] when `srcs` is, unchanged, the tensor of nodes
+  // its type last added (whose local ids are consecutive); else -1.
+  int64_t first_local_id_if_added(int64_t t, const at::Tensor& srcs) const;
   std::vector<IdMap> maps_;
+  struct Added {
+    at::Tensor nodes;
+    uint32_t version = 0;
+    int64_t first = -1;
+  };
+  std::vector<Added> added_;  // per node type
 };
 
 }  // namespace glt
