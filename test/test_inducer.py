@@ -97,3 +97,10 @@ def test_seeds_changed_in_place_are_looked_up():
   new.copy_(torch.tensor([7]))  # local id 2 in place of 3 (4)
   _, rows, _ = inducer.induce_next([0], [0], [new], [torch.tensor([1])], [torch.tensor([1])])
   assert rows[0].tolist() == [2]
+
+
+def test_a_negative_id_is_named_by_the_hash_table_inducer():
+  inducer = ops.Inducer(1, [])
+  inducer.init_nodes([torch.tensor([0])])
+  with pytest.raises(ValueError, match='node id -3 is out of range'):
+    inducer.induce_next([0], [0], [torch.tensor([0])], [torch.tensor([1, -3])], [torch.tensor([2])])

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <string>
 
 #include "../checks.h"
 #include "ops.h"
@@ -93,6 +94,17 @@ int64_t IdMap::find(int64_t key) const {
 
 void IdMap::insert_all(const int64_t* keys, int64_t n, int64_t* local,
                        std::vector<int64_t>* fresh) {
+  // Checked before anything is written: a claim left behind by a dense insert
+  // would outlive reset(), and a negative key is a hash table's empty slot.
+  const uint64_t bound = dense_.empty() ? INT64_MAX : dense_.size();
+  uint64_t outside = 0;
+  for (int64_t i = 0; i < n; ++i) outside |= static_cast<uint64_t>(keys[i]) >= bound;
+  if (outside) {
+    const int64_t* bad =
+        std::find_if(keys, keys + n, [&](int64_t k) { return static_cast<uint64_t>(k) >= bound; });
+    TORCH_CHECK_VALUE(false, "node id ", *bad, " is out of range for ",
+                      dense_.empty() ? "the id map" : std::to_string(bound) + " nodes");
+  }
   if (!dense_.empty()) {
     insert_all_dense(keys, n, local, fresh);
     return;
@@ -118,15 +130,7 @@ void IdMap::insert_all_dense(const int64_t* keys, int64_t n, int64_t* local,
   int32_t* map = dense_.data();
   const int64_t num_ranges =
       std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), n / 4096));
-  // Checked before anything is written: a claim left behind would outlive reset().
-  uint64_t outside = 0;
-  for (int64_t i = 0; i < n; ++i)
-    outside |= static_cast<uint64_t>(keys[i]) >= static_cast<uint64_t>(num_ids);
-  if (outside) {
-    const int64_t* bad =
-        std::find_if(keys, keys + n, [&](int64_t k) { return k < 0 || k >= num_ids; });
-    TORCH_CHECK_VALUE(false, "node id ", *bad, " is out of range for ", num_ids, " nodes");
-  }
+  // The keys are in [0, num_ids): insert_all checked them.
   at::parallel_for(0, num_ranges, 1, [&](int64_t first, int64_t last) {
     for (int64_t range = first; range < last; ++range) {
       const int64_t lo = num_ids * range / num_ranges, hi = num_ids * (range + 1) / num_ranges;
@@ -321,7 +325,6 @@ Inducer::induce_next(const std::vector<int64_t>& src_types, const std::vector<in
     }
     TORCH_CHECK_VALUE(num.sum().item<int64_t>() == nbr.numel(), "nbr_nums sums to ",
                       num.sum().item<int64_t>(), " but nbrs holds ", nbr.numel(), " entries");
-    check_range(nbr, INT64_MAX, "nbrs");
 
     const IdMap& src_map = maps_[src_types[e]];
     auto row = at::empty({nbr.numel()}, at::kLong);
