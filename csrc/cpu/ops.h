@@ -96,7 +96,7 @@ class Inducer {
   std::vector<IdMap> maps_;
   struct Added {
     at::Tensor nodes;
-    uint32_t version = 0;
+    int64_t version = 0;
     int64_t first = -1;
   };
   std::vector<Added> added_;  // per node type
