@@ -166,3 +166,15 @@ def test_channel_timeouts_are_checked():
     channel.recv(timeout_ms=1.5)
   # inf and absurdly long waits are no timeout at all (not an overflow)
   assert timeout_ms_arg(float('inf')) == -1 and timeout_ms_arg(1e30) == -1
+
+
+def test_rpc_transports_come_from_the_environment_and_are_checked(monkeypatch):
+  from graphlearn_torch.distributed.rpc import DEFAULT_RPC_TRANSPORTS, rpc_transports
+
+  monkeypatch.delenv('GLT_RPC_TRANSPORTS', raising=False)
+  assert rpc_transports() == list(DEFAULT_RPC_TRANSPORTS)
+  monkeypatch.setenv('GLT_RPC_TRANSPORTS', ' shm, uv ')
+  assert rpc_transports() == ['shm', 'uv']
+  monkeypatch.setenv('GLT_RPC_TRANSPORTS', 'uv,tcp')
+  with pytest.raises(ValueError, match=r"unknown TensorPipe transports \['tcp'\]"):
+    rpc_transports()

@@ -9,7 +9,7 @@ from conftest import random_edges
 import graphlearn_torch  # noqa: F401  (registers torch.ops.glt)
 
 OPS = ('coo_to_csr', 'sample_neighbors', 'sample_negative', 'has_edge', 'induced_subgraph',
-       'gather_rows')  # fmt: skip
+       'gather_rows', 'bucket_by_partition')  # fmt: skip
 
 
 @pytest.mark.parametrize('op', OPS)
@@ -57,6 +57,48 @@ def test_int32_topologies_give_what_int64_ones_give():
     torch.ops.glt.sample_negative(narrow[0], narrow[1], None, True, 100, 500, 5, True, 7),
   ):
     assert torch.equal(x, y)
+
+
+@pytest.mark.parametrize('dtype', [torch.uint8, torch.int8, torch.int32, torch.int64])
+@pytest.mark.parametrize('num_partitions', [1, 3, 7])
+@pytest.mark.parametrize('threads', [1, 2])
+def test_bucket_by_partition_is_a_stable_sort_of_positions(dtype, num_partitions, threads):
+  # over several 32 Ki-position chunks, so that chunks write into each other's groups
+  g = torch.Generator().manual_seed(num_partitions)
+  parts = torch.randint(0, num_partitions, (150_001,), generator=g).to(dtype)
+  old = torch.get_num_threads()
+  torch.set_num_threads(threads)
+  try:
+    order, counts = torch.ops.glt.bucket_by_partition(parts, num_partitions)
+  finally:
+    torch.set_num_threads(old)
+  expected = [torch.nonzero(parts == p).view(-1) for p in range(num_partitions)]
+  assert counts.tolist() == [e.numel() for e in expected]
+  assert torch.equal(order, torch.cat(expected))
+
+
+def test_gather_rows_through_id2index_into_positions():
+  g = torch.Generator().manual_seed(3)
+  table = torch.randn(5000, 7, generator=g)
+  id2index = torch.randperm(20_000, generator=g) % 5000  # ids map to rows many to one
+  ids = torch.randint(0, 20_000, (30_000,), generator=g)
+  positions = torch.randperm(40_000, generator=g)[:30_000]
+  out = torch.ops.glt.gather_rows(table, ids, id2index, positions, 40_000)
+  assert out.shape == (40_000, 7)
+  assert torch.equal(out[positions], table[id2index[ids]])
+
+
+def test_bucket_by_partition_of_nothing_and_of_bad_values():
+  order, counts = torch.ops.glt.bucket_by_partition(torch.empty(0, dtype=torch.int8), 2)
+  assert order.numel() == 0 and counts.tolist() == [0, 0]
+  with pytest.raises(ValueError, match=r'partitions\[70000\] is 2, outside \[0, 2\)'):
+    parts = torch.zeros(100_000, dtype=torch.int64)
+    parts[70_000] = 2
+    torch.ops.glt.bucket_by_partition(parts, 2)
+  with pytest.raises(ValueError, match='partitions must be an integer tensor'):
+    torch.ops.glt.bucket_by_partition(torch.zeros(3), 2)
+  with pytest.raises(ValueError, match='num_partitions must be at least 1'):
+    torch.ops.glt.bucket_by_partition(torch.zeros(3, dtype=torch.int64), 0)
 
 
 def test_bad_input_is_a_value_error_naming_it():

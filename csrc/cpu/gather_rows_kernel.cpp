@@ -52,6 +52,11 @@ at::Tensor gather_rows(const at::Tensor& table, const at::Tensor& ids,
   std::atomic<int64_t> first_bad{n};
   at::parallel_for(0, n, 256, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
+      // Two stages ahead: the id2index entry, then (once it is in cache) the row.
+      if (map && i + 2 * kPrefetchDistance < end) {
+        const int64_t v = id[i + 2 * kPrefetchDistance];
+        if (v >= 0 && v < num_ids) __builtin_prefetch(map + v);
+      }
       if (i + kPrefetchDistance < end) {
         const int64_t f = resolve(i + kPrefetchDistance);
         if (f >= 0) {

@@ -65,6 +65,9 @@ class DistGraph:
 def positions_by_partition(partitions: torch.Tensor, num_partitions: int) -> List[torch.Tensor]:
   r"""For every partition, the positions in ``partitions`` that name it (in
   order; empty when none)."""
+  if partitions.device.type == 'cpu':  # one counting sort, two passes
+    order, counts = torch.ops.glt.bucket_by_partition(partitions, num_partitions)
+    return list(torch.split(order, counts.tolist()))
   if num_partitions <= 4:  # a scan per partition beats a sort
     return [torch.nonzero(partitions == p).view(-1) for p in range(num_partitions)]
   order = torch.argsort(partitions, stable=True)
