@@ -1,6 +1,6 @@
 """Distributed sampling throughput in worker mode vs the single-machine loader.
 
-  python benchmarks/bench_dist_sampling.py [--num_nodes 1000000] [--batches 40]
+  python benchmarks/bench_dist_sampling.py [--num_nodes 1000000] [--batches 200]
 
 Graph: the planted-community synthetic graph (glt.datasets.community_graph,
 1M nodes, about 10 directed edges per node, 32-dim features), METIS-partitioned
@@ -158,7 +158,7 @@ def run_timed(procs, results, num_timers: int):
 def main():
   p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   p.add_argument('--num_nodes', type=int, default=1_000_000)
-  p.add_argument('--batches', type=int, default=40, help='timed batches per loader')
+  p.add_argument('--batches', type=int, default=200, help='timed batches per loader')
   p.add_argument(
     '--cache_ratio', type=float, default=0.25, help="the last row's cached remote rows (share)"
   )
