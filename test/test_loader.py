@@ -118,3 +118,29 @@ def test_hetero_batches(edge_dir):
       pair = torch.stack([dst_ids, src_ids] if edge_dir == 'out' else [src_ids, dst_ids])
       assert torch.equal(edges[orig][:, batch[et].e_id], pair)
       assert torch.equal(batch[et].edge_attr, ds.edge_features[orig].feature_tensor[batch[et].e_id])
+
+
+def test_a_failed_row_fetch_fails_the_batch_while_another_is_pending():
+  # torch.futures.collect_all fails as soon as one future fails (an RPC to a
+  # lost peer), while the others may still run: the batch's future carries
+  # that failure, not an error about reading an unfinished future.
+  from graphlearn_torch.loader.batch import SampledBatch
+  from graphlearn_torch.loader.collect import collect_features
+  from graphlearn_torch.sampler import NeighborSampler, NodeSamplerInput
+
+  ds, _ = homo_dataset()
+  sampler = NeighborSampler(ds.graph, [3], device='cpu', with_edge=True, edge_dir='out', seed=0)
+  batch = SampledBatch.from_output(sampler.sample_from_nodes(NodeSamplerInput(torch.arange(4))))
+  started = torch.futures.Future()
+
+  def lost_peer(_):
+    raise RuntimeError('peer 10.0.0.9 is gone')
+
+  never = torch.futures.Future()
+  fut = collect_features(
+    batch, ds, node_rows=lambda ids, t: never, edge_rows=lambda ids, t: started.then(lost_peer)
+  )
+  started.set_result(None)
+  assert fut.done()
+  with pytest.raises(RuntimeError, match='peer 10.0.0.9 is gone'):
+    fut.wait()

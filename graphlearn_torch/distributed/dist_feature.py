@@ -106,8 +106,12 @@ class DistFeature:
       ids.index_select(0, local_pos), local_pos, ids.numel()
     )
 
-    def stitch(_):
+    def stitch(collected):
+      # collect_all fails as soon as one request does, while others may
+      # still run: the failed one is done and named here.
       for p, worker, pos, fut in remote:
+        if not fut.done():
+          continue
         try:
           rows = fut.value()
         except Exception as e:
@@ -115,6 +119,7 @@ class DistFeature:
             f'partition {p} ({worker}) failed to send feature rows: {type(e).__name__}: {e}'
           ) from e
         out.index_copy_(0, pos, rows)
+      collected.value()
       return out.to(self.device)
 
     return torch.futures.collect_all([fut for *_, fut in remote]).then(stitch)

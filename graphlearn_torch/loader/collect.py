@@ -66,7 +66,10 @@ def collect_features(
   if not pending:
     return _done(batch)
 
-  def fill(_) -> SampledBatch:
+  def fill(collected) -> SampledBatch:
+    # collect_all fails as soon as one future does, while others may still
+    # run: its own failure first, then every value is there.
+    collected.value()
     for store, name, fut in pending:
       setattr(store, name, fut.value())
     return batch
