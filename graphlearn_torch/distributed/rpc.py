@@ -31,7 +31,7 @@ DEFAULT_RPC_TIMEOUT_S = 180.0
 # a 2-core machine it took a fifth to a third of a core from every sampling
 # process. 'uv' (TCP) waits in epoll, and tensor payloads between processes
 # of one host still take TensorPipe's 'cma' channel (cross-memory attach), so
-# leaving 'shm' out made 2-partition worker-mode sampling 12% faster here.
+# leaving 'shm' out made 2-partition worker-mode sampling 6-12% faster here.
 # GLT_RPC_TRANSPORTS (comma-separated: 'uv', 'shm', 'ibv') overrides it for
 # every process of a job, which inherit the environment.
 DEFAULT_RPC_TRANSPORTS = ('uv',)
