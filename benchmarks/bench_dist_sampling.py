@@ -21,7 +21,6 @@ labels. Rows, all measured in this run:
 import argparse
 import multiprocessing
 import os
-import socket
 import time
 
 import torch
@@ -36,9 +35,7 @@ CACHE = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '.bench',
 
 
 def free_port() -> int:
-  with socket.socket() as s:
-    s.bind(('127.0.0.1', 0))
-    return s.getsockname()[1]
+  return glt.utils.get_free_port('127.0.0.1')
 
 
 def make_graph(num_nodes: int):

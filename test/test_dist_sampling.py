@@ -5,13 +5,12 @@ seed coverage). Workers are spawned processes, reaped also on failure."""
 import math
 import multiprocessing
 import os
-import random
-import socket
 import traceback
 
 import pytest
 import torch
 
+import graphlearn_torch as glt
 from graphlearn_torch.partition import RandomPartitioner
 from graphlearn_torch.typing import reverse_edge_type
 
@@ -20,29 +19,9 @@ TIMEOUT_S = 120
 FANOUT = [3, 2]
 
 
-def _ephemeral_ports() -> range:
-  try:
-    with open('/proc/sys/net/ipv4/ip_local_port_range') as f:
-      low, high = map(int, f.read().split())
-  except OSError:
-    low, high = 32768, 60999
-  return range(low, high + 1)
-
-
 def free_port() -> int:
-  r"""A free loopback port outside the kernel's ephemeral range: a port the
-  OS hands out (port 0) can be taken, before the test binds it, by the local
-  end of any of the many connections the processes make (EADDRINUSE)."""
-  ephemeral = _ephemeral_ports()
-  candidates = [p for p in range(10000, 65536) if p not in ephemeral]
-  for port in random.Random().sample(candidates, 200):
-    with socket.socket() as s:
-      try:
-        s.bind(('127.0.0.1', port))
-      except OSError:
-        continue
-      return port
-  raise RuntimeError('no free loopback port outside the ephemeral range')
+  r"""A free loopback port outside the kernel's ephemeral range."""
+  return glt.utils.get_free_port('127.0.0.1')
 
 
 def homo_graph(num_nodes=300, num_edges=2000, seed=0):
@@ -318,8 +297,6 @@ def run_epochs(loader, check, num_seeds, epochs=2):
 
 
 def run_worker(rank, world_size, port, root, hetero, mode, kind, results):
-  import graphlearn_torch as glt
-
   dist = glt.distributed
   try:
     dist.init_worker_group(world_size, rank, 'trainer')

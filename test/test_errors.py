@@ -178,3 +178,20 @@ def test_rpc_transports_come_from_the_environment_and_are_checked(monkeypatch):
   monkeypatch.setenv('GLT_RPC_TRANSPORTS', 'uv,tcp')
   with pytest.raises(ValueError, match=r"unknown TensorPipe transports \['tcp'\]"):
     rpc_transports()
+
+
+def test_a_taken_rendezvous_port_is_named_with_the_ephemeral_range():
+  import socket
+
+  from torch.distributed import rendezvous
+
+  from graphlearn_torch.distributed.rendezvous import rendezvous_url
+  from graphlearn_torch.utils import ephemeral_ports
+
+  with socket.socket() as taken:
+    taken.bind(('127.0.0.1', 0))  # the OS's pick: a port of the ephemeral range
+    taken.listen()
+    port = taken.getsockname()[1]
+    assert port in ephemeral_ports()
+    with pytest.raises(RuntimeError, match=f'serve the rendezvous at 127.0.0.1:{port}.*ephemeral'):
+      next(rendezvous(rendezvous_url('127.0.0.1', port, 5, 'r0'), rank=0, world_size=2))

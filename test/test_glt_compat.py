@@ -45,6 +45,12 @@ def test_utils_names():
   port = u.get_free_port()
   with socket.socket() as s:
     s.bind(('localhost', port))  # it was free
+  assert port not in u.ephemeral_ports()  # and no connection's local end can take it
+  run = u.get_free_port('127.0.0.1', 3)
+  for p in range(run, run + 3):
+    assert p not in u.ephemeral_ports()
+    with socket.socket() as s:
+      s.bind(('127.0.0.1', p))
   assert u.parse_size('1GB') == 2**30 and u.parse_size('64KB') == 65536 and u.parse_size(7) == 7
   assert torch.equal(u.id2idx(torch.tensor([5, 2, 7]))[[5, 2, 7]], torch.tensor([0, 1, 2]))
   assert torch.equal(u.ptr2ind(torch.tensor([0, 2, 2, 3])), torch.tensor([0, 0, 2]))

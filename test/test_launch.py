@@ -9,13 +9,14 @@ import os
 import pwd
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
 
 import pytest
 import yaml
+
+import graphlearn_torch as glt
 
 paramiko = pytest.importorskip('paramiko')
 
@@ -40,24 +41,10 @@ def ensure_debian_packages(binaries_to_packages) -> None:
   pytest.skip(f'cannot install {missing}: {done.stderr.decode()[-500:]}')
 
 
-def free_port() -> int:
-  with socket.socket() as s:
-    s.bind(('127.0.0.1', 0))
-    return s.getsockname()[1]
-
-
-def free_port_run(count: int) -> int:
-  r"""A port ``p`` with ``p .. p + count - 1`` all free."""
-  for _ in range(100):
-    base = free_port()
-    try:
-      for offset in range(count):
-        with socket.socket() as s:
-          s.bind(('127.0.0.1', base + offset))
-      return base
-    except OSError:
-      continue
-  raise RuntimeError(f'no {count} consecutive free ports')
+def free_port(count: int = 1) -> int:
+  r"""A loopback port ``p`` with ``p .. p + count - 1`` all free, outside the
+  kernel's ephemeral range."""
+  return glt.utils.get_free_port('127.0.0.1', count)
 
 
 def start_sshd(home, address: str, port: int, popen=subprocess.Popen, environment=()):
@@ -159,7 +146,7 @@ def test_two_node_job_over_ssh(sshd, tmp_path):
     args={'synthetic_nodes': 3000, 'num_workers': 1, 'fanout': [5, 5], 'no-progress': True},
   )
   try:
-    base = free_port_run(3)
+    base = free_port(3)
     started = launch(
       config, 'start', '--epochs', '3', '--batch_size', '32', '--master_port', str(base)
     )
@@ -210,7 +197,7 @@ def test_status_and_stop_of_a_running_job(sshd, tmp_path):
     log_dir=str(tmp_path / 'logs'),
   )  # fmt: skip
   try:
-    started = launch(config, 'start', '--master_port', str(free_port_run(3)))
+    started = launch(config, 'start', '--master_port', str(free_port(3)))
     assert started.returncode == 0, started.stderr
     deadline = time.monotonic() + 60
     while 'failed' not in (status := launch(config, 'status')).stdout:

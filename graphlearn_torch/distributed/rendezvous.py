@@ -22,6 +22,8 @@ from torch.distributed import (
   register_rendezvous_handler,
 )
 
+from ..utils.common import ephemeral_ports
+
 SCHEME = 'glt'
 _PREFIX = 'glt_rendezvous'
 
@@ -55,9 +57,17 @@ def _connect(host: str, port: int, rank: int, world_size: int, timeout: float) -
     )
   except (DistStoreError, RuntimeError) as e:
     if rank == 0:
+      ephemeral = ephemeral_ports()
+      hint = (
+        f'; it lies in the ephemeral range {ephemeral.start}-{ephemeral.stop - 1}, where any '
+        f'outgoing connection (RPC makes many) can take it: pick one below {ephemeral.start} '
+        f'(glt.utils.get_free_port does)'
+        if port in ephemeral
+        else ''
+      )
       raise RuntimeError(
         f'rank 0 cannot serve the rendezvous at {host}:{port} ({e}); is the port taken by '
-        f'another job? Give another master_port'
+        f'another job? Give another master_port{hint}'
       ) from e
     raise TimeoutError(
       f'rank {rank} of {world_size} found no rendezvous at {host}:{port} within {timeout:g} s: '

@@ -3,6 +3,7 @@
 from .common import (
   count_dict,
   ensure_dir,
+  ephemeral_ports,
   format_hetero_sampler_output,
   get_free_port,
   index_select,
@@ -35,6 +36,7 @@ __all__ = [
   'default_socket_ifname',
   'ensure_device',
   'ensure_dir',
+  'ephemeral_ports',
   'format_hetero_sampler_output',
   'get_available_device',
   'get_free_port',

@@ -32,15 +32,49 @@ def seed_everything(seed: int) -> None:
     torch.cuda.manual_seed_all(seed)
 
 
-def get_free_port(host: str = 'localhost') -> int:
-  """A TCP port on ``host`` that was free a moment ago (the OS's pick).
+def ephemeral_ports() -> range:
+  r"""The kernel's ephemeral port range (``ip_local_port_range``): the ports
+  it hands to port-0 binds and to the local end of outgoing connections, so
+  one of them that is free now can be taken a moment later by any of the
+  connections RPC makes (EADDRINUSE, or a stray connection into the wrong
+  listener). ``range(32768, 61000)``, Linux's default, where it cannot be read.
+  """
+  try:
+    with open('/proc/sys/net/ipv4/ip_local_port_range') as f:
+      low, high = map(int, f.read().split())
+  except (OSError, ValueError):
+    low, high = 32768, 60999
+  return range(low, high + 1)
+
+
+def get_free_port(host: str = 'localhost', count: int = 1) -> int:
+  r"""A TCP port ``p`` on ``host`` with ``p .. p + count - 1`` all free a
+  moment ago, outside the kernel's ephemeral range (see
+  :func:`ephemeral_ports`), so that no connection can take it before it is
+  bound.
 
   Args:
     host: the address to bind.
+    count: how many consecutive ports must be free.
+
+  Raises:
+    RuntimeError: if 200 random tries find none.
   """
-  with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-    s.bind((host, 0))
-    return s.getsockname()[1]
+  ephemeral = ephemeral_ports()
+  low, high = ephemeral.start, ephemeral.stop
+  candidates = [p for p in range(10000, 65537 - count) if p + count <= low or p >= high]
+  for base in random.Random().sample(candidates, min(200, len(candidates))):
+    try:
+      for port in range(base, base + count):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+          s.bind((host, port))
+    except OSError:
+      continue
+    return base
+  raise RuntimeError(
+    f'no {count} free consecutive port(s) on {host} outside the ephemeral range '
+    f'{ephemeral.start}-{ephemeral.stop - 1}'
+  )
 
 
 def merge_dict(in_dict: Dict[Any, Any], out_dict: Dict[Any, List[Any]]) -> None:
