@@ -9,7 +9,7 @@ from conftest import random_edges
 import graphlearn_torch  # noqa: F401  (registers torch.ops.glt)
 
 OPS = ('coo_to_csr', 'sample_neighbors', 'sample_negative', 'has_edge', 'induced_subgraph',
-       'gather_rows', 'bucket_by_partition')  # fmt: skip
+       'gather_rows', 'bucket_by_partition', 'scatter_rows_')  # fmt: skip
 
 
 @pytest.mark.parametrize('op', OPS)
@@ -86,6 +86,40 @@ def test_gather_rows_through_id2index_into_positions():
   out = torch.ops.glt.gather_rows(table, ids, id2index, positions, 40_000)
   assert out.shape == (40_000, 7)
   assert torch.equal(out[positions], table[id2index[ids]])
+
+
+@pytest.mark.parametrize('dtype', [torch.float32, torch.float16, torch.int64, torch.bool])
+@pytest.mark.parametrize('threads', [1, 2])
+def test_scatter_rows_puts_each_row_at_its_position(dtype, threads):
+  g = torch.Generator().manual_seed(4)
+  out = torch.randint(0, 2, (40_000, 5), generator=g).to(dtype)
+  rows = torch.randint(0, 2, (30_000, 5), generator=g).to(dtype)
+  positions = torch.randperm(40_000, generator=g)[:30_000]
+  expected = out.clone().index_copy_(0, positions, rows)
+  old = torch.get_num_threads()
+  torch.set_num_threads(threads)
+  try:
+    assert torch.ops.glt.scatter_rows_(out, positions, rows) is out
+  finally:
+    torch.set_num_threads(old)
+  assert torch.equal(out, expected)
+
+
+def test_scatter_rows_checks_before_it_writes():
+  out, rows = torch.zeros(10, 3), torch.ones(4, 3)
+  with pytest.raises(ValueError, match=r'positions\[2\] is 10, out of range \[0, 10\)'):
+    torch.ops.glt.scatter_rows_(out, torch.tensor([0, 1, 10, 2]), rows)
+  assert not out.any()  # nothing written
+  with pytest.raises(ValueError, match='4 positions for 3 rows'):
+    torch.ops.glt.scatter_rows_(out, torch.tensor([0, 1, 2, 3]), rows[:3])
+  with pytest.raises(ValueError, match='out rows have 3 columns but rows have 2'):
+    torch.ops.glt.scatter_rows_(out, torch.tensor([0, 1, 2, 3]), rows[:, :2])
+  with pytest.raises(ValueError, match='out is Float but rows are Double'):
+    torch.ops.glt.scatter_rows_(out, torch.tensor([0, 1, 2, 3]), rows.double())
+  with pytest.raises(ValueError, match='positions must be a 1-D int64 tensor'):
+    torch.ops.glt.scatter_rows_(out, torch.tensor([0, 1, 2, 3], dtype=torch.int32), rows)
+  with pytest.raises(ValueError, match='out must be contiguous'):
+    torch.ops.glt.scatter_rows_(torch.zeros(3, 10).t(), torch.tensor([0, 1, 2, 3]), rows)
 
 
 def test_bucket_by_partition_of_nothing_and_of_bad_values():

@@ -118,7 +118,7 @@ class DistFeature:
           raise RuntimeError(
             f'partition {p} ({worker}) failed to send feature rows: {type(e).__name__}: {e}'
           ) from e
-        out.index_copy_(0, pos, rows)
+        torch.ops.glt.scatter_rows_(out, pos, rows)
       collected.value()
       return out.to(self.device)
 
