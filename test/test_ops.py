@@ -9,7 +9,7 @@ from conftest import random_edges
 import graphlearn_torch  # noqa: F401  (registers torch.ops.glt)
 
 OPS = ('coo_to_csr', 'sample_neighbors', 'sample_negative', 'has_edge', 'induced_subgraph',
-       'gather_rows', 'bucket_by_partition', 'scatter_rows_')  # fmt: skip
+       'gather_rows', 'bucket_by_partition', 'group_by_partition', 'scatter_rows_')  # fmt: skip
 
 
 @pytest.mark.parametrize('op', OPS)
@@ -75,6 +75,42 @@ def test_bucket_by_partition_is_a_stable_sort_of_positions(dtype, num_partitions
   expected = [torch.nonzero(parts == p).view(-1) for p in range(num_partitions)]
   assert counts.tolist() == [e.numel() for e in expected]
   assert torch.equal(order, torch.cat(expected))
+
+
+@pytest.mark.parametrize('dtype', [torch.uint8, torch.int32, torch.int64])
+@pytest.mark.parametrize('num_partitions', [1, 3, 7])
+@pytest.mark.parametrize('threads', [1, 2])
+def test_group_by_partition_groups_positions_and_ids(dtype, num_partitions, threads):
+  g = torch.Generator().manual_seed(num_partitions)
+  book = torch.randint(0, num_partitions, (50_000,), generator=g).to(dtype)
+  ids = torch.randint(0, 50_000, (150_001,), generator=g)  # several chunks and lane groups
+  old = torch.get_num_threads()
+  torch.set_num_threads(threads)
+  try:
+    order, counts, grouped = torch.ops.glt.group_by_partition(book, ids, num_partitions)
+  finally:
+    torch.set_num_threads(old)
+  parts = book.long()[ids]
+  expected = [torch.nonzero(parts == p).view(-1) for p in range(num_partitions)]
+  assert counts.tolist() == [e.numel() for e in expected]
+  assert torch.equal(order, torch.cat(expected))
+  assert torch.equal(grouped, ids[order])
+
+
+def test_group_by_partition_names_a_bad_id_or_book_entry():
+  book = torch.tensor([0, 1, 1, 0])
+  order, counts, grouped = torch.ops.glt.group_by_partition(
+    book, torch.empty(0, dtype=torch.long), 2
+  )
+  assert order.numel() == grouped.numel() == 0 and counts.tolist() == [0, 0]
+  with pytest.raises(ValueError, match=r"ids\[1\] is 4, outside the book's 4 ids"):
+    torch.ops.glt.group_by_partition(book, torch.tensor([0, 4]), 2)
+  with pytest.raises(ValueError, match=r'the book gives id 2 partition 5, outside \[0, 2\)'):
+    torch.ops.glt.group_by_partition(torch.tensor([0, 1, 5, 0]), torch.tensor([0, 2]), 2)
+  with pytest.raises(ValueError, match='ids must be a 1-D int64 tensor'):
+    torch.ops.glt.group_by_partition(book, torch.tensor([0, 1], dtype=torch.int32), 2)
+  with pytest.raises(ValueError, match='book must be an integer tensor'):
+    torch.ops.glt.group_by_partition(book.float(), torch.tensor([0, 1]), 2)
 
 
 def test_gather_rows_through_id2index_into_positions():

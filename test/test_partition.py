@@ -9,6 +9,7 @@ from conftest import random_edges
 from graphlearn_torch.distributed import DistDataset
 from graphlearn_torch.partition import (
   FrequencyPartitioner,
+  GLTPartitionBook,
   MetisPartitioner,
   RandomPartitioner,
   RangePartitionBook,
@@ -418,3 +419,22 @@ def test_metis_cache_holds_the_hottest_remote_rows(tmp_path, strategy):
     k = fd.cache_ids.numel()
     assert k == min(int(nd.num_nodes * 0.1), int((hot > 0).sum())) and k > 0
     assert torch.allclose(hot[fd.cache_ids], torch.topk(hot, k).values), 'hottest first'
+
+
+@pytest.mark.parametrize('kind', ['tensor', 'range'])
+def test_a_book_groups_ids_by_owner(kind):
+  g = torch.Generator().manual_seed(0)
+  if kind == 'tensor':
+    owners = torch.randint(0, 3, (1000,), generator=g)
+    book = GLTPartitionBook(owners)
+  else:
+    book = RangePartitionBook([(0, 300), (300, 700), (700, 1000)])
+    owners = torch.cat([torch.full((n,), p) for p, n in enumerate((300, 400, 300))])
+  ids = torch.randint(0, 1000, (5000,), generator=g)
+  # one more group than the book knows of: a partition may own none of its ids
+  positions, grouped = book.group(ids, 4)
+  assert len(positions) == len(grouped) == 4
+  for p in range(4):
+    expected = torch.nonzero(owners[ids] == p).view(-1)
+    assert torch.equal(positions[p], expected)
+    assert torch.equal(grouped[p], ids[expected])

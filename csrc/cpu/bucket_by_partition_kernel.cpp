@@ -1,63 +1,11 @@
-// Stable counting sort of positions by partition: each chunk of positions
-// counts its partitions, a prefix sum over (partition, chunk) gives every
-// chunk its place in each group, and the chunks then write their positions in
-// parallel. Two sequential passes over the input.
+// positions grouped by partition: the stable counting sort of bucket.h.
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 #include <torch/library.h>
 
-#include <algorithm>
-#include <vector>
+#include "bucket.h"
 
 namespace glt {
 namespace {
-
-constexpr int64_t kChunk = 1 << 15;
-
-template <typename part_t>
-void bucket(const part_t* part, int64_t n, int64_t num_partitions, int64_t* order,
-            int64_t* counts) {
-  const int64_t num_chunks = (n + kChunk - 1) / kChunk;
-  // place[c * num_partitions + p]: chunk c's count of partition p, then where
-  // its first position of partition p goes.
-  std::vector<int64_t> place(num_chunks * num_partitions, 0);
-  std::vector<int64_t> first_bad(num_chunks, -1);
-  at::parallel_for(0, num_chunks, 1, [&](int64_t cb, int64_t ce) {
-    for (int64_t c = cb; c < ce; ++c) {
-      int64_t* count = place.data() + c * num_partitions;
-      for (int64_t i = c * kChunk, end = std::min(n, i + kChunk); i < end; ++i) {
-        const int64_t p = static_cast<int64_t>(part[i]);
-        if (p < 0 || p >= num_partitions) {
-          first_bad[c] = i;
-          break;
-        }
-        ++count[p];
-      }
-    }
-  });
-  for (int64_t c = 0; c < num_chunks; ++c) {
-    const int64_t i = first_bad[c];
-    TORCH_CHECK_VALUE(i < 0, "partitions[", i, "] is ", static_cast<int64_t>(part[i]),
-                      ", outside [0, ", num_partitions, ")");
-  }
-  int64_t start = 0;
-  for (int64_t p = 0; p < num_partitions; ++p) {
-    counts[p] = 0;
-    for (int64_t c = 0; c < num_chunks; ++c) {
-      const int64_t count = place[c * num_partitions + p];
-      place[c * num_partitions + p] = start;
-      start += count;
-      counts[p] += count;
-    }
-  }
-  at::parallel_for(0, num_chunks, 1, [&](int64_t cb, int64_t ce) {
-    for (int64_t c = cb; c < ce; ++c) {
-      int64_t* next = place.data() + c * num_partitions;
-      for (int64_t i = c * kChunk, end = std::min(n, i + kChunk); i < end; ++i)
-        order[next[static_cast<int64_t>(part[i])]++] = i;
-    }
-  });
-}
 
 std::tuple<at::Tensor, at::Tensor> bucket_by_partition_kernel(const at::Tensor& partitions,
                                                               int64_t num_partitions) {

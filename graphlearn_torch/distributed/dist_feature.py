@@ -8,7 +8,6 @@ import torch
 from ..data import Feature
 from ..partition.partition_book import PartitionBook
 from ..typing import EdgeType, NodeType
-from .dist_graph import positions_by_partition
 from .rpc import RpcCalleeBase, RpcDataPartitionRouter, rpc_register, rpc_request_async
 
 TypeKey = Optional[Union[NodeType, EdgeType]]
@@ -86,14 +85,14 @@ class DistFeature:
       done = torch.futures.Future()
       done.set_result(self.local_get(ids, input_type).to(self.device))
       return done
-    positions = positions_by_partition(self._book(input_type)[ids], self.num_partitions)
+    positions, owned = self._book(input_type).group(ids, self.num_partitions)
     remote: List[tuple] = []
     for p, pos in enumerate(positions):
       if p != self.partition_idx and pos.numel():
         if self.rpc_router is None:
           raise RuntimeError(f'rows of partition {p} are wanted but the DistFeature has no router')
         worker = self.rpc_router.get_to_worker(p)
-        request = (ids.index_select(0, pos), input_type)
+        request = (owned[p], input_type)
         remote.append((p, worker, pos, rpc_request_async(worker, self.rpc_callee_id, request)))
     if not remote:
       done = torch.futures.Future()
@@ -102,9 +101,7 @@ class DistFeature:
     # Local rows go straight to their places in the output; remote ones are
     # copied in as they arrive.
     local_pos = positions[self.partition_idx]
-    out = self._feature(input_type).cpu_get_at(
-      ids.index_select(0, local_pos), local_pos, ids.numel()
-    )
+    out = self._feature(input_type).cpu_get_at(owned[self.partition_idx], local_pos, ids.numel())
 
     def stitch(collected):
       # collect_all fails as soon as one request does, while others may

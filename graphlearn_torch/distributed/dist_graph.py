@@ -1,6 +1,6 @@
 """DistGraph: the local partition of a graph and the books that place the rest."""
 
-from typing import Dict, List, Optional, Union
+from typing import Dict, Optional, Union
 
 import torch
 
@@ -60,16 +60,3 @@ class DistGraph:
       raise ValueError('this DistGraph has no edge partition book')
     book = self.edge_pb[etype] if self.is_hetero else self.edge_pb
     return book[eids]
-
-
-def positions_by_partition(partitions: torch.Tensor, num_partitions: int) -> List[torch.Tensor]:
-  r"""For every partition, the positions in ``partitions`` that name it (in
-  order; empty when none)."""
-  if partitions.device.type == 'cpu':  # one counting sort, two passes
-    order, counts = torch.ops.glt.bucket_by_partition(partitions, num_partitions)
-    return list(torch.split(order, counts.tolist()))
-  if num_partitions <= 4:  # a scan per partition beats a sort
-    return [torch.nonzero(partitions == p).view(-1) for p in range(num_partitions)]
-  order = torch.argsort(partitions, stable=True)
-  counts = torch.bincount(partitions, minlength=num_partitions).tolist()
-  return list(torch.split(order, counts))

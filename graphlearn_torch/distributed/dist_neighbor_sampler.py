@@ -35,7 +35,6 @@ from ..sampler.multihop import (
 )
 from ..typing import HOMO_NODE_TYPE, EdgeType, NodeType, NumNeighbors
 from .dist_dataset import DistDataset
-from .dist_graph import positions_by_partition
 from .event_loop import ConcurrentEventLoop, wrap_torch_future
 from .message import encode
 from .partition_service import PartitionService
@@ -188,18 +187,21 @@ class DistNeighborSampler(ConcurrentEventLoop):
     ``(positions, result)`` per partition that had any.
     """
     book = self.service.dist_graph.node_book(ntype)
-    positions = positions_by_partition(book[tensors[0]], self.num_partitions)
+    positions, owned = book.group(tensors[0], self.num_partitions)
+
+    def pieces(p: int) -> Tuple[torch.Tensor, ...]:
+      return (owned[p], *(t.index_select(0, positions[p]) for t in tensors[1:]))
+
     remote = []
     for p, pos in enumerate(positions):
       if p != self.partition_idx and pos.numel():
-        pieces = tuple(t.index_select(0, pos) for t in tensors)
         worker = self.service.router.get_to_worker(p)
-        fut = rpc_request_async(worker, callee_id, pieces + args)
+        fut = rpc_request_async(worker, callee_id, pieces(p) + args)
         remote.append((p, worker, pos, wrap_torch_future(fut)))
     parts = []
     local = positions[self.partition_idx]
     if local.numel():
-      parts.append((local, local_fn(*(t.index_select(0, local) for t in tensors), *args)))
+      parts.append((local, local_fn(*pieces(self.partition_idx), *args)))
     for p, worker, pos, fut in remote:
       try:
         parts.append((pos, await fut))

@@ -1,7 +1,7 @@
 """Partition books: which partition owns each node (or edge) id."""
 
 from abc import ABC, abstractmethod
-from typing import Dict, List, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -25,6 +25,20 @@ class PartitionBook(ABC):
     """The first global id of this partition's range (0 for a tensor book)."""
     return 0
 
+  def group(
+    self, ids: torch.Tensor, num_partitions: Optional[int] = None
+  ) -> Tuple[List[torch.Tensor], List[torch.Tensor]]:
+    r"""``ids`` grouped by owner: for every partition, the positions in
+    ``ids`` of the ids it owns (in order; empty when none) and those ids.
+
+    Args:
+      ids: 1-D global ids.
+      num_partitions: how many groups (default: ``num_parts``; a partition
+        may own no id of this book).
+    """
+    positions = positions_by_partition(self[ids], num_partitions or self.num_parts)
+    return positions, [ids.index_select(0, pos) for pos in positions]
+
 
 class GLTPartitionBook(PartitionBook):
   """A partition book held as one tensor: ``tensor[id]`` is ``id``'s partition.
@@ -44,6 +58,18 @@ class GLTPartitionBook(PartitionBook):
     if isinstance(ids, torch.Tensor) and ids.dim() == 1 and ids.dtype == torch.int64:
       return self.tensor.index_select(0, ids)  # several times faster than indexing
     return self.tensor[ids]
+
+  def group(
+    self, ids: torch.Tensor, num_partitions: Optional[int] = None
+  ) -> Tuple[List[torch.Tensor], List[torch.Tensor]]:
+    num_partitions = num_partitions or self.num_parts
+    cpu = self.tensor.device.type == 'cpu' and ids.device.type == 'cpu'
+    if not (cpu and ids.dim() == 1 and ids.dtype == torch.int64):
+      return super().group(ids, num_partitions)
+    # one C++ pass: the lookups, the counting sort, the ids in group order
+    order, counts, grouped = torch.ops.glt.group_by_partition(self.tensor, ids, num_partitions)
+    sizes = counts.tolist()
+    return list(torch.split(order, sizes)), list(torch.split(grouped, sizes))
 
   def __len__(self) -> int:
     return self.tensor.numel()
@@ -182,3 +208,16 @@ def partition_sizes(book: PartitionBookLike, num_parts: int) -> List[int]:
     return [e - s for s, e in book.partition_ranges]
   tensor = book.tensor if isinstance(book, GLTPartitionBook) else book
   return torch.bincount(tensor.to(torch.int64), minlength=num_parts).tolist()
+
+
+def positions_by_partition(partitions: torch.Tensor, num_partitions: int) -> List[torch.Tensor]:
+  r"""For every partition, the positions in ``partitions`` that name it (in
+  order; empty when none)."""
+  if partitions.device.type == 'cpu':  # one counting sort, two passes
+    order, counts = torch.ops.glt.bucket_by_partition(partitions, num_partitions)
+    return list(torch.split(order, counts.tolist()))
+  if num_partitions <= 4:  # a scan per partition beats a sort
+    return [torch.nonzero(partitions == p).view(-1) for p in range(num_partitions)]
+  order = torch.argsort(partitions, stable=True)
+  counts = torch.bincount(partitions, minlength=num_partitions).tolist()
+  return list(torch.split(order, counts))
