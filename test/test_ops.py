@@ -9,7 +9,8 @@ from conftest import random_edges
 import graphlearn_torch  # noqa: F401  (registers torch.ops.glt)
 
 OPS = ('coo_to_csr', 'sample_neighbors', 'sample_negative', 'has_edge', 'induced_subgraph',
-       'gather_rows', 'bucket_by_partition', 'group_by_partition', 'scatter_rows_')  # fmt: skip
+       'gather_rows', 'bucket_by_partition', 'group_by_partition', 'scatter_rows_',
+       'stitch_neighbors')  # fmt: skip
 
 
 @pytest.mark.parametrize('op', OPS)
@@ -156,6 +157,52 @@ def test_scatter_rows_checks_before_it_writes():
     torch.ops.glt.scatter_rows_(out, torch.tensor([0, 1, 2, 3], dtype=torch.int32), rows)
   with pytest.raises(ValueError, match='out must be contiguous'):
     torch.ops.glt.scatter_rows_(torch.zeros(3, 10).t(), torch.tensor([0, 1, 2, 3]), rows)
+
+
+@pytest.mark.parametrize('with_edge', [False, True])
+@pytest.mark.parametrize('threads', [1, 2])
+def test_stitch_neighbors_puts_each_seeds_run_in_seed_order(with_edge, threads):
+  g = torch.Generator().manual_seed(5)
+  num_seeds = 9000
+  owner = torch.randint(0, 3, (num_seeds,), generator=g)
+  runs = [
+    torch.randint(0, 10**6, (int(k),), generator=g)
+    for k in torch.randint(0, 6, (num_seeds,), generator=g)
+  ]
+  pieces = []
+  for p in range(3):
+    pos = torch.nonzero(owner == p).view(-1)[1:]  # seed 0 of each piece left out: no run
+    pos = pos[torch.randperm(pos.numel(), generator=g)]  # any order
+    nbr = torch.cat([runs[i] for i in pos.tolist()])
+    num = torch.tensor([runs[i].numel() for i in pos.tolist()], dtype=torch.long)
+    pieces.append((pos, num, nbr, nbr * 7 + 1))
+  old = torch.get_num_threads()
+  torch.set_num_threads(threads)
+  try:
+    nbr, num, edge = torch.ops.glt.stitch_neighbors(
+      num_seeds, *([piece[k] for piece in pieces] for k in range(3)),
+      [piece[3] for piece in pieces] if with_edge else [],
+    )  # fmt: skip
+  finally:
+    torch.set_num_threads(old)
+  named = set(torch.cat([piece[0] for piece in pieces]).tolist())
+  expected = [runs[i] if i in named else runs[i][:0] for i in range(num_seeds)]
+  assert num.tolist() == [e.numel() for e in expected]
+  assert torch.equal(nbr, torch.cat(expected))
+  assert (edge is not None) == with_edge and (not with_edge or torch.equal(edge, nbr * 7 + 1))
+
+
+def test_stitch_neighbors_checks_its_pieces():
+  stitch = torch.ops.glt.stitch_neighbors
+  one = torch.tensor([1])
+  with pytest.raises(ValueError, match='piece 0 names seed 3, outside'):
+    stitch(3, [torch.tensor([3])], [one], [one], [])
+  with pytest.raises(ValueError, match='seed 1 is in two places'):
+    stitch(3, [torch.tensor([1]), torch.tensor([1])], [one, one], [one, one], [])
+  with pytest.raises(ValueError, match="piece 0's counts sum to 2 but it has 1 neighbors"):
+    stitch(3, [torch.tensor([0])], [torch.tensor([2])], [one], [])
+  with pytest.raises(ValueError, match='one int64 edge id per neighbor'):
+    stitch(3, [torch.tensor([0])], [one], [one], [torch.tensor([1, 2])])
 
 
 def test_bucket_by_partition_of_nothing_and_of_bad_values():

@@ -57,22 +57,13 @@ def stitch_neighbors(
     pos, out = parts[0]
     if bool((pos == torch.arange(num_seeds)).all()):
       return out
-  nbr_num = torch.zeros(num_seeds, dtype=torch.int64)
-  for pos, out in parts:
-    nbr_num.index_copy_(0, pos, out.nbr_num)
-  starts = torch.cumsum(nbr_num, 0) - nbr_num
-  total = int(nbr_num.sum())
-  nbr = torch.empty(total, dtype=torch.int64)
-  edge = torch.empty(total, dtype=torch.int64) if with_edge else None
-  for pos, out in parts:
-    if out.nbr.numel() == 0:
-      continue
-    piece_starts = torch.cumsum(out.nbr_num, 0) - out.nbr_num
-    dest = torch.repeat_interleave(starts.index_select(0, pos) - piece_starts, out.nbr_num)
-    dest += torch.arange(out.nbr.numel())
-    nbr.index_copy_(0, dest, out.nbr)
-    if with_edge:
-      edge.index_copy_(0, dest, out.edge)
+  nbr, nbr_num, edge = torch.ops.glt.stitch_neighbors(
+    num_seeds,
+    [pos for pos, _ in parts],
+    [out.nbr_num for _, out in parts],
+    [out.nbr for _, out in parts],
+    [out.edge for _, out in parts] if with_edge else [],
+  )
   return NeighborOutput(nbr, nbr_num, edge)
 
 
