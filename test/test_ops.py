@@ -104,6 +104,14 @@ def test_group_by_partition_names_a_bad_id_or_book_entry():
     book, torch.empty(0, dtype=torch.long), 2
   )
   assert order.numel() == grouped.numel() == 0 and counts.tolist() == [0, 0]
+  order, counts, grouped = torch.ops.glt.group_by_partition(
+    torch.empty(0, dtype=torch.int8), torch.empty(0, dtype=torch.long), 2
+  )  # an empty book with no ids is not an error
+  assert order.numel() == 0 and counts.tolist() == [0, 0]
+  with pytest.raises(ValueError, match=r"ids\[0\] is 0, outside the book's 0 ids"):
+    torch.ops.glt.group_by_partition(torch.empty(0, dtype=torch.int8), torch.tensor([0]), 2)
+  with pytest.raises(ValueError, match=r"ids\[1\] is -3, outside the book's 4 ids"):
+    torch.ops.glt.group_by_partition(book, torch.tensor([0, -3, 9]), 2)
   with pytest.raises(ValueError, match=r"ids\[1\] is 4, outside the book's 4 ids"):
     torch.ops.glt.group_by_partition(book, torch.tensor([0, 4]), 2)
   with pytest.raises(ValueError, match=r'the book gives id 2 partition 5, outside \[0, 2\)'):

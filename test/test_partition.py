@@ -1,6 +1,8 @@
 """Partitioners round-trip: every edge, feature row, label and seed of the input
 is found exactly once in the partitions, where the books say it is."""
 
+import pickle
+
 import numpy as np
 import pytest
 import torch
@@ -438,3 +440,38 @@ def test_a_book_groups_ids_by_owner(kind):
     expected = torch.nonzero(owners[ids] == p).view(-1)
     assert torch.equal(positions[p], expected)
     assert torch.equal(grouped[p], ids[expected])
+
+
+@pytest.mark.parametrize('num_parts', [2, 300, 40000])
+def test_a_book_groups_through_its_narrowed_copy_and_follows_changes(num_parts):
+  # group looks ids up in a copy of the book in the narrowest dtype (int8 up
+  # to 127 partitions); it must answer as the book does, wide ones included,
+  # and see the book change
+  g = torch.Generator().manual_seed(1)
+  owners = torch.randint(0, num_parts, (2000,), generator=g)
+  book = GLTPartitionBook(owners, num_parts)
+  ids = torch.randint(0, 2000, (3000,), generator=g)
+
+  def check():
+    positions, grouped = book.group(ids)
+    for p in owners[ids].unique().tolist():
+      expected = torch.nonzero(owners[ids] == p).view(-1)
+      assert torch.equal(positions[p], expected)
+      assert torch.equal(grouped[p], ids[expected])
+    assert sum(pos.numel() for pos in positions) == ids.numel()
+
+  check()
+  owners[ids[0]] = (int(owners[ids[0]]) + 1) % num_parts  # in place: the book's own tensor
+  check()
+  copy = pickle.loads(pickle.dumps(book))
+  positions, _ = copy.group(ids)
+  assert torch.equal(positions[int(owners[ids[0]])][:1], torch.tensor([0]))
+
+
+def test_a_book_entry_beyond_the_narrow_dtype_is_named_not_wrapped():
+  # 2 partitions, but one entry is 257: an int8 copy would read it as 1
+  owners = torch.zeros(100, dtype=torch.int64)
+  owners[7] = 257
+  book = GLTPartitionBook(owners, 2)
+  with pytest.raises(ValueError, match='the book gives id 7 partition 257, outside'):
+    book.group(torch.tensor([3, 7]))

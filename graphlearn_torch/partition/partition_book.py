@@ -53,6 +53,30 @@ class GLTPartitionBook(PartitionBook):
     if num_parts is None:
       num_parts = int(self.tensor.max()) + 1 if self.tensor.numel() else 1
     self._num_parts = int(num_parts)
+    self._narrow = None  # (tensor version, the book in the narrowest dtype)
+
+  def __getstate__(self):
+    state = dict(self.__dict__)
+    state['_narrow'] = None  # each process narrows its own copy when it groups
+    return state
+
+  def _narrow_book(self) -> torch.Tensor:
+    r"""The book in the narrowest integer dtype that holds its partitions
+    (int8 up to 127 partitions): the copy :meth:`group` looks ids up in, an
+    eighth of an int64 book, so its lookups stay in cache. Made again when
+    the book tensor changes."""
+    version = self.tensor._version
+    if self._narrow is None or self._narrow[0] != version:
+      book = self.tensor
+      if book.numel() and not book.dtype.is_floating_point:
+        lo, hi = (int(v) for v in torch.aminmax(book))
+        # entries outside the dtype's range keep the book's own: the op names them
+        for dtype in (torch.int8, torch.int16, torch.int32):
+          if lo >= 0 and max(hi, self._num_parts) <= torch.iinfo(dtype).max:
+            book = book.to(dtype)
+            break
+      self._narrow = (version, book)
+    return self._narrow[1]
 
   def __getitem__(self, ids) -> torch.Tensor:
     if isinstance(ids, torch.Tensor) and ids.dim() == 1 and ids.dtype == torch.int64:
@@ -67,7 +91,9 @@ class GLTPartitionBook(PartitionBook):
     if not (cpu and ids.dim() == 1 and ids.dtype == torch.int64):
       return super().group(ids, num_partitions)
     # one C++ pass: the lookups, the counting sort, the ids in group order
-    order, counts, grouped = torch.ops.glt.group_by_partition(self.tensor, ids, num_partitions)
+    order, counts, grouped = torch.ops.glt.group_by_partition(
+      self._narrow_book(), ids, num_partitions
+    )
     sizes = counts.tolist()
     return list(torch.split(order, sizes)), list(torch.split(grouped, sizes))
 
