@@ -53,7 +53,18 @@ class GLTPartitionBook(PartitionBook):
     if num_parts is None:
       num_parts = int(self.tensor.max()) + 1 if self.tensor.numel() else 1
     self._num_parts = int(num_parts)
-    self._narrow = None  # (tensor version, the book in the narrowest dtype)
+
+  @property
+  def tensor(self) -> torch.Tensor:
+    r"""The book: ``tensor[id]`` is ``id``'s partition. Assign a new tensor
+    rather than change this one in place: :meth:`group` reads a narrowed
+    copy, made on first use and again on assignment."""
+    return self._tensor
+
+  @tensor.setter
+  def tensor(self, value: torch.Tensor) -> None:
+    self._tensor = value
+    self._narrow = None
 
   def __getstate__(self):
     state = dict(self.__dict__)
@@ -63,11 +74,9 @@ class GLTPartitionBook(PartitionBook):
   def _narrow_book(self) -> torch.Tensor:
     r"""The book in the narrowest integer dtype that holds its partitions
     (int8 up to 127 partitions): the copy :meth:`group` looks ids up in, an
-    eighth of an int64 book, so its lookups stay in cache. Made again when
-    the book tensor changes."""
-    version = self.tensor._version
-    if self._narrow is None or self._narrow[0] != version:
-      book = self.tensor
+    eighth of an int64 book, so its lookups stay in cache."""
+    if self._narrow is None:
+      book = self._tensor
       if book.numel() and not book.dtype.is_floating_point:
         lo, hi = (int(v) for v in torch.aminmax(book))
         # entries outside the dtype's range keep the book's own: the op names them
@@ -75,8 +84,8 @@ class GLTPartitionBook(PartitionBook):
           if lo >= 0 and max(hi, self._num_parts) <= torch.iinfo(dtype).max:
             book = book.to(dtype)
             break
-      self._narrow = (version, book)
-    return self._narrow[1]
+      self._narrow = book
+    return self._narrow
 
   def __getitem__(self, ids) -> torch.Tensor:
     if isinstance(ids, torch.Tensor) and ids.dim() == 1 and ids.dtype == torch.int64:
