@@ -214,6 +214,26 @@ def test_non_contiguous_and_dtypes_round_trip():
   assert all(t.is_contiguous() for t in got.values())
 
 
+def test_large_tensors_round_trip_whatever_their_length_and_alignment():
+  # tensors of 1 MiB and more are copied with streaming stores, 64 bytes at
+  # a time: a tail that is not a multiple of 64 and a source that is not
+  # aligned (a contiguous view at an odd offset) must arrive intact
+  channel = ShmChannel(capacity=8, shm_size='16MB')
+  g = torch.Generator().manual_seed(5)
+  base = torch.randint(0, 256, ((1 << 20) + 101,), dtype=torch.uint8, generator=g)
+  msg = {
+    'odd_length': base[: (1 << 20) + 37],
+    'unaligned': base[3:],
+    'rows': torch.randn(3001, 33, generator=g),
+    'just_below': torch.arange((1 << 20) - 1, dtype=torch.uint8),
+    'just_at': torch.arange(1 << 20, dtype=torch.uint8),
+  }
+  assert msg['unaligned'].is_contiguous() and msg['unaligned'].data_ptr() % 64 != 0
+  channel.send(msg)
+  got = channel.recv(timeout_ms=1000)
+  assert_message_equal(got, msg)
+
+
 def test_message_larger_than_shm_size():
   channel = ShmChannel(capacity=4, shm_size='1MB')
   with pytest.raises(ValueError, match='does not fit in this channel.s shm_size'):
