@@ -34,8 +34,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_by_partition_kernel(const a
   auto order = at::empty({n}, ids_c.options());
   auto counts = at::empty({num_partitions}, ids_c.options());
   auto grouped = at::empty({n}, ids_c.options());
-  // The ids are checked first (a min/max pass the compiler vectorises), so
-  // the lookup loop has no branch on them.
+  // The ids are checked first, in one sequential min/max pass, so the lookup
+  // loop has no branch on them.
   int64_t lo = n > 0 ? id[0] : 0;
   int64_t hi = n > 0 ? id[0] : -1;
   for (int64_t i = 1; i < n; ++i) {
