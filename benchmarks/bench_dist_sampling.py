@@ -15,7 +15,11 @@ labels. Rows, all measured in this run:
     trainer); throughput is both trainers' batches over the wall time;
   - the same with 2 sampling processes on partitions where each partition
     also holds the feature rows of the other's hottest nodes (--cache_ratio of
-    the node count, chosen by expected reads under this fanout).
+    the node count, chosen by expected reads under this fanout);
+  - collocated and 1 sampling process again, with the other partition's
+    feature rows over RPC (GLT_SHARE_HOST_FEATURES=0), as they are between
+    hosts: in the other rows, partitions on one host read each other's
+    feature tables from shared memory.
 """
 
 import argparse
@@ -106,7 +110,8 @@ def time_loader(data, node_pb, rank: int, options, batches: int):
     loader.shutdown()
 
 
-def trainer(rank, root, mode, num_workers, ports, batches, results):
+def trainer(rank, root, mode, num_workers, ports, batches, results, share):
+  os.environ['GLT_SHARE_HOST_FEATURES'] = '1' if share else '0'  # its samplers inherit it
   torch.set_num_threads(1)
   dist = glt.distributed
   dist.init_worker_group(2, rank, 'bench')
@@ -124,11 +129,11 @@ def trainer(rank, root, mode, num_workers, ports, batches, results):
     dist.shutdown_rpc()
 
 
-def worker_mode(root: str, mode: str, num_workers: int, batches: int):
+def worker_mode(root: str, mode: str, num_workers: int, batches: int, share: bool = True):
   results = SPAWN.Queue()
   ports = (free_port(), free_port())
   procs = [
-    SPAWN.Process(target=trainer, args=(r, root, mode, num_workers, ports, batches, results))
+    SPAWN.Process(target=trainer, args=(r, root, mode, num_workers, ports, batches, results, share))
     for r in range(2)
   ]
   return run_timed(procs, results, len(procs))
@@ -175,6 +180,10 @@ def main():
   cached = partition(args.num_nodes, args.cache_ratio)
   label = f'worker mode, 2 samplers, {args.cache_ratio:.0%} cache'
   rows.append((label, worker_mode(cached, 'mp', 2, per_trainer)))
+  rows.append(
+    ('collocated, features over RPC', worker_mode(root, 'collocated', 1, per_trainer, False))
+  )
+  rows.append(('1 sampler, features over RPC', worker_mode(root, 'mp', 1, per_trainer, False)))
   after = single_machine(args.num_nodes, args.batches)
   single = tuple(a + b for a, b in zip(before, after))
   rows.insert(0, ('single machine NeighborLoader', single))

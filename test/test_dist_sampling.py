@@ -296,7 +296,9 @@ def run_epochs(loader, check, num_seeds, epochs=2):
   return batches, edges
 
 
-def run_worker(rank, world_size, port, root, hetero, mode, kind, results):
+def run_worker(rank, world_size, port, root, hetero, mode, kind, results, share='1'):
+  # share '0': other partitions' feature rows over RPC only, as across hosts
+  os.environ['GLT_SHARE_HOST_FEATURES'] = share
   dist = glt.distributed
   try:
     dist.init_worker_group(world_size, rank, 'trainer')
@@ -335,11 +337,13 @@ def run_spawned(procs, results, timeout=TIMEOUT_S):
         p.join()
 
 
-def run_group(root, world_size, hetero, mode='collocated', kind='node'):
+def run_group(root, world_size, hetero, mode='collocated', kind='node', share='1'):
   port = free_port()
   results = SPAWN.Queue()
   procs = [
-    SPAWN.Process(target=run_worker, args=(r, world_size, port, root, hetero, mode, kind, results))
+    SPAWN.Process(
+      target=run_worker, args=(r, world_size, port, root, hetero, mode, kind, results, share)
+    )
     for r in range(world_size)
   ]
   return sorted(run_spawned(procs, results))
@@ -351,16 +355,21 @@ def assert_ok(reports):
     assert batches > 0 and edges > 0
 
 
-@pytest.mark.parametrize('num_parts,mode', [(2, 'collocated'), (3, 'collocated'), (2, 'mp')])
-def test_dist_neighbor_loader_homo(tmp_path, num_parts, mode):
+# share: whether partitions read each other's feature tables from this
+# host's shared memory (the default) or over RPC only
+@pytest.mark.parametrize(
+  'num_parts,mode,share',
+  [(2, 'collocated', '1'), (2, 'collocated', '0'), (3, 'collocated', '1'), (2, 'mp', '1')],
+)
+def test_dist_neighbor_loader_homo(tmp_path, num_parts, mode, share):
   partition(str(tmp_path), num_parts, hetero=False)
-  assert_ok(run_group(str(tmp_path), num_parts, hetero=False, mode=mode))
+  assert_ok(run_group(str(tmp_path), num_parts, hetero=False, mode=mode, share=share))
 
 
-@pytest.mark.parametrize('mode', ['collocated', 'mp'])
-def test_dist_neighbor_loader_hetero(tmp_path, mode):
+@pytest.mark.parametrize('mode,share', [('collocated', '1'), ('mp', '1'), ('mp', '0')])
+def test_dist_neighbor_loader_hetero(tmp_path, mode, share):
   partition(str(tmp_path), 2, hetero=True)
-  assert_ok(run_group(str(tmp_path), 2, hetero=True, mode=mode))
+  assert_ok(run_group(str(tmp_path), 2, hetero=True, mode=mode, share=share))
 
 
 @pytest.mark.parametrize(

@@ -18,11 +18,14 @@ class BufferPool;
 // Gathers rows `ids` of a 2-D table (through `id2index` when given), into a
 // buffer from `pool` when one is given. With `positions`, the output has
 // `num_out_rows` rows and row `ids[i]` lands at row `positions[i]` (the
-// other rows are left for the caller to fill).
+// other rows are left for the caller to fill). With `out` (and positions),
+// the rows land in `out`, a contiguous [num_out_rows, dim] tensor of the
+// table's dtype, and `out` is returned.
 at::Tensor gather_rows(const at::Tensor& table, const at::Tensor& ids,
                        const std::optional<at::Tensor>& id2index,
                        const std::shared_ptr<BufferPool>& pool,
-                       const std::optional<at::Tensor>& positions, int64_t num_out_rows);
+                       const std::optional<at::Tensor>& positions, int64_t num_out_rows,
+                       const std::optional<at::Tensor>& out = std::nullopt);
 
 // Maps global node ids to local ids, one id space per node type: a hash
 // table, or, when the id range is known and small enough, an id-indexed

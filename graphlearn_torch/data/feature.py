@@ -1,6 +1,7 @@
 """Feature tables: rows looked up by node (or edge) id."""
 
 import logging
+from dataclasses import dataclass
 from multiprocessing.reduction import ForkingPickler
 from typing import List, Optional, Sequence, Union
 
@@ -9,6 +10,7 @@ import torch
 from .._ext import cuda_kernels_available, ops
 from ..partition.partition_book import OffsetId2Index
 from ..typing import TensorDataType
+from ..utils.host_share import HostSharedTensor, HostTensorHandle, host_sharing_available
 from ..utils.tensor import convert_to_tensor
 from .unified_tensor import UnifiedTensor
 
@@ -33,6 +35,19 @@ class DeviceGroup:
   @property
   def size(self) -> int:
     return len(self.device_list)
+
+
+@dataclass(frozen=True)
+class FeatureHostHandle:
+  """Where a Feature's host-shared table lives (see ``Feature.host_share``).
+
+  Args:
+    table: the table's handle.
+    id2index: the id-to-row map's handle, the OffsetId2Index, or None.
+  """
+
+  table: HostTensorHandle
+  id2index: Union[None, HostTensorHandle, OffsetId2Index]
 
 
 class Feature:
@@ -86,6 +101,8 @@ class Feature:
     self._unified: Optional[UnifiedTensor] = None  # the GPU path's table, built on first use
     self._shared_unified = None  # another process's GPU parts (share_ipc)
     self._gpu_id2index: Optional[torch.Tensor] = None
+    self._host_table: Optional[HostSharedTensor] = None  # see host_share
+    self._host_id2index: Optional[HostSharedTensor] = None
 
   def __getitem__(self, ids: torch.Tensor) -> torch.Tensor:
     """The rows of ``ids``: gathered on the GPU (a CUDA tensor, with no
@@ -190,17 +207,83 @@ class Feature:
   def size(self, dim: int) -> int:
     return self.feature_tensor.size(dim)
 
+  def cpu_get_into(self, out: torch.Tensor, ids: torch.Tensor, positions: torch.Tensor) -> None:
+    """Gathers the rows of ``ids`` from host memory into rows ``positions``
+    of ``out`` (a contiguous ``[rows, dim]`` tensor of the table's dtype)."""
+    ids = self._check_ids(ids).cpu()
+    id2index = self.id2index
+    if isinstance(id2index, OffsetId2Index):
+      ids, id2index = id2index[ids], None
+    ops.gather_rows(self.feature_tensor, ids, id2index, None, positions, out.size(0), out)
+
+  def host_share(self) -> FeatureHostHandle:
+    """Moves the table (and its id-to-row map) into memory that any process
+    of this host can map (``utils.host_share``), once; returns the handle
+    ``from_host_handle`` maps it by. The move copies the table: its old
+    memory is freed when nothing else holds it.
+
+    Raises:
+      HostShareError: the platform cannot share memory that way.
+    """
+    if self._host_table is None:
+      table = HostSharedTensor.copy_of(self.feature_tensor)
+      if isinstance(self.id2index, torch.Tensor):
+        self._host_id2index = HostSharedTensor.copy_of(self.id2index)
+        self.id2index = self._host_id2index.tensor
+      self._host_table, self.feature_tensor = table, table.tensor
+      logger.debug('feature table %s moved to host-shared memory', tuple(self.shape))
+    id2index = self._host_id2index.handle if self._host_id2index is not None else self.id2index
+    return FeatureHostHandle(self._host_table.handle, id2index)
+
+  @classmethod
+  def from_host_handle(
+    cls,
+    handle: FeatureHostHandle,
+    split_ratio: float = 0.0,
+    device_group_list: Optional[List[DeviceGroup]] = None,
+    device: Optional[int] = None,
+    with_gpu: Optional[bool] = False,
+  ) -> 'Feature':
+    """The Feature over a table that another process of this host shared
+    (``host_share``), without a copy: writes to it are seen by every process.
+
+    Args:
+      handle: the table's handle.
+      split_ratio, device_group_list, device, with_gpu: as for ``Feature``.
+
+    Raises:
+      HostShareError: the table cannot be mapped here (another host, its
+        holder gone).
+    """
+    table = HostSharedTensor.open(handle.table)
+    id2index = handle.id2index
+    host_id2index = None
+    if isinstance(id2index, HostTensorHandle):
+      host_id2index = HostSharedTensor.open(id2index)
+      id2index = host_id2index.tensor
+    feature = cls(
+      table.tensor, id2index, split_ratio, device_group_list, device, with_gpu,
+      dtype=table.tensor.dtype,
+    )  # fmt: skip
+    feature._host_table, feature._host_id2index = table, host_id2index
+    return feature
+
   def share_ipc(self):
-    """Moves the table to shared memory; returns a picklable handle. A table
-    already placed for the GPU shares its GPU parts too (CUDA IPC), so
-    another process reads the same hot rows."""
-    self.feature_tensor.share_memory_()
-    if isinstance(self.id2index, torch.Tensor):
-      self.id2index.share_memory_()
+    """Moves the table to shared memory; returns a picklable handle: the
+    host-shared table's where the platform has them (so that the receiving
+    process can share it on with its peers of this host), else torch's
+    shared memory. A table already placed for the GPU shares its GPU parts
+    too (CUDA IPC), so another process reads the same hot rows."""
+    if host_sharing_available():
+      tables = self.host_share()
+    else:
+      self.feature_tensor.share_memory_()
+      if isinstance(self.id2index, torch.Tensor):
+        self.id2index.share_memory_()
+      tables = (self.feature_tensor, self.id2index)
     gpu_parts = self._unified.share_ipc() if self._unified is not None else None
     return (
-      self.feature_tensor,
-      self.id2index,
+      tables,
       self.split_ratio,
       self.device_group_list,
       self.device,
@@ -210,8 +293,12 @@ class Feature:
 
   @classmethod
   def from_ipc_handle(cls, ipc_handle) -> 'Feature':
-    table, id2index, split_ratio, groups, device, with_gpu, gpu_parts = ipc_handle
-    feature = cls(table, id2index, split_ratio, groups, device, with_gpu, dtype=table.dtype)
+    tables, split_ratio, groups, device, with_gpu, gpu_parts = ipc_handle
+    if isinstance(tables, FeatureHostHandle):
+      feature = cls.from_host_handle(tables, split_ratio, groups, device, with_gpu)
+    else:
+      table, id2index = tables
+      feature = cls(table, id2index, split_ratio, groups, device, with_gpu, dtype=table.dtype)
     feature._shared_unified = gpu_parts
     return feature
 

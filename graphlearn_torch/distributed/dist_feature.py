@@ -1,16 +1,36 @@
-"""DistFeature: feature rows of the whole graph, the local ones read in place
-and the others fetched from their partitions in one request each."""
+"""DistFeature: feature rows of the whole graph, the local ones read in place,
+those of partitions held on this host read from their shared memory, and the
+others fetched from their partitions in one request each."""
 
+import logging
+import os
+import threading
 from typing import Dict, List, Optional, Union
 
 import torch
 
 from ..data import Feature
+from ..data.feature import FeatureHostHandle
 from ..partition.partition_book import PartitionBook
 from ..typing import EdgeType, NodeType
+from ..utils.host_share import HostShareError, boot_id, host_sharing_available
 from .rpc import RpcCalleeBase, RpcDataPartitionRouter, rpc_register, rpc_request_async
 
+logger = logging.getLogger(__name__)
+
 TypeKey = Optional[Union[NodeType, EdgeType]]
+Features = Union[Feature, Dict[Union[NodeType, EdgeType], Feature]]
+
+# GLT_SHARE_HOST_FEATURES=0 keeps every other partition's rows on RPC, also
+# where the partition is held on this host.
+SHARE_HOST_FEATURES_ENV = 'GLT_SHARE_HOST_FEATURES'
+
+
+def share_host_features() -> bool:
+  r"""Whether partitions held on one host read each other's feature tables
+  from shared memory (``$GLT_SHARE_HOST_FEATURES``, default on, where the
+  platform can)."""
+  return os.environ.get(SHARE_HOST_FEATURES_ENV, '1') != '0' and host_sharing_available()
 
 
 class RpcFeatureLookupCallee(RpcCalleeBase):
@@ -24,13 +44,25 @@ class RpcFeatureLookupCallee(RpcCalleeBase):
     return self.dist_feature.local_get(*args, **kwargs).cpu()
 
 
+class RpcFeatureShareCallee(RpcCalleeBase):
+  r"""Hands a peer of this host the handles of this partition's tables."""
+
+  def __init__(self, dist_feature: 'DistFeature'):
+    self.dist_feature = dist_feature
+
+  def call(self, requester_boot_id: str):
+    return self.dist_feature.host_handles(requester_boot_id)
+
+
 class DistFeature:
   r"""Feature rows by global id, wherever they live.
 
   Rows this partition holds (its own and cached ones: the feature book sends
-  cached ids here) are read locally; the rest go to their partitions, one
+  cached ids here) are read locally; so are the rows of partitions whose
+  processes run on this host, from their tables' shared memory, once
+  ``connect_host_peers`` mapped them. The rest go to their partitions, one
   asynchronous request per partition, and come back stitched in input order.
-  Building one registers an RPC callee, so every process of the group must
+  Building one registers RPC callees, so every process of the group must
   build its DistFeatures in the same order.
 
   Args:
@@ -63,13 +95,65 @@ class DistFeature:
     self.rpc_router = rpc_router
     self.device = device or torch.device('cpu')
     self.rpc_callee_id = None if local_only else rpc_register(RpcFeatureLookupCallee(self))
+    self.share_callee_id = None if local_only else rpc_register(RpcFeatureShareCallee(self))
+    # partition -> its tables, mapped from a process of this host
+    self.host_peers: Dict[int, Features] = {}
+    self._share_lock = threading.Lock()
 
-  def _feature(self, input_type: TypeKey) -> Feature:
+  def _feature(self, input_type: TypeKey, features: Optional[Features] = None) -> Feature:
+    features = self.local_feature if features is None else features
     if self.is_hetero:
-      if input_type not in self.local_feature:
+      if input_type not in features:
         raise ValueError(f'no features for type {input_type!r}')
-      return self.local_feature[input_type]
-    return self.local_feature
+      return features[input_type]
+    return features
+
+  def host_handles(self, requester_boot_id: str):
+    r"""The handles of this partition's tables (a dict by type when
+    heterogeneous) for a process of this host, moving the tables into
+    host-shared memory on the first request; None for a process of another
+    host, or when sharing is off.
+
+    Args:
+      requester_boot_id: the requesting process's host boot id.
+    """
+    if not share_host_features() or requester_boot_id != boot_id():
+      return None
+    with self._share_lock:  # two peers asking at once move the tables once
+      if self.is_hetero:
+        return {t: f.host_share() for t, f in self.local_feature.items()}
+      return self.local_feature.host_share()
+
+  def connect_host_peers(self) -> List[int]:
+    r"""Maps the tables of the partitions held by processes of this host,
+    whose rows are then read in place instead of over RPC; returns those
+    partitions. Every process of the group must have registered its
+    DistFeatures (and set the router) before any calls this.
+    """
+    if self.local_only or not share_host_features():
+      return []
+    asked = [
+      (p, rpc_request_async(self.rpc_router.get_to_worker(p), self.share_callee_id, (boot_id(),)))
+      for p in range(self.num_partitions)
+      if p != self.partition_idx
+    ]
+    for p, fut in asked:
+      handles = fut.wait()
+      if handles is None:
+        continue
+      try:
+        if isinstance(handles, FeatureHostHandle):
+          self.host_peers[p] = Feature.from_host_handle(handles)
+        else:
+          self.host_peers[p] = {t: Feature.from_host_handle(h) for t, h in handles.items()}
+      except HostShareError as e:  # another PID namespace, or its holder left
+        logger.info('partition %d: its feature rows stay on RPC (%s)', p, e)
+    if self.host_peers:
+      logger.info(
+        'partition %d reads the feature rows of partitions %s from this host\'s shared memory',
+        self.partition_idx, sorted(self.host_peers),
+      )  # fmt: skip
+    return sorted(self.host_peers)
 
   def _book(self, input_type: TypeKey) -> PartitionBook:
     return self.feature_pb[input_type] if self.is_hetero else self.feature_pb
@@ -88,20 +172,27 @@ class DistFeature:
     positions, owned = self._book(input_type).group(ids, self.num_partitions)
     remote: List[tuple] = []
     for p, pos in enumerate(positions):
-      if p != self.partition_idx and pos.numel():
+      if p != self.partition_idx and pos.numel() and p not in self.host_peers:
         if self.rpc_router is None:
           raise RuntimeError(f'rows of partition {p} are wanted but the DistFeature has no router')
         worker = self.rpc_router.get_to_worker(p)
         request = (owned[p], input_type)
         remote.append((p, worker, pos, rpc_request_async(worker, self.rpc_callee_id, request)))
-    if not remote:
+    on_host = [p for p in self.host_peers if positions[p].numel()]
+    if not remote and not on_host:
       done = torch.futures.Future()
       done.set_result(self.local_get(ids, input_type).to(self.device))
       return done
-    # Local rows go straight to their places in the output; remote ones are
-    # copied in as they arrive.
+    # Local rows and those of partitions on this host go straight to their
+    # places in the output; remote ones are copied in as they arrive.
     local_pos = positions[self.partition_idx]
     out = self._feature(input_type).cpu_get_at(owned[self.partition_idx], local_pos, ids.numel())
+    for p in on_host:
+      self._feature(input_type, self.host_peers[p]).cpu_get_into(out, owned[p], positions[p])
+    if not remote:
+      done = torch.futures.Future()
+      done.set_result(out.to(self.device))
+      return done
 
     def stitch(collected):
       # collect_all fails as soon as one request does, while others may

@@ -84,6 +84,11 @@ class PartitionService:
     for feature in (self.node_feature, self.edge_feature):
       if feature is not None:
         feature.rpc_router = self.router
+    # Only now has every process its callees and the table: partitions on
+    # this host map each other's feature tables.
+    for feature in (self.node_feature, self.edge_feature):
+      if feature is not None:
+        feature.connect_host_peers()
 
   def _dist_feature(self, features, book) -> Optional[DistFeature]:
     if features is None:

@@ -1,0 +1,156 @@
+"""Tensors that any process of this host can map by a handle.
+
+torch's shared memory (``share_memory_``) reaches only the processes that get
+a tensor through multiprocessing's pickling. A host-shared tensor lives in a
+memfd that its holder keeps open; another process of the same host and user
+maps it from ``/proc/<pid>/fd/<fd>`` given its ``HostTensorHandle``, a few
+plain values that travel over RPC as well as through pickling. Every process
+that maps it holds a descriptor of its own too, so it can hand the tensor on.
+The memory is freed when the last descriptor and mapping go, also when the
+processes crash: nothing is left in /dev/shm.
+
+A header before the data holds a random token that the handle carries, so a
+handle that reaches a process of another host, or of another PID namespace
+where the same pid names another process, is refused rather than misread.
+"""
+
+import os
+import stat
+import weakref
+from dataclasses import dataclass
+from typing import Tuple
+
+import torch
+
+HEADER_BYTES = 4096  # keeps the data page-aligned
+MAGIC = b'GLTHOST1'
+TOKEN_BYTES = 16
+
+
+class HostShareError(OSError):
+  r"""A host-shared tensor could not be made or mapped here."""
+
+
+def boot_id() -> str:
+  r"""This host's boot id: the same in every process of the host (and its
+  containers), different on another host."""
+  try:
+    with open('/proc/sys/kernel/random/boot_id') as f:
+      return f.read().strip()
+  except OSError:
+    return ''
+
+
+def host_sharing_available() -> bool:
+  r"""Whether this platform can make host-shared tensors (Linux memfds)."""
+  return hasattr(os, 'memfd_create') and boot_id() != ''
+
+
+@dataclass(frozen=True)
+class HostTensorHandle:
+  r"""Where a host-shared tensor lives.
+
+  Args:
+    boot_id: the host's boot id.
+    pid: a process that holds it open.
+    fd: its descriptor in that process.
+    token: the random token in the memfd's header.
+    dtype: the tensor's dtype.
+    shape: the tensor's shape.
+  """
+
+  boot_id: str
+  pid: int
+  fd: int
+  token: bytes
+  dtype: torch.dtype
+  shape: Tuple[int, ...]
+
+  @property
+  def nbytes(self) -> int:
+    count = 1
+    for size in self.shape:
+      count *= size
+    return count * torch.empty((), dtype=self.dtype).element_size()
+
+
+def _map(fd: int, nbytes: int) -> torch.Tensor:
+  r"""The memfd ``fd`` of this process, header and data, as uint8."""
+  return torch.from_file(
+    f'/proc/self/fd/{fd}', shared=True, size=HEADER_BYTES + nbytes, dtype=torch.uint8
+  )
+
+
+def _data(mapped: torch.Tensor, handle: HostTensorHandle) -> torch.Tensor:
+  data = mapped[HEADER_BYTES : HEADER_BYTES + handle.nbytes]
+  return data.view(handle.dtype).view(handle.shape)
+
+
+class HostSharedTensor:
+  r"""A tensor in a memfd this process holds open (``tensor``), and the
+  ``handle`` another process of this host maps it by. The descriptor is
+  closed when this object goes; the tensor stays valid while it is used.
+
+  Make one with ``copy_of`` or ``open``.
+  """
+
+  def __init__(self, fd: int, tensor: torch.Tensor, handle: HostTensorHandle):
+    self.tensor = tensor
+    self.handle = handle
+    self._close = weakref.finalize(self, os.close, fd)
+
+  @classmethod
+  def copy_of(cls, tensor: torch.Tensor) -> 'HostSharedTensor':
+    r"""A host-shared copy of ``tensor`` (a CPU tensor).
+
+    Raises:
+      HostShareError: the platform has no memfds.
+    """
+    if not host_sharing_available():
+      raise HostShareError('host-shared tensors need Linux memfds and /proc')
+    src = tensor.detach().contiguous()
+    nbytes = src.numel() * src.element_size()
+    token = os.urandom(TOKEN_BYTES)
+    fd = os.memfd_create('glt-host-tensor', os.MFD_CLOEXEC)
+    try:
+      os.ftruncate(fd, HEADER_BYTES + nbytes)
+      mapped = _map(fd, nbytes)
+      mapped[: len(MAGIC) + TOKEN_BYTES].copy_(torch.tensor(list(MAGIC + token), dtype=torch.uint8))
+      if nbytes:
+        mapped[HEADER_BYTES:].copy_(src.view(-1).view(torch.uint8))
+    except BaseException:
+      os.close(fd)
+      raise
+    handle = HostTensorHandle(boot_id(), os.getpid(), fd, token, src.dtype, tuple(src.shape))
+    return cls(fd, _data(mapped, handle), handle)
+
+  @classmethod
+  def open(cls, handle: HostTensorHandle) -> 'HostSharedTensor':
+    r"""Maps the tensor of ``handle``, held by a process of this host.
+
+    Raises:
+      HostShareError: it is on another host, its holder is gone or not this
+        user's, or the descriptor is not the tensor the handle names.
+    """
+    if not host_sharing_available() or handle.boot_id != boot_id():
+      raise HostShareError('the tensor is on another host')
+    path = f'/proc/{handle.pid}/fd/{handle.fd}'
+    try:  # O_NONBLOCK: a stranger's fifo must not block the open
+      fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as e:
+      raise HostShareError(f'cannot open {path}: {e.strerror}') from e
+    try:
+      info = os.fstat(fd)
+      if not stat.S_ISREG(info.st_mode) or info.st_size != HEADER_BYTES + handle.nbytes:
+        raise HostShareError(f'{path} is not the host-shared tensor of the handle')
+      mapped = _map(fd, handle.nbytes)
+      header = bytes(mapped[: len(MAGIC) + TOKEN_BYTES].tolist())
+      if header != MAGIC + handle.token:
+        raise HostShareError(f'{path} is not the host-shared tensor of the handle')
+    except BaseException:
+      os.close(fd)
+      raise
+    own = HostTensorHandle(
+      handle.boot_id, os.getpid(), fd, handle.token, handle.dtype, handle.shape
+    )
+    return cls(fd, _data(mapped, own), own)

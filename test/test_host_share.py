@@ -1,0 +1,219 @@
+"""Host-shared tensors and feature tables: mapped by handle from other
+processes of this host (spawned, with timeouts, reaped), refused when the
+handle does not name them, and read in place by the partitions of a
+distributed group that run on one host."""
+
+import dataclasses
+import gc
+import multiprocessing
+import os
+import traceback
+
+import pytest
+import torch
+
+import graphlearn_torch as glt
+from graphlearn_torch._ext import ops
+from graphlearn_torch.data.feature import FeatureHostHandle
+from graphlearn_torch.partition.partition_book import OffsetId2Index
+from graphlearn_torch.utils.host_share import (
+  HostSharedTensor,
+  HostShareError,
+  host_sharing_available,
+)
+
+SPAWN = multiprocessing.get_context('spawn')
+TIMEOUT_S = 120
+
+pytestmark = pytest.mark.skipif(not host_sharing_available(), reason='needs Linux memfds')
+
+
+def run_child(target, *args):
+  r"""Runs ``target(*args, queue)`` in a spawned process; returns what it
+  put on the queue (a traceback string fails the test)."""
+  queue = SPAWN.Queue()
+  proc = SPAWN.Process(target=target, args=(*args, queue))
+  proc.start()
+  try:
+    result = queue.get(timeout=TIMEOUT_S)
+  finally:
+    proc.join(TIMEOUT_S / 4)
+    if proc.is_alive():
+      proc.kill()
+      proc.join()
+  if isinstance(result, str):
+    pytest.fail(result)
+  return result
+
+
+def open_and_write(handle, queue):
+  try:
+    shared = HostSharedTensor.open(handle)
+    total = shared.tensor.sum().item()
+    shared.tensor[0, 0] = 42.0  # the holder sees it
+    queue.put((total, shared.handle.pid != handle.pid))
+  except Exception:
+    queue.put(traceback.format_exc())
+
+
+def test_a_tensor_is_mapped_by_another_process():
+  t = torch.randn(1000, 7)
+  shared = HostSharedTensor.copy_of(t)
+  assert torch.equal(shared.tensor, t) and shared.tensor.dtype == t.dtype
+  total, own_handle = run_child(open_and_write, shared.handle)
+  assert total == pytest.approx(t.sum().item(), rel=1e-5)
+  assert own_handle, 'the mapping process holds a descriptor of its own to hand on'
+  assert shared.tensor[0, 0].item() == 42.0
+
+
+@pytest.mark.parametrize('tensor', [torch.empty(0, 3), torch.arange(5), torch.tensor(7)])
+def test_odd_shapes(tensor):
+  shared = HostSharedTensor.copy_of(tensor)
+  again = HostSharedTensor.open(shared.handle)
+  assert again.tensor.shape == tensor.shape and torch.equal(again.tensor, tensor)
+
+
+def test_handles_that_do_not_name_the_tensor_are_refused():
+  shared = HostSharedTensor.copy_of(torch.arange(100.0))
+  for bad in (
+    dataclasses.replace(shared.handle, token=bytes(16)),  # another pid namespace's fd
+    dataclasses.replace(shared.handle, fd=0),  # not a memfd
+    dataclasses.replace(shared.handle, shape=(50,)),  # not its size
+    dataclasses.replace(shared.handle, boot_id='another host'),
+    dataclasses.replace(shared.handle, pid=2**22 + 1),  # no such process
+  ):
+    with pytest.raises(HostShareError):
+      HostSharedTensor.open(bad)
+
+
+def test_the_descriptor_closes_with_its_holder():
+  shared = HostSharedTensor.copy_of(torch.arange(10))
+  handle, tensor = shared.handle, shared.tensor
+  assert os.path.exists(f'/proc/self/fd/{handle.fd}')
+  del shared
+  gc.collect()
+  assert not os.path.exists(f'/proc/self/fd/{handle.fd}')
+  assert torch.equal(tensor, torch.arange(10)), 'the mapping outlives the descriptor'
+  with pytest.raises(HostShareError):
+    HostSharedTensor.open(handle)
+
+
+@pytest.mark.parametrize('map_kind', ['rows', 'id2index', 'offset'])
+def test_feature_from_host_handle(map_kind):
+  g = torch.Generator().manual_seed(0)
+  table = torch.randn(50, 4, generator=g)
+  id2index = {
+    'rows': None,
+    'id2index': torch.randperm(50, generator=g),
+    'offset': OffsetId2Index(100),
+  }[map_kind]
+  num_ids = 150 if map_kind == 'offset' else 50
+  first_id = 100 if map_kind == 'offset' else 0
+  feature = glt.data.Feature(table, id2index)
+  handle = feature.host_share()
+  assert isinstance(handle, FeatureHostHandle)
+  assert feature.host_share() == handle, 'moved once'
+  peer = glt.data.Feature.from_host_handle(handle)
+  ids = torch.randint(first_id, num_ids, (200,), generator=g)
+  expected = table[ids - first_id] if id2index is None or map_kind == 'offset' else None
+  if map_kind == 'id2index':
+    expected = table[id2index[ids]]
+  assert torch.equal(feature.cpu_get(ids), expected)
+  assert torch.equal(peer.cpu_get(ids), expected)
+  # rows into given places of an output, as DistFeature stitches them
+  out = torch.full((300, 4), -1.0)
+  positions = torch.randperm(300, generator=g)[:200]
+  peer.cpu_get_into(out, ids, positions)
+  assert torch.equal(out[positions], expected)
+  untouched = torch.ones(300, dtype=torch.bool)
+  untouched[positions] = False
+  assert (out[untouched] == -1).all()
+
+
+def test_gather_into_checks_out():
+  table, ids, pos = torch.randn(10, 3), torch.tensor([1, 2]), torch.tensor([0, 1])
+
+  with pytest.raises(ValueError, match='out needs positions'):
+    ops.gather_rows(table, ids, None, None, None, 2, torch.empty(2, 3))
+  with pytest.raises(ValueError, match='out must be'):
+    ops.gather_rows(table, ids, None, None, pos, 2, torch.empty(2, 4))
+  with pytest.raises(ValueError, match='out must be'):
+    ops.gather_rows(table, ids, None, None, pos, 2, torch.empty(2, 3, dtype=torch.float64))
+  with pytest.raises(ValueError, match='num_out_rows'):
+    ops.gather_rows(table, ids, None, None, pos, 5, torch.empty(2, 3))
+  with pytest.raises(ValueError, match='positions'):
+    ops.gather_rows(table, ids, None, None, torch.tensor([0, 2]), 2, torch.empty(2, 3))
+
+
+def rows_of_pickled_feature(feature, ids, queue):
+  try:
+    # a Feature pickled to a process arrives host-shared, and hands its
+    # table on by a handle of its own
+    handle = feature.host_share()
+    queue.put((feature.cpu_get(ids).tolist(), handle.table.pid == os.getpid()))
+  except Exception:
+    queue.put(traceback.format_exc())
+
+
+def test_a_pickled_feature_is_host_shared():
+  table = torch.randn(40, 5)
+  feature = glt.data.Feature(table, torch.arange(39, -1, -1))
+  ids = torch.tensor([0, 39, 7, 7])
+  rows, own = run_child(rows_of_pickled_feature, feature, ids)
+  assert torch.equal(torch.tensor(rows), table[39 - ids]) and own
+
+
+# -- partitions on one host ---------------------------------------------------
+
+
+def feature_worker(rank, port, root, share, queue):
+  os.environ['GLT_SHARE_HOST_FEATURES'] = share
+  dist = glt.distributed
+  try:
+    from graphlearn_torch.distributed.partition_service import PartitionService
+
+    dist.init_worker_group(2, rank, 'trainer')
+    dist.init_rpc('127.0.0.1', port, num_rpc_threads=2, rpc_timeout=60)
+    ds = dist.DistDataset(edge_dir='out').load(root, rank, graph_mode='CPU')
+    service = PartitionService(ds)
+    graph = torch.load(os.path.join(root, 'full.pt'), weights_only=False)
+    g = torch.Generator().manual_seed(rank)
+    ids = torch.randint(0, graph['num_nodes'], (500,), generator=g)
+    eids = torch.randint(0, graph['src'].numel(), (500,), generator=g)
+    ok = torch.equal(service.node_feature.get(ids), graph['x'][ids]) and torch.equal(
+      service.edge_feature.get(eids), graph['edge_attr'][eids]
+    )
+    peers = (sorted(service.node_feature.host_peers), sorted(service.edge_feature.host_peers))
+    dist.barrier()  # the peer is done reading this one's rows over RPC
+    queue.put((rank, ok, peers))
+  except Exception:
+    queue.put((rank, traceback.format_exc(), None))
+  finally:
+    dist.shutdown_rpc(graceful=True, timeout=30)
+
+
+@pytest.mark.parametrize('share', ['1', '0'])
+def test_partitions_on_one_host_read_each_others_rows(tmp_path, share):
+  from test_dist_sampling import free_port, partition
+
+  partition(str(tmp_path), 2, hetero=False)
+  queue = SPAWN.Queue()
+  port = free_port()
+  procs = [
+    SPAWN.Process(target=feature_worker, args=(r, port, str(tmp_path), share, queue))
+    for r in range(2)
+  ]
+  for p in procs:
+    p.start()
+  try:
+    reports = sorted(queue.get(timeout=TIMEOUT_S) for _ in procs)
+  finally:
+    for p in procs:
+      p.join(TIMEOUT_S / 4)
+      if p.is_alive():
+        p.kill()
+        p.join()
+  for rank, ok, peers in reports:
+    assert ok is True, f'rank {rank}:\n{ok}'
+    other = [1 - rank]
+    assert peers == ((other, other) if share == '1' else ([], []))
