@@ -117,37 +117,80 @@ void IdMap::insert_all(const int64_t* keys, int64_t n, int64_t* local,
 }
 
 // A sequential insert, in parallel and with the same result: (1) the id
-// range is split between threads; each scans every position and, for the ids
-// in its range, reads the map: a known id is the answer, an absent one is
-// claimed (-1 - i) by its first position i; (2) each chunk of positions
-// counts its claims; (3) claimants take consecutive local ids, chunk by chunk
-// in order, so ids follow first appearance; (4) the later positions of a new
-// id read it from their claimant.
+// range is split into one range per thread, and the positions are grouped by
+// the range of their id, in position order (a counting sort over chunks of
+// positions); each thread then walks its range's positions and reads the map:
+// a known id is the answer, an absent one is claimed (-1 - i) by its first
+// position i; (2) each chunk of positions counts its claims; (3) claimants
+// take consecutive local ids, chunk by chunk in order, so ids follow first
+// appearance; (4) the later positions of a new id read it from their
+// claimant.
 void IdMap::insert_all_dense(const int64_t* keys, int64_t n, int64_t* local,
                              std::vector<int64_t>* fresh) {
   TORCH_CHECK_VALUE(n < INT32_MAX && size_ + n < INT32_MAX, "too many nodes in one batch");
   const int64_t num_ids = static_cast<int64_t>(dense_.size());
   int32_t* map = dense_.data();
+  // Claims an id of position i, or reads what it is (the keys are in
+  // [0, num_ids): insert_all checked them).
+  auto claim = [&](int64_t i, int64_t key) {
+    const int32_t known = map[key];
+    if (known == kAbsent) map[key] = static_cast<int32_t>(-1 - i);
+    local[i] = known == kAbsent ? -1 - i : known;
+  };
   const int64_t num_ranges =
       std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), n / 4096));
-  // The keys are in [0, num_ids): insert_all checked them.
-  at::parallel_for(0, num_ranges, 1, [&](int64_t first, int64_t last) {
-    for (int64_t range = first; range < last; ++range) {
-      const int64_t lo = num_ids * range / num_ranges, hi = num_ids * (range + 1) / num_ranges;
-      const uint64_t span = static_cast<uint64_t>(hi - lo);
-      for (int64_t i = 0; i < n; ++i) {
-        if (i + kPrefetchAhead < n) {
-          const uint64_t ahead = static_cast<uint64_t>(keys[i + kPrefetchAhead] - lo);
-          if (ahead < span) __builtin_prefetch(&map[lo + ahead]);
-        }
-        const int64_t key = keys[i];
-        if (static_cast<uint64_t>(key - lo) >= span) continue;
-        const int32_t known = map[key];
-        if (known == kAbsent) map[key] = static_cast<int32_t>(-1 - i);
-        local[i] = known == kAbsent ? -1 - i : known;
+  if (num_ranges == 1) {
+    for (int64_t i = 0; i < n; ++i) {
+      if (i + kPrefetchAhead < n) __builtin_prefetch(&map[keys[i + kPrefetchAhead]]);
+      claim(i, keys[i]);
+    }
+  } else {
+    // range of an id: floor(id * num_ranges / num_ids), by a 64.64 fixed-point
+    // reciprocal (monotonic in the id, < num_ranges)
+    const unsigned __int128 scale =
+        (static_cast<unsigned __int128>(num_ranges) << 64) / static_cast<uint64_t>(num_ids);
+    auto range_of = [&](int64_t key) {
+      return static_cast<int64_t>((static_cast<uint64_t>(key) * scale) >> 64);
+    };
+    const int64_t num_parts = (n + kInsertChunk - 1) / kInsertChunk;
+    // counts[part * num_ranges + r]: positions of part whose id is in range
+    // r; then, where they go in `order`.
+    std::vector<int64_t> counts(num_parts * num_ranges, 0);
+    at::parallel_for(0, num_parts, 1, [&](int64_t first, int64_t last) {
+      for (int64_t part = first; part < last; ++part) {
+        int64_t* c = counts.data() + part * num_ranges;
+        for (int64_t i = part * kInsertChunk, end = std::min(n, i + kInsertChunk); i < end; ++i)
+          ++c[range_of(keys[i])];
+      }
+    });
+    std::vector<int64_t> range_begin(num_ranges + 1, 0);
+    for (int64_t r = 0, total = 0; r < num_ranges; ++r) {
+      range_begin[r] = total;
+      for (int64_t part = 0; part < num_parts; ++part) {
+        const int64_t count = counts[part * num_ranges + r];
+        counts[part * num_ranges + r] = total;
+        total += count;
       }
     }
-  });
+    range_begin[num_ranges] = n;
+    std::vector<int32_t> order(n);
+    at::parallel_for(0, num_parts, 1, [&](int64_t first, int64_t last) {
+      for (int64_t part = first; part < last; ++part) {
+        int64_t* next = counts.data() + part * num_ranges;
+        for (int64_t i = part * kInsertChunk, end = std::min(n, i + kInsertChunk); i < end; ++i)
+          order[next[range_of(keys[i])]++] = static_cast<int32_t>(i);
+      }
+    });
+    at::parallel_for(0, num_ranges, 1, [&](int64_t first, int64_t last) {
+      for (int64_t r = first; r < last; ++r) {
+        const int64_t end = range_begin[r + 1];
+        for (int64_t j = range_begin[r]; j < end; ++j) {
+          if (j + kPrefetchAhead < end) __builtin_prefetch(&map[keys[order[j + kPrefetchAhead]]]);
+          claim(order[j], keys[order[j]]);
+        }
+      }
+    });
+  }
 
   const int64_t num_chunks = (n + kInsertChunk - 1) / kInsertChunk;
   auto for_chunks = [&](auto&& body) {
