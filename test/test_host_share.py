@@ -194,7 +194,7 @@ def feature_worker(rank, port, root, share, queue):
 
 @pytest.mark.parametrize('share', ['1', '0'])
 def test_partitions_on_one_host_read_each_others_rows(tmp_path, share):
-  from test_dist_sampling import free_port, partition
+  from test_dist_sampling import free_port, partition, run_spawned
 
   partition(str(tmp_path), 2, hetero=False)
   queue = SPAWN.Queue()
@@ -203,16 +203,7 @@ def test_partitions_on_one_host_read_each_others_rows(tmp_path, share):
     SPAWN.Process(target=feature_worker, args=(r, port, str(tmp_path), share, queue))
     for r in range(2)
   ]
-  for p in procs:
-    p.start()
-  try:
-    reports = sorted(queue.get(timeout=TIMEOUT_S) for _ in procs)
-  finally:
-    for p in procs:
-      p.join(TIMEOUT_S / 4)
-      if p.is_alive():
-        p.kill()
-        p.join()
+  reports = sorted(run_spawned(procs, queue, TIMEOUT_S))
   for rank, ok, peers in reports:
     assert ok is True, f'rank {rank}:\n{ok}'
     other = [1 - rank]
