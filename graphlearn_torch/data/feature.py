@@ -162,6 +162,14 @@ class Feature:
     )  # fmt: skip
     return table
 
+  def _host_ids(self, ids) -> tuple:
+    """``(ids, id2index)`` for the host gather: the ids of an offset table
+    already turned into rows."""
+    ids = self._check_ids(ids).cpu()
+    if isinstance(self.id2index, OffsetId2Index):
+      return self.id2index[ids], None
+    return ids, self.id2index
+
   def cpu_get(self, ids: torch.Tensor) -> torch.Tensor:
     """Gathers the rows of ``ids`` (int64) from host memory."""
     return self.cpu_get_at(ids)
@@ -181,10 +189,7 @@ class Feature:
       positions: where each row goes in the output.
       num_rows: the output's rows (with ``positions``).
     """
-    ids = self._check_ids(ids).cpu()
-    id2index = self.id2index
-    if isinstance(id2index, OffsetId2Index):
-      ids, id2index = id2index[ids], None
+    ids, id2index = self._host_ids(ids)
     if positions is None:
       return ops.gather_rows(self.feature_tensor, ids, id2index, self._out_pool)
     return ops.gather_rows(
@@ -210,10 +215,7 @@ class Feature:
   def cpu_get_into(self, out: torch.Tensor, ids: torch.Tensor, positions: torch.Tensor) -> None:
     """Gathers the rows of ``ids`` from host memory into rows ``positions``
     of ``out`` (a contiguous ``[rows, dim]`` tensor of the table's dtype)."""
-    ids = self._check_ids(ids).cpu()
-    id2index = self.id2index
-    if isinstance(id2index, OffsetId2Index):
-      ids, id2index = id2index[ids], None
+    ids, id2index = self._host_ids(ids)
     ops.gather_rows(self.feature_tensor, ids, id2index, None, positions, out.size(0), out)
 
   def host_share(self) -> FeatureHostHandle:
