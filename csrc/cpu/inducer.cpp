@@ -7,6 +7,7 @@
 #include <string>
 
 #include "../checks.h"
+#include "bucket.h"
 #include "ops.h"
 
 namespace glt {
@@ -118,8 +119,8 @@ void IdMap::insert_all(const int64_t* keys, int64_t n, int64_t* local,
 
 // A sequential insert, in parallel and with the same result: (1) the id
 // range is split into one range per thread, and the positions are grouped by
-// the range of their id, in position order (a counting sort over chunks of
-// positions); each thread then walks its range's positions and reads the map:
+// the range of their id, in position order (bucket.h's counting sort); each
+// thread then walks its range's positions and reads the map:
 // a known id is the answer, an absent one is claimed (-1 - i) by its first
 // position i; (2) each chunk of positions counts its claims; (3) claimants
 // take consecutive local ids, chunk by chunk in order, so ids follow first
@@ -152,41 +153,20 @@ void IdMap::insert_all_dense(const int64_t* keys, int64_t n, int64_t* local,
     auto range_of = [&](int64_t key) {
       return static_cast<int64_t>((static_cast<uint64_t>(key) * scale) >> 64);
     };
-    const int64_t num_parts = (n + kInsertChunk - 1) / kInsertChunk;
-    // counts[part * num_ranges + r]: positions of part whose id is in range
-    // r; then, where they go in `order`.
-    std::vector<int64_t> counts(num_parts * num_ranges, 0);
-    at::parallel_for(0, num_parts, 1, [&](int64_t first, int64_t last) {
-      for (int64_t part = first; part < last; ++part) {
-        int64_t* c = counts.data() + part * num_ranges;
-        for (int64_t i = part * kInsertChunk, end = std::min(n, i + kInsertChunk); i < end; ++i)
-          ++c[range_of(keys[i])];
-      }
+    std::vector<int32_t> range(n);
+    at::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) range[i] = static_cast<int32_t>(range_of(keys[i]));
     });
-    std::vector<int64_t> range_begin(num_ranges + 1, 0);
-    for (int64_t r = 0, total = 0; r < num_ranges; ++r) {
-      range_begin[r] = total;
-      for (int64_t part = 0; part < num_parts; ++part) {
-        const int64_t count = counts[part * num_ranges + r];
-        counts[part * num_ranges + r] = total;
-        total += count;
-      }
-    }
-    range_begin[num_ranges] = n;
-    std::vector<int32_t> order(n);
-    at::parallel_for(0, num_parts, 1, [&](int64_t first, int64_t last) {
-      for (int64_t part = first; part < last; ++part) {
-        int64_t* next = counts.data() + part * num_ranges;
-        for (int64_t i = part * kInsertChunk, end = std::min(n, i + kInsertChunk); i < end; ++i)
-          order[next[range_of(keys[i])]++] = static_cast<int32_t>(i);
-      }
-    });
+    // positions grouped by range, in position order, with their ids
+    std::vector<int64_t> order(n), grouped(n), range_begin(num_ranges + 1, 0);
+    bucket(range.data(), n, num_ranges, order.data(), range_begin.data() + 1, keys, grouped.data());
+    for (int64_t r = 0; r < num_ranges; ++r) range_begin[r + 1] += range_begin[r];
     at::parallel_for(0, num_ranges, 1, [&](int64_t first, int64_t last) {
       for (int64_t r = first; r < last; ++r) {
         const int64_t end = range_begin[r + 1];
         for (int64_t j = range_begin[r]; j < end; ++j) {
-          if (j + kPrefetchAhead < end) __builtin_prefetch(&map[keys[order[j + kPrefetchAhead]]]);
-          claim(order[j], keys[order[j]]);
+          if (j + kPrefetchAhead < end) __builtin_prefetch(&map[grouped[j + kPrefetchAhead]]);
+          claim(order[j], grouped[j]);
         }
       }
     });
