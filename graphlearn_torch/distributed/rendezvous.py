@@ -111,7 +111,13 @@ def _bounded_rendezvous(url: str, **kwargs) -> Iterator[Tuple[Store, int, int]]:
       f'arrived: it failed (see its error: a world size or rank mismatch, say)'
     ) from None
   except DistStoreError:
-    missing = _missing(store, world_size)
+    try:
+      missing = _missing(store, world_size)
+    except DistNetworkError:  # rank 0 timed out too, and closed the store first
+      raise TimeoutError(
+        f'{name}: the rendezvous at {host}:{port} timed out after {timeout:g} s, and rank 0 '
+        f'closed the rendezvous before it could say which ranks never arrived'
+      ) from None
     raise TimeoutError(
       f'{name}: the rendezvous at {host}:{port} timed out after {timeout:g} s: rank(s) '
       f'{missing} of {world_size} never arrived (not started, failed at start-up, a wrong '
