@@ -3,10 +3,14 @@
 // Segment layout: [ShmQueueHeader][slots: capacity x uint64 block offsets]
 // [data ring]. A block in the ring is [BlockHeader][TensorMeta, sizes, key
 // per tensor][tensor bytes, each 64-byte aligned]. Blocks, free or not, tile
-// the data region. Allocation is next-fit: it walks the blocks from a cursor
-// (where the last allocation ended), merging runs of free blocks, and splits
-// the first run that is large enough. Blocks are freed in any order, so a
-// message the consumer keeps for long holds only its own bytes.
+// the data region. Allocation is first-fit: it walks the blocks from the
+// region's start, merging runs of free blocks, and splits the first run that
+// is large enough. So the channel reuses the bytes it has already touched, and
+// the memory it backs and maps stays near the bytes in flight, however large
+// shm_size is (next-fit, walking on from the last allocation, cycled through
+// all of it: a first pass of page faults and zeroing over the whole region in
+// every process). Blocks are freed in any order, so a message the consumer
+// keeps for long holds only its own bytes.
 #include "shm_queue.h"
 
 #include <errno.h>
@@ -34,7 +38,7 @@ namespace glt {
 namespace {
 
 constexpr uint64_t kMagic = 0x31515348544c4721ULL;  // "!GLTSHQ1"
-constexpr uint32_t kLayoutVersion = 2;
+constexpr uint32_t kLayoutVersion = 3;
 constexpr uint64_t kAlign = 64;
 constexpr int32_t kMaxProcs = 256;
 // Waits sleep at most this long before checking their peers.
@@ -171,7 +175,6 @@ struct ShmQueueHeader {
   pthread_mutex_t mutex;          // process-shared, robust
   alignas(64) uint32_t recv_seq;  // futex: bumped when a message is queued
   uint32_t send_seq;              // futex: bumped when a slot or bytes free up
-  uint64_t cursor;                // next-fit start, a block boundary
   uint64_t used;                  // bytes in blocks that are not free
   uint64_t q_head, q_count;       // slot ring
   uint64_t pending;               // blocks being written: they hold a slot too
@@ -414,7 +417,6 @@ void ShmQueue::free_block(void* ptr) {
     auto* first = reinterpret_cast<BlockHeader*>(data());
     first->state = kFree;
     first->size = h->data_size;
-    h->cursor = 0;
   }
 }
 
@@ -424,15 +426,13 @@ void ShmQueue::free_block(void* ptr) {
 uint64_t ShmQueue::allocate(uint64_t bytes, int* backing_error) {
   auto* h = header_;
   const uint64_t size = h->data_size;
-  uint64_t offset = h->cursor;
-  for (uint64_t walked = 0; walked < size;) {
+  for (uint64_t offset = 0; offset < size;) {
     auto* block = reinterpret_cast<BlockHeader*>(data() + offset);
     if (block->state == kFree) {
       while (offset + block->size < size) {  // merge the free blocks that follow
         const uint64_t next_offset = offset + block->size;
         const auto* next = reinterpret_cast<const BlockHeader*>(data() + next_offset);
         if (next->state != kFree) break;
-        if (h->cursor == next_offset) h->cursor = offset;
         block->size += next->size;
       }
       if (block->size >= bytes) {
@@ -451,13 +451,10 @@ uint64_t ShmQueue::allocate(uint64_t bytes, int* backing_error) {
         block->size = bytes;
         block->state = kWriting;
         h->used += bytes;
-        h->cursor = offset + bytes == size ? 0 : offset + bytes;
         return offset;
       }
     }
-    walked += block->size;
     offset += block->size;
-    if (offset == size) offset = 0;
   }
   return kNone;
 }
@@ -717,9 +714,9 @@ std::map<std::string, int64_t> ShmQueue::stats() const {
   const auto* h = header_;
   int64_t processes = 0;
   for (int32_t i = 0; i < kMaxProcs; ++i) processes += h->procs[i].pid != 0;
-  return {{"queued", h->q_count},  {"pending", h->pending},
-          {"used_bytes", h->used}, {"free_bytes", h->data_size - h->used},
-          {"cursor", h->cursor},   {"processes", processes}};
+  return {{"queued", h->q_count},      {"pending", h->pending},
+          {"used_bytes", h->used},     {"free_bytes", h->data_size - h->used},
+          {"backed_bytes", h->backed}, {"processes", processes}};
 }
 
 }  // namespace glt

@@ -167,8 +167,8 @@ class ShmChannel(ChannelBase):
 
   def stats(self) -> Dict[str, int]:
     r"""A snapshot of the channel: ``queued`` messages, ``pending`` ones being
-    written, ``used_bytes``, ``free_bytes``, the allocation ``cursor`` and
-    ``processes`` recorded as using it."""
+    written, ``used_bytes``, ``free_bytes``, ``backed_bytes`` (the prefix of the
+    region that memory backs) and ``processes`` recorded as using it."""
     return dict(self._queue.stats())
 
   def pin_memory(self) -> bool:
