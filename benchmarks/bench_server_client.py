@@ -82,7 +82,7 @@ def main():
   before = worker_mode(root, 'mp', 2, per_client)
   sc = server_client(root, per_client, args.concurrency)
   after = worker_mode(root, 'mp', 2, per_client)
-  workers = tuple(a + b for a, b in zip(before, after))
+  workers = tuple(a + b for a, b in zip(before[:3], after[:3]))
   base = workers[0] / workers[2]
   print(
     f'worker mode before / after: {before[0] / before[2]:.2f} / {after[0] / after[2]:.2f} batches/s'
@@ -94,7 +94,7 @@ def main():
     ('worker mode, 2 trainers x 2 samplers', workers),
     (f'server-client, 2 servers + 2 clients ({args.concurrency})', sc),
   ]
-  for name, (count, edges, seconds) in rows:
+  for name, (count, edges, seconds, *_) in rows:
     rate = count / seconds
     print(f'| {name:<40} | {rate:9.2f} | {edges / seconds:15,.0f} | {rate / base:8.2f}x |')
 
