@@ -312,8 +312,8 @@ def test_ring_wraps_around_with_messages_held():
 def test_memory_backed_stays_near_the_bytes_in_flight():
   # Two messages of ~1 MB in flight at a time through a 64 MB channel: the
   # allocation reuses the front of the region, so memory backs a few MB of
-  # it (three messages and some slack), not all 64 (each newly backed byte is a page fault and zeroing in
-  # every process that touches it).
+  # it (three messages and some slack), not all 64 (each newly backed byte
+  # is a page fault and zeroing in every process that touches it).
   channel = ShmChannel(capacity=64, shm_size='64MB')
   nbytes = 1 << 20
   held = []
