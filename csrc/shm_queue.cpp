@@ -406,18 +406,13 @@ bool ShmQueue::reclaim() {
   return freed;
 }
 
-// Marks `block` free; once nothing is in use, the region becomes one free
-// block again, so a message as large as the region fits. Under the lock.
+// Marks `block` free; allocate merges it with the free blocks after it (once
+// nothing is in use, its walk from the start merges the whole region, so a
+// message as large as the region fits). Under the lock.
 void ShmQueue::free_block(void* ptr) {
-  auto* h = header_;
   auto* block = static_cast<BlockHeader*>(ptr);
   block->state = kFree;
-  h->used -= block->size;
-  if (h->used == 0) {
-    auto* first = reinterpret_cast<BlockHeader*>(data());
-    first->state = kFree;
-    first->size = h->data_size;
-  }
+  header_->used -= block->size;
 }
 
 // A block of `bytes` from the data region, or kNone; under the lock. Memory
