@@ -33,6 +33,13 @@ def share_host_features() -> bool:
   return os.environ.get(SHARE_HOST_FEATURES_ENV, '1') != '0' and host_sharing_available()
 
 
+def completed(value: torch.Tensor) -> torch.futures.Future:
+  r"""A future that already holds ``value``."""
+  done = torch.futures.Future()
+  done.set_result(value)
+  return done
+
+
 class RpcFeatureLookupCallee(RpcCalleeBase):
   r"""Serves peers' requests for this partition's feature rows."""
 
@@ -166,9 +173,7 @@ class DistFeature:
     r"""A future of the rows of ``ids``, in input order."""
     ids = ids.to(torch.int64).view(-1).cpu()
     if self.local_only:
-      done = torch.futures.Future()
-      done.set_result(self.local_get(ids, input_type).to(self.device))
-      return done
+      return completed(self.local_get(ids, input_type).to(self.device))
     positions, owned = self._book(input_type).group(ids, self.num_partitions)
     remote: List[tuple] = []
     for p, pos in enumerate(positions):
@@ -180,9 +185,7 @@ class DistFeature:
         remote.append((p, worker, pos, rpc_request_async(worker, self.rpc_callee_id, request)))
     on_host = [p for p in self.host_peers if positions[p].numel()]
     if not remote and not on_host:
-      done = torch.futures.Future()
-      done.set_result(self.local_get(ids, input_type).to(self.device))
-      return done
+      return completed(self.local_get(ids, input_type).to(self.device))
     # Local rows and those of partitions on this host go straight to their
     # places in the output; remote ones are copied in as they arrive.
     local_pos = positions[self.partition_idx]
@@ -190,9 +193,7 @@ class DistFeature:
     for p in on_host:
       self._feature(input_type, self.host_peers[p]).cpu_get_into(out, owned[p], positions[p])
     if not remote:
-      done = torch.futures.Future()
-      done.set_result(out.to(self.device))
-      return done
+      return completed(out.to(self.device))
 
     def stitch(collected):
       # collect_all fails as soon as one request does, while others may
