@@ -17,7 +17,7 @@ labels. Rows, all measured in this run:
     also holds the feature rows of the other's hottest nodes (--cache_ratio of
     the node count, chosen by expected reads under this fanout);
   - collocated and 1 sampling process again, with the other partition's
-    feature rows over RPC (GLT_SHARE_HOST_FEATURES=0), as they are between
+    feature rows over RPC (GLT_SHARE_HOST_PARTITIONS=0), as they are between
     hosts: in the other rows, partitions on one host read each other's
     feature tables from shared memory.
 Every loader is timed after its first WARMUP batches, whose seconds are a
@@ -120,7 +120,7 @@ def time_loader(data, node_pb, rank: int, options, batches: int):
 
 
 def trainer(rank, root, mode, num_workers, ports, batches, results, share):
-  os.environ['GLT_SHARE_HOST_FEATURES'] = '1' if share else '0'  # its samplers inherit it
+  os.environ['GLT_SHARE_HOST_PARTITIONS'] = '1' if share else '0'  # its samplers inherit it
   torch.set_num_threads(1)
   dist = glt.distributed
   dist.init_worker_group(2, rank, 'bench')
@@ -190,9 +190,9 @@ def main():
   label = f'worker mode, 2 samplers, {args.cache_ratio:.0%} cache'
   rows.append((label, worker_mode(cached, 'mp', 2, per_trainer)))
   rows.append(
-    ('collocated, features over RPC', worker_mode(root, 'collocated', 1, per_trainer, False))
+    ('collocated, other partition on RPC', worker_mode(root, 'collocated', 1, per_trainer, False))
   )
-  rows.append(('1 sampler, features over RPC', worker_mode(root, 'mp', 1, per_trainer, False)))
+  rows.append(('1 sampler, other partition on RPC', worker_mode(root, 'mp', 1, per_trainer, False)))
   after = single_machine(args.num_nodes, args.batches)
   single = (*(a + b for a, b in zip(before[:3], after[:3])), max(before[3], after[3]))
   rows.insert(0, ('single machine NeighborLoader', single))

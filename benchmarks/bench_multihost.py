@@ -102,9 +102,9 @@ def run_pair(commands, master, port, root, concurrency, batches):
           outs[r],
         ],
         start_new_session=True,
-        # each namespace stands for a host: no reading the other partition's
-        # feature table from this machine's shared memory
-        env=dict(os.environ, GLT_SHARE_HOST_FEATURES='0'),
+        # each namespace stands for a host: no mapping the other partition's
+        # topology and feature table from this machine's shared memory
+        env=dict(os.environ, GLT_SHARE_HOST_PARTITIONS='0'),
       )  # fmt: skip
       for r in (0, 1)
     ]

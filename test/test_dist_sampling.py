@@ -296,9 +296,18 @@ def run_epochs(loader, check, num_seeds, epochs=2):
   return batches, edges
 
 
+def share_host_partitions(share, rank, world_size):
+  r"""Sets whether this process's partition shares its topology and feature
+  rows with the partitions of this host (its samplers inherit it). ``share``
+  '1': all do; '0': none, so every other partition is asked over RPC, as
+  across hosts; 'mixed': all but the last rank, so the others run each
+  other's steps in place and ask the last one over RPC."""
+  on = share == '1' or (share == 'mixed' and rank != world_size - 1)
+  os.environ['GLT_SHARE_HOST_PARTITIONS'] = '1' if on else '0'
+
+
 def run_worker(rank, world_size, port, root, hetero, mode, kind, results, share='1'):
-  # share '0': other partitions' feature rows over RPC only, as across hosts
-  os.environ['GLT_SHARE_HOST_FEATURES'] = share
+  share_host_partitions(share, rank, world_size)
   dist = glt.distributed
   try:
     dist.init_worker_group(world_size, rank, 'trainer')
@@ -355,11 +364,12 @@ def assert_ok(reports):
     assert batches > 0 and edges > 0
 
 
-# share: whether partitions read each other's feature tables from this
-# host's shared memory (the default) or over RPC only
+# share: whether partitions read each other's topologies and feature tables
+# from this host's shared memory (the default) or over RPC (see
+# share_host_partitions)
 @pytest.mark.parametrize(
   'num_parts,mode,share',
-  [(2, 'collocated', '1'), (2, 'collocated', '0'), (3, 'collocated', '1'), (2, 'mp', '1')],
+  [(2, 'collocated', '1'), (2, 'collocated', '0'), (3, 'collocated', 'mixed'), (2, 'mp', '1')],
 )
 def test_dist_neighbor_loader_homo(tmp_path, num_parts, mode, share):
   partition(str(tmp_path), num_parts, hetero=False)
@@ -373,11 +383,16 @@ def test_dist_neighbor_loader_hetero(tmp_path, mode, share):
 
 
 @pytest.mark.parametrize(
-  'num_parts,mode,kind', [(2, 'collocated', 'link'), (3, 'mp', 'link_triplet')]
+  'num_parts,mode,kind,share',
+  [
+    (2, 'collocated', 'link', '1'),
+    (2, 'collocated', 'link', '0'),
+    (3, 'mp', 'link_triplet', 'mixed'),
+  ],
 )
-def test_dist_link_neighbor_loader_homo(tmp_path, num_parts, mode, kind):
+def test_dist_link_neighbor_loader_homo(tmp_path, num_parts, mode, kind, share):
   partition(str(tmp_path), num_parts, hetero=False)
-  assert_ok(run_group(str(tmp_path), num_parts, hetero=False, mode=mode, kind=kind))
+  assert_ok(run_group(str(tmp_path), num_parts, hetero=False, mode=mode, kind=kind, share=share))
 
 
 def test_dist_link_neighbor_loader_hetero(tmp_path):
@@ -386,8 +401,9 @@ def test_dist_link_neighbor_loader_hetero(tmp_path):
 
 
 @pytest.mark.parametrize(
-  'num_parts,mode,kind', [(3, 'collocated', 'subgraph'), (2, 'mp', 'subgraph_seeds_only')]
+  'num_parts,mode,kind,share',
+  [(3, 'collocated', 'subgraph', 'mixed'), (2, 'mp', 'subgraph_seeds_only', '0')],
 )
-def test_dist_subgraph_loader(tmp_path, num_parts, mode, kind):
+def test_dist_subgraph_loader(tmp_path, num_parts, mode, kind, share):
   partition(str(tmp_path), num_parts, hetero=False)
-  assert_ok(run_group(str(tmp_path), num_parts, hetero=False, mode=mode, kind=kind))
+  assert_ok(run_group(str(tmp_path), num_parts, hetero=False, mode=mode, kind=kind, share=share))

@@ -1,12 +1,14 @@
-"""Host-shared tensors and feature tables: mapped by handle from other
-processes of this host (spawned, with timeouts, reaped), refused when the
-handle does not name them, and read in place by the partitions of a
-distributed group that run on one host."""
+"""Host-shared tensors, topologies and feature tables: mapped by handle from
+other processes of this host (spawned, with timeouts, reaped), refused when
+the handle does not name them, and used in place by the partitions of a
+distributed group that run on one host, which watch each other's
+processes."""
 
 import dataclasses
 import gc
 import multiprocessing
 import os
+import pickle
 import traceback
 
 import pytest
@@ -19,6 +21,7 @@ from graphlearn_torch.partition.partition_book import OffsetId2Index
 from graphlearn_torch.utils.host_share import (
   HostSharedTensor,
   HostShareError,
+  ProcessWatch,
   host_sharing_available,
 )
 
@@ -163,11 +166,115 @@ def test_a_pickled_feature_is_host_shared():
   assert torch.equal(torch.tensor(rows), table[39 - ids]) and own
 
 
+# -- topologies ----------------------------------------------------------------
+
+
+def small_topology(weighted: bool) -> glt.data.Topology:
+  g = torch.Generator().manual_seed(3)
+  edges = torch.randint(0, 40, (2, 300), generator=g)
+  weights = torch.rand(300, generator=g) if weighted else None
+  return glt.data.Topology(edges, edge_weights=weights, size=(45, 40))
+
+
+def same_topology(a: glt.data.Topology, b: glt.data.Topology) -> bool:
+  return (a.layout, a.row_count, a.col_count) == (b.layout, b.row_count, b.col_count) and all(
+    (x is None and y is None) or torch.equal(x, y)
+    for x, y in zip(
+      (a.indptr, a.indices, a.edge_ids, a.edge_weights),
+      (b.indptr, b.indices, b.edge_ids, b.edge_weights),
+    )
+  )
+
+
+@pytest.mark.parametrize('weighted', [False, True])
+def test_topology_from_host_handle(weighted):
+  topo = small_topology(weighted)
+  before = [t.clone() for t in (topo.indptr, topo.indices, topo.edge_ids)]
+  handle = topo.host_share()
+  assert topo.host_share() == handle, 'moved once'
+  assert (handle.edge_weights is None) != weighted
+  peer = glt.data.Topology.from_host_handle(handle)
+  assert same_topology(peer, topo)
+  assert all(torch.equal(a, b) for a, b in zip((peer.indptr, peer.indices, peer.edge_ids), before))
+  topo.resize(num_rows=50)  # a new indptr: shared again, the rest as it was
+  again = topo.host_share()
+  assert again.indptr != handle.indptr and again.indices == handle.indices
+  assert glt.data.Topology.from_host_handle(again).row_count == 50
+  with pytest.raises(HostShareError):
+    glt.data.Topology.from_host_handle(dataclasses.replace(handle, indices=handle.indptr))
+
+
+def topology_of_pickled_graph(graph, queue):
+  try:
+    # a Graph pickled to a process arrives host-shared, and hands its
+    # topology on by handles of its own without a copy
+    handle = graph.topo.host_share()
+    topo = graph.topo
+    queue.put(((topo.indptr.tolist(), topo.indices.tolist()), handle.pid == os.getpid()))
+  except Exception:
+    queue.put(traceback.format_exc())
+
+
+def test_a_pickled_graph_is_host_shared():
+  topo = small_topology(weighted=False)
+  (indptr, indices), own = run_child(topology_of_pickled_graph, glt.data.Graph(topo, 'CPU'))
+  assert indptr == topo.indptr.tolist() and indices == topo.indices.tolist() and own
+
+
+def test_a_topology_pickles_without_its_descriptors():
+  topo = small_topology(weighted=True)
+  topo.host_share()
+  again = pickle.loads(pickle.dumps(topo))
+  assert same_topology(again, topo)
+
+
+# -- watching processes -------------------------------------------------------
+
+
+def wait_for_a_line(conn):
+  conn.recv()
+
+
+def test_a_watch_tells_when_a_process_exited():
+  parent, child = SPAWN.Pipe()
+  proc = SPAWN.Process(target=wait_for_a_line, args=(child,))
+  proc.start()
+  try:
+    watch = ProcessWatch()
+    watch.add(proc.pid, 'the test child')
+    watch.check()  # alive: nothing to say
+    parent.send('go')
+    proc.join(TIMEOUT_S)
+    assert proc.exitcode == 0
+    with pytest.raises(RuntimeError, match='the test child exited'):
+      watch.check()
+  finally:
+    if proc.is_alive():
+      proc.kill()
+      proc.join()
+  with pytest.raises(HostShareError, match='cannot watch'):
+    watch.add(proc.pid, 'reaped')
+
+
 # -- partitions on one host ---------------------------------------------------
 
 
+def in_place_neighbors_are_the_graphs(service, graph, rank) -> bool:
+  r"""Whether all neighbors of the other partition's nodes, sampled here
+  from its mapped topology, are the full graph's."""
+  other = 1 - rank
+  nodes = glt.partition.partition_book.owned_ids(service.dist_graph.node_pb, other)[:50]
+  out = service.sample_one_hop(nodes, -1, None, with_edge=True, partition=other)
+  src = torch.repeat_interleave(nodes, out.nbr_num)
+  got = sorted(zip(src.tolist(), out.nbr.tolist(), out.edge.tolist()))
+  pick = torch.isin(graph['src'], nodes)
+  ids = torch.nonzero(pick).view(-1)
+  want = sorted(zip(graph['src'][pick].tolist(), graph['dst'][pick].tolist(), ids.tolist()))
+  return got == want
+
+
 def feature_worker(rank, port, root, share, queue):
-  os.environ['GLT_SHARE_HOST_FEATURES'] = share
+  os.environ['GLT_SHARE_HOST_PARTITIONS'] = share
   dist = glt.distributed
   try:
     from graphlearn_torch.distributed.partition_service import PartitionService
@@ -183,7 +290,13 @@ def feature_worker(rank, port, root, share, queue):
     ok = torch.equal(service.node_feature.get(ids), graph['x'][ids]) and torch.equal(
       service.edge_feature.get(eids), graph['edge_attr'][eids]
     )
-    peers = (sorted(service.node_feature.host_peers), sorted(service.edge_feature.host_peers))
+    peers = (
+      sorted(service.host_peers),
+      sorted(service.node_feature.host_peers),
+      sorted(service.edge_feature.host_peers),
+    )
+    if service.host_peers:
+      ok = ok and in_place_neighbors_are_the_graphs(service, graph, rank)
     dist.barrier()  # the peer is done reading this one's rows over RPC
     queue.put((rank, ok, peers))
   except Exception:
@@ -193,7 +306,7 @@ def feature_worker(rank, port, root, share, queue):
 
 
 @pytest.mark.parametrize('share', ['1', '0'])
-def test_partitions_on_one_host_read_each_others_rows(tmp_path, share):
+def test_partitions_on_one_host_share_topologies_and_rows(tmp_path, share):
   from test_dist_sampling import free_port, partition, run_spawned
 
   partition(str(tmp_path), 2, hetero=False)
@@ -207,4 +320,4 @@ def test_partitions_on_one_host_read_each_others_rows(tmp_path, share):
   for rank, ok, peers in reports:
     assert ok is True, f'rank {rank}:\n{ok}'
     other = [1 - rank]
-    assert peers == ((other, other) if share == '1' else ([], []))
+    assert peers == ((other, other, other) if share == '1' else ([], [], []))

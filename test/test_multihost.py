@@ -32,11 +32,12 @@ pytestmark = pytest.mark.skipif(_unavailable is not None, reason=str(_unavailabl
 
 
 def environment() -> dict:
-  # Each namespace stands for a host of its own: partitions must not read
-  # each other's feature tables from this machine's shared memory.
+  # Each namespace stands for a host of its own: partitions must not map
+  # each other's topologies and feature tables from this machine's shared
+  # memory.
   return dict(
     os.environ, PYTHONPATH=os.pathsep.join([ROOT, HERE]), PYTHONUNBUFFERED='1',
-    GLT_SHARE_HOST_FEATURES='0',
+    GLT_SHARE_HOST_PARTITIONS='0',
   )  # fmt: skip
 
 

@@ -1,13 +1,15 @@
 """Graph topology (COO in, CSR or CSC out) and the Graph that samplers read."""
 
 import logging
+from dataclasses import dataclass
 from multiprocessing.reduction import ForkingPickler
-from typing import Literal, NamedTuple, Optional, Tuple
+from typing import Dict, Literal, NamedTuple, Optional, Tuple
 
 import torch
 
 from .._ext import cuda_kernels_available, ops
 from ..typing import TensorDataType
+from ..utils.host_share import HostSharedTensor, HostTensorHandle, host_sharing_available
 from ..utils.tensor import convert_to_tensor
 from ..utils.topo import ptr2ind
 
@@ -54,6 +56,35 @@ def _check_ptr(indptr: torch.Tensor, indices: torch.Tensor, layout: str) -> None
     )
   if bool((indptr[1:] < indptr[:-1]).any()):
     raise ValueError(f'{layout} indptr must be non-decreasing')
+
+
+@dataclass(frozen=True)
+class TopologyHostHandle:
+  """Where a Topology's host-shared tensors live (see ``Topology.host_share``).
+
+  Args:
+    layout: 'CSR' or 'CSC'.
+    num_cols: the column count.
+    indptr: the row pointers' handle.
+    indices: the column ids' handle.
+    edge_ids: the edge ids' handle.
+    edge_weights: the edge weights' handle, or None.
+  """
+
+  layout: str
+  num_cols: int
+  indptr: HostTensorHandle
+  indices: HostTensorHandle
+  edge_ids: HostTensorHandle
+  edge_weights: Optional[HostTensorHandle]
+
+  @property
+  def pid(self) -> int:
+    """The process that holds the tensors open (the one that made the handle)."""
+    return self.indptr.pid
+
+
+_TENSORS = ('indptr', 'indices', 'edge_ids', 'edge_weights')
 
 
 class Topology:
@@ -143,6 +174,12 @@ class Topology:
     self._edge_ids = edge_ids[perm]
     self._edge_weights = edge_weights[perm] if edge_weights is not None else None
     self._num_cols = num_cols
+    self._host: Dict[str, HostSharedTensor] = {}  # see host_share
+
+  def __getstate__(self):
+    state = dict(self.__dict__)
+    state['_host'] = {}  # descriptors of this process; a pickle carries the tensors
+    return state
 
   @property
   def layout(self) -> str:
@@ -221,6 +258,52 @@ class Topology:
       if t is not None:
         t.share_memory_()
     return self
+
+  def host_share(self) -> TopologyHostHandle:
+    """Moves the tensors into memory that any process of this host can map
+    (``utils.host_share``); returns the handle ``from_host_handle`` maps them
+    by. Each tensor is copied once, and again only after it was replaced
+    (``resize``); its old memory is freed when nothing else holds it. Not
+    thread-safe: callers that share from several threads hold a lock.
+
+    Raises:
+      HostShareError: the platform cannot share memory that way.
+    """
+    handles = {}
+    for name in _TENSORS:
+      tensor = getattr(self, '_' + name)
+      if tensor is None:
+        handles[name] = None
+        continue
+      shared = self._host.get(name)
+      if shared is None or shared.tensor is not tensor:
+        shared = self._host[name] = HostSharedTensor.copy_of(tensor)
+        setattr(self, '_' + name, shared.tensor)
+      handles[name] = shared.handle
+    return TopologyHostHandle(self._layout, self._num_cols, **handles)
+
+  @classmethod
+  def from_host_handle(cls, handle: TopologyHostHandle) -> 'Topology':
+    """The Topology over tensors that another process of this host shared
+    (``host_share``), without a copy.
+
+    Args:
+      handle: the topology's handle.
+
+    Raises:
+      HostShareError: the tensors cannot be mapped here (another host, their
+        holder gone).
+    """
+    host = {
+      name: HostSharedTensor.open(getattr(handle, name))
+      for name in _TENSORS
+      if getattr(handle, name) is not None
+    }
+    topo = cls.__new__(cls)
+    topo._layout, topo._num_cols, topo._host = handle.layout, handle.num_cols, host
+    for name in _TENSORS:
+      setattr(topo, '_' + name, host[name].tensor if name in host else None)
+    return topo
 
   def __repr__(self) -> str:
     return (
@@ -339,13 +422,21 @@ class Graph:
     return self.topo
 
   def share_ipc(self):
-    """Moves the topology to shared memory; returns a picklable handle."""
-    self.topo.share_memory_()
-    return self.topo, self.requested_mode, self.device
+    """Moves the topology to shared memory; returns a picklable handle: the
+    host-shared topology's where the platform has them (so that the
+    receiving process can share it on with its peers of this host), else
+    the topology in torch's shared memory."""
+    if host_sharing_available():
+      topo = self.topo.host_share()
+    else:
+      topo = self.topo.share_memory_()
+    return topo, self.requested_mode, self.device
 
   @classmethod
   def from_ipc_handle(cls, ipc_handle) -> 'Graph':
     topo, mode, device = ipc_handle
+    if isinstance(topo, TopologyHostHandle):
+      topo = Topology.from_host_handle(topo)
     return cls(topo, mode, device)
 
   def __repr__(self) -> str:

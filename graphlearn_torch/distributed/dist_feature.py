@@ -3,7 +3,6 @@ those of partitions held on this host read from their shared memory, and the
 others fetched from their partitions in one request each."""
 
 import logging
-import os
 import threading
 from typing import Dict, List, Optional, Union
 
@@ -13,24 +12,13 @@ from ..data import Feature
 from ..data.feature import FeatureHostHandle
 from ..partition.partition_book import PartitionBook
 from ..typing import EdgeType, NodeType
-from ..utils.host_share import HostShareError, boot_id, host_sharing_available
+from ..utils.host_share import HostShareError, boot_id, share_host_partitions
 from .rpc import RpcCalleeBase, RpcDataPartitionRouter, rpc_register, rpc_request_async
 
 logger = logging.getLogger(__name__)
 
 TypeKey = Optional[Union[NodeType, EdgeType]]
 Features = Union[Feature, Dict[Union[NodeType, EdgeType], Feature]]
-
-# GLT_SHARE_HOST_FEATURES=0 keeps every other partition's rows on RPC, also
-# where the partition is held on this host.
-SHARE_HOST_FEATURES_ENV = 'GLT_SHARE_HOST_FEATURES'
-
-
-def share_host_features() -> bool:
-  r"""Whether partitions held on one host read each other's feature tables
-  from shared memory (``$GLT_SHARE_HOST_FEATURES``, default on, where the
-  platform can)."""
-  return os.environ.get(SHARE_HOST_FEATURES_ENV, '1') != '0' and host_sharing_available()
 
 
 def completed(value: torch.Tensor) -> torch.futures.Future:
@@ -124,7 +112,7 @@ class DistFeature:
     Args:
       requester_boot_id: the requesting process's host boot id.
     """
-    if not share_host_features() or requester_boot_id != boot_id():
+    if not share_host_partitions() or requester_boot_id != boot_id():
       return None
     with self._share_lock:  # two peers asking at once move the tables once
       if self.is_hetero:
@@ -137,7 +125,7 @@ class DistFeature:
     partitions. Every process of the group must have registered its
     DistFeatures (and set the router) before any calls this.
     """
-    if self.local_only or not share_host_features():
+    if self.local_only or not share_host_partitions():
       return []
     asked = [
       (p, rpc_request_async(self.rpc_router.get_to_worker(p), self.share_callee_id, (boot_id(),)))

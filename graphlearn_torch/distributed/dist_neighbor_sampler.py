@@ -1,8 +1,9 @@
 """DistNeighborSampler: multi-hop neighbor sampling over a partitioned graph.
 
 Each hop splits the frontier by the node partition book; seeds of this
-partition are sampled here by the C++ sampler, the others by one RPC per
-owning partition (sent first, so they run while the local part is drawn);
+partition, and of partitions whose topology is mapped from this host, are
+sampled here by the C++ sampler, the others by one RPC per owning partition
+(sent first, so they run while the local part is drawn);
 the pieces are stitched back in frontier order and handed back to the
 multi-hop engine that single-machine sampling drives too
 (``MultiHopSampler.sample_steps``). Batches run as coroutines on an event
@@ -168,31 +169,34 @@ class DistNeighborSampler(ConcurrentEventLoop):
   # -- routing ---------------------------------------------------------------
 
   async def _on_owners(
-    self, ntype: NodeType, tensors: Tuple[torch.Tensor, ...], local_fn, callee_id: int, *args
+    self, ntype: NodeType, tensors: Tuple[torch.Tensor, ...], run_here, callee_id: int, *args
   ) -> List[Tuple[torch.Tensor, object]]:
     r"""Runs a request on the partitions that own ``tensors[0]``'s nodes.
 
-    Splits the positions of ``tensors`` by owner; remote pieces go out first
-    (one request per partition, ``callee_id(*pieces, *args)``), then the
-    local piece runs here (``local_fn(*pieces, *args)``). Returns
-    ``(positions, result)`` per partition that had any.
+    Splits the positions of ``tensors`` by owner; pieces of partitions whose
+    steps run in other processes go out first (one request per partition,
+    ``callee_id(*pieces, *args)``), then the pieces of this partition and of
+    those mapped from this host run here (``run_here(p, *pieces, *args)``).
+    Returns ``(positions, result)`` per partition that had any.
     """
+    self.service.check_host_peers()
     book = self.service.dist_graph.node_book(ntype)
     positions, owned = book.group(tensors[0], self.num_partitions)
 
     def pieces(p: int) -> Tuple[torch.Tensor, ...]:
       return (owned[p], *(t.index_select(0, positions[p]) for t in tensors[1:]))
 
-    remote = []
+    remote, here = [], []
     for p, pos in enumerate(positions):
-      if p != self.partition_idx and pos.numel():
+      if not pos.numel():
+        continue
+      if self.service.runs_here(p):
+        here.append(p)
+      else:
         worker = self.service.router.get_to_worker(p)
         fut = rpc_request_async(worker, callee_id, pieces(p) + args)
         remote.append((p, worker, pos, wrap_torch_future(fut)))
-    parts = []
-    local = positions[self.partition_idx]
-    if local.numel():
-      parts.append((local, local_fn(*pieces(self.partition_idx), *args)))
+    parts = [(positions[p], run_here(p, *pieces(p), *args)) for p in here]
     for p, worker, pos, fut in remote:
       try:
         parts.append((pos, await fut))
@@ -204,10 +208,13 @@ class DistNeighborSampler(ConcurrentEventLoop):
 
   # -- one hop -------------------------------------------------------------
 
-  def _local_one_hop(self, seeds, fanout, etype, with_edge, with_weight) -> NeighborOutput:
-    # This sampler's random stream; peers draw from their own.
+  def _one_hop_here(
+    self, partition, seeds, fanout, etype, with_edge, with_weight
+  ) -> NeighborOutput:
+    # This sampler's random stream, also for partitions mapped from this
+    # host; peers draw from their own.
     return self.service.sample_one_hop(
-      seeds, fanout, etype, with_edge, with_weight, self.random.kernel_seed()
+      seeds, fanout, etype, with_edge, with_weight, self.random.kernel_seed(), partition
     )
 
   async def _answer(self, request: HopRequest) -> NeighborOutput:
@@ -215,7 +222,7 @@ class DistNeighborSampler(ConcurrentEventLoop):
     parts = await self._on_owners(
       self.engine.schema.seed_type(request.etype),
       (seeds,),
-      self._local_one_hop,
+      self._one_hop_here,
       self.service.sampling_callee_id,
       request.fanout,
       request.etype,
@@ -249,7 +256,7 @@ class DistNeighborSampler(ConcurrentEventLoop):
     parts = await self._on_owners(
       self.engine.schema.seed_type(etype),
       (rows, cols),
-      self.service.has_edge,
+      lambda p, rows, cols, etype: self.service.has_edge(rows, cols, etype, p),
       self.service.edge_check_callee_id,
       etype,
     )
@@ -299,6 +306,8 @@ class DistNeighborSampler(ConcurrentEventLoop):
     nodes, mapping = self.engine.subgraph_nodes(seeds, reached)
     # Every partition holds the edges of its own rows: each finds those
     # among the nodes, in the same local numbering.
+    self.service.check_host_peers()
+    partitions = range(self.num_partitions)
     futures = [
       wrap_torch_future(
         rpc_request_async(
@@ -307,10 +316,14 @@ class DistNeighborSampler(ConcurrentEventLoop):
           (nodes, self.with_edge),
         )
       )
-      for p in range(self.num_partitions)
-      if p != self.partition_idx
+      for p in partitions
+      if not self.service.runs_here(p)
     ]
-    pieces = [self.service.subgraph_edges(nodes, self.with_edge)]
+    pieces = [
+      self.service.subgraph_edges(nodes, self.with_edge, p)
+      for p in partitions
+      if self.service.runs_here(p)
+    ]
     for fut in futures:
       pieces.append(await fut)
     rows, cols, eids = (torch.cat([piece[i] for piece in pieces]) for i in range(3))

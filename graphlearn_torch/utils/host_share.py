@@ -15,10 +15,11 @@ where the same pid names another process, is refused rather than misread.
 """
 
 import os
+import select
 import stat
 import weakref
 from dataclasses import dataclass
-from typing import Tuple
+from typing import Dict, Tuple
 
 import torch
 
@@ -44,6 +45,19 @@ def boot_id() -> str:
 def host_sharing_available() -> bool:
   r"""Whether this platform can make host-shared tensors (Linux memfds)."""
   return hasattr(os, 'memfd_create') and boot_id() != ''
+
+
+# GLT_SHARE_HOST_PARTITIONS=0 keeps every other partition on RPC, also where
+# it is held on this host (for one machine standing in for several hosts).
+SHARE_HOST_PARTITIONS_ENV = 'GLT_SHARE_HOST_PARTITIONS'
+
+
+def share_host_partitions() -> bool:
+  r"""Whether the partitions of a distributed group held on one host map
+  each other's topologies and feature tables from shared memory and run
+  each other's sampling steps in place (``$GLT_SHARE_HOST_PARTITIONS``,
+  default on, where the platform can)."""
+  return os.environ.get(SHARE_HOST_PARTITIONS_ENV, '1') != '0' and host_sharing_available()
 
 
 @dataclass(frozen=True)
@@ -154,3 +168,42 @@ class HostSharedTensor:
       handle.boot_id, os.getpid(), fd, handle.token, handle.dtype, handle.shape
     )
     return cls(fd, _data(mapped, own), own)
+
+
+class ProcessWatch:
+  r"""Tells, without waiting, whether one of some processes of this host has
+  exited (Linux pidfds): ``check`` costs one system call. A process that
+  maps another's memory keeps it valid after its holder died, so a process
+  that runs a peer's work in place learns of the peer's death here, not from
+  a failed request.
+  """
+
+  def __init__(self):
+    self._epoll = select.epoll()
+    self._names: Dict[int, str] = {}  # pidfd -> how an error names its process
+    self._close = weakref.finalize(self, _close_watch, self._epoll, self._names)
+
+  def add(self, pid: int, name: str) -> None:
+    r"""Watches process ``pid``, which an error calls ``name``.
+
+    Raises:
+      HostShareError: it cannot be watched (it is gone, or this platform has
+        no pidfds).
+    """
+    try:
+      fd = os.pidfd_open(pid)
+    except (AttributeError, OSError) as e:
+      raise HostShareError(f'cannot watch process {pid}: {e}') from e
+    self._names[fd] = name
+    self._epoll.register(fd, select.EPOLLIN)
+
+  def check(self) -> None:
+    r"""Raises RuntimeError naming a watched process that has exited."""
+    for fd, _ in self._epoll.poll(0):
+      raise RuntimeError(f'{self._names[fd]} exited')
+
+
+def _close_watch(epoll, names: Dict[int, str]) -> None:
+  epoll.close()
+  for fd in names:
+    os.close(fd)
