@@ -179,7 +179,7 @@ class ProcessWatch:
   """
 
   def __init__(self):
-    self._epoll = select.epoll()
+    self._epoll = select.epoll() if hasattr(select, 'epoll') else None  # Linux only
     self._names: Dict[int, str] = {}  # pidfd -> how an error names its process
     self._close = weakref.finalize(self, _close_watch, self._epoll, self._names)
 
@@ -191,6 +191,8 @@ class ProcessWatch:
         no pidfds).
     """
     try:
+      if self._epoll is None:
+        raise OSError('no epoll on this platform')
       fd = os.pidfd_open(pid)
     except (AttributeError, OSError) as e:
       raise HostShareError(f'cannot watch process {pid}: {e}') from e
@@ -199,11 +201,14 @@ class ProcessWatch:
 
   def check(self) -> None:
     r"""Raises RuntimeError naming a watched process that has exited."""
+    if not self._names:
+      return
     for fd, _ in self._epoll.poll(0):
       raise RuntimeError(f'{self._names[fd]} exited')
 
 
 def _close_watch(epoll, names: Dict[int, str]) -> None:
-  epoll.close()
+  if epoll is not None:
+    epoll.close()
   for fd in names:
     os.close(fd)
