@@ -73,7 +73,9 @@ def test_a_peer_that_never_starts_is_named():
 def test_no_rendezvous_at_the_port_is_named():
   (out,) = finish([start(WORKER, 1, 2, free_port(), TIMEOUT_S)])
   assert 'found no rendezvous' in out and 'rank 0 did not start there' in out, out
-  assert elapsed(out) < TIMEOUT_S + SLACK_S
+  # short connection attempts: torch's own retry alone would take up to
+  # about 3 timeouts
+  assert elapsed(out) < TIMEOUT_S + 4
 
 
 def wait_for_line(proc, text: str, timeout: float = 60) -> str:

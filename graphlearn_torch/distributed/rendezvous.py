@@ -44,17 +44,40 @@ def _query(url) -> Dict[str, str]:
   return dict(pair.split('=', 1) for pair in url.query.split('&') if pair)
 
 
+# A client's TCPStore retries a refused connection for its whole timeout,
+# then sleeps a random delay of up to about 1.4 timeouts and tries once more:
+# up to about 3 timeouts in all. Short attempts keep the wait near the
+# caller's timeout.
+_ATTEMPT_S = 1.0
+
+
+def _store(host: str, port: int, rank: int, world_size: int, timeout: float) -> TCPStore:
+  return TCPStore(
+    host,
+    port,
+    world_size,
+    is_master=rank == 0,
+    timeout=timedelta(seconds=timeout),
+    wait_for_workers=False,
+    multi_tenant=True,
+  )
+
+
 def _connect(host: str, port: int, rank: int, world_size: int, timeout: float) -> TCPStore:
+  deadline = time.monotonic() + timeout
   try:
-    return TCPStore(
-      host,
-      port,
-      world_size,
-      is_master=rank == 0,
-      timeout=timedelta(seconds=timeout),
-      wait_for_workers=False,
-      multi_tenant=True,
-    )
+    if rank == 0:
+      return _store(host, port, rank, world_size, timeout)
+    while True:
+      attempt = min(_ATTEMPT_S, max(deadline - time.monotonic(), 0.1))
+      try:
+        store = _store(host, port, rank, world_size, attempt)
+      except (DistStoreError, RuntimeError):
+        if time.monotonic() + 0.1 >= deadline:
+          raise
+        continue
+      store.set_timeout(timedelta(seconds=timeout))
+      return store
   except (DistStoreError, RuntimeError) as e:
     if rank == 0:
       ephemeral = ephemeral_ports()
