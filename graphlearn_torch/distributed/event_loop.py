@@ -29,6 +29,15 @@ def wrap_torch_future(f: torch.futures.Future) -> asyncio.Future:
   return out
 
 
+def _call_handler(handler: Callable[[Any], None], arg: Any) -> None:
+  r"""Runs a task's callback or error handler on the loop; what it raises is
+  logged, as nobody waits on it and the loop must go on."""
+  try:
+    handler(arg)
+  except Exception:
+    logger.exception('the handler of a sampling task failed')
+
+
 def _set_result(fut: asyncio.Future, value: Any) -> None:
   if not fut.done():
     fut.set_result(value)
@@ -54,25 +63,29 @@ class ConcurrentEventLoop:
     self.concurrency = concurrency
     self._loop: Optional[asyncio.AbstractEventLoop] = None
     self._thread: Optional[threading.Thread] = None
+    self._start_lock = threading.Lock()
     self._slots = threading.BoundedSemaphore(concurrency)
     self._pending = 0
     self._idle = threading.Condition()
 
   def start_loop(self) -> None:
-    r"""Starts the loop's thread (idempotent)."""
-    if self._thread is not None:
-      return
-    self._loop = asyncio.new_event_loop()
-    started = threading.Event()
+    r"""Starts the loop's thread (idempotent, and safe from several threads
+    at once)."""
+    with self._start_lock:
+      if self._thread is not None:
+        return
+      loop = asyncio.new_event_loop()
+      started = threading.Event()
 
-    def run():
-      asyncio.set_event_loop(self._loop)
-      self._loop.call_soon(started.set)
-      self._loop.run_forever()
+      def run():
+        asyncio.set_event_loop(loop)
+        loop.call_soon(started.set)
+        loop.run_forever()
 
-    self._thread = threading.Thread(target=run, name='glt-event-loop', daemon=True)
-    self._thread.start()
-    started.wait()
+      thread = threading.Thread(target=run, name='glt-event-loop', daemon=True)
+      thread.start()
+      started.wait()
+      self._loop, self._thread = loop, thread
 
   def shutdown_loop(self, timeout: float = 30.0) -> None:
     r"""Stops the loop after the tasks in flight, waiting at most ``timeout``."""
@@ -101,34 +114,42 @@ class ConcurrentEventLoop:
     r"""Schedules ``coro``; ``callback(result)`` runs in the loop's thread
     when it finishes, or ``on_error(exception)`` when it fails (without one,
     the failure is logged). Waits for a free place among ``concurrency``.
+    The place is free again before the callback runs, so a callback may
+    start the next task; the task counts for ``wait_all`` until its callback
+    has returned.
 
     Raises:
       TimeoutError: no place freed up within ``timeout`` seconds.
     """
     self.start_loop()
     if not self._slots.acquire(timeout=timeout):
+      if asyncio.iscoroutine(coro):
+        coro.close()  # never to run
       raise TimeoutError(f'no sampling task finished within {timeout} s')
     with self._idle:
       self._pending += 1
-    future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+    asyncio.run_coroutine_threadsafe(self._counted(coro, callback, on_error), self._loop)
 
-    def finished(f):
+  async def _counted(self, coro: Awaitable, callback, on_error) -> None:
+    r"""Runs an ``add_task`` task and then its callback in the loop's thread
+    (also when the task finishes at once), and gives up its counts."""
+    try:
       try:
-        error = f.exception()
-        if error is not None:
-          if on_error is None:
-            logger.error('a sampling task failed', exc_info=error)
-          else:
-            on_error(error)
-        elif callback is not None:
-          callback(f.result())
+        result = await coro
       finally:
         self._slots.release()
-        with self._idle:
-          self._pending -= 1
-          self._idle.notify_all()
-
-    future.add_done_callback(finished)
+    except Exception as error:
+      if on_error is None:
+        logger.error('a sampling task failed', exc_info=error)
+      else:
+        _call_handler(on_error, error)
+    else:
+      if callback is not None:
+        _call_handler(callback, result)
+    finally:
+      with self._idle:
+        self._pending -= 1
+        self._idle.notify_all()
 
   def submit(self, coro: Awaitable) -> concurrent.futures.Future:
     r"""Schedules ``coro`` on the loop (not counted among ``concurrency``);

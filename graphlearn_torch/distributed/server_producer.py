@@ -57,10 +57,11 @@ class DistServerSamplingProducer:
     self.concurrency = worker_options.num_workers * worker_options.worker_concurrency
     self.buffer_capacity = max(worker_options.buffer_capacity, self.concurrency)
     self.buffer_size = worker_options.buffer_size
-    # One place more than the batches in flight: a finished batch holds its
-    # place until its callback returns, and the callback starts the next.
+    # A batch counts in _in_flight from before its add_task until its
+    # callback, and holds its place in the loop for less: _fill's add_task
+    # never waits, also when a callback (in the loop's thread) calls it.
     self.sampler = DistNeighborSampler.from_config(
-      service.data, cfg, concurrency=self.concurrency + 1, service=service
+      service.data, cfg, concurrency=self.concurrency, service=service
     )
     self._batcher = SeedBatcher.from_config(len(sampler_input), cfg)
     self._lock = threading.Lock()
