@@ -9,6 +9,7 @@ ranks never arrived, or that its rank was taken twice, or that the processes
 disagree on the world size.
 """
 
+import socket
 import time
 from datetime import timedelta
 from typing import Dict, Iterator, List, Tuple
@@ -46,9 +47,26 @@ def _query(url) -> Dict[str, str]:
 
 # A client's TCPStore retries a refused connection for its whole timeout,
 # then sleeps a random delay of up to about 1.4 timeouts and tries once more:
-# up to about 3 timeouts in all. Short attempts keep the wait near the
-# caller's timeout.
+# up to about 3 timeouts in all, and each failed try logs a C++ stack trace.
+# So a client first waits until something listens at the address (a plain
+# connection, refused at once while nothing does), then connects in short
+# attempts, which keep the wait near the caller's timeout.
 _ATTEMPT_S = 1.0
+_PROBE_BACKOFF_S = 0.05
+
+
+def _wait_until_listening(host: str, port: int, deadline: float) -> bool:
+  r"""Whether a connection to ``host:port`` was accepted before the
+  deadline."""
+  while True:
+    left = deadline - time.monotonic()
+    try:
+      with socket.create_connection((host, port), timeout=max(min(_ATTEMPT_S, left), 0.1)):
+        return True
+    except OSError:
+      if left <= _PROBE_BACKOFF_S:
+        return False
+      time.sleep(_PROBE_BACKOFF_S)  # a refused connection's retry backoff
 
 
 def _store(host: str, port: int, rank: int, world_size: int, timeout: float) -> TCPStore:
@@ -69,6 +87,8 @@ def _connect(host: str, port: int, rank: int, world_size: int, timeout: float) -
     if rank == 0:
       return _store(host, port, rank, world_size, timeout)
     while True:
+      if not _wait_until_listening(host, port, deadline):
+        raise _no_rank_0(host, port, rank, world_size, timeout)
       attempt = min(_ATTEMPT_S, max(deadline - time.monotonic(), 0.1))
       try:
         store = _store(host, port, rank, world_size, attempt)
@@ -92,10 +112,14 @@ def _connect(host: str, port: int, rank: int, world_size: int, timeout: float) -
         f'rank 0 cannot serve the rendezvous at {host}:{port} ({e}); is the port taken by '
         f'another job? Give another master_port{hint}'
       ) from e
-    raise TimeoutError(
-      f'rank {rank} of {world_size} found no rendezvous at {host}:{port} within {timeout:g} s: '
-      f'rank 0 did not start there (a wrong master address or port, or rank 0 failed)'
-    ) from e
+    raise _no_rank_0(host, port, rank, world_size, timeout) from e
+
+
+def _no_rank_0(host: str, port: int, rank: int, world_size: int, timeout: float) -> TimeoutError:
+  return TimeoutError(
+    f'rank {rank} of {world_size} found no rendezvous at {host}:{port} within {timeout:g} s: '
+    f'rank 0 did not start there (a wrong master address or port, or rank 0 failed)'
+  )
 
 
 def _missing(store: Store, world_size: int) -> List[int]:
