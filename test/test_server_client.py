@@ -4,6 +4,7 @@ graph, and every epoch covers each client's seeds once. Processes are spawned
 and reaped also on failure."""
 
 import os
+import signal
 import subprocess
 import sys
 import traceback
@@ -230,27 +231,36 @@ def test_clients_need_init_client():
 def run_example_pair(server_args, client_args, timeout, common_timeout=60) -> str:
   r"""Runs examples/distributed/server_client_mode as 2 servers + 2 clients
   (``*_args`` added to each side's command line); checks that both sides exit
-  cleanly and returns the clients' log."""
+  cleanly and returns the clients' log. Each side runs in a process group of
+  its own, killed whole at the end: a side that times out leaves no spawned
+  server or client behind."""
   examples = Path(__file__).resolve().parents[1] / 'examples/distributed/server_client_mode'
   job, pg = free_port(), free_port()
   common = ['--master_port', str(job), '--timeout', str(common_timeout)]
-  servers = subprocess.Popen(
-    [sys.executable, str(examples / 'sage_supervised_server.py'), *server_args, *common],
-    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-  )  # fmt: skip
+  sides = []
   try:
-    run = subprocess.run(
+    servers = subprocess.Popen(
+      [sys.executable, str(examples / 'sage_supervised_server.py'), *server_args, *common],
+      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    sides.append(servers)
+    clients = subprocess.Popen(
       [
         sys.executable, str(examples / 'sage_supervised_client.py'), '--no-progress',
         '--training_pg_master_port', str(pg), *client_args, *common,
       ],
-      capture_output=True, text=True, timeout=timeout,
+      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
+    sides.append(clients)
+    _, client_log = clients.communicate(timeout=timeout)
     _, server_log = servers.communicate(timeout=60)
   finally:
-    if servers.poll() is None:
-      servers.kill()
-      servers.wait()
-  assert run.returncode == 0, run.stderr[-4000:]
+    for side in sides:
+      try:
+        os.killpg(side.pid, signal.SIGKILL)
+      except ProcessLookupError:  # the group is gone already
+        pass
+      side.wait()
+  assert clients.returncode == 0, client_log[-4000:]
   assert servers.returncode == 0, server_log[-4000:]
-  return run.stderr
+  return client_log

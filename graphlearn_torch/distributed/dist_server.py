@@ -76,10 +76,7 @@ class DistServer:
 
   def __init__(self, dataset: DistDataset):
     self.dataset = dataset
-    # Servers keep each other's hops on RPC: with hops in place, server-client
-    # runs hung twice in about 100 (a client never finished), undiagnosed;
-    # worker mode maps the partitions of its host (PartitionService).
-    self.service = PartitionService(dataset, map_host_topologies=False)
+    self.service = PartitionService(dataset)
     self._lock = threading.Lock()
     self._producers: Dict[int, DistServerSamplingProducer] = {}
     self._owners: Dict[int, Optional[int]] = {}  # producer id -> client rank

@@ -69,12 +69,9 @@ class PartitionService:
 
   Args:
     data: this process's partition.
-    map_host_topologies: map the topologies of the partitions held on this
-      host and sample them in place (``connect_host_peers``); servers pass
-      False (see ``DistServer``).
   """
 
-  def __init__(self, data: DistDataset, map_host_topologies: bool = True):
+  def __init__(self, data: DistDataset):
     self.data = data
     self.num_partitions = data.num_partitions
     self.partition_idx = data.partition_idx
@@ -110,8 +107,7 @@ class PartitionService:
         feature.rpc_router = self.router
     # Only now has every process its callees and the table: partitions on
     # this host map each other's topologies and feature tables.
-    if map_host_topologies:
-      self.connect_host_peers()
+    self.connect_host_peers()
     for feature in (self.node_feature, self.edge_feature):
       if feature is not None:
         feature.connect_host_peers()
