@@ -124,3 +124,17 @@ def test_add_task_times_out_when_no_place_frees_up(loop):
     loop.add_task(value(1), timeout=0.2)
   release.set_result(None)
   assert loop.wait_all(WAIT_S)
+
+
+def test_no_task_after_shutdown():
+  # A producer's last add_task can race its shutdown: it must not start a
+  # fresh loop that nobody stops.
+  loop = ConcurrentEventLoop(1)
+  loop.add_task(value(1))
+  loop.shutdown_loop(WAIT_S)
+  before = sum(t.name == 'glt-event-loop' for t in threading.enumerate())
+  with pytest.raises(RuntimeError, match='shut down'):
+    loop.add_task(value(2))
+  with pytest.raises(RuntimeError, match='shut down'):
+    loop.submit(value(3))
+  assert sum(t.name == 'glt-event-loop' for t in threading.enumerate()) == before

@@ -29,6 +29,12 @@ def wrap_torch_future(f: torch.futures.Future) -> asyncio.Future:
   return out
 
 
+def _discard(coro: Awaitable) -> None:
+  r"""Closes a coroutine that will never run (no "never awaited" warning)."""
+  if asyncio.iscoroutine(coro):
+    coro.close()
+
+
 def _call_handler(handler: Callable[[Any], None], arg: Any) -> None:
   r"""Runs a task's callback or error handler on the loop; what it raises is
   logged, as nobody waits on it and the loop must go on."""
@@ -64,14 +70,21 @@ class ConcurrentEventLoop:
     self._loop: Optional[asyncio.AbstractEventLoop] = None
     self._thread: Optional[threading.Thread] = None
     self._start_lock = threading.Lock()
+    self._shut_down = False
     self._slots = threading.BoundedSemaphore(concurrency)
     self._pending = 0
     self._idle = threading.Condition()
 
   def start_loop(self) -> None:
     r"""Starts the loop's thread (idempotent, and safe from several threads
-    at once)."""
+    at once).
+
+    Raises:
+      RuntimeError: the loop was shut down (``shutdown_loop``).
+    """
     with self._start_lock:
+      if self._shut_down:
+        raise RuntimeError('the sampling event loop was shut down')
       if self._thread is not None:
         return
       loop = asyncio.new_event_loop()
@@ -87,8 +100,18 @@ class ConcurrentEventLoop:
       started.wait()
       self._loop, self._thread = loop, thread
 
+  def _start_for(self, coro: Awaitable) -> None:
+    try:
+      self.start_loop()
+    except RuntimeError:
+      _discard(coro)
+      raise
+
   def shutdown_loop(self, timeout: float = 30.0) -> None:
-    r"""Stops the loop after the tasks in flight, waiting at most ``timeout``."""
+    r"""Stops the loop after the tasks in flight, waiting at most ``timeout``;
+    it takes no task after this."""
+    with self._start_lock:
+      self._shut_down = True
     if self._thread is None:
       return
     self.wait_all(timeout)
@@ -121,10 +144,9 @@ class ConcurrentEventLoop:
     Raises:
       TimeoutError: no place freed up within ``timeout`` seconds.
     """
-    self.start_loop()
+    self._start_for(coro)
     if not self._slots.acquire(timeout=timeout):
-      if asyncio.iscoroutine(coro):
-        coro.close()  # never to run
+      _discard(coro)
       raise TimeoutError(f'no sampling task finished within {timeout} s')
     with self._idle:
       self._pending += 1
@@ -154,7 +176,7 @@ class ConcurrentEventLoop:
   def submit(self, coro: Awaitable) -> concurrent.futures.Future:
     r"""Schedules ``coro`` on the loop (not counted among ``concurrency``);
     returns a future of its result."""
-    self.start_loop()
+    self._start_for(coro)
     return asyncio.run_coroutine_threadsafe(coro, self._loop)
 
   def run_task(self, coro: Awaitable, timeout: Optional[float] = None) -> Any:
