@@ -281,3 +281,19 @@ def test_dense_and_hashed_inducers_agree(monkeypatch):
       for key, value in getattr(dense, field).items():
         assert torch.equal(value, getattr(hashed, field)[key])
   check_output(outs[1], edges, seeds, 'paper', {et: [3, 2] for et in edges}, 'in', False)
+
+
+def test_a_pickled_sampler_samples_as_the_original():
+  # A spawned data loader worker gets the sampler pickled: its inducer pool
+  # (native maps) starts empty, its random stream where the original's was.
+  import pickle
+
+  ds, _ = make_homo('in')
+  sampler = NeighborSampler(ds.graph, [3, 2], device='cpu', edge_dir='in', seed=7)
+  seeds = NodeSamplerInput(node=torch.tensor([0, 5, 9]))
+  sampler.sample_from_nodes(seeds)  # the pool now holds an inducer
+  copy = pickle.loads(pickle.dumps(sampler))
+  ours, theirs = sampler.sample_from_nodes(seeds), copy.sample_from_nodes(seeds)
+  for field in ('node', 'row', 'col', 'edge'):
+    a, b = getattr(ours, field), getattr(theirs, field)
+    assert (a is None and b is None) or torch.equal(a, b), field

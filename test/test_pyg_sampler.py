@@ -53,15 +53,19 @@ def check_batch(batch, data, fanouts, seeds):
       assert picked <= every and len(picked) == min(fanouts[0], len(every))
 
 
-@pytest.mark.parametrize('num_workers', [0, 2])
-def test_node_loader(num_workers):
+@pytest.mark.parametrize('num_workers, context', [(0, None), (2, None), (2, 'spawn')])
+def test_node_loader(num_workers, context):
   data = random_data()
   fanouts = [3, 2]
-  sampler = glt.sampler.PyGNeighborSampler(data, fanouts)
+  # spawned workers get the topology through shared memory, not a copy each
+  sampler = glt.sampler.PyGNeighborSampler(data, fanouts, share_memory=context == 'spawn')
+  if context == 'spawn':
+    topo = sampler.dataset.graph.topo
+    assert topo.indptr.is_shared() and topo.indices.is_shared()
   seeds = torch.randperm(N)[:25]
   loader = NodeLoader(
     data, sampler, input_nodes=seeds, batch_size=8, num_workers=num_workers,
-    filter_per_worker=num_workers > 0,
+    filter_per_worker=num_workers > 0, multiprocessing_context=context,
   )  # fmt: skip
   covered = []
   for batch in loader:

@@ -403,6 +403,17 @@ class MultiHopSampler:
     self.sample_device = torch.device(sample_device)
     self._inducers: queue.SimpleQueue = queue.SimpleQueue()
 
+  def __getstate__(self):
+    # The inducer pool is this process's cache of native maps: a copy (a
+    # spawned data loader worker's) starts with an empty one.
+    state = dict(self.__dict__)
+    del state['_inducers']
+    return state
+
+  def __setstate__(self, state):
+    self.__dict__.update(state)
+    self._inducers = queue.SimpleQueue()
+
   @property
   def num_hops(self) -> int:
     return len(next(iter(self.fanouts.values()))) if self.fanouts else 0
