@@ -1,6 +1,8 @@
-"""Shared fixtures: small random graphs and the path of the real datasets."""
+"""Shared fixtures: small random graphs, the path of the real datasets, and
+the reaping of process sessions."""
 
 import os
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +20,18 @@ def random_edges(num_src: int, num_dst: int, num_edges: int, seed: int) -> torch
   src = rng.integers(0, num_src, num_edges)
   dst = rng.integers(0, num_dst, num_edges)
   return torch.from_numpy(np.stack([src, dst])).long()
+
+
+def kill_sessions(procs) -> None:
+  r"""Kills the whole session of each process (started with
+  ``start_new_session=True``), also where its leader has exited but left
+  children, and reaps the leader."""
+  for p in procs:
+    try:
+      os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:  # the session is gone already
+      pass
+    p.wait()
 
 
 @pytest.fixture

@@ -6,12 +6,12 @@ servers and 2 clients. Every process is bounded by a timeout and reaped."""
 
 import os
 import re
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import kill_sessions
 from test_dist_sampling import free_port
 
 SCRIPTS = Path(__file__).resolve().parent / 'glt_scripts'
@@ -42,10 +42,7 @@ def finish(procs, timeout=TIMEOUT_S):
       out, _ = p.communicate(timeout=timeout)
       outputs.append(out)
   finally:
-    for p in procs:
-      if p.poll() is None:
-        os.killpg(p.pid, signal.SIGKILL)
-        p.wait()
+    kill_sessions(procs)
   for p, out in zip(procs, outputs):
     assert p.returncode == 0, f'{p.args[1]} exited {p.returncode}:\n{out[-4000:]}'
   return outputs

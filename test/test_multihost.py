@@ -14,6 +14,7 @@ from collections import defaultdict
 
 import pytest
 import torch
+from conftest import kill_sessions
 from netns_hosts import HostNetwork, impaired_network, namespaces, unavailable_reason
 from test_dist_sampling import free_port, partition
 
@@ -59,16 +60,6 @@ def finish(procs, timeout=JOB_TIMEOUT_S):
   finally:
     kill_sessions(procs)
   return outs
-
-
-def kill_sessions(procs) -> None:
-  for p in procs:
-    if p.poll() is None:
-      try:
-        os.killpg(p.pid, 9)
-      except ProcessLookupError:
-        pass
-      p.wait()
 
 
 def session_alive(pid: int) -> bool:

@@ -4,7 +4,6 @@ graph, and every epoch covers each client's seeds once. Processes are spawned
 and reaped also on failure."""
 
 import os
-import signal
 import subprocess
 import sys
 import traceback
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import kill_sessions
 from test_dist_sampling import (
   SPAWN,
   TIMEOUT_S,
@@ -255,12 +255,7 @@ def run_example_pair(server_args, client_args, timeout, common_timeout=60) -> st
     _, client_log = clients.communicate(timeout=timeout)
     _, server_log = servers.communicate(timeout=60)
   finally:
-    for side in sides:
-      try:
-        os.killpg(side.pid, signal.SIGKILL)
-      except ProcessLookupError:  # the group is gone already
-        pass
-      side.wait()
+    kill_sessions(sides)
   assert clients.returncode == 0, client_log[-4000:]
   assert servers.returncode == 0, server_log[-4000:]
   return client_log
