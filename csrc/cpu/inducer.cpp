@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <memory>
 #include <string>
 
 #include "../checks.h"
@@ -27,13 +28,30 @@ inline uint64_t slot_of(int64_t key, int shift) {
   return (static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ULL) >> shift;
 }
 
-at::Tensor to_tensor(const std::vector<int64_t>& v) {
-  auto t = at::empty({static_cast<int64_t>(v.size())}, at::kLong);
-  std::copy(v.begin(), v.end(), t.data_ptr<int64_t>());
-  return t;
+// An uninitialised array of n T (a std::vector would zero it first, on one
+// thread).
+template <typename T>
+std::unique_ptr<T[]> scratch(int64_t n) {
+  return std::unique_ptr<T[]>(new T[n]);
 }
 
 }  // namespace
+
+int64_t* KeyLog::extend(int64_t n) {
+  reserve(size_ + n);
+  int64_t* end = data_.get() + size_;
+  size_ += n;
+  return end;
+}
+
+void KeyLog::reserve(int64_t n) {
+  if (n <= capacity_) return;
+  const int64_t capacity = std::max<int64_t>(n, 2 * capacity_);
+  auto data = scratch<int64_t>(capacity);
+  std::copy(data_.get(), data_.get() + size_, data.get());
+  data_ = std::move(data);
+  capacity_ = capacity;
+}
 
 IdMap::IdMap()
     : keys_(1 << kInitialBits, kEmpty),
@@ -56,7 +74,7 @@ int64_t IdMap::insert(int64_t key, bool* inserted) {
     if (*inserted) {
       TORCH_CHECK_VALUE(size_ < INT32_MAX, "too many nodes in one batch");
       slot = static_cast<int32_t>(size_++);
-      dense_keys_.push_back(key);
+      inserted_.push_back(key);
     }
     return slot;
   }
@@ -71,6 +89,7 @@ int64_t IdMap::insert(int64_t key, bool* inserted) {
     if (k == kEmpty) {
       keys_[i] = key;
       vals_[i] = size_;
+      inserted_.push_back(key);
       *inserted = true;
       return size_++;
     }
@@ -93,13 +112,27 @@ int64_t IdMap::find(int64_t key) const {
   }
 }
 
-void IdMap::insert_all(const int64_t* keys, int64_t n, int64_t* local,
-                       std::vector<int64_t>* fresh) {
+at::Tensor IdMap::keys_from(int64_t first) const {
+  const int64_t n = size_ - first;
+  auto out = at::empty({n}, at::kLong);
+  const int64_t* src = inserted_.data() + first;
+  int64_t* dst = out.data_ptr<int64_t>();
+  at::parallel_for(0, n, 1 << 16, [&](int64_t begin, int64_t end) {
+    std::copy(src + begin, src + end, dst + begin);
+  });
+  return out;
+}
+
+void IdMap::insert_all(const int64_t* keys, int64_t n, int64_t* local) {
   // Checked before anything is written: a claim left behind by a dense insert
   // would outlive reset(), and a negative key is a hash table's empty slot.
   const uint64_t bound = dense_.empty() ? INT64_MAX : dense_.size();
-  uint64_t outside = 0;
-  for (int64_t i = 0; i < n; ++i) outside |= static_cast<uint64_t>(keys[i]) >= bound;
+  std::atomic<bool> outside{false};
+  at::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
+    uint64_t any = 0;
+    for (int64_t i = begin; i < end; ++i) any |= static_cast<uint64_t>(keys[i]) >= bound;
+    if (any) outside = true;
+  });
   if (outside) {
     const int64_t* bad =
         std::find_if(keys, keys + n, [&](int64_t k) { return static_cast<uint64_t>(k) >= bound; });
@@ -107,13 +140,12 @@ void IdMap::insert_all(const int64_t* keys, int64_t n, int64_t* local,
                       dense_.empty() ? "the id map" : std::to_string(bound) + " nodes");
   }
   if (!dense_.empty()) {
-    insert_all_dense(keys, n, local, fresh);
+    insert_all_dense(keys, n, local);
     return;
   }
   for (int64_t i = 0; i < n; ++i) {
     bool inserted;
     local[i] = insert(keys[i], &inserted);
-    if (inserted) fresh->push_back(keys[i]);
   }
 }
 
@@ -126,8 +158,7 @@ void IdMap::insert_all(const int64_t* keys, int64_t n, int64_t* local,
 // take consecutive local ids, chunk by chunk in order, so ids follow first
 // appearance; (4) the later positions of a new id read it from their
 // claimant.
-void IdMap::insert_all_dense(const int64_t* keys, int64_t n, int64_t* local,
-                             std::vector<int64_t>* fresh) {
+void IdMap::insert_all_dense(const int64_t* keys, int64_t n, int64_t* local) {
   TORCH_CHECK_VALUE(n < INT32_MAX && size_ + n < INT32_MAX, "too many nodes in one batch");
   const int64_t num_ids = static_cast<int64_t>(dense_.size());
   int32_t* map = dense_.data();
@@ -153,13 +184,14 @@ void IdMap::insert_all_dense(const int64_t* keys, int64_t n, int64_t* local,
     auto range_of = [&](int64_t key) {
       return static_cast<int64_t>((static_cast<uint64_t>(key) * scale) >> 64);
     };
-    std::vector<int32_t> range(n);
+    auto range = scratch<int32_t>(n);
     at::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) range[i] = static_cast<int32_t>(range_of(keys[i]));
     });
     // positions grouped by range, in position order, with their ids
-    std::vector<int64_t> order(n), grouped(n), range_begin(num_ranges + 1, 0);
-    bucket(range.data(), n, num_ranges, order.data(), range_begin.data() + 1, keys, grouped.data());
+    auto order = scratch<int64_t>(n), grouped = scratch<int64_t>(n);
+    std::vector<int64_t> range_begin(num_ranges + 1, 0);
+    bucket(range.get(), n, num_ranges, order.get(), range_begin.data() + 1, keys, grouped.get());
     for (int64_t r = 0; r < num_ranges; ++r) range_begin[r + 1] += range_begin[r];
     at::parallel_for(0, num_ranges, 1, [&](int64_t first, int64_t last) {
       for (int64_t r = first; r < last; ++r) {
@@ -188,9 +220,7 @@ void IdMap::insert_all_dense(const int64_t* keys, int64_t n, int64_t* local,
   });
   for (int64_t ch = 0; ch < num_chunks; ++ch) claims[ch + 1] += claims[ch];
   const int64_t num_fresh = claims[num_chunks];
-  const size_t old_fresh = fresh->size();
-  fresh->resize(old_fresh + num_fresh);
-  int64_t* fresh_keys = fresh->data() + old_fresh;
+  int64_t* fresh_keys = inserted_.extend(num_fresh);
   const int64_t base = size_;
   for_chunks([&](int64_t ch, int64_t lo, int64_t hi) {
     int64_t rank = claims[ch];
@@ -207,14 +237,11 @@ void IdMap::insert_all_dense(const int64_t* keys, int64_t n, int64_t* local,
     }
   });
   size_ += num_fresh;
-  dense_keys_.insert(dense_keys_.end(), fresh_keys, fresh_keys + num_fresh);
 }
 
 void IdMap::reserve(int64_t n) {
-  if (!dense_.empty()) {
-    dense_keys_.reserve(n);
-    return;
-  }
+  inserted_.reserve(n);
+  if (!dense_.empty()) return;
   while (2 * n > static_cast<int64_t>(keys_.size())) grow();
 }
 
@@ -237,16 +264,15 @@ void IdMap::grow() {
 void IdMap::clear() {
   if (size_ == 0) return;
   if (!dense_.empty()) {
-    const int64_t* keys = dense_keys_.data();
+    const int64_t* keys = inserted_.data();
     int32_t* map = dense_.data();
-    at::parallel_for(0, static_cast<int64_t>(dense_keys_.size()), 16384,
-                     [&](int64_t begin, int64_t end) {
-                       for (int64_t i = begin; i < end; ++i) map[keys[i]] = kAbsent;
-                     });
-    dense_keys_.clear();
+    at::parallel_for(0, size_, 16384, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) map[keys[i]] = kAbsent;
+    });
   } else {
     std::fill(keys_.begin(), keys_.end(), kEmpty);
   }
+  inserted_.clear();
   size_ = 0;
 }
 
@@ -286,14 +312,11 @@ std::vector<at::Tensor> Inducer::init_nodes(const std::vector<at::Tensor>& seeds
     const int64_t* ptr = s.data_ptr<int64_t>();
     IdMap& map = maps_[t];
     map.reserve(s.numel());
-    std::vector<int64_t> unique;
-    unique.reserve(s.numel());
     for (int64_t i = 0; i < s.numel(); ++i) {
       bool inserted;
       map.insert(ptr[i], &inserted);
-      if (inserted) unique.push_back(ptr[i]);
     }
-    out.push_back(to_tensor(unique));
+    out.push_back(map.keys_from(0));
     remember_added(t, out.back(), 0);
   }
   return out;
@@ -329,7 +352,6 @@ Inducer::induce_next(const std::vector<int64_t>& src_types, const std::vector<in
                         nbrs.size() == num_etypes && nbr_nums.size() == num_etypes,
                     "induce_next expects src_types, nbr_types, srcs, nbrs and "
                     "nbr_nums of one length");
-  std::vector<std::vector<int64_t>> fresh(maps_.size());
   std::vector<int64_t> first_fresh(maps_.size());
   for (size_t t = 0; t < maps_.size(); ++t) first_fresh[t] = maps_[t].size();
   std::vector<at::Tensor> rows, cols;
@@ -343,20 +365,23 @@ Inducer::induce_next(const std::vector<int64_t>& src_types, const std::vector<in
                num = nbr_nums[e].contiguous();
     TORCH_CHECK_VALUE(src.numel() == num.numel(),
                       "srcs and nbr_nums differ in length: ", src.numel(), " vs ", num.numel());
-    if (num.numel() > 0) {
-      TORCH_CHECK_VALUE(num.min().item<int64_t>() >= 0, "nbr_nums must be >= 0");
+    const int64_t* m = num.data_ptr<int64_t>();
+    std::vector<int64_t> offsets(src.numel() + 1);
+    offsets[0] = 0;
+    bool negative = false;
+    for (int64_t i = 0; i < src.numel(); ++i) {
+      negative |= m[i] < 0;
+      offsets[i + 1] = offsets[i] + m[i];
     }
-    TORCH_CHECK_VALUE(num.sum().item<int64_t>() == nbr.numel(), "nbr_nums sums to ",
-                      num.sum().item<int64_t>(), " but nbrs holds ", nbr.numel(), " entries");
+    TORCH_CHECK_VALUE(!negative, "nbr_nums must be >= 0");
+    TORCH_CHECK_VALUE(offsets.back() == nbr.numel(), "nbr_nums sums to ", offsets.back(),
+                      " but nbrs holds ", nbr.numel(), " entries");
 
     const IdMap& src_map = maps_[src_types[e]];
     auto row = at::empty({nbr.numel()}, at::kLong);
     auto col = at::empty({nbr.numel()}, at::kLong);
     int64_t* r = row.data_ptr<int64_t>();
     const int64_t* s = src.data_ptr<int64_t>();
-    const int64_t* m = num.data_ptr<int64_t>();
-    std::vector<int64_t> offsets(src.numel() + 1, 0);
-    for (int64_t i = 0; i < src.numel(); ++i) offsets[i + 1] = offsets[i] + m[i];
     // The seeds are most often the nodes their type added last hop, whose
     // local ids are consecutive: no lookups then.
     const int64_t first_local = first_local_id_if_added(src_types[e], srcs[e]);
@@ -370,14 +395,13 @@ Inducer::induce_next(const std::vector<int64_t>& src_types, const std::vector<in
     });
     TORCH_CHECK_VALUE(unseen < 0, "source node ", unseen < 0 ? 0 : s[unseen.load()],
                       " was not seen by the inducer before this hop");
-    maps_[nbr_types[e]].insert_all(nbr.data_ptr<int64_t>(), nbr.numel(), col.data_ptr<int64_t>(),
-                                   &fresh[nbr_types[e]]);
+    maps_[nbr_types[e]].insert_all(nbr.data_ptr<int64_t>(), nbr.numel(), col.data_ptr<int64_t>());
     rows.push_back(row);
     cols.push_back(col);
   }
   std::vector<at::Tensor> nodes;
-  for (size_t t = 0; t < fresh.size(); ++t) {
-    nodes.push_back(to_tensor(fresh[t]));
+  for (size_t t = 0; t < maps_.size(); ++t) {
+    nodes.push_back(maps_[t].keys_from(first_fresh[t]));
     remember_added(t, nodes.back(), first_fresh[t]);
   }
   return {nodes, rows, cols};

@@ -27,6 +27,24 @@ at::Tensor gather_rows(const at::Tensor& table, const at::Tensor& ids,
                        const std::optional<at::Tensor>& positions, int64_t num_out_rows,
                        const std::optional<at::Tensor>& out = std::nullopt);
 
+// The keys an IdMap inserted since its last clear, in order, in a buffer
+// that grows by doubling and is not zeroed.
+class KeyLog {
+ public:
+  // Room for n more keys at the end; they count as logged.
+  int64_t* extend(int64_t n);
+  void push_back(int64_t key) { *extend(1) = key; }
+  const int64_t* data() const { return data_.get(); }
+  int64_t size() const { return size_; }
+  void clear() { size_ = 0; }
+  void reserve(int64_t n);
+
+ private:
+  std::unique_ptr<int64_t[]> data_;
+  int64_t size_ = 0;
+  int64_t capacity_ = 0;
+};
+
 // Maps global node ids to local ids, one id space per node type: a hash
 // table, or, when the id range is known and small enough, an id-indexed
 // array (one memory access per lookup, reset through the inserted ids).
@@ -37,20 +55,21 @@ class IdMap {
   void use_dense(int64_t num_ids);
   // Local id of `key`; inserts it with the next local id if absent.
   int64_t insert(int64_t key, bool* inserted);
-  // Inserts keys[0, n) in order: local[i] is the local id of keys[i], and
-  // the keys new to the map are appended to `fresh` in order of first
+  // Inserts keys[0, n) in order: local[i] is the local id of keys[i]; the
+  // keys new to the map get the next local ids in order of first
   // appearance. An id-indexed map does it in parallel, with the same result.
-  void insert_all(const int64_t* keys, int64_t n, int64_t* local, std::vector<int64_t>* fresh);
+  void insert_all(const int64_t* keys, int64_t n, int64_t* local);
   // Local id of `key`, or -1.
   int64_t find(int64_t key) const;
+  // The keys of local ids [first, size()), as a new tensor.
+  at::Tensor keys_from(int64_t first) const;
   int64_t size() const { return size_; }
   void clear();
   void reserve(int64_t n);
 
  private:
   void grow();
-  void insert_all_dense(const int64_t* keys, int64_t n, int64_t* local,
-                        std::vector<int64_t>* fresh);
+  void insert_all_dense(const int64_t* keys, int64_t n, int64_t* local);
   std::vector<int64_t> keys_;
   std::vector<int64_t> vals_;
   uint64_t mask_;
@@ -59,7 +78,7 @@ class IdMap {
   // id -> local id; kAbsent when absent (and, inside insert_all, a claim
   // -1 - i by the first position i that holds the id)
   std::vector<int32_t> dense_;
-  std::vector<int64_t> dense_keys_;  // ids inserted since the last clear
+  KeyLog inserted_;  // key of each local id, since the last clear
 };
 
 // Deduplicates and relabels the nodes met while sampling several hops into
