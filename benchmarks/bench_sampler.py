@@ -12,7 +12,8 @@ Builds a seeded power-law graph with ogbn-products' size (2,449,029 nodes,
     kernel beside torch.index_select on the same ids, measured here;
   - sampling at each of --threads, beside this machine's random int64 reads/s
     at that thread count (torch.index_select of random rows of the graph's
-    1 GB neighbor array), the bound a sampled edge's one random read sets.
+    1 GB int64 edge-id array, as large as the neighbor array was before it
+    became int32), the bound a sampled edge's one random read sets.
 The comparison rows use the largest thread count.
 """
 
@@ -117,9 +118,12 @@ def main():
   torch.set_num_threads(threads[-1])
 
   ds, num_edges, gen_s, build_s = build_graph(args.scale, args.seed)
+  topo = ds.graph.topo
   print(
     f'graph: {ds.num_nodes():,} nodes, {num_edges:,} directed edges '
-    f'(generated in {gen_s:.1f} s, CSR built in {build_s:.1f} s, {threads[-1]} threads)'
+    f'(generated in {gen_s:.1f} s, CSR built in {build_s:.1f} s, {threads[-1]} threads); '
+    f'indptr and indices {topo.indices.dtype}, '
+    f'{(topo.indptr.nbytes + topo.indices.nbytes) / 2**20:,.0f} MiB'
   )
   scaling = []
   for t in threads:
@@ -127,7 +131,7 @@ def main():
     bps, eps, nodes_pb, edges_pb, sampled = bench_sampling(
       ds, args.batches, args.batch_size, args.fanout, args.seed
     )
-    scaling.append((t, bps, eps, random_reads_per_s(ds.graph.topo.indices)))
+    scaling.append((t, bps, eps, random_reads_per_s(ds.graph.topo.edge_ids)))
   print(
     f'sampling: fanout {args.fanout}, batch {args.batch_size}, {args.batches} batches, '
     f'{nodes_pb:,.0f} nodes and {edges_pb:,.0f} edges per batch'

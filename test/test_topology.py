@@ -4,6 +4,7 @@ import torch
 from conftest import random_edges
 
 from graphlearn_torch.data import Topology
+from graphlearn_torch.data.graph import index_dtype
 
 coo_to_csr = torch.ops.glt.coo_to_csr
 
@@ -57,6 +58,27 @@ def test_to_coo_csr_csc_round_trip():
   assert torch.equal(ei[:, eids_csc], torch.stack([indices, rows]))
   csr = topo.to_csr()
   assert torch.equal(csr[0], topo.indptr) and torch.equal(csr[1], topo.indices)
+
+
+def test_compact_storage_and_int64_exports():
+  ei = random_edges(20, 20, 200, seed=3)
+  for layout in ('CSR', 'CSC'):
+    topo = Topology(ei, layout=layout)
+    assert topo.indptr.dtype == topo.indices.dtype == torch.int32
+    wide = coo_to_csr(*((ei[0], ei[1]) if layout == 'CSR' else (ei[1], ei[0])), 20, 20)
+    assert wide[0].dtype == torch.int64
+    assert torch.equal(topo.indptr.long(), wide[0]) and torch.equal(topo.indices.long(), wide[1])
+    assert topo.degrees.dtype == torch.int64
+    assert torch.equal(topo.degrees, wide[0][1:] - wide[0][:-1])
+    exports = (*topo.to_coo()[:2], *topo.to_csr()[:2], *topo.to_csc()[:2])
+    assert all(t.dtype == torch.int64 for t in exports)
+
+
+def test_index_dtype_switches_to_int64_past_int32():
+  top = 2**31 - 1
+  assert index_dtype(top, top) == torch.int32
+  assert index_dtype(top + 1, 10) == torch.int64
+  assert index_dtype(10, top + 1) == torch.int64
 
 
 def test_csr_input_layout_and_size():

@@ -84,6 +84,18 @@ class TopologyHostHandle:
     return self.indptr.pid
 
 
+def index_dtype(num_edges: int, num_cols: int) -> torch.dtype:
+  """The dtype a Topology stores ``indptr`` and ``indices`` in: int32 when
+  every entry fits (at most 2^31 - 1 edges and columns), else int64.
+
+  Args:
+    num_edges: the number of edges (``indptr``'s last entry).
+    num_cols: the number of columns (``indices`` lie below it).
+  """
+  int32_max = torch.iinfo(torch.int32).max
+  return torch.int32 if num_edges <= int32_max and num_cols <= int32_max else torch.int64
+
+
 _TENSORS = ('indptr', 'indices', 'edge_ids', 'edge_weights')
 
 
@@ -104,7 +116,10 @@ class Topology:
       when not given. Nodes with larger ids than any edge need it.
 
   Within a row, entries are sorted by neighbor id; ``edge_ids`` and
-  ``edge_weights`` follow the edges through the sort.
+  ``edge_weights`` follow the edges through the sort. ``indptr`` and
+  ``indices`` are stored as int32 when every entry fits (fewer than 2^31
+  edges and columns): half the memory, and fewer cache lines for the
+  sampler to read. The COO, CSR and CSC exports are int64.
   """
 
   def __init__(
@@ -168,6 +183,8 @@ class Topology:
     rows, cols = (src, dst) if layout == 'CSR' else (dst, src)
     num_rows, num_cols = (num_src, num_dst) if layout == 'CSR' else (num_dst, num_src)
     indptr, indices, perm = torch.ops.glt.coo_to_csr(rows, cols, num_rows, num_cols)
+    dtype = index_dtype(num_edges, num_cols)
+    indptr, indices = indptr.to(dtype), indices.to(dtype)
     self._layout = layout
     self._indptr = indptr
     self._indices = indices
@@ -204,7 +221,7 @@ class Topology:
   @property
   def degrees(self) -> torch.Tensor:
     """The number of entries of each row (out-degrees for CSR, in-degrees for CSC)."""
-    return self._indptr[1:] - self._indptr[:-1]
+    return (self._indptr[1:] - self._indptr[:-1]).long()
 
   @property
   def row_count(self) -> int:
@@ -220,20 +237,20 @@ class Topology:
 
   def to_coo(self):
     """Returns ``(src, dst, edge_ids, edge_weights)`` in stored order."""
-    rows = ptr2ind(self._indptr)
+    rows, cols = ptr2ind(self._indptr), self._indices.long()
     if self._layout == 'CSR':
-      return rows, self._indices, self._edge_ids, self._edge_weights
-    return self._indices, rows, self._edge_ids, self._edge_weights
+      return rows, cols, self._edge_ids, self._edge_weights
+    return cols, rows, self._edge_ids, self._edge_weights
 
   def _to_layout(self, layout: str):
     if layout == self._layout:
-      return self._indptr, self._indices, self._edge_ids, self._edge_weights
+      return self._indptr.long(), self._indices.long(), self._edge_ids, self._edge_weights
     src, dst, eids, weights = self.to_coo()
     size = (self.row_count, self.col_count)
     if self._layout == 'CSC':
       size = size[::-1]
     topo = Topology((src, dst), eids, weights, 'COO', layout, size=size)
-    return topo.indptr, topo.indices, topo.edge_ids, topo.edge_weights
+    return topo.indptr.long(), topo.indices.long(), topo.edge_ids, topo.edge_weights
 
   def to_csr(self):
     """Returns ``(rowptr, col, edge_ids, edge_weights)``: compressed over sources."""
