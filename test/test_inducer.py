@@ -61,7 +61,8 @@ def threads(request):
 @pytest.mark.parametrize('seed', [0, 1])
 def test_parallel_insert_relabels_as_a_sequential_one(threads, seed):
   seeds, hops = random_hops(seed)
-  assert max(nbrs.numel() for _, nbrs, _ in hops) > 3 * 16384  # several chunks
+  # several chunks, and one range per thread at 3 threads (kMinRangePositions)
+  assert max(nbrs.numel() for _, nbrs, _ in hops) > 3 * 16384
   expected = reference_hops(seeds, hops)
   dense = ops.Inducer(1, [NUM_IDS])
   for _ in range(2):  # the second batch runs on the reset map

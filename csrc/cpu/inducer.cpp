@@ -22,6 +22,11 @@ constexpr int32_t kAbsent = INT32_MIN;
 // Keys per chunk of a parallel dense insert; chunks, not threads, fix the
 // order in which new ids are handed out.
 constexpr int64_t kInsertChunk = 16384;
+// Positions per id range, at least, of a parallel dense insert. The parallel
+// insert does about 1.5x the serial one's work (the grouping by range), and
+// each of its passes wakes the threads: below 2 x this a hop is faster on one
+// thread (products-size and 5k-node graphs, 2 threads).
+constexpr int64_t kMinRangePositions = 16384;
 constexpr int64_t kPrefetchAhead = 16;
 
 inline uint64_t slot_of(int64_t key, int shift) {
@@ -170,7 +175,7 @@ void IdMap::insert_all_dense(const int64_t* keys, int64_t n, int64_t* local) {
     local[i] = known == kAbsent ? -1 - i : known;
   };
   const int64_t num_ranges =
-      std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), n / 4096));
+      std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), n / kMinRangePositions));
   if (num_ranges == 1) {
     for (int64_t i = 0; i < n; ++i) {
       if (i + kPrefetchAhead < n) __builtin_prefetch(&map[keys[i + kPrefetchAhead]]);
@@ -206,11 +211,16 @@ void IdMap::insert_all_dense(const int64_t* keys, int64_t n, int64_t* local) {
 
   const int64_t num_chunks = (n + kInsertChunk - 1) / kInsertChunk;
   auto for_chunks = [&](auto&& body) {
-    at::parallel_for(0, num_chunks, 1, [&](int64_t first, int64_t last) {
+    auto run = [&](int64_t first, int64_t last) {
       for (int64_t ch = first; ch < last; ++ch) {
         body(ch, ch * kInsertChunk, std::min(n, (ch + 1) * kInsertChunk));
       }
-    });
+    };
+    if (num_ranges > 1) {
+      at::parallel_for(0, num_chunks, 1, run);
+    } else {
+      run(0, num_chunks);
+    }
   };
   std::vector<int64_t> claims(num_chunks + 1, 0);
   for_chunks([&](int64_t ch, int64_t lo, int64_t hi) {
