@@ -8,7 +8,6 @@
 #include <string>
 
 #include "../checks.h"
-#include "bucket.h"
 #include "ops.h"
 
 namespace glt {
@@ -22,11 +21,9 @@ constexpr int32_t kAbsent = INT32_MIN;
 // Keys per chunk of a parallel dense insert; chunks, not threads, fix the
 // order in which new ids are handed out.
 constexpr int64_t kInsertChunk = 16384;
-// Positions per id range, at least, of a parallel dense insert. The parallel
-// insert does about 1.5x the serial one's work (the grouping by range), and
-// each of its passes wakes the threads: below 2 x this a hop is faster on one
-// thread (products-size and 5k-node graphs, 2 threads).
-constexpr int64_t kMinRangePositions = 16384;
+// Positions a dense insert needs to run in parallel: each of its passes wakes
+// the threads, and the claims take one more pass than on one thread.
+constexpr int64_t kMinParallelPositions = 32768;
 constexpr int64_t kPrefetchAhead = 16;
 
 inline uint64_t slot_of(int64_t key, int shift) {
@@ -154,57 +151,41 @@ void IdMap::insert_all(const int64_t* keys, int64_t n, int64_t* local) {
   }
 }
 
-// A sequential insert, in parallel and with the same result: (1) the id
-// range is split into one range per thread, and the positions are grouped by
-// the range of their id, in position order (bucket.h's counting sort); each
-// thread then walks its range's positions and reads the map:
-// a known id is the answer, an absent one is claimed (-1 - i) by its first
-// position i; (2) each chunk of positions counts its claims; (3) claimants
-// take consecutive local ids, chunk by chunk in order, so ids follow first
-// appearance; (4) the later positions of a new id read it from their
-// claimant.
+// A sequential insert, in parallel and with the same result: (1) every
+// position i of an id not in the map claims it with -1 - i, and the map keeps
+// the largest claim, the first position's (an atomic max; a known id, >= 0,
+// is above every claim); then each position reads what its id holds: its
+// local id, or its claimant; (2) each chunk of positions counts its claims;
+// (3) claimants take consecutive local ids, chunk by chunk in order, so ids
+// follow first appearance; (4) the later positions of a new id read it from
+// their claimant.
 void IdMap::insert_all_dense(const int64_t* keys, int64_t n, int64_t* local) {
   TORCH_CHECK_VALUE(n < INT32_MAX && size_ + n < INT32_MAX, "too many nodes in one batch");
-  const int64_t num_ids = static_cast<int64_t>(dense_.size());
   int32_t* map = dense_.data();
-  // Claims an id of position i, or reads what it is (the keys are in
-  // [0, num_ids): insert_all checked them).
-  auto claim = [&](int64_t i, int64_t key) {
-    const int32_t known = map[key];
-    if (known == kAbsent) map[key] = static_cast<int32_t>(-1 - i);
-    local[i] = known == kAbsent ? -1 - i : known;
-  };
-  const int64_t num_ranges =
-      std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), n / kMinRangePositions));
-  if (num_ranges == 1) {
+  // the keys are in [0, num_ids): insert_all checked them
+  const bool parallel = at::get_num_threads() > 1 && n >= kMinParallelPositions;
+  if (!parallel) {
     for (int64_t i = 0; i < n; ++i) {
       if (i + kPrefetchAhead < n) __builtin_prefetch(&map[keys[i + kPrefetchAhead]]);
-      claim(i, keys[i]);
+      const int32_t known = map[keys[i]];
+      if (known == kAbsent) map[keys[i]] = static_cast<int32_t>(-1 - i);
+      local[i] = known == kAbsent ? -1 - i : known;
     }
   } else {
-    // range of an id: floor(id * num_ranges / num_ids), by a 64.64 fixed-point
-    // reciprocal (monotonic in the id, < num_ranges)
-    const unsigned __int128 scale =
-        (static_cast<unsigned __int128>(num_ranges) << 64) / static_cast<uint64_t>(num_ids);
-    auto range_of = [&](int64_t key) {
-      return static_cast<int64_t>((static_cast<uint64_t>(key) * scale) >> 64);
-    };
-    auto range = scratch<int32_t>(n);
     at::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) range[i] = static_cast<int32_t>(range_of(keys[i]));
-    });
-    // positions grouped by range, in position order, with their ids
-    auto order = scratch<int64_t>(n), grouped = scratch<int64_t>(n);
-    std::vector<int64_t> range_begin(num_ranges + 1, 0);
-    bucket(range.get(), n, num_ranges, order.get(), range_begin.data() + 1, keys, grouped.get());
-    for (int64_t r = 0; r < num_ranges; ++r) range_begin[r + 1] += range_begin[r];
-    at::parallel_for(0, num_ranges, 1, [&](int64_t first, int64_t last) {
-      for (int64_t r = first; r < last; ++r) {
-        const int64_t end = range_begin[r + 1];
-        for (int64_t j = range_begin[r]; j < end; ++j) {
-          if (j + kPrefetchAhead < end) __builtin_prefetch(&map[grouped[j + kPrefetchAhead]]);
-          claim(order[j], grouped[j]);
+      for (int64_t i = begin; i < end; ++i) {
+        if (i + kPrefetchAhead < end) __builtin_prefetch(&map[keys[i + kPrefetchAhead]], 1);
+        std::atomic_ref<int32_t> slot(map[keys[i]]);
+        const int32_t mine = static_cast<int32_t>(-1 - i);
+        int32_t held = slot.load(std::memory_order_relaxed);
+        while (held < mine && !slot.compare_exchange_weak(held, mine, std::memory_order_relaxed)) {
         }
+      }
+    });
+    at::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        if (i + kPrefetchAhead < end) __builtin_prefetch(&map[keys[i + kPrefetchAhead]]);
+        local[i] = map[keys[i]];
       }
     });
   }
@@ -216,7 +197,7 @@ void IdMap::insert_all_dense(const int64_t* keys, int64_t n, int64_t* local) {
         body(ch, ch * kInsertChunk, std::min(n, (ch + 1) * kInsertChunk));
       }
     };
-    if (num_ranges > 1) {
+    if (parallel) {
       at::parallel_for(0, num_chunks, 1, run);
     } else {
       run(0, num_chunks);
