@@ -1,5 +1,5 @@
 """The CPU inducer on hops large enough for its parallel id-indexed insert
-(many chunks, one id range per thread): the same answers as a sequential
+(many chunks, claims racing between threads): the same answers as a sequential
 first-appearance relabelling in Python, and as the hash-table inducer, at
 any thread count."""
 
@@ -61,7 +61,7 @@ def threads(request):
 @pytest.mark.parametrize('seed', [0, 1])
 def test_parallel_insert_relabels_as_a_sequential_one(threads, seed):
   seeds, hops = random_hops(seed)
-  # several chunks, and one range per thread at 3 threads (kMinRangePositions)
+  # several chunks, above kMinParallelPositions
   assert max(nbrs.numel() for _, nbrs, _ in hops) > 3 * 16384
   expected = reference_hops(seeds, hops)
   dense = ops.Inducer(1, [NUM_IDS])
