@@ -30,13 +30,6 @@ inline uint64_t slot_of(int64_t key, int shift) {
   return (static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ULL) >> shift;
 }
 
-// An uninitialised array of n T (a std::vector would zero it first, on one
-// thread).
-template <typename T>
-std::unique_ptr<T[]> scratch(int64_t n) {
-  return std::unique_ptr<T[]>(new T[n]);
-}
-
 }  // namespace
 
 int64_t* KeyLog::extend(int64_t n) {
@@ -49,7 +42,7 @@ int64_t* KeyLog::extend(int64_t n) {
 void KeyLog::reserve(int64_t n) {
   if (n <= capacity_) return;
   const int64_t capacity = std::max<int64_t>(n, 2 * capacity_);
-  auto data = scratch<int64_t>(capacity);
+  std::unique_ptr<int64_t[]> data(new int64_t[capacity]);  // not zeroed
   std::copy(data_.get(), data_.get() + size_, data.get());
   data_ = std::move(data);
   capacity_ = capacity;

@@ -243,13 +243,13 @@ class Topology:
     return cols, rows, self._edge_ids, self._edge_weights
 
   def _to_layout(self, layout: str):
-    if layout == self._layout:
-      return self._indptr.long(), self._indices.long(), self._edge_ids, self._edge_weights
-    src, dst, eids, weights = self.to_coo()
-    size = (self.row_count, self.col_count)
-    if self._layout == 'CSC':
-      size = size[::-1]
-    topo = Topology((src, dst), eids, weights, 'COO', layout, size=size)
+    topo = self
+    if layout != self._layout:
+      src, dst, eids, weights = self.to_coo()
+      size = (self.row_count, self.col_count)
+      if self._layout == 'CSC':
+        size = size[::-1]
+      topo = Topology((src, dst), eids, weights, 'COO', layout, size=size)
     return topo.indptr.long(), topo.indices.long(), topo.edge_ids, topo.edge_weights
 
   def to_csr(self):
