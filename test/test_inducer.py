@@ -1,7 +1,7 @@
 """The CPU inducer on hops large enough for its parallel id-indexed insert
-(many chunks, claims racing between threads): the same answers as a sequential
-first-appearance relabelling in Python, and as the hash-table inducer, at
-any thread count."""
+(many chunks, claims racing between threads; it runs from 4 threads, its
+one-pass insert below): the same answers as a sequential first-appearance
+relabelling in Python, and as the hash-table inducer, at any thread count."""
 
 import pytest
 import torch
@@ -50,7 +50,7 @@ def run(inducer, seeds, hops):
   return answers
 
 
-@pytest.fixture(params=[1, 2, 3])
+@pytest.fixture(params=[1, 2, 4])
 def threads(request):
   before = torch.get_num_threads()
   torch.set_num_threads(request.param)
@@ -70,6 +70,17 @@ def test_parallel_insert_relabels_as_a_sequential_one(threads, seed):
   assert run(ops.Inducer(1, []), seeds, hops) == expected
   known = torch.tensor(expected[0] + expected[1][0])
   assert dense.local_ids(0, known).tolist() == list(range(known.numel()))
+
+
+def test_small_and_large_batches_reuse_one_map(threads):
+  # A batch that used few of the ids resets them one by one, one that used
+  # many refills the map: either way the next batch starts from empty.
+  nbrs = torch.randint(0, NUM_IDS, (20,), generator=torch.Generator().manual_seed(3))
+  small = (torch.tensor([3, 3, 7]), [(torch.tensor([3, 7]), nbrs, torch.tensor([12, 8]))])
+  large = random_hops(4)
+  dense = ops.Inducer(1, [NUM_IDS])
+  for seeds, hops in [small, large, large, small, small]:
+    assert run(dense, seeds, hops) == reference_hops(seeds, hops)
 
 
 def test_an_id_out_of_range_is_named_and_leaves_the_map_usable(threads):

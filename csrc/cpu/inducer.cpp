@@ -21,10 +21,14 @@ constexpr int32_t kAbsent = INT32_MIN;
 // Keys per chunk of a parallel dense insert; chunks, not threads, fix the
 // order in which new ids are handed out.
 constexpr int64_t kInsertChunk = 16384;
-// Positions a dense insert needs to run in parallel: each of its passes wakes
-// the threads, and the claims take one more pass than on one thread.
+// What a dense insert needs to run in parallel: it takes five passes (two of
+// them random reads of the map) where one thread takes one, and each pass
+// wakes the threads. At 2 threads one pass is faster (issue 23's figures).
 constexpr int64_t kMinParallelPositions = 32768;
+constexpr int kMinParallelThreads = 4;
 constexpr int64_t kPrefetchAhead = 16;
+// A dense map with more than one id in this many in use is reset by a fill.
+constexpr int64_t kResetByFill = 16;
 
 inline uint64_t slot_of(int64_t key, int shift) {
   return (static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ULL) >> shift;
@@ -144,7 +148,8 @@ void IdMap::insert_all(const int64_t* keys, int64_t n, int64_t* local) {
   }
 }
 
-// A sequential insert, in parallel and with the same result: (1) every
+// On few threads (or few keys) one pass. Otherwise a sequential insert in
+// parallel, with the same result: (1) every
 // position i of an id not in the map claims it with -1 - i, and the map keeps
 // the largest claim, the first position's (an atomic max; a known id, >= 0,
 // is above every claim); then each position reads what its id holds: its
@@ -156,45 +161,47 @@ void IdMap::insert_all_dense(const int64_t* keys, int64_t n, int64_t* local) {
   TORCH_CHECK_VALUE(n < INT32_MAX && size_ + n < INT32_MAX, "too many nodes in one batch");
   int32_t* map = dense_.data();
   // the keys are in [0, num_ids): insert_all checked them
-  const bool parallel = at::get_num_threads() > 1 && n >= kMinParallelPositions;
-  if (!parallel) {
+  if (at::get_num_threads() < kMinParallelThreads || n < kMinParallelPositions) {
+    // One pass: a new id takes the next local id where it first appears.
+    int64_t* fresh_keys = inserted_.extend(n);  // room for all; the unused tail is dropped
+    int64_t num_fresh = 0;
     for (int64_t i = 0; i < n; ++i) {
-      if (i + kPrefetchAhead < n) __builtin_prefetch(&map[keys[i + kPrefetchAhead]]);
-      const int32_t known = map[keys[i]];
-      if (known == kAbsent) map[keys[i]] = static_cast<int32_t>(-1 - i);
-      local[i] = known == kAbsent ? -1 - i : known;
+      if (i + kPrefetchAhead < n) __builtin_prefetch(&map[keys[i + kPrefetchAhead]], 1);
+      int32_t& slot = map[keys[i]];
+      if (slot == kAbsent) {
+        slot = static_cast<int32_t>(size_ + num_fresh);
+        fresh_keys[num_fresh++] = keys[i];
+      }
+      local[i] = slot;
     }
-  } else {
-    at::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        if (i + kPrefetchAhead < end) __builtin_prefetch(&map[keys[i + kPrefetchAhead]], 1);
-        std::atomic_ref<int32_t> slot(map[keys[i]]);
-        const int32_t mine = static_cast<int32_t>(-1 - i);
-        int32_t held = slot.load(std::memory_order_relaxed);
-        while (held < mine && !slot.compare_exchange_weak(held, mine, std::memory_order_relaxed)) {
-        }
-      }
-    });
-    at::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        if (i + kPrefetchAhead < end) __builtin_prefetch(&map[keys[i + kPrefetchAhead]]);
-        local[i] = map[keys[i]];
-      }
-    });
+    size_ += num_fresh;
+    inserted_.truncate(size_);
+    return;
   }
+  at::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      if (i + kPrefetchAhead < end) __builtin_prefetch(&map[keys[i + kPrefetchAhead]], 1);
+      std::atomic_ref<int32_t> slot(map[keys[i]]);
+      const int32_t mine = static_cast<int32_t>(-1 - i);
+      int32_t held = slot.load(std::memory_order_relaxed);
+      while (held < mine && !slot.compare_exchange_weak(held, mine, std::memory_order_relaxed)) {
+      }
+    }
+  });
+  at::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      if (i + kPrefetchAhead < end) __builtin_prefetch(&map[keys[i + kPrefetchAhead]]);
+      local[i] = map[keys[i]];
+    }
+  });
 
   const int64_t num_chunks = (n + kInsertChunk - 1) / kInsertChunk;
   auto for_chunks = [&](auto&& body) {
-    auto run = [&](int64_t first, int64_t last) {
+    at::parallel_for(0, num_chunks, 1, [&](int64_t first, int64_t last) {
       for (int64_t ch = first; ch < last; ++ch) {
         body(ch, ch * kInsertChunk, std::min(n, (ch + 1) * kInsertChunk));
       }
-    };
-    if (parallel) {
-      at::parallel_for(0, num_chunks, 1, run);
-    } else {
-      run(0, num_chunks);
-    }
+    });
   };
   std::vector<int64_t> claims(num_chunks + 1, 0);
   for_chunks([&](int64_t ch, int64_t lo, int64_t hi) {
@@ -250,9 +257,17 @@ void IdMap::clear() {
   if (!dense_.empty()) {
     const int64_t* keys = inserted_.data();
     int32_t* map = dense_.data();
-    at::parallel_for(0, size_, 16384, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) map[keys[i]] = kAbsent;
-    });
+    const int64_t num_ids = static_cast<int64_t>(dense_.size());
+    if (size_ >= num_ids / kResetByFill) {
+      // A random write costs a cache line: past one id in 16, refill it all.
+      at::parallel_for(0, num_ids, 1 << 18, [&](int64_t begin, int64_t end) {
+        std::fill(map + begin, map + end, kAbsent);
+      });
+    } else {
+      at::parallel_for(0, size_, 16384, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) map[keys[i]] = kAbsent;
+      });
+    }
   } else {
     std::fill(keys_.begin(), keys_.end(), kEmpty);
   }

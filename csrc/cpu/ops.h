@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <tuple>
@@ -37,6 +38,8 @@ class KeyLog {
   const int64_t* data() const { return data_.get(); }
   int64_t size() const { return size_; }
   void clear() { size_ = 0; }
+  // Drops the keys past the first n.
+  void truncate(int64_t n) { size_ = std::min(size_, n); }
   void reserve(int64_t n);
 
  private:
