@@ -10,10 +10,12 @@ Builds a seeded power-law graph with ogbn-products' size (2,449,029 nodes,
     class;
   - feature gather of the sampled nodes from a 100-dim fp32 table: our
     kernel beside torch.index_select on the same ids, measured here;
-  - sampling at each of --threads, beside this machine's random int64 reads/s
-    at that thread count (torch.index_select of random rows of the graph's
-    1 GB int64 edge-id array, as large as the neighbor array was before it
-    became int32), the bound a sampled edge's one random read sets.
+  - sampling at each of --threads, beside the one-hop draws alone (the
+    sampled batches' hops drawn again with NeighborSampler.sample_one_hop,
+    without the inducer) and this machine's random int64 reads/s at that
+    thread count (torch.index_select of random rows of the graph's 1 GB int64
+    edge-id array, as large as the neighbor array was before it became
+    int32), the bound a sampled edge's one random read sets.
 The comparison rows use the largest thread count.
 """
 
@@ -64,16 +66,33 @@ def bench_sampling(ds, batches: int, batch_size: int, fanout, seed: int):
   for s in seed_batches[:3]:  # warm-up
     sampler.sample_from_nodes(glt.sampler.NodeSamplerInput(s))
   edges = nodes = 0
-  sampled_nodes = []
+  outs = []
   t = time.perf_counter()
   for i in range(batches):
     out = sampler.sample_from_nodes(glt.sampler.NodeSamplerInput(seed_batches[i % 8]))
     edges += out.row.numel()
     nodes += out.node.numel()
     if i < 8:
-      sampled_nodes.append(out.node)
+      outs.append(out)
   elapsed = time.perf_counter() - t
-  return batches / elapsed, edges / elapsed, nodes / batches, edges / batches, sampled_nodes
+  draws = draws_per_s(sampler, outs, fanout, repeat=max(1, batches // len(outs)))
+  return batches / elapsed, edges / elapsed, nodes / batches, edges / batches, outs, draws
+
+
+def draws_per_s(sampler, outs, fanout, repeat: int) -> float:
+  """Sampled edges per second of the one-hop draws alone: each batch's hops
+  drawn again from the nodes each hop added, with no inducer in between."""
+  frontiers = []
+  for out in outs:
+    bounds = torch.tensor([0] + list(out.num_sampled_nodes)).cumsum(0).tolist()
+    frontiers += [(out.node[bounds[h] : bounds[h + 1]], k) for h, k in enumerate(fanout)]
+  sampler.sample_one_hop(*frontiers[0])
+  edges = 0
+  t = time.perf_counter()
+  for _ in range(repeat):
+    for nodes, k in frontiers:
+      edges += sampler.sample_one_hop(nodes, k).nbr.numel()
+  return edges / (time.perf_counter() - t)
 
 
 def random_reads_per_s(table: torch.Tensor, num_reads: int = 4_000_000, seed: int = 0) -> float:
@@ -128,14 +147,15 @@ def main():
   scaling = []
   for t in threads:
     torch.set_num_threads(t)
-    bps, eps, nodes_pb, edges_pb, sampled = bench_sampling(
+    bps, eps, nodes_pb, edges_pb, outs, draws = bench_sampling(
       ds, args.batches, args.batch_size, args.fanout, args.seed
     )
-    scaling.append((t, bps, eps, random_reads_per_s(ds.graph.topo.edge_ids)))
+    scaling.append((t, bps, eps, draws, random_reads_per_s(ds.graph.topo.edge_ids)))
   print(
     f'sampling: fanout {args.fanout}, batch {args.batch_size}, {args.batches} batches, '
     f'{nodes_pb:,.0f} nodes and {edges_pb:,.0f} edges per batch'
   )
+  sampled = [out.node for out in outs]
   gather, row_bytes = bench_gather(ds.num_nodes(), args.dim, sampled, repeat=3)
 
   rows = [
@@ -160,17 +180,17 @@ def main():
     f'{ours / gather["torch.index_select"]:>5.2f}x | torch.index_select (measured) |'
   )
   print()
+  t1, _, eps1, draws1, reads1 = scaling[0]
+  vs = f'vs {t1} thr.'
   print(
-    '| threads | batches/s | sampled edges/s | vs 1 thread | random int64 reads/s | edges/read |'
+    f'| threads | batches/s | sampled edges/s | {vs} | draws alone, edges/s | {vs} '
+    f'| random int64 reads/s | {vs} | edges/read |'
   )
-  print(
-    '|--------:|----------:|----------------:|------------:|---------------------:|-----------:|'
-  )
-  base = scaling[0][2] / scaling[0][0]
-  for t, bps, eps, reads in scaling:
+  print('|--:|--:|--:|--:|--:|--:|--:|--:|--:|')
+  for t, bps, eps, draws, reads in scaling:
     print(
-      f'| {t:>7} | {bps:>9.1f} | {eps / 1e6:>13.2f} M | {eps / base:>10.2f}x | '
-      f'{reads / 1e6:>18.2f} M | {eps / reads:>10.2f} |'
+      f'| {t} | {bps:.1f} | {eps / 1e6:.2f} M | {eps / eps1:.2f}x | {draws / 1e6:.2f} M | '
+      f'{draws / draws1:.2f}x | {reads / 1e6:.2f} M | {reads / reads1:.2f}x | {eps / reads:.2f} |'
     )
 
 
