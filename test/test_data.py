@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from graphlearn_torch.data import Dataset, Feature, random_split
+from graphlearn_torch.partition.partition_book import OffsetId2Index
 from graphlearn_torch.utils import id2idx
 
 
@@ -28,21 +29,33 @@ def test_feature_with_id2index():
     feat[torch.tensor([10])]
 
 
-def test_feature_gather_at_positions():
-  table = torch.randn(100, 5)
-  feat = Feature(table, id2index=id2idx(torch.arange(100).flip(0)))
-  ids = torch.randint(0, 100, (30,))
-  positions = torch.randperm(50)[:30]
-  out = feat.cpu_get_at(ids, positions, 50)
-  assert out.shape == (50, 5)
-  assert torch.equal(out[positions], table[99 - ids])  # through id2index
-  with pytest.raises(ValueError, match='positions holds ids outside'):
-    feat.cpu_get_at(ids, positions + 50, 50)
-  with pytest.raises(ValueError, match='positions holds 29 entries for 30 ids'):
-    feat.cpu_get_at(ids, positions[:29], 50)
-  # no rows of its own (every row is a peer's): still num_rows rows to fill
-  none = torch.empty(0, dtype=torch.int64)
-  assert feat.cpu_get_at(none, none, 7).shape == (7, table.size(1))
+@pytest.mark.parametrize('part_dtype', [torch.int8, torch.int64])
+def test_feature_gather_over_partitions_matches_indexing(part_dtype, thread_count):
+  # Partitions 0 and 1 hold their rows under an id2index map, partition 2
+  # a contiguous range (row = id - offset); partition 3 is remote.
+  num_ids, dim = 160, 6
+  table = torch.randn(num_ids, dim)
+  owner = torch.randint(0, 2, (num_ids,), generator=torch.Generator().manual_seed(0))
+  owner[:8] = 3
+  owner[120:] = 2
+  features = []
+  for p in range(2):
+    owned = (owner == p).nonzero().view(-1)
+    features.append(Feature(table[owned], id2index=id2idx(owned)))
+  features.append(Feature(table[120:], id2index=OffsetId2Index(120)))
+  features.append(None)
+  ids = torch.randint(0, num_ids, (3000,), generator=torch.Generator().manual_seed(1))
+  for threads in (1, 2):
+    torch.set_num_threads(threads)
+    out = features[0].cpu_get_partitioned(features, owner[ids].to(part_dtype), ids)
+    held = owner[ids] != 3
+    assert out.shape == (ids.numel(), dim)
+    assert torch.equal(out[held], table[ids[held]])
+  with pytest.raises(ValueError, match='id 5 is in partition 4, outside the 4 partitions'):
+    features[0].cpu_get_partitioned(features, torch.tensor([4]), torch.tensor([5]))
+  wrong = int((owner == 1).nonzero()[0])
+  with pytest.raises(ValueError, match=f'id {wrong} has no feature row in partition 0'):
+    features[0].cpu_get_partitioned(features, torch.tensor([0]), torch.tensor([wrong]))
 
 
 def test_dataset_accessors_and_numpy_input():

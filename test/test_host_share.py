@@ -15,7 +15,6 @@ import pytest
 import torch
 
 import graphlearn_torch as glt
-from graphlearn_torch._ext import ops
 from graphlearn_torch.data.feature import FeatureHostHandle
 from graphlearn_torch.partition.partition_book import OffsetId2Index
 from graphlearn_torch.utils.host_share import (
@@ -123,29 +122,10 @@ def test_feature_from_host_handle(map_kind):
     expected = table[id2index[ids]]
   assert torch.equal(feature.cpu_get(ids), expected)
   assert torch.equal(peer.cpu_get(ids), expected)
-  # rows into given places of an output, as DistFeature stitches them
-  out = torch.full((300, 4), -1.0)
-  positions = torch.randperm(300, generator=g)[:200]
-  peer.cpu_get_into(out, ids, positions)
-  assert torch.equal(out[positions], expected)
-  untouched = torch.ones(300, dtype=torch.bool)
-  untouched[positions] = False
-  assert (out[untouched] == -1).all()
-
-
-def test_gather_into_checks_out():
-  table, ids, pos = torch.randn(10, 3), torch.tensor([1, 2]), torch.tensor([0, 1])
-
-  with pytest.raises(ValueError, match='out needs positions'):
-    ops.gather_rows(table, ids, None, None, None, 2, torch.empty(2, 3))
-  with pytest.raises(ValueError, match='out must be'):
-    ops.gather_rows(table, ids, None, None, pos, 2, torch.empty(2, 4))
-  with pytest.raises(ValueError, match='out must be'):
-    ops.gather_rows(table, ids, None, None, pos, 2, torch.empty(2, 3, dtype=torch.float64))
-  with pytest.raises(ValueError, match='num_out_rows'):
-    ops.gather_rows(table, ids, None, None, pos, 5, torch.empty(2, 3))
-  with pytest.raises(ValueError, match='positions'):
-    ops.gather_rows(table, ids, None, None, torch.tensor([0, 2]), 2, torch.empty(2, 3))
+  # with the rows of another partition, in one pass, as DistFeature gathers them
+  parts = torch.randint(0, 2, (200,), generator=g)
+  out = feature.cpu_get_partitioned([None, peer], parts, ids)
+  assert torch.equal(out[parts == 1], expected[parts == 1])
 
 
 def rows_of_pickled_feature(feature, ids, queue):

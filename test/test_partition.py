@@ -440,12 +440,13 @@ def test_a_book_groups_ids_by_owner(kind):
     expected = torch.nonzero(owners[ids] == p).view(-1)
     assert torch.equal(positions[p], expected)
     assert torch.equal(grouped[p], ids[expected])
+  assert torch.equal(book.partitions(ids).long(), owners[ids])
 
 
 @pytest.mark.parametrize('num_parts', [2, 300, 40000])
 def test_a_book_groups_through_its_narrowed_copy_and_follows_a_new_tensor(num_parts):
-  # group looks ids up in a copy of the book in the narrowest dtype (int8 up
-  # to 127 partitions); it must answer as the book does, wide ones included,
+  # group and partitions look ids up in a copy of the book in the narrowest
+  # dtype (int8 up to 127 partitions); they must answer as the book does, wide ones included,
   # and follow a tensor assigned to the book
   g = torch.Generator().manual_seed(1)
   owners = torch.randint(0, num_parts, (2000,), generator=g)
@@ -459,6 +460,7 @@ def test_a_book_groups_through_its_narrowed_copy_and_follows_a_new_tensor(num_pa
       assert torch.equal(positions[p], expected)
       assert torch.equal(grouped[p], ids[expected])
     assert sum(pos.numel() for pos in positions) == ids.numel()
+    assert torch.equal(book.partitions(ids).long(), owners[ids])
 
   check()
   owners = owners.clone()
@@ -477,3 +479,4 @@ def test_a_book_entry_beyond_the_narrow_dtype_is_named_not_wrapped():
   book = GLTPartitionBook(owners, 2)
   with pytest.raises(ValueError, match='the book gives id 7 partition 257, outside'):
     book.group(torch.tensor([3, 7]))
+  assert book.partitions(torch.tensor([3, 7])).tolist() == [0, 257]

@@ -22,19 +22,8 @@ constexpr int64_t kPrefetchLines = 16;
 at::Tensor gather_rows(const at::Tensor& table, const at::Tensor& ids,
                        const std::optional<at::Tensor>& id2index,
                        const std::shared_ptr<BufferPool>& pool,
-                       const std::optional<at::Tensor>& positions, int64_t num_out_rows,
-                       const std::optional<at::Tensor>& into) {
+                       const std::optional<at::Tensor>& positions, int64_t num_out_rows) {
   TORCH_CHECK_VALUE(table.device().is_cpu(), "feature table must be a CPU tensor");
-  if (into.has_value()) {
-    TORCH_CHECK_VALUE(positions.has_value(), "gather_rows: out needs positions");
-    TORCH_CHECK_VALUE(
-        into->device().is_cpu() && into->dim() == 2 && into->is_contiguous() &&
-            into->size(1) == table.size(1) && into->scalar_type() == table.scalar_type(),
-        "gather_rows: out must be a contiguous CPU [rows, ", table.size(1), "] tensor of ",
-        table.scalar_type(), ", got ", into->sizes(), " ", into->scalar_type());
-    TORCH_CHECK_VALUE(num_out_rows == into->size(0), "gather_rows: num_out_rows is ", num_out_rows,
-                      " for an out of ", into->size(0), " rows");
-  }
   const auto args = checked_gather_args(table, ids, id2index, positions, num_out_rows);
   const int64_t num_rows = table.size(0);
   const int64_t* map = args.id2index.defined() ? args.id2index.data_ptr<int64_t>() : nullptr;
@@ -47,9 +36,8 @@ at::Tensor gather_rows(const at::Tensor& table, const at::Tensor& ids,
   const bool with_positions = args.positions.defined();
   const int64_t* pos = with_positions ? args.positions.data_ptr<int64_t>() : nullptr;
   const int64_t out_rows = with_positions ? num_out_rows : n;
-  auto out = into.has_value() ? *into
-             : pool           ? pool->empty({out_rows, table.size(1)}, table.scalar_type())
-                              : at::empty({out_rows, table.size(1)}, table.options());
+  auto out = pool ? pool->empty({out_rows, table.size(1)}, table.scalar_type())
+                  : at::empty({out_rows, table.size(1)}, table.options());
   const int64_t row_bytes = table.size(1) * table.element_size();
   if (n == 0 || row_bytes == 0) return out;
   const char* src = static_cast<const char*>(table.data_ptr());

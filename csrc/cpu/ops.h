@@ -1,6 +1,6 @@
 // The CPU side of graphlearn_torch that is more than a dispatcher op (those
 // are declared by their schemas in csrc/ops and registered by their kernel
-// files): the pooled feature gather, and the inducer with its id maps.
+// files): the pooled feature gathers, and the inducer with its id maps.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -19,14 +19,21 @@ class BufferPool;
 // Gathers rows `ids` of a 2-D table (through `id2index` when given), into a
 // buffer from `pool` when one is given. With `positions`, the output has
 // `num_out_rows` rows and row `ids[i]` lands at row `positions[i]` (the
-// other rows are left for the caller to fill). With `out` (and positions),
-// the rows land in `out`, a contiguous [num_out_rows, dim] tensor of the
-// table's dtype, and `out` is returned.
+// other rows are left for the caller to fill).
 at::Tensor gather_rows(const at::Tensor& table, const at::Tensor& ids,
                        const std::optional<at::Tensor>& id2index,
                        const std::shared_ptr<BufferPool>& pool,
-                       const std::optional<at::Tensor>& positions, int64_t num_out_rows,
-                       const std::optional<at::Tensor>& out = std::nullopt);
+                       const std::optional<at::Tensor>& positions, int64_t num_out_rows);
+
+// Rows of `ids` from the tables of the partitions on this host, in one
+// pass: row i is row id2index[p][ids[i]] (or ids[i] - offsets[p] without a
+// map) of tables[p], p = parts[i]. The rows of ids whose partition has no
+// table are left for the caller to fill. Into a buffer from `pool` when
+// one is given.
+at::Tensor gather_partitioned_rows(const std::vector<std::optional<at::Tensor>>& tables,
+                                   const std::vector<std::optional<at::Tensor>>& id2index,
+                                   const std::vector<int64_t>& offsets, const at::Tensor& parts,
+                                   const at::Tensor& ids, const std::shared_ptr<BufferPool>& pool);
 
 // The keys an IdMap inserted since its last clear, in order, in a buffer
 // that grows by doubling and is not zeroed.

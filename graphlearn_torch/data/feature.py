@@ -172,29 +172,8 @@ class Feature:
 
   def cpu_get(self, ids: torch.Tensor) -> torch.Tensor:
     """Gathers the rows of ``ids`` (int64) from host memory."""
-    return self.cpu_get_at(ids)
-
-  def cpu_get_at(
-    self,
-    ids: torch.Tensor,
-    positions: Optional[torch.Tensor] = None,
-    num_rows: Optional[int] = None,
-  ) -> torch.Tensor:
-    """Gathers the rows of ``ids`` from host memory; with ``positions``, into
-    a ``[num_rows, dim]`` tensor whose row ``positions[i]`` gets ``ids[i]``'s
-    row (the other rows are left for the caller to fill).
-
-    Args:
-      ids: the ids (int64).
-      positions: where each row goes in the output.
-      num_rows: the output's rows (with ``positions``).
-    """
     ids, id2index = self._host_ids(ids)
-    if positions is None:
-      return ops.gather_rows(self.feature_tensor, ids, id2index, self._out_pool)
-    return ops.gather_rows(
-      self.feature_tensor, ids, id2index, self._out_pool, positions, int(num_rows)
-    )
+    return ops.gather_rows(self.feature_tensor, ids, id2index, self._out_pool)
 
   @property
   def num_ids(self) -> int:
@@ -212,11 +191,30 @@ class Feature:
   def size(self, dim: int) -> int:
     return self.feature_tensor.size(dim)
 
-  def cpu_get_into(self, out: torch.Tensor, ids: torch.Tensor, positions: torch.Tensor) -> None:
-    """Gathers the rows of ``ids`` from host memory into rows ``positions``
-    of ``out`` (a contiguous ``[rows, dim]`` tensor of the table's dtype)."""
-    ids, id2index = self._host_ids(ids)
-    ops.gather_rows(self.feature_tensor, ids, id2index, None, positions, out.size(0), out)
+  def cpu_get_partitioned(
+    self, features: Sequence[Optional['Feature']], parts: torch.Tensor, ids: torch.Tensor
+  ) -> torch.Tensor:
+    """Gathers the rows of ``ids`` from host memory, each from the table of
+    its partition, in one pass: row ``i`` comes from ``features[parts[i]]``
+    (this one among them; its buffer pool holds the output). The rows of ids
+    whose partition has no Feature (``None``) are left for the caller to
+    fill.
+
+    Args:
+      features: the Feature of each partition held on this host, or None.
+      parts: the partition of each id (an integer tensor).
+      ids: the ids (int64).
+    """
+    ids = self._check_ids(ids).cpu()
+    tables, maps, offsets = [], [], []
+    for feature in features:
+      id2index = feature.id2index if feature is not None else None
+      tables.append(feature.feature_tensor if feature is not None else None)
+      maps.append(None if isinstance(id2index, OffsetId2Index) else id2index)
+      offsets.append(id2index.offset if isinstance(id2index, OffsetId2Index) else 0)
+    return ops.gather_partitioned_rows(
+      tables, maps, offsets, parts.view(-1).cpu(), ids, self._out_pool
+    )
 
   def host_share(self) -> FeatureHostHandle:
     """Moves the table (and its id-to-row map) into memory that any process

@@ -150,6 +150,14 @@ class DistFeature:
       )  # fmt: skip
     return sorted(self.host_peers)
 
+  def _held_feature(self, partition: int, input_type: TypeKey) -> Optional[Feature]:
+    r"""The Feature of ``partition`` if this host holds it, else None."""
+    if partition == self.partition_idx:
+      return self._feature(input_type)
+    if partition in self.host_peers:
+      return self._feature(input_type, self.host_peers[partition])
+    return None
+
   def _book(self, input_type: TypeKey) -> PartitionBook:
     return self.feature_pb[input_type] if self.is_hetero else self.feature_pb
 
@@ -162,24 +170,23 @@ class DistFeature:
     ids = ids.to(torch.int64).view(-1).cpu()
     if self.local_only:
       return completed(self.local_get(ids, input_type).to(self.device))
-    positions, owned = self._book(input_type).group(ids, self.num_partitions)
+    held = [self._held_feature(p, input_type) for p in range(self.num_partitions)]
+    book = self._book(input_type)
     remote: List[tuple] = []
-    for p, pos in enumerate(positions):
-      if p != self.partition_idx and pos.numel() and p not in self.host_peers:
-        if self.rpc_router is None:
-          raise RuntimeError(f'rows of partition {p} are wanted but the DistFeature has no router')
-        worker = self.rpc_router.get_to_worker(p)
-        request = (owned[p], input_type)
-        remote.append((p, worker, pos, rpc_request_async(worker, self.rpc_callee_id, request)))
-    on_host = [p for p in self.host_peers if positions[p].numel()]
-    if not remote and not on_host:
-      return completed(self.local_get(ids, input_type).to(self.device))
-    # Local rows and those of partitions on this host go straight to their
-    # places in the output; remote ones are copied in as they arrive.
-    local_pos = positions[self.partition_idx]
-    out = self._feature(input_type).cpu_get_at(owned[self.partition_idx], local_pos, ids.numel())
-    for p in on_host:
-      self._feature(input_type, self.host_peers[p]).cpu_get_into(out, owned[p], positions[p])
+    if any(feature is None for feature in held):
+      positions, owned = book.group(ids, self.num_partitions)
+      for p, pos in enumerate(positions):
+        if held[p] is None and pos.numel():
+          if self.rpc_router is None:
+            raise RuntimeError(
+              f'rows of partition {p} are wanted but the DistFeature has no router'
+            )
+          worker = self.rpc_router.get_to_worker(p)
+          request = (owned[p], input_type)
+          remote.append((p, worker, pos, rpc_request_async(worker, self.rpc_callee_id, request)))
+    # The rows of the partitions on this host go straight to their places,
+    # in one pass; remote ones are copied in as they arrive.
+    out = self._feature(input_type).cpu_get_partitioned(held, book.partitions(ids), ids)
     if not remote:
       return completed(out.to(self.device))
 

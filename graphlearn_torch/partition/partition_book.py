@@ -25,6 +25,15 @@ class PartitionBook(ABC):
     """The first global id of this partition's range (0 for a tensor book)."""
     return 0
 
+  def partitions(self, ids: torch.Tensor) -> torch.Tensor:
+    """The partition of each id, as ``book[ids]`` but in any integer dtype
+    (the one fastest to look up).
+
+    Args:
+      ids: 1-D global ids.
+    """
+    return self[ids]
+
   def group(
     self, ids: torch.Tensor, num_partitions: Optional[int] = None
   ) -> Tuple[List[torch.Tensor], List[torch.Tensor]]:
@@ -57,8 +66,9 @@ class GLTPartitionBook(PartitionBook):
   @property
   def tensor(self) -> torch.Tensor:
     r"""The book: ``tensor[id]`` is ``id``'s partition. Assign a new tensor
-    rather than change this one in place: :meth:`group` reads a narrowed
-    copy, made on first use and again on assignment."""
+    rather than change this one in place: :meth:`group` and
+    :meth:`partitions` read a narrowed copy, made on first use and again on
+    assignment."""
     return self._tensor
 
   @tensor.setter
@@ -73,8 +83,9 @@ class GLTPartitionBook(PartitionBook):
 
   def _narrow_book(self) -> torch.Tensor:
     r"""The book in the narrowest integer dtype that holds its partitions
-    (int8 up to 127 partitions): the copy :meth:`group` looks ids up in, an
-    eighth of an int64 book, so its lookups stay in cache."""
+    (int8 up to 127 partitions): the copy :meth:`group` and
+    :meth:`partitions` look ids up in, an eighth of an int64 book, so its
+    lookups stay in cache."""
     if self._narrow is None:
       book = self._tensor
       if book.numel() and not book.dtype.is_floating_point:
@@ -91,6 +102,11 @@ class GLTPartitionBook(PartitionBook):
     if isinstance(ids, torch.Tensor) and ids.dim() == 1 and ids.dtype == torch.int64:
       return self.tensor.index_select(0, ids)  # several times faster than indexing
     return self.tensor[ids]
+
+  def partitions(self, ids: torch.Tensor) -> torch.Tensor:
+    if self.tensor.device.type == 'cpu' and ids.dim() == 1 and ids.dtype == torch.int64:
+      return self._narrow_book().index_select(0, ids)
+    return self[ids]
 
   def group(
     self, ids: torch.Tensor, num_partitions: Optional[int] = None

@@ -1,0 +1,152 @@
+// Feature rows of ids spread over the partitions of one host, in one pass:
+// out[i] = tables[parts[i]][row of ids[i]], written in order, where a
+// partition's row is id2index[id] (or id - offset without a map). Ids of a
+// partition without a table here (a remote one) leave their row for the
+// caller. It replaces grouping the ids by partition and gathering each
+// group into scattered output rows.
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "../checks.h"
+#include "buffer_pool.h"
+#include "ops.h"
+
+namespace glt {
+namespace {
+
+constexpr int64_t kPrefetchDistance = 8;
+constexpr int64_t kPrefetchLines = 16;
+constexpr int64_t kGrain = 256;
+
+struct Part {
+  const char* rows = nullptr;  // null: no table here
+  int64_t num_rows = 0;
+  const int64_t* id2index = nullptr;  // null: row = id - offset
+  int64_t num_ids = 0;
+  int64_t offset = 0;
+};
+
+// The row of `id` in `part`, or -1.
+inline int64_t row_of(const Part& part, int64_t id) {
+  int64_t r;
+  if (part.id2index) {
+    if (id < 0 || id >= part.num_ids) return -1;
+    r = part.id2index[id];
+  } else {
+    r = id - part.offset;
+  }
+  return r >= 0 && r < part.num_rows ? r : -1;
+}
+
+template <typename part_t>
+void gather(const std::vector<Part>& parts, const part_t* part_of, const int64_t* ids, int64_t n,
+            int64_t row_bytes, char* out) {
+  const int64_t num_parts = static_cast<int64_t>(parts.size());
+  std::atomic<int64_t> first_bad{n};
+  at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      // Two stages ahead: the id2index entry, then (once it is in cache) the row.
+      if (i + 2 * kPrefetchDistance < end) {
+        const int64_t p = part_of[i + 2 * kPrefetchDistance];
+        const int64_t id = ids[i + 2 * kPrefetchDistance];
+        if (p >= 0 && p < num_parts && parts[p].id2index && id >= 0 && id < parts[p].num_ids)
+          __builtin_prefetch(parts[p].id2index + id);
+      }
+      if (i + kPrefetchDistance < end) {
+        const int64_t p = part_of[i + kPrefetchDistance];
+        if (p >= 0 && p < num_parts && parts[p].rows) {
+          const int64_t r = row_of(parts[p], ids[i + kPrefetchDistance]);
+          if (r >= 0) {
+            const char* src = parts[p].rows + r * row_bytes;
+            for (int64_t b = 0; b < row_bytes && b < kPrefetchLines * 64; b += 64)
+              __builtin_prefetch(src + b);
+          }
+        }
+      }
+      const int64_t p = part_of[i];
+      int64_t r = -1;
+      if (p >= 0 && p < num_parts) {
+        if (!parts[p].rows) continue;  // remote: the caller's
+        r = row_of(parts[p], ids[i]);
+      }
+      if (r < 0) {
+        int64_t cur = first_bad.load();
+        while (i < cur && !first_bad.compare_exchange_weak(cur, i)) {
+        }
+        continue;
+      }
+      std::memcpy(out + i * row_bytes, parts[p].rows + r * row_bytes, row_bytes);
+    }
+  });
+  const int64_t bad = first_bad.load();
+  if (bad < n) {
+    const int64_t p = part_of[bad];
+    TORCH_CHECK_VALUE(p >= 0 && p < num_parts, "id ", ids[bad], " is in partition ", p,
+                      ", outside the ", num_parts, " partitions");
+    TORCH_CHECK_VALUE(false, "id ", ids[bad], " has no feature row in partition ", p);
+  }
+}
+
+}  // namespace
+
+at::Tensor gather_partitioned_rows(const std::vector<std::optional<at::Tensor>>& tables,
+                                   const std::vector<std::optional<at::Tensor>>& id2index,
+                                   const std::vector<int64_t>& offsets, const at::Tensor& parts,
+                                   const at::Tensor& ids, const std::shared_ptr<BufferPool>& pool) {
+  const size_t num_parts = tables.size();
+  TORCH_CHECK_VALUE(id2index.size() == num_parts && offsets.size() == num_parts,
+                    "gather_partitioned_rows expects tables, id2index and offsets of one length, "
+                    "got ", num_parts, ", ", id2index.size(), " and ", offsets.size());
+  check_index(ids, "ids");
+  TORCH_CHECK_VALUE(ids.device().is_cpu(), "ids must be a CPU tensor");
+  TORCH_CHECK_VALUE(parts.dim() == 1 && parts.numel() == ids.numel() && parts.device().is_cpu() &&
+                        at::isIntegralType(parts.scalar_type(), /*includeBool=*/false),
+                    "parts must be a 1-D CPU integer tensor with one entry per id (",
+                    ids.numel(), "), got ", parts.scalar_type(), " of shape ", parts.sizes());
+  const at::Tensor* first = nullptr;
+  for (const auto& t : tables) {
+    if (t.has_value() && t->defined()) {
+      first = &*t;
+      break;
+    }
+  }
+  TORCH_CHECK_VALUE(first != nullptr, "gather_partitioned_rows needs at least one table");
+  std::vector<Part> plan(num_parts);
+  std::vector<at::Tensor> keep;  // contiguous copies the plan points into
+  for (size_t p = 0; p < num_parts; ++p) {
+    if (!tables[p].has_value() || !tables[p]->defined()) continue;
+    const at::Tensor& t = *tables[p];
+    TORCH_CHECK_VALUE(t.device().is_cpu() && t.dim() == 2 && t.is_contiguous() &&
+                          t.scalar_type() == first->scalar_type() && t.size(1) == first->size(1),
+                      "the table of partition ", p, " must be a contiguous CPU [rows, ",
+                      first->size(1), "] tensor of ", first->scalar_type(), ", got ", t.sizes(),
+                      " ", t.scalar_type(), " on ", t.device());
+    plan[p].rows = static_cast<const char*>(t.data_ptr());
+    plan[p].num_rows = t.size(0);
+    plan[p].offset = offsets[p];
+    if (id2index[p].has_value() && id2index[p]->defined()) {
+      check_index(*id2index[p], "id2index");
+      TORCH_CHECK_VALUE(id2index[p]->device().is_cpu(), "id2index must be a CPU tensor");
+      keep.push_back(id2index[p]->contiguous());
+      plan[p].id2index = keep.back().data_ptr<int64_t>();
+      plan[p].num_ids = keep.back().numel();
+    }
+  }
+  const auto id = ids.contiguous();
+  const auto part_of = parts.contiguous();
+  const int64_t n = id.numel();
+  auto out = pool ? pool->empty({n, first->size(1)}, first->scalar_type())
+                  : at::empty({n, first->size(1)}, first->options());
+  const int64_t row_bytes = first->size(1) * first->element_size();
+  if (n == 0 || row_bytes == 0) return out;
+  AT_DISPATCH_INTEGRAL_TYPES(part_of.scalar_type(), "gather_partitioned_rows", [&] {
+    gather(plan, part_of.data_ptr<scalar_t>(), id.data_ptr<int64_t>(), n, row_bytes,
+           static_cast<char*>(out.data_ptr()));
+  });
+  return out;
+}
+
+}  // namespace glt
