@@ -151,12 +151,15 @@ class DistFeature:
     return sorted(self.host_peers)
 
   def _held_feature(self, partition: int, input_type: TypeKey) -> Optional[Feature]:
-    r"""The Feature of ``partition`` if this host holds it, else None."""
+    r"""The Feature of ``partition`` if this host holds it, else None (a
+    peer without the type's table is asked over RPC, which names the
+    problem should any of its ids be wanted)."""
     if partition == self.partition_idx:
       return self._feature(input_type)
-    if partition in self.host_peers:
-      return self._feature(input_type, self.host_peers[partition])
-    return None
+    peer = self.host_peers.get(partition)
+    if peer is None or (self.is_hetero and input_type not in peer):
+      return None
+    return self._feature(input_type, peer)
 
   def _book(self, input_type: TypeKey) -> PartitionBook:
     return self.feature_pb[input_type] if self.is_hetero else self.feature_pb
