@@ -10,7 +10,7 @@ import torch
 
 from ..data import Feature
 from ..data.feature import FeatureHostHandle
-from ..partition.partition_book import PartitionBook
+from ..partition.partition_book import PartitionBook, positions_by_partition
 from ..typing import EdgeType, NodeType
 from ..utils.host_share import HostShareError, boot_id, share_host_partitions
 from .rpc import RpcCalleeBase, RpcDataPartitionRouter, rpc_register, rpc_request_async
@@ -174,22 +174,21 @@ class DistFeature:
     if self.local_only:
       return completed(self.local_get(ids, input_type).to(self.device))
     held = [self._held_feature(p, input_type) for p in range(self.num_partitions)]
-    book = self._book(input_type)
+    parts = self._book(input_type).partitions(ids)
     remote: List[tuple] = []
     if any(feature is None for feature in held):
-      positions, owned = book.group(ids, self.num_partitions)
-      for p, pos in enumerate(positions):
+      for p, pos in enumerate(positions_by_partition(parts, self.num_partitions)):
         if held[p] is None and pos.numel():
           if self.rpc_router is None:
             raise RuntimeError(
               f'rows of partition {p} are wanted but the DistFeature has no router'
             )
           worker = self.rpc_router.get_to_worker(p)
-          request = (owned[p], input_type)
+          request = (ids.index_select(0, pos), input_type)
           remote.append((p, worker, pos, rpc_request_async(worker, self.rpc_callee_id, request)))
     # The rows of the partitions on this host go straight to their places,
     # in one pass; remote ones are copied in as they arrive.
-    out = self._feature(input_type).cpu_get_partitioned(held, book.partitions(ids), ids)
+    out = self._feature(input_type).cpu_get_partitioned(held, parts, ids)
     if not remote:
       return completed(out.to(self.device))
 
