@@ -57,8 +57,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("ids"), py::arg("id2index"), py::arg("pool") = nullptr,
         py::arg("positions") = py::none(), py::arg("num_out_rows") = -1);
   m.def("gather_partitioned_rows", wrap_pybind_function_no_gil(&glt::gather_partitioned_rows),
-        py::arg("tables"), py::arg("id2index"), py::arg("offsets"), py::arg("parts"),
-        py::arg("ids"), py::arg("pool") = nullptr);
+        py::arg("tables"), py::arg("id2index"), py::arg("ranks"), py::arg("offsets"),
+        py::arg("parts"), py::arg("ids"), py::arg("pool") = nullptr);
+  m.def("row_ranks", wrap_pybind_function_no_gil(&glt::row_ranks), py::arg("id2index"));
 
   py::class_<glt::BufferPool, std::shared_ptr<glt::BufferPool>>(m, "BufferPool")
       .def(py::init(wrap_pybind_function([](int64_t max_cached_bytes) {

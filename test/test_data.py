@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from graphlearn_torch._ext import ops
 from graphlearn_torch.data import Dataset, Feature, random_split
 from graphlearn_torch.partition.partition_book import OffsetId2Index
 from graphlearn_torch.utils import id2idx
@@ -31,7 +32,8 @@ def test_feature_with_id2index():
 
 @pytest.mark.parametrize('part_dtype', [torch.int8, torch.int64])
 def test_feature_gather_over_partitions_matches_indexing(part_dtype, thread_count):
-  # Partitions 0 and 1 hold their rows under an id2index map, partition 2
+  # Partition 0 holds its rows in id order (read through its row ranks),
+  # partition 1 in shuffled order (through its id2index map), partition 2
   # a contiguous range (row = id - offset); partition 3 is remote.
   num_ids, dim = 160, 6
   table = torch.randn(num_ids, dim)
@@ -41,7 +43,10 @@ def test_feature_gather_over_partitions_matches_indexing(part_dtype, thread_coun
   features = []
   for p in range(2):
     owned = (owner == p).nonzero().view(-1)
+    if p == 1:
+      owned = owned[torch.randperm(owned.numel(), generator=torch.Generator().manual_seed(2))]
     features.append(Feature(table[owned], id2index=id2idx(owned)))
+  assert features[0].row_ranks() is not None and features[1].row_ranks() is None
   features.append(Feature(table[120:], id2index=OffsetId2Index(120)))
   features.append(None)
   ids = torch.randint(0, num_ids, (3000,), generator=torch.Generator().manual_seed(1))
@@ -56,6 +61,36 @@ def test_feature_gather_over_partitions_matches_indexing(part_dtype, thread_coun
   wrong = int((owner == 1).nonzero()[0])
   with pytest.raises(ValueError, match=f'id {wrong} has no feature row in partition 0'):
     features[0].cpu_get_partitioned(features, torch.tensor([0]), torch.tensor([wrong]))
+
+
+def test_row_ranks_match_the_map():
+  # Ids present where a random mask says, rows 0, 1, ... in id order; 200
+  # ids end mid-word. Every id's row, through the ranks as the kernel reads
+  # them, is the map's (-1: no row).
+  present = torch.rand(200, generator=torch.Generator().manual_seed(0)) < 0.3
+  id2index = torch.full((200,), -1, dtype=torch.int64)
+  id2index[present] = torch.arange(int(present.sum()))
+  ranks = ops.row_ranks(id2index)
+  assert ranks.shape == (4, 2) and ranks.dtype == torch.int64
+  for i in range(4 * 64):
+    rows_before, bits = int(ranks[i // 64, 0]), int(ranks[i // 64, 1]) & (2**64 - 1)
+    has = bits >> (i % 64) & 1
+    row = rows_before + bin(bits & ((1 << (i % 64)) - 1)).count('1') if has else -1
+    assert row == (int(id2index[i]) if i < 200 else -1), i
+  # rows out of id order, or one skipped: no ranks
+  assert ops.row_ranks(torch.tensor([1, 0, -1])) is None
+  assert ops.row_ranks(torch.tensor([0, -1, 2])) is None
+  assert ops.row_ranks(torch.empty(0, dtype=torch.int64)).shape == (0, 2)
+  table = torch.arange(int(present.sum()), dtype=torch.float32)
+  feature = Feature(table, id2index=id2index)
+  ids = present.nonzero().view(-1)
+  out = feature.cpu_get_partitioned([feature], torch.zeros_like(ids), ids)
+  assert torch.equal(out.view(-1), table)
+  absent = int((~present).nonzero()[0])
+  with pytest.raises(ValueError, match=f'id {absent} has no feature row in partition 0'):
+    feature.cpu_get_partitioned([feature], torch.tensor([0]), torch.tensor([absent]))
+  with pytest.raises(ValueError, match='id 300 has no feature row in partition 0'):
+    feature.cpu_get_partitioned([feature], torch.tensor([0]), torch.tensor([300]))
 
 
 def test_dataset_accessors_and_numpy_input():

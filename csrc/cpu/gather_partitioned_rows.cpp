@@ -1,6 +1,7 @@
 // Feature rows of ids spread over the partitions of one host, in one pass:
 // out[i] = tables[parts[i]][row of ids[i]], written in order, where a
-// partition's row is id2index[id] (or id - offset without a map). Ids of a
+// partition's row comes from its row ranks (row_ranks.h), else its
+// id2index[id], else id - offset. Ids of a
 // partition without a table here (a remote one) leave their row for the
 // caller. It replaces grouping the ids by partition and gathering each
 // group into scattered output rows.
@@ -13,6 +14,7 @@
 #include "../checks.h"
 #include "buffer_pool.h"
 #include "ops.h"
+#include "row_ranks.h"
 
 namespace glt {
 namespace {
@@ -24,7 +26,9 @@ constexpr int64_t kGrain = 256;
 struct Part {
   const char* rows = nullptr;  // null: no table here
   int64_t num_rows = 0;
-  const int64_t* id2index = nullptr;  // null: row = id - offset
+  const int64_t* ranks = nullptr;  // row ranks, first
+  int64_t num_words = 0;
+  const int64_t* id2index = nullptr;  // else this; null: row = id - offset
   int64_t num_ids = 0;
   int64_t offset = 0;
 };
@@ -32,7 +36,9 @@ struct Part {
 // The row of `id` in `part`, or -1.
 inline int64_t row_of(const Part& part, int64_t id) {
   int64_t r;
-  if (part.id2index) {
+  if (part.ranks) {
+    r = ranked_row(part.ranks, part.num_words, id);
+  } else if (part.id2index) {
     if (id < 0 || id >= part.num_ids) return -1;
     r = part.id2index[id];
   } else {
@@ -48,12 +54,17 @@ void gather(const std::vector<Part>& parts, const part_t* part_of, const int64_t
   std::atomic<int64_t> first_bad{n};
   at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      // Two stages ahead: the id2index entry, then (once it is in cache) the row.
+      // Two stages ahead: the map entry, then (once it is in cache) the row.
       if (i + 2 * kPrefetchDistance < end) {
         const int64_t p = part_of[i + 2 * kPrefetchDistance];
         const int64_t id = ids[i + 2 * kPrefetchDistance];
-        if (p >= 0 && p < num_parts && parts[p].id2index && id >= 0 && id < parts[p].num_ids)
-          __builtin_prefetch(parts[p].id2index + id);
+        if (p >= 0 && p < num_parts && id >= 0) {
+          const Part& part = parts[p];
+          if (part.ranks && (id >> 6) < part.num_words)
+            __builtin_prefetch(part.ranks + 2 * (id >> 6));
+          else if (!part.ranks && part.id2index && id < part.num_ids)
+            __builtin_prefetch(part.id2index + id);
+        }
       }
       if (i + kPrefetchDistance < end) {
         const int64_t p = part_of[i + kPrefetchDistance];
@@ -94,12 +105,14 @@ void gather(const std::vector<Part>& parts, const part_t* part_of, const int64_t
 
 at::Tensor gather_partitioned_rows(const std::vector<std::optional<at::Tensor>>& tables,
                                    const std::vector<std::optional<at::Tensor>>& id2index,
+                                   const std::vector<std::optional<at::Tensor>>& ranks,
                                    const std::vector<int64_t>& offsets, const at::Tensor& parts,
                                    const at::Tensor& ids, const std::shared_ptr<BufferPool>& pool) {
   const size_t num_parts = tables.size();
-  TORCH_CHECK_VALUE(id2index.size() == num_parts && offsets.size() == num_parts,
-                    "gather_partitioned_rows expects tables, id2index and offsets of one length, "
-                    "got ", num_parts, ", ", id2index.size(), " and ", offsets.size());
+  TORCH_CHECK_VALUE(
+      id2index.size() == num_parts && ranks.size() == num_parts && offsets.size() == num_parts,
+      "gather_partitioned_rows expects tables, id2index, ranks and offsets of one length, got ",
+      num_parts, ", ", id2index.size(), ", ", ranks.size(), " and ", offsets.size());
   check_index(ids, "ids");
   TORCH_CHECK_VALUE(ids.device().is_cpu(), "ids must be a CPU tensor");
   TORCH_CHECK_VALUE(parts.dim() == 1 && parts.numel() == ids.numel() && parts.device().is_cpu() &&
@@ -127,7 +140,17 @@ at::Tensor gather_partitioned_rows(const std::vector<std::optional<at::Tensor>>&
     plan[p].rows = static_cast<const char*>(t.data_ptr());
     plan[p].num_rows = t.size(0);
     plan[p].offset = offsets[p];
-    if (id2index[p].has_value() && id2index[p]->defined()) {
+    if (ranks[p].has_value() && ranks[p]->defined()) {
+      const at::Tensor& rk = *ranks[p];
+      TORCH_CHECK_VALUE(rk.device().is_cpu() && rk.scalar_type() == at::kLong && rk.dim() == 2 &&
+                            rk.size(1) == 2,
+                        "the row ranks of partition ", p,
+                        " must be a CPU int64 [words, 2] tensor (row_ranks), got ",
+                        rk.scalar_type(), " of shape ", rk.sizes(), " on ", rk.device());
+      keep.push_back(rk.contiguous());
+      plan[p].ranks = keep.back().data_ptr<int64_t>();
+      plan[p].num_words = rk.size(0);
+    } else if (id2index[p].has_value() && id2index[p]->defined()) {
       check_index(*id2index[p], "id2index");
       TORCH_CHECK_VALUE(id2index[p]->device().is_cpu(), "id2index must be a CPU tensor");
       keep.push_back(id2index[p]->contiguous());

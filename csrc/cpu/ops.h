@@ -26,14 +26,21 @@ at::Tensor gather_rows(const at::Tensor& table, const at::Tensor& ids,
                        const std::optional<at::Tensor>& positions, int64_t num_out_rows);
 
 // Rows of `ids` from the tables of the partitions on this host, in one
-// pass: row i is row id2index[p][ids[i]] (or ids[i] - offsets[p] without a
-// map) of tables[p], p = parts[i]. The rows of ids whose partition has no
-// table are left for the caller to fill. Into a buffer from `pool` when
-// one is given.
+// pass: row i is row r of tables[p], p = parts[i], where r comes from
+// ranks[p] (row_ranks) when given, else id2index[p][ids[i]], else
+// ids[i] - offsets[p]. The rows of ids whose partition has no table are
+// left for the caller to fill. Into a buffer from `pool` when one is given.
 at::Tensor gather_partitioned_rows(const std::vector<std::optional<at::Tensor>>& tables,
                                    const std::vector<std::optional<at::Tensor>>& id2index,
+                                   const std::vector<std::optional<at::Tensor>>& ranks,
                                    const std::vector<int64_t>& offsets, const at::Tensor& parts,
                                    const at::Tensor& ids, const std::shared_ptr<BufferPool>& pool);
+
+// The row ranks of an id-to-row map (-1: no row) whose present ids have the
+// rows 0, 1, 2, ... in id order: [ceil(n / 64), 2] int64, per word of 64
+// ids the rows before it and the bits of the ids present (row_ranks.h
+// reads them). None when the rows are not in id order.
+std::optional<at::Tensor> row_ranks(const at::Tensor& id2index);
 
 // The keys an IdMap inserted since its last clear, in order, in a buffer
 // that grows by doubling and is not zeroed.

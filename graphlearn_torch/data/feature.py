@@ -103,6 +103,8 @@ class Feature:
     self._gpu_id2index: Optional[torch.Tensor] = None
     self._host_table: Optional[HostSharedTensor] = None  # see host_share
     self._host_id2index: Optional[HostSharedTensor] = None
+    self._row_ranks: Optional[torch.Tensor] = None  # see row_ranks
+    self._row_ranks_built = False
 
   def __getitem__(self, ids: torch.Tensor) -> torch.Tensor:
     """The rows of ``ids``: gathered on the GPU (a CUDA tensor, with no
@@ -191,6 +193,18 @@ class Feature:
   def size(self, dim: int) -> int:
     return self.feature_tensor.size(dim)
 
+  def row_ranks(self) -> Optional[torch.Tensor]:
+    """The id-to-row map in 16 bytes per 64 ids (``ops.row_ranks``), built on
+    the first call, when the table's rows hold their ids in ascending order
+    (a partition's own rows); None otherwise, or without a map tensor. The
+    partitioned gather reads it instead of ``id2index``: it stays in cache
+    where the int64 map would not."""
+    if not self._row_ranks_built:
+      if isinstance(self.id2index, torch.Tensor) and self.id2index.device.type == 'cpu':
+        self._row_ranks = ops.row_ranks(self.id2index)
+      self._row_ranks_built = True
+    return self._row_ranks
+
   def cpu_get_partitioned(
     self, features: Sequence[Optional['Feature']], parts: torch.Tensor, ids: torch.Tensor
   ) -> torch.Tensor:
@@ -206,14 +220,15 @@ class Feature:
       ids: the ids (int64).
     """
     ids = self._check_ids(ids).cpu()
-    tables, maps, offsets = [], [], []
+    tables, maps, ranks, offsets = [], [], [], []
     for feature in features:
       id2index = feature.id2index if feature is not None else None
       tables.append(feature.feature_tensor if feature is not None else None)
+      ranks.append(feature.row_ranks() if feature is not None else None)
       maps.append(None if isinstance(id2index, OffsetId2Index) else id2index)
       offsets.append(id2index.offset if isinstance(id2index, OffsetId2Index) else 0)
     return ops.gather_partitioned_rows(
-      tables, maps, offsets, parts.view(-1).cpu(), ids, self._out_pool
+      tables, maps, ranks, offsets, parts.view(-1).cpu(), ids, self._out_pool
     )
 
   def host_share(self) -> FeatureHostHandle:
