@@ -58,8 +58,21 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("positions") = py::none(), py::arg("num_out_rows") = -1);
   m.def("gather_partitioned_rows", wrap_pybind_function_no_gil(&glt::gather_partitioned_rows),
         py::arg("tables"), py::arg("id2index"), py::arg("ranks"), py::arg("offsets"),
-        py::arg("parts"), py::arg("ids"), py::arg("pool") = nullptr);
+        py::arg("parts"), py::arg("ids"), py::arg("pool") = nullptr, py::arg("out") = py::none());
   m.def("row_ranks", wrap_pybind_function_no_gil(&glt::row_ranks), py::arg("id2index"));
+
+  py::class_<glt::ShmReservation, std::shared_ptr<glt::ShmReservation>>(m, "ShmReservation")
+      .def_property_readonly("views", wrap_pybind_function([](const glt::ShmReservation& self) {
+                               return self.views();
+                             }))
+      .def("write",
+           wrap_pybind_function_no_gil(
+               [](glt::ShmReservation& self, int64_t index, const at::Tensor& tensor) {
+                 self.write(index, tensor);
+               }),
+           py::arg("index"), py::arg("tensor"))
+      .def("commit", wrap_pybind_function_no_gil([](glt::ShmReservation& self) { self.commit(); }))
+      .def("abort", wrap_pybind_function_no_gil([](glt::ShmReservation& self) { self.abort(); }));
 
   py::class_<glt::BufferPool, std::shared_ptr<glt::BufferPool>>(m, "BufferPool")
       .def(py::init(wrap_pybind_function([](int64_t max_cached_bytes) {
@@ -95,15 +108,17 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def(py::init(wrap_pybind_function_no_gil(&glt::ShmQueue::create)), py::arg("capacity"),
            py::arg("shm_size"))
       .def_static("attach", wrap_pybind_function_no_gil(&glt::ShmQueue::attach), py::arg("fd"))
-      .def("send",
+      .def("reserve",
            wrap_pybind_function_no_gil([](glt::ShmQueue& self, const std::vector<std::string>& keys,
-                                          const std::vector<at::Tensor>& tensors,
+                                          const std::vector<at::Tensor>& templates,
                                           int64_t timeout_ms) {
+             glt::ShmQueueStatus status = glt::ShmQueueStatus::kOk;
              std::string error;
-             const auto status = self.send(keys, tensors, timeout_ms, &error);
-             return std::make_pair(static_cast<int>(status), error);
+             auto reservation = self.reserve(keys, templates, timeout_ms, &status, &error);
+             return std::make_tuple(static_cast<int>(status), std::move(error),
+                                    std::move(reservation));
            }),
-           py::arg("keys"), py::arg("tensors"), py::arg("timeout_ms"))
+           py::arg("keys"), py::arg("templates"), py::arg("timeout_ms"))
       .def("recv", wrap_pybind_function_no_gil([](glt::ShmQueue& self, int64_t timeout_ms) {
              auto msg = self.recv(timeout_ms);
              return std::make_tuple(static_cast<int>(msg.status), std::move(msg.error),

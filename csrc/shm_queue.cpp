@@ -498,12 +498,13 @@ int ShmQueue::ensure_backed(uint64_t end) {
   return rc;
 }
 
-ShmQueueStatus ShmQueue::send(const std::vector<std::string>& keys,
-                              const std::vector<at::Tensor>& tensors, int64_t timeout_ms,
-                              std::string* error) {
-  const uint64_t bytes = static_cast<uint64_t>(message_bytes(keys, tensors));
+std::shared_ptr<ShmReservation> ShmQueue::reserve(const std::vector<std::string>& keys,
+                                                  const std::vector<at::Tensor>& templates,
+                                                  int64_t timeout_ms, ShmQueueStatus* status,
+                                                  std::string* error) {
+  const uint64_t bytes = static_cast<uint64_t>(message_bytes(keys, templates));
   auto* h = header_;
-  TORCH_CHECK_VALUE(bytes <= h->data_size, "a message of ", bytes, " bytes (", tensors.size(),
+  TORCH_CHECK_VALUE(bytes <= h->data_size, "a message of ", bytes, " bytes (", templates.size(),
                     " tensors) does not fit in this channel's shm_size of ", h->data_size,
                     " bytes; create the channel with a larger shm_size (channel_size)");
   const int64_t start = now_us();
@@ -522,7 +523,8 @@ ShmQueueStatus ShmQueue::send(const std::vector<std::string>& keys,
                  "): " + std::to_string(h->backed) + " of the channel's " +
                  std::to_string(h->data_size) +
                  " bytes have memory; the machine (or this process's memory cgroup) has no more";
-        return ShmQueueStatus::kNoMemory;
+        *status = ShmQueueStatus::kNoMemory;
+        return nullptr;
       }
       const int64_t now = now_us();
       if (now - last_check >= kSliceMs * 1000) {
@@ -540,13 +542,17 @@ ShmQueueStatus ShmQueue::send(const std::vector<std::string>& keys,
         if (!owner_alive) {
           *error = "the process that created this channel (pid " + std::to_string(owner_pid) +
                    "), its consumer, has exited";
-          return ShmQueueStatus::kPeerGone;
+          *status = ShmQueueStatus::kPeerGone;
+          return nullptr;
         }
       }
       int64_t wait_ms = kSliceMs;
       if (timeout_ms >= 0) {
         const int64_t left_us = timeout_ms * 1000 - (now - start);
-        if (left_us <= 0) return ShmQueueStatus::kTimeout;
+        if (left_us <= 0) {
+          *status = ShmQueueStatus::kTimeout;
+          return nullptr;
+        }
         wait_ms = std::min(wait_ms, (left_us + 999) / 1000);
       }
       guard.wait(&h->send_seq, load_seq(&h->send_seq), wait_ms);
@@ -554,48 +560,44 @@ ShmQueueStatus ShmQueue::send(const std::vector<std::string>& keys,
     h->pending += 1;
   }
 
+  // The block is ours (kWriting): lay out its tensors and hand out views
+  // of their places. A failure frees it (the reservation's destructor).
   auto* block = reinterpret_cast<BlockHeader*>(data() + offset);
-  try {
-    uint64_t meta_bytes = 0;
-    for (size_t i = 0; i < tensors.size(); ++i)
-      meta_bytes += tensor_meta_bytes(keys[i], tensors[i]);
-    uint8_t* meta = reinterpret_cast<uint8_t*>(block) + sizeof(BlockHeader);
-    uint64_t data_offset = sizeof(BlockHeader) + align_up(meta_bytes);
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      const auto& t = tensors[i];
-      TensorMeta m{};
-      m.data_offset = data_offset;
-      m.nbytes = static_cast<uint64_t>(t.numel()) * t.element_size();
-      m.dtype = static_cast<int32_t>(t.scalar_type());
-      m.ndim = static_cast<uint32_t>(t.dim());
-      m.key_len = static_cast<uint32_t>(keys[i].size());
-      std::memcpy(meta, &m, sizeof(m));
-      meta += sizeof(m);
-      std::memcpy(meta, t.sizes().data(), 8 * t.dim());
-      meta += 8 * t.dim();
-      std::memcpy(meta, keys[i].data(), keys[i].size());
-      meta += align_up(keys[i].size(), 8);
-      uint8_t* dst = reinterpret_cast<uint8_t*>(block) + data_offset;
-      if (t.device().is_cpu() && t.is_contiguous()) {
-        stream_copy(dst, t.data_ptr(), m.nbytes);
-      } else {
-        at::from_blob(dst, t.sizes(), at::TensorOptions().dtype(t.scalar_type())).copy_(t);
-      }
-      data_offset += align_up(m.nbytes);
-    }
-    block->num_tensors = static_cast<uint32_t>(tensors.size());
-    block->meta_bytes = static_cast<uint32_t>(meta_bytes);
-  } catch (...) {
-    {
-      Guard guard(h);
-      free_block(block);
-      h->pending -= 1;
-      bump_seq(&h->send_seq);
-    }
-    futex_wake_all(&h->send_seq);
-    throw;
+  auto reservation =
+      std::shared_ptr<ShmReservation>(new ShmReservation(shared_from_this(), offset));
+  reservation->views_.reserve(templates.size());
+  uint64_t meta_bytes = 0;
+  for (size_t i = 0; i < templates.size(); ++i)
+    meta_bytes += tensor_meta_bytes(keys[i], templates[i]);
+  uint8_t* meta = reinterpret_cast<uint8_t*>(block) + sizeof(BlockHeader);
+  uint64_t data_offset = sizeof(BlockHeader) + align_up(meta_bytes);
+  for (size_t i = 0; i < templates.size(); ++i) {
+    const auto& t = templates[i];
+    TensorMeta m{};
+    m.data_offset = data_offset;
+    m.nbytes = static_cast<uint64_t>(t.numel()) * t.element_size();
+    m.dtype = static_cast<int32_t>(t.scalar_type());
+    m.ndim = static_cast<uint32_t>(t.dim());
+    m.key_len = static_cast<uint32_t>(keys[i].size());
+    std::memcpy(meta, &m, sizeof(m));
+    meta += sizeof(m);
+    std::memcpy(meta, t.sizes().data(), 8 * t.dim());
+    meta += 8 * t.dim();
+    std::memcpy(meta, keys[i].data(), keys[i].size());
+    meta += align_up(keys[i].size(), 8);
+    reservation->views_.push_back(
+        at::from_blob(reinterpret_cast<uint8_t*>(block) + data_offset, t.sizes(),
+                      at::TensorOptions().dtype(t.scalar_type())));
+    data_offset += align_up(m.nbytes);
   }
+  block->num_tensors = static_cast<uint32_t>(templates.size());
+  block->meta_bytes = static_cast<uint32_t>(meta_bytes);
+  return reservation;
+}
 
+void ShmQueue::commit(uint64_t offset) {
+  auto* h = header_;
+  auto* block = reinterpret_cast<BlockHeader*>(data() + offset);
   {
     Guard guard(h);
     block->state = kQueued;
@@ -606,7 +608,66 @@ ShmQueueStatus ShmQueue::send(const std::vector<std::string>& keys,
     bump_seq(&h->recv_seq);
   }
   futex_wake_all(&h->recv_seq);
-  return ShmQueueStatus::kOk;
+}
+
+void ShmQueue::abort(uint64_t offset) {
+  auto* h = header_;
+  {
+    Guard guard(h);
+    free_block(data() + offset);
+    h->pending -= 1;
+    bump_seq(&h->send_seq);
+  }
+  futex_wake_all(&h->send_seq);
+}
+
+ShmReservation::ShmReservation(std::shared_ptr<ShmQueue> queue, uint64_t offset)
+    : queue_(std::move(queue)), offset_(offset) {}
+
+ShmReservation::~ShmReservation() {
+  if (!open_) return;
+  try {
+    abort();
+  } catch (const std::exception& e) {
+    TORCH_WARN("shared-memory channel: a reserved block could not be freed: ", e.what());
+  }
+}
+
+void ShmReservation::check_open(const char* what) const {
+  TORCH_CHECK(open_, "cannot ", what,
+              " a channel reservation that was already committed or aborted");
+}
+
+void ShmReservation::write(int64_t index, const at::Tensor& tensor) {
+  check_open("write into");
+  TORCH_CHECK_VALUE(index >= 0 && index < static_cast<int64_t>(views_.size()), "entry ", index,
+                    " is out of range for a message of ", views_.size(), " tensors");
+  const at::Tensor& view = views_[index];
+  TORCH_CHECK_VALUE(tensor.sizes() == view.sizes() && tensor.scalar_type() == view.scalar_type(),
+                    "entry ", index, " was reserved as ", view.scalar_type(), " of shape ",
+                    view.sizes(), ", got ", tensor.scalar_type(), " of shape ", tensor.sizes());
+  if (tensor.device().is_cpu() && tensor.is_contiguous()) {
+    stream_copy(static_cast<uint8_t*>(view.data_ptr()), tensor.data_ptr(),
+                static_cast<uint64_t>(tensor.numel()) * tensor.element_size());
+  } else {
+    at::Tensor(view).copy_(tensor);
+  }
+}
+
+void ShmReservation::commit() {
+  check_open("commit");
+  open_ = false;
+  views_.clear();
+  // The stores into the block are visible before it is queued: the queue's
+  // lock orders them (stream_copy fenced its non-temporal ones).
+  queue_->commit(offset_);
+}
+
+void ShmReservation::abort() {
+  check_open("abort");
+  open_ = false;
+  views_.clear();
+  queue_->abort(offset_);
 }
 
 ShmQueueMessage ShmQueue::recv(int64_t timeout_ms) {

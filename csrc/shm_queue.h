@@ -3,8 +3,9 @@
 // One segment (an anonymous memfd: it never has a name in /dev/shm, so
 // nothing is left behind whoever dies) holds a header, a ring of message
 // slots and a ring of data bytes. A producer reserves a block of the data
-// ring under a process-shared robust mutex, copies its tensors into it
-// without the lock, and queues the block. The consumer pops a block and gets
+// ring under a process-shared robust mutex, writes its tensors into it
+// without the lock (copies them, or computes them in place through a
+// reservation), and queues the block. The consumer pops a block and gets
 // tensors that view it directly; the block returns to the ring when the last
 // of those tensors is released.
 //
@@ -28,12 +29,42 @@
 namespace glt {
 
 struct ShmQueueHeader;
+class ShmQueue;
+
+// One message's block, reserved by ShmQueue::reserve and being written: its
+// tensors' places are `views()`, which the writer fills (`write` copies a
+// tensor into one), then `commit` queues the message and `abort` frees the
+// block; a reservation dropped with neither is aborted. The views are valid
+// until then only: the consumer owns the bytes once the message is queued.
+class ShmReservation {
+ public:
+  ~ShmReservation();
+  ShmReservation(const ShmReservation&) = delete;
+  ShmReservation& operator=(const ShmReservation&) = delete;
+
+  const std::vector<at::Tensor>& views() const { return views_; }
+  // Copies `tensor` (the reserved shape and dtype) into entry `index`.
+  void write(int64_t index, const at::Tensor& tensor);
+  void commit();
+  void abort();
+
+ private:
+  ShmReservation(std::shared_ptr<ShmQueue> queue, uint64_t offset);
+  void check_open(const char* what) const;
+
+  std::shared_ptr<ShmQueue> queue_;
+  uint64_t offset_;
+  std::vector<at::Tensor> views_;
+  bool open_ = true;
+
+  friend class ShmQueue;
+};
 
 enum class ShmQueueStatus : int {
   kOk = 0,
   kTimeout = 1,   // nothing to receive, or no room to send, within the timeout
-  kPeerGone = 2,  // all producers (recv) or the owner (send) exited
-  kNoMemory = 3,  // no memory could back the message (send)
+  kPeerGone = 2,  // all producers (recv) or the owner (reserve) exited
+  kNoMemory = 3,  // no memory could back the message (reserve)
 };
 
 struct ShmQueueMessage {
@@ -56,12 +87,16 @@ class ShmQueue : public std::enable_shared_from_this<ShmQueue> {
   ShmQueue(const ShmQueue&) = delete;
   ShmQueue& operator=(const ShmQueue&) = delete;
 
-  // Copies `tensors` (named by `keys`) into one block and queues it. Waits
+  // Reserves one block for a message whose tensors have the keys, shapes
+  // and dtypes of `templates` (tensors on the meta device will do); the
+  // caller writes the tensors into it (ShmReservation) and queues it. Waits
   // at most `timeout_ms` for room (forever if negative, while the owner
-  // lives). A message larger than the ring is a ValueError.
-  ShmQueueStatus send(const std::vector<std::string>& keys,
-                      const std::vector<at::Tensor>& tensors, int64_t timeout_ms,
-                      std::string* error);
+  // lives); null, with `status` and `error` set, when none came. A message
+  // larger than the ring is a ValueError.
+  std::shared_ptr<ShmReservation> reserve(const std::vector<std::string>& keys,
+                                          const std::vector<at::Tensor>& templates,
+                                          int64_t timeout_ms, ShmQueueStatus* status,
+                                          std::string* error);
   // Pops the oldest message; its tensors view shared memory.
   ShmQueueMessage recv(int64_t timeout_ms);
 
@@ -93,6 +128,8 @@ class ShmQueue : public std::enable_shared_from_this<ShmQueue> {
   uint64_t allocate(uint64_t bytes, int* backing_error);
   int ensure_backed(uint64_t end);
   void release_block(uint64_t offset);
+  void commit(uint64_t offset);  // queues a reserved block
+  void abort(uint64_t offset);   // frees a reserved block
   uint8_t* data() const;
 
   int fd_;
@@ -104,6 +141,7 @@ class ShmQueue : public std::enable_shared_from_this<ShmQueue> {
   uint32_t self_roles_ = 0;
 
   friend struct ShmBlockRef;
+  friend class ShmReservation;
 };
 
 }  // namespace glt

@@ -15,6 +15,7 @@ from event_pipes import EventPipes
 
 from graphlearn_torch.channel import (
   ChannelClosedError,
+  DeferredTensor,
   MpChannel,
   QueueTimeoutError,
   ShmChannel,
@@ -232,6 +233,64 @@ def test_large_tensors_round_trip_whatever_their_length_and_alignment():
   channel.send(msg)
   got = channel.recv(timeout_ms=1000)
   assert_message_equal(got, msg)
+
+
+def test_deferred_entries_are_written_in_place():
+  # A DeferredTensor entry is written straight into the message's bytes in
+  # the channel; one whose write fails leaves no block behind, and the
+  # channel goes on.
+  channel = ShmChannel(capacity=4, shm_size='4MB')
+  free = channel.stats()['free_bytes']
+  rows = torch.randn(300, 7)
+  places = []
+
+  def write(out):
+    places.append(out.data_ptr())
+    out.copy_(rows)
+
+  msg = {'ids': torch.arange(300), 'x': DeferredTensor((300, 7), torch.float32, write)}
+  channel.send(msg)
+  got = channel.recv(timeout_ms=1000)
+  assert list(got) == ['ids', 'x']
+  assert torch.equal(got['ids'], torch.arange(300)) and torch.equal(got['x'], rows)
+  assert places == [got['x'].data_ptr()], 'written where the consumer reads it'
+  assert torch.equal(DeferredTensor((300, 7), torch.float32, write).materialize(), rows)
+  del got
+
+  def fail(out):
+    raise KeyError('no rows today')
+
+  with pytest.raises(KeyError, match='no rows today'):
+    channel.send({'ids': torch.arange(3), 'x': DeferredTensor((3, 7), torch.float32, fail)})
+  stats = channel.stats()
+  assert stats['pending'] == 0 and stats['queued'] == 0 and stats['free_bytes'] == free
+  channel.send({'x': DeferredTensor((2, 7), torch.float32, lambda out: out.fill_(1.5))})
+  assert torch.equal(channel.recv(timeout_ms=1000)['x'], torch.full((2, 7), 1.5))
+  with pytest.raises(TypeError, match="entry 'x' must be a tensor"):
+    MpChannel().send({'x': DeferredTensor((1,), torch.float32, lambda out: None)})
+
+
+def test_reservation_checks_its_use():
+  channel = ShmChannel(capacity=2, shm_size='64KB')
+  keys, templates = ['a'], [torch.empty(4, 2, device='meta')]
+  status, _, reservation = channel._queue.reserve(keys, templates, 1000)
+  assert status == 0 and reservation.views[0].shape == (4, 2)
+  with pytest.raises(ValueError, match=r'reserved as Float of shape \[4, 2\], got Long'):
+    reservation.write(0, torch.zeros(4, 2, dtype=torch.int64))
+  with pytest.raises(ValueError, match='entry 1 is out of range'):
+    reservation.write(1, torch.zeros(4, 2))
+  reservation.write(0, torch.ones(4, 2))
+  reservation.commit()
+  with pytest.raises(RuntimeError, match='already committed or aborted'):
+    reservation.commit()
+  assert torch.equal(channel.recv(timeout_ms=1000)['a'], torch.ones(4, 2))
+  # a reservation dropped unfinished frees its block
+  free = channel.stats()['free_bytes']
+  _, _, reservation = channel._queue.reserve(keys, templates, 1000)
+  assert channel.stats()['pending'] == 1
+  del reservation
+  gc.collect()
+  assert channel.stats()['pending'] == 0 and channel.stats()['free_bytes'] == free
 
 
 def test_message_larger_than_shm_size():

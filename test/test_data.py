@@ -56,6 +56,11 @@ def test_feature_gather_over_partitions_matches_indexing(part_dtype, thread_coun
     held = owner[ids] != 3
     assert out.shape == (ids.numel(), dim)
     assert torch.equal(out[held], table[ids[held]])
+    into = torch.full((ids.numel(), dim), 7.0)
+    assert features[0].cpu_get_partitioned(features, owner[ids], ids, out=into) is into
+    assert torch.equal(into[held], table[ids[held]]) and bool((into[~held] == 7.0).all())
+  with pytest.raises(ValueError, match=r'out must be a contiguous CPU \[2, 6\] tensor of Float'):
+    features[0].cpu_get_partitioned(features, torch.tensor([0, 0]), ids[:2], torch.empty(2, 5))
   with pytest.raises(ValueError, match='id 5 is in partition 4, outside the 4 partitions'):
     features[0].cpu_get_partitioned(features, torch.tensor([4]), torch.tensor([5]))
   wrong = int((owner == 1).nonzero()[0])

@@ -285,6 +285,12 @@ def test_cat_feature_cache_returns_ratio_and_prefers_the_cache_row():
   assert torch.as_tensor(pb)[3].item() == 0 and torch.as_tensor(pb)[2].item() == 1
   plain = FeaturePartitionData(torch.zeros(3, 1), torch.tensor([0, 1, 5]))
   assert cat_feature_cache(0, plain, GLTPartitionBook(book))[0] == 0.0
+  # in id order (host memory only): one row per id, the cache row winning
+  ratio, feats, id2index, pb = cat_feature_cache(0, own, GLTPartitionBook(book), in_id_order=True)
+  assert ratio == pytest.approx(2 / 5)
+  assert feats.view(-1).tolist() == [0.0, 1.5, 3.5, 5.0]
+  assert id2index.tolist() == [0, 1, -1, 2, -1, 3]
+  assert torch.as_tensor(pb)[3].item() == 0 and torch.as_tensor(pb)[2].item() == 1
 
 
 # -- 7. the shared-memory channel ---------------------------------------------------

@@ -107,7 +107,8 @@ at::Tensor gather_partitioned_rows(const std::vector<std::optional<at::Tensor>>&
                                    const std::vector<std::optional<at::Tensor>>& id2index,
                                    const std::vector<std::optional<at::Tensor>>& ranks,
                                    const std::vector<int64_t>& offsets, const at::Tensor& parts,
-                                   const at::Tensor& ids, const std::shared_ptr<BufferPool>& pool) {
+                                   const at::Tensor& ids, const std::shared_ptr<BufferPool>& pool,
+                                   const std::optional<at::Tensor>& out_arg) {
   const size_t num_parts = tables.size();
   TORCH_CHECK_VALUE(
       id2index.size() == num_parts && ranks.size() == num_parts && offsets.size() == num_parts,
@@ -161,8 +162,19 @@ at::Tensor gather_partitioned_rows(const std::vector<std::optional<at::Tensor>>&
   const auto id = ids.contiguous();
   const auto part_of = parts.contiguous();
   const int64_t n = id.numel();
-  auto out = pool ? pool->empty({n, first->size(1)}, first->scalar_type())
-                  : at::empty({n, first->size(1)}, first->options());
+  at::Tensor out;
+  if (out_arg.has_value() && out_arg->defined()) {
+    out = *out_arg;
+    TORCH_CHECK_VALUE(out.device().is_cpu() && out.is_contiguous() &&
+                          out.scalar_type() == first->scalar_type() && out.dim() == 2 &&
+                          out.size(0) == n && out.size(1) == first->size(1),
+                      "out must be a contiguous CPU [", n, ", ", first->size(1), "] tensor of ",
+                      first->scalar_type(), ", got ", out.scalar_type(), " of shape ", out.sizes(),
+                      " on ", out.device());
+  } else {
+    out = pool ? pool->empty({n, first->size(1)}, first->scalar_type())
+               : at::empty({n, first->size(1)}, first->options());
+  }
   const int64_t row_bytes = first->size(1) * first->element_size();
   if (n == 0 || row_bytes == 0) return out;
   AT_DISPATCH_INTEGRAL_TYPES(part_of.scalar_type(), "gather_partitioned_rows", [&] {

@@ -29,12 +29,14 @@ at::Tensor gather_rows(const at::Tensor& table, const at::Tensor& ids,
 // pass: row i is row r of tables[p], p = parts[i], where r comes from
 // ranks[p] (row_ranks) when given, else id2index[p][ids[i]], else
 // ids[i] - offsets[p]. The rows of ids whose partition has no table are
-// left for the caller to fill. Into a buffer from `pool` when one is given.
+// left for the caller to fill. Into `out` when given, else into a buffer
+// from `pool` when one is given.
 at::Tensor gather_partitioned_rows(const std::vector<std::optional<at::Tensor>>& tables,
                                    const std::vector<std::optional<at::Tensor>>& id2index,
                                    const std::vector<std::optional<at::Tensor>>& ranks,
                                    const std::vector<int64_t>& offsets, const at::Tensor& parts,
-                                   const at::Tensor& ids, const std::shared_ptr<BufferPool>& pool);
+                                   const at::Tensor& ids, const std::shared_ptr<BufferPool>& pool,
+                                   const std::optional<at::Tensor>& out);
 
 // The row ranks of an id-to-row map (-1: no row) whose present ids have the
 // rows 0, 1, 2, ... in id order: [ceil(n / 64), 2] int64, per word of 64

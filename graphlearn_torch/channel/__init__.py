@@ -1,6 +1,12 @@
 """Channels that carry sampled messages from sampler processes to trainers."""
 
-from .base import ChannelBase, ChannelClosedError, QueueTimeoutError, SampleMessage
+from .base import (
+  ChannelBase,
+  ChannelClosedError,
+  DeferredTensor,
+  QueueTimeoutError,
+  SampleMessage,
+)
 from .mp_channel import MpChannel
 from .remote_channel import RemoteReceivingChannel
 from .shm_channel import ShmChannel
@@ -8,6 +14,7 @@ from .shm_channel import ShmChannel
 __all__ = [
   'ChannelBase',
   'ChannelClosedError',
+  'DeferredTensor',
   'MpChannel',
   'QueueTimeoutError',
   'RemoteReceivingChannel',

@@ -2,12 +2,40 @@
 
 import math
 from abc import ABC, abstractmethod
-from typing import Dict, List, Mapping, Optional, Tuple
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 import torch
 
+
+@dataclass(frozen=True)
+class DeferredTensor:
+  r"""A message entry written straight into its place when the message is
+  sent: a tensor of ``shape`` and ``dtype`` that ``write(out)`` fills.
+  :class:`ShmChannel` hands ``write`` the entry's bytes in shared memory,
+  which saves copying a computed tensor there (a sampler's feature rows);
+  :meth:`materialize` makes it a tensor.
+
+  Args:
+    shape: the tensor's shape.
+    dtype: its dtype.
+    write: fills a contiguous CPU tensor of that shape and dtype.
+  """
+
+  shape: Tuple[int, ...]
+  dtype: torch.dtype
+  write: Callable[[torch.Tensor], None]
+
+  def materialize(self) -> torch.Tensor:
+    r"""The entry as a new tensor."""
+    out = torch.empty(self.shape, dtype=self.dtype)
+    self.write(out)
+    return out
+
+
 SampleMessage = Dict[str, torch.Tensor]
-r"""A sampled batch on its way to the trainer: named tensors."""
+r"""A sampled batch on its way to the trainer: named tensors (on their way
+into a :class:`ShmChannel`, some may be :class:`DeferredTensor`)."""
 
 
 class QueueTimeoutError(TimeoutError):
@@ -36,8 +64,14 @@ class ChannelBase(ABC):
     r"""Returns the oldest message, waiting for one if the channel is empty."""
 
 
-def split_message(msg: Mapping[str, torch.Tensor]) -> Tuple[List[str], List[torch.Tensor]]:
+def split_message(
+  msg: Mapping[str, torch.Tensor], deferred: bool = False
+) -> Tuple[List[str], List[Union[torch.Tensor, DeferredTensor]]]:
   r"""The keys and tensors of ``msg``, checked.
+
+  Args:
+    msg: the message.
+    deferred: whether entries may be :class:`DeferredTensor`.
 
   Raises:
     TypeError: ``msg`` is not a mapping of str to tensors.
@@ -48,7 +82,7 @@ def split_message(msg: Mapping[str, torch.Tensor]) -> Tuple[List[str], List[torc
   for key, value in msg.items():
     if not isinstance(key, str):
       raise TypeError(f'message keys must be str, got {key!r}')
-    if not isinstance(value, torch.Tensor):
+    if not isinstance(value, torch.Tensor) and not (deferred and isinstance(value, DeferredTensor)):
       raise TypeError(f"message entry '{key}' must be a tensor, got {type(value).__name__}")
     keys.append(key)
     tensors.append(value)

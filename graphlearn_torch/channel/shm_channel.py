@@ -111,10 +111,11 @@ class ShmChannel(ChannelBase):
     return self._queue.shm_size
 
   def send(self, msg: SampleMessage, timeout_ms: Optional[float] = None, **kwargs) -> None:
-    r"""Copies ``msg`` into the channel and queues it.
+    r"""Copies ``msg`` into the channel and queues it; its
+    :class:`DeferredTensor` entries are written straight into their places.
 
     Args:
-      msg: named tensors (CPU or CUDA, any dtype, dense).
+      msg: named tensors (CPU or CUDA, any dtype, dense) and deferred ones.
       timeout_ms: most milliseconds to wait for room; ``None`` waits as long
         as the consumer lives.
 
@@ -124,10 +125,16 @@ class ShmChannel(ChannelBase):
       ValueError: the message is larger than ``shm_size``.
       MemoryError: no memory is left to back the message.
     """
-    keys, tensors = split_message(msg)
+    keys, values = split_message(msg, deferred=True)
+    templates = [
+      value
+      if isinstance(value, torch.Tensor)
+      else torch.empty(value.shape, dtype=value.dtype, device='meta')
+      for value in values
+    ]
     if self._queue.backed_bytes < self._queue.shm_size:  # may need new memory
-      _check_room_for(ops.ShmQueue.message_bytes(keys, tensors))
-    status, error = self._queue.send(keys, tensors, timeout_ms_arg(timeout_ms))
+      _check_room_for(ops.ShmQueue.message_bytes(keys, templates))
+    status, error, reservation = self._queue.reserve(keys, templates, timeout_ms_arg(timeout_ms))
     if status == _TIMEOUT:
       raise QueueTimeoutError(
         f'no room in the channel within {timeout_ms} ms: {self._queue.size()} of '
@@ -138,6 +145,18 @@ class ShmChannel(ChannelBase):
       raise ChannelClosedError(error)
     if status == _NO_MEMORY:
       raise MemoryError(error)
+    try:
+      places = reservation.views
+      for i, value in enumerate(values):
+        if isinstance(value, torch.Tensor):
+          reservation.write(i, value)
+        else:
+          value.write(places[i])
+      del places  # the consumer owns the bytes once the message is queued
+      reservation.commit()
+    except BaseException:
+      reservation.abort()
+      raise
 
   def recv(self, timeout_ms: Optional[float] = None, **kwargs) -> SampleMessage:
     r"""Returns the oldest message; its tensors view the channel's memory.

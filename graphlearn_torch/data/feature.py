@@ -206,7 +206,11 @@ class Feature:
     return self._row_ranks
 
   def cpu_get_partitioned(
-    self, features: Sequence[Optional['Feature']], parts: torch.Tensor, ids: torch.Tensor
+    self,
+    features: Sequence[Optional['Feature']],
+    parts: torch.Tensor,
+    ids: torch.Tensor,
+    out: Optional[torch.Tensor] = None,
   ) -> torch.Tensor:
     """Gathers the rows of ``ids`` from host memory, each from the table of
     its partition, in one pass: row ``i`` comes from ``features[parts[i]]``
@@ -218,6 +222,8 @@ class Feature:
       features: the Feature of each partition held on this host, or None.
       parts: the partition of each id (an integer tensor).
       ids: the ids (int64).
+      out: where to write the rows (a contiguous CPU ``[len(ids), dim]``
+        tensor of the table's dtype; default: a buffer of the pool).
     """
     ids = self._check_ids(ids).cpu()
     tables, maps, ranks, offsets = [], [], [], []
@@ -228,7 +234,7 @@ class Feature:
       maps.append(None if isinstance(id2index, OffsetId2Index) else id2index)
       offsets.append(id2index.offset if isinstance(id2index, OffsetId2Index) else 0)
     return ops.gather_partitioned_rows(
-      tables, maps, ranks, offsets, parts.view(-1).cpu(), ids, self._out_pool
+      tables, maps, ranks, offsets, parts.view(-1).cpu(), ids, self._out_pool, out
     )
 
   def host_share(self) -> FeatureHostHandle:

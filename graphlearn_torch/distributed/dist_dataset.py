@@ -8,6 +8,7 @@ from typing import Callable, Dict, List, Literal, Optional, Tuple, Union
 
 import torch
 
+from .._ext import cuda_kernels_available
 from ..data import Dataset, DeviceGroup, Feature, Graph
 from ..partition.format import book_path, split_path
 from ..partition.load import PartitionReader, cat_feature_cache, load_partition
@@ -49,11 +50,15 @@ def _partial_features(
   """Features of one partition (own rows and cache) and the feature books.
   On the GPU path the first ``split_ratio`` of the rows stay in GPU memory;
   by default the cached rows, the other partitions' hottest, which come
-  first (GLT's layout)."""
+  first (GLT's layout). In host memory the rows are in id order: the
+  gather reads them through row ranks (``Feature.row_ranks``)."""
+  in_id_order = not (with_gpu and cuda_kernels_available())
   feats, feat_pbs = {}, {}
   for key, data in (feat_data if hetero else {None: feat_data}).items():
     book = books[key] if hetero else books
-    cache_ratio, table, id2index, feat_pbs[key] = cat_feature_cache(partition_idx, data, book)
+    cache_ratio, table, id2index, feat_pbs[key] = cat_feature_cache(
+      partition_idx, data, book, in_id_order
+    )
     ratio = cache_ratio if split_ratio is None else split_ratio
     feats[key] = Feature(table, id2index, ratio, device_groups, device, with_gpu, table.dtype)
   return (feats, feat_pbs) if hetero else (feats[None], feat_pbs[None])

@@ -8,6 +8,7 @@ from typing import Dict, List, Optional, Union
 
 import torch
 
+from ..channel import DeferredTensor
 from ..data import Feature
 from ..data.feature import FeatureHostHandle
 from ..partition.partition_book import PartitionBook, positions_by_partition
@@ -168,11 +169,11 @@ class DistFeature:
     r"""Rows of ``ids``, all held by this partition."""
     return self._feature(input_type)[ids]
 
-  def async_get(self, ids: torch.Tensor, input_type: TypeKey = None) -> torch.futures.Future:
-    r"""A future of the rows of ``ids``, in input order."""
-    ids = ids.to(torch.int64).view(-1).cpu()
-    if self.local_only:
-      return completed(self.local_get(ids, input_type).to(self.device))
+  def _request_rows(self, ids: torch.Tensor, input_type: TypeKey):
+    r"""``(held, parts, remote)`` for the rows of ``ids``: the Feature of
+    each partition held on this host (else None), the partition of each id,
+    and the requests sent for the others' rows, ``(partition, worker,
+    positions, future)`` each."""
     held = [self._held_feature(p, input_type) for p in range(self.num_partitions)]
     parts = self._book(input_type).partitions(ids)
     remote: List[tuple] = []
@@ -186,29 +187,73 @@ class DistFeature:
           worker = self.rpc_router.get_to_worker(p)
           request = (ids.index_select(0, pos), input_type)
           remote.append((p, worker, pos, rpc_request_async(worker, self.rpc_callee_id, request)))
+    return held, parts, remote
+
+  @staticmethod
+  def _arrived(remote: List[tuple]) -> torch.futures.Future:
+    r"""A future of ``(positions, rows)`` per remote request, once all have
+    answered; a failed one is named."""
+
+    def rows(collected):
+      # collect_all fails as soon as one request does, while others may
+      # still run: the failed one is done and named here.
+      arrived = []
+      for p, worker, pos, fut in remote:
+        if not fut.done():
+          continue
+        try:
+          arrived.append((pos, fut.value()))
+        except Exception as e:
+          raise RuntimeError(
+            f'partition {p} ({worker}) failed to send feature rows: {type(e).__name__}: {e}'
+          ) from e
+      collected.value()
+      return arrived
+
+    return torch.futures.collect_all([fut for *_, fut in remote]).then(rows)
+
+  def async_get(self, ids: torch.Tensor, input_type: TypeKey = None) -> torch.futures.Future:
+    r"""A future of the rows of ``ids``, in input order."""
+    ids = ids.to(torch.int64).view(-1).cpu()
+    if self.local_only:
+      return completed(self.local_get(ids, input_type).to(self.device))
+    held, parts, remote = self._request_rows(ids, input_type)
     # The rows of the partitions on this host go straight to their places,
     # in one pass; remote ones are copied in as they arrive.
     out = self._feature(input_type).cpu_get_partitioned(held, parts, ids)
     if not remote:
       return completed(out.to(self.device))
 
-    def stitch(collected):
-      # collect_all fails as soon as one request does, while others may
-      # still run: the failed one is done and named here.
-      for p, worker, pos, fut in remote:
-        if not fut.done():
-          continue
-        try:
-          rows = fut.value()
-        except Exception as e:
-          raise RuntimeError(
-            f'partition {p} ({worker}) failed to send feature rows: {type(e).__name__}: {e}'
-          ) from e
+    def stitch(arrived):
+      for pos, rows in arrived.value():
         torch.ops.glt.scatter_rows_(out, pos, rows)
-      collected.value()
       return out.to(self.device)
 
-    return torch.futures.collect_all([fut for *_, fut in remote]).then(stitch)
+    return self._arrived(remote).then(stitch)
+
+  def async_deferred(self, ids: torch.Tensor, input_type: TypeKey = None) -> torch.futures.Future:
+    r"""A future of the rows of ``ids`` as a :class:`DeferredTensor`, once
+    the remote ones arrived: the rows of this host's partitions are
+    gathered when it is written (straight into a ``ShmChannel``'s message).
+    Rows for a GPU, or of a ``local_only`` DistFeature, come as
+    :meth:`async_get` gives them."""
+    if self.local_only or self.device.type != 'cpu':
+      return self.async_get(ids, input_type)
+    ids = ids.to(torch.int64).view(-1).cpu()
+    held, parts, remote = self._request_rows(ids, input_type)
+    feature = self._feature(input_type)
+
+    def deferred(arrived: List[tuple]) -> DeferredTensor:
+      def write(out: torch.Tensor) -> None:
+        feature.cpu_get_partitioned(held, parts, ids, out)
+        for pos, rows in arrived:
+          torch.ops.glt.scatter_rows_(out, pos, rows)
+
+      return DeferredTensor((ids.numel(), feature.size(1)), feature.dtype, write)
+
+    if not remote:
+      return completed(deferred([]))
+    return self._arrived(remote).then(lambda arrived: deferred(arrived.value()))
 
   def __getitem__(self, ids: torch.Tensor) -> torch.Tensor:
     return self.async_get(ids).wait()

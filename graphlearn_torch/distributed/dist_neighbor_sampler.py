@@ -94,6 +94,10 @@ class DistNeighborSampler(ConcurrentEventLoop):
     device: where outputs go.
     seed: seeds the random stream.
     service: this process's PartitionService (default: build one).
+    defer_feature_rows: leave the node and edge feature rows of a message
+      as :class:`~graphlearn_torch.channel.DeferredTensor` entries, gathered
+      when the message is written: for batches bound for a ``ShmChannel``,
+      which gathers them straight into its shared memory.
   """
 
   def __init__(
@@ -111,6 +115,7 @@ class DistNeighborSampler(ConcurrentEventLoop):
     device: Optional[torch.device] = None,
     seed: int = None,
     service: Optional[PartitionService] = None,
+    defer_feature_rows: bool = False,
   ):
     super().__init__(concurrency)
     if use_all2all:
@@ -133,6 +138,7 @@ class DistNeighborSampler(ConcurrentEventLoop):
     self.with_weight = with_weight
     self.edge_dir = edge_dir
     self.collect_features = collect_features
+    self.defer_feature_rows = defer_feature_rows
     self.channel = channel
     self.device = device or torch.device('cpu')
     self.num_partitions = data.num_partitions
@@ -355,13 +361,18 @@ class DistNeighborSampler(ConcurrentEventLoop):
     batch = SampledBatch.from_output(out)
     batch.input_id = input_id
     if self.collect_features:
-      node_feature, edge_feature = self.service.node_feature, self.service.edge_feature
+
+      def rows(feature):
+        if feature is None:
+          return None
+        return feature.async_deferred if self.defer_feature_rows else feature.async_get
+
       await wrap_torch_future(
         collect_features(
           batch,
           self.data,
-          node_rows=node_feature.async_get if node_feature is not None else None,
-          edge_rows=edge_feature.async_get if edge_feature is not None else None,
+          node_rows=rows(self.service.node_feature),
+          edge_rows=rows(self.service.edge_feature),
         )
       )
     return encode(batch)

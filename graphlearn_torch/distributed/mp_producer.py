@@ -22,7 +22,7 @@ from typing import List, Optional, Union
 import torch
 
 from .._ext import cuda_kernels_available
-from ..channel import ChannelBase, ChannelClosedError, SampleMessage
+from ..channel import ChannelBase, ChannelClosedError, SampleMessage, ShmChannel
 from ..loader.base import SeedBatcher
 from ..sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
 from .batch_source import BatchSource, batch_wait_ms
@@ -96,7 +96,11 @@ def _sampling_worker_loop(
     )
     seed = None if config.seed is None else config.seed + rank
     sampler = DistNeighborSampler.from_config(
-      data, config, seed, concurrency=options.worker_concurrency
+      data,
+      config,
+      seed,
+      concurrency=options.worker_concurrency,
+      defer_feature_rows=isinstance(channel, ShmChannel),
     )
     status.send(('ready', rank, None))
 

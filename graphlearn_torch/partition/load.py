@@ -353,10 +353,15 @@ def book_tensor(book: Union[PartitionBook, torch.Tensor]) -> torch.Tensor:
 
 
 def cat_feature_cache(
-  partition_idx: int, feat_pdata: FeaturePartitionData, feat_pb: Union[PartitionBook, torch.Tensor]
+  partition_idx: int,
+  feat_pdata: FeaturePartitionData,
+  feat_pb: Union[PartitionBook, torch.Tensor],
+  in_id_order: bool = False,
 ) -> Tuple[float, torch.Tensor, object, PartitionBook]:
   """Joins a partition's own feature rows with its cache of other partitions'
-  hot rows, cached rows first (GLT's layout).
+  hot rows, cached rows first (GLT's layout; with ``in_id_order``, all rows
+  in ascending id order instead, which the host's one-pass gather reads
+  through row ranks rather than the id-to-row map).
 
   Returns:
     ``(cache_ratio, feats, id2index, feat_pb)``: the cached share of the
@@ -376,9 +381,18 @@ def cat_feature_cache(
     return 0.0, feats, id2index, feat_pb
   cache_ids = feat_pdata.cache_ids
   num_cached = cache_ids.numel()
-  id2index[ids] = torch.arange(num_cached, num_cached + ids.numel())
-  id2index[cache_ids] = torch.arange(num_cached)  # written last: the cache row wins
-  feats = torch.cat([feat_pdata.cache_feats, feats])
+  if in_id_order:
+    # One row per id: an id both cached and owned has the same row twice.
+    held = torch.unique(torch.cat([cache_ids, ids]))  # sorted
+    table = torch.empty((held.numel(), *feats.shape[1:]), dtype=feats.dtype)
+    table[torch.searchsorted(held, ids)] = feats
+    table[torch.searchsorted(held, cache_ids)] = feat_pdata.cache_feats
+    id2index[held] = torch.arange(held.numel())
+    feats = table
+  else:
+    id2index[ids] = torch.arange(num_cached, num_cached + ids.numel())
+    id2index[cache_ids] = torch.arange(num_cached)  # written last: the cache row wins
+    feats = torch.cat([feat_pdata.cache_feats, feats])
   book = book_tensor(feat_pb).clone()
   book[cache_ids] = partition_idx
   num_parts = feat_pb.num_parts if isinstance(feat_pb, PartitionBook) else None
