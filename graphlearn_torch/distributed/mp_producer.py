@@ -106,7 +106,7 @@ def _sampling_worker_loop(
 
     trainer_gone = threading.Event()
 
-    def deliver(msg: SampleMessage) -> None:
+    def send(msg: SampleMessage) -> None:
       try:
         channel.send(msg)
       except ChannelClosedError:
@@ -116,7 +116,13 @@ def _sampling_worker_loop(
       if trainer_gone.is_set():
         return
       text = ''.join(traceback.format_exception(type(error), error, error.__traceback__))
-      deliver(encode_error(f'sampling process {rank} (pid {os.getpid()}):\n{text}'))
+      send(encode_error(f'sampling process {rank} (pid {os.getpid()}):\n{text}'))
+
+    def deliver(msg: SampleMessage) -> None:
+      try:
+        send(msg)
+      except Exception as error:  # writing its deferred rows failed: the trainer gets why
+        report(error)
 
     while True:
       if not tasks.poll(PARENT_CHECK_S):
