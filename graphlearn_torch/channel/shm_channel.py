@@ -146,11 +146,12 @@ class ShmChannel(ChannelBase):
     if status == _NO_MEMORY:
       raise MemoryError(error)
     try:
-      places = reservation.views
+      places = None
       for i, value in enumerate(values):
         if isinstance(value, torch.Tensor):
           reservation.write(i, value)
         else:
+          places = reservation.views if places is None else places
           value.write(places[i])
       del places  # the consumer owns the bytes once the message is queued
       reservation.commit()
