@@ -17,11 +17,24 @@ Builds a seeded power-law graph with ogbn-products' size (2,449,029 nodes,
     edge-id array, as large as the neighbor array was before it became
     int32), the bound a sampled edge's one random read sets.
 The comparison rows use the largest thread count.
+
+  python benchmarks/bench_sampler.py --glt-python /path/to/glt-venv/bin/python
+
+also measures GLT 0.2.4 in this run, on the same graph, seed batches and node
+sets (benchmarks/glt_peer.py, run by that interpreter in its own process, since
+both libraries import as ``graphlearn_torch``), and compares with that instead
+of the dated reference. GLT_PYTHON in the environment does the same.
 """
 
 import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
 import time
 
+import numpy as np
 import torch
 
 import graphlearn_torch as glt
@@ -56,20 +69,21 @@ def build_graph(scale: float, seed: int):
   return ds, edges.size(1), gen_s, build_s
 
 
-def bench_sampling(ds, batches: int, batch_size: int, fanout, seed: int):
-  sampler = glt.sampler.NeighborSampler(ds.graph, fanout, device='cpu', edge_dir='in', seed=seed)
+def make_seed_batches(num_nodes: int, batches: int, batch_size: int, seed: int):
   g = torch.Generator().manual_seed(seed)
-  num_nodes = ds.num_nodes()
-  seed_batches = [
-    torch.randperm(num_nodes, generator=g)[:batch_size] for _ in range(min(batches, 8))
-  ]
+  return [torch.randperm(num_nodes, generator=g)[:batch_size] for _ in range(min(batches, 8))]
+
+
+def bench_sampling(ds, seed_batches, batches: int, fanout, seed: int):
+  sampler = glt.sampler.NeighborSampler(ds.graph, fanout, device='cpu', edge_dir='in', seed=seed)
   for s in seed_batches[:3]:  # warm-up
     sampler.sample_from_nodes(glt.sampler.NodeSamplerInput(s))
   edges = nodes = 0
   outs = []
   t = time.perf_counter()
   for i in range(batches):
-    out = sampler.sample_from_nodes(glt.sampler.NodeSamplerInput(seed_batches[i % 8]))
+    seeds = seed_batches[i % len(seed_batches)]
+    out = sampler.sample_from_nodes(glt.sampler.NodeSamplerInput(seeds))
     edges += out.row.numel()
     nodes += out.node.numel()
     if i < 8:
@@ -123,6 +137,30 @@ def bench_gather(num_nodes: int, dim: int, id_batches, repeat: int):
   return results, dim * table.element_size()
 
 
+def bench_glt(python: str, ds, seed_batches, sampled, args, threads: int) -> dict:
+  """GLT's figures on the same graph, seeds and node sets, from benchmarks/glt_peer.py
+  run by ``python`` (an environment with GLT 0.2.4) in a process of its own."""
+  topo = ds.graph.topo
+  with tempfile.TemporaryDirectory(prefix='glt_peer_') as d:
+    for name, t in (
+      ('indptr', topo.indptr),
+      ('indices', topo.indices),
+      ('seeds', torch.stack(seed_batches)),
+      ('gather_ids', torch.cat(sampled)),
+      ('gather_offsets', torch.tensor([0] + [n.numel() for n in sampled]).cumsum(0)),
+    ):
+      np.save(f'{d}/{name}.npy', t.numpy())
+    # Neither our tree nor our environment may shadow GLT's graphlearn_torch.
+    env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'VIRTUAL_ENV')}
+    cmd = [python, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'glt_peer.py'), d]
+    cmd += ['--threads', str(threads), '--batches', str(args.batches), '--dim', str(args.dim)]
+    cmd += ['--seed', str(args.seed), '--fanout', *map(str, args.fanout)]
+    done = subprocess.run(cmd, cwd=d, env=env, capture_output=True, text=True, timeout=1800)
+  if done.returncode != 0:
+    sys.exit(f'glt_peer.py failed ({done.returncode}):\n{done.stderr[-4000:]}')
+  return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def main():
   p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   p.add_argument('--threads', type=int, nargs='+', default=[1, 2])
@@ -132,6 +170,11 @@ def main():
   p.add_argument('--scale', type=float, default=1.0, help='graph size relative to products')
   p.add_argument('--dim', type=int, default=100)
   p.add_argument('--seed', type=int, default=0)
+  p.add_argument(
+    '--glt-python',
+    default=os.environ.get('GLT_PYTHON'),
+    help='python of an environment with GLT 0.2.4: measure it in this run',
+  )
   args = p.parse_args()
   threads = sorted(args.threads)
   torch.set_num_threads(threads[-1])
@@ -144,11 +187,12 @@ def main():
     f'indptr and indices {topo.indices.dtype}, '
     f'{(topo.indptr.nbytes + topo.indices.nbytes) / 2**20:,.0f} MiB'
   )
+  seed_batches = make_seed_batches(ds.num_nodes(), args.batches, args.batch_size, args.seed)
   scaling = []
   for t in threads:
     torch.set_num_threads(t)
     bps, eps, nodes_pb, edges_pb, outs, draws = bench_sampling(
-      ds, args.batches, args.batch_size, args.fanout, args.seed
+      ds, seed_batches, args.batches, args.fanout, args.seed
     )
     scaling.append((t, bps, eps, draws, random_reads_per_s(ds.graph.topo.edge_ids)))
   print(
@@ -158,15 +202,33 @@ def main():
   sampled = [out.node for out in outs]
   gather, row_bytes = bench_gather(ds.num_nodes(), args.dim, sampled, repeat=3)
 
+  glt_bps, glt_eps, glt_gather, glt_label = (
+    GLT_BATCHES_PER_S,
+    GLT_EDGES_PER_S,
+    GLT_GATHER_ROWS_PER_S,
+    GLT_LABEL,
+  )
+  if args.glt_python:
+    peer = bench_glt(args.glt_python, ds, seed_batches, sampled, args, threads[-1])
+    glt_bps, glt_eps, glt_gather = (
+      peer['batches_per_s'],
+      peer['edges_per_s'],
+      peer['gather_rows_per_s'],
+    )
+    glt_label = f'GLT {peer["glt"]} CPU, seeded (measured, torch {peer["torch"]})'
+    print(
+      f'GLT {peer["glt"]} (torch {peer["torch"]}, {peer["threads"]} threads): '
+      f'{peer["nodes_per_batch"]:,.0f} nodes and {peer["edges_per_batch"]:,.0f} edges per batch'
+    )
   rows = [
-    ('sampling batches/s', bps, GLT_BATCHES_PER_S, GLT_LABEL),
-    ('sampled edges/s', eps, GLT_EDGES_PER_S, GLT_LABEL),
+    ('sampling batches/s', bps, glt_bps, glt_label),
+    ('sampled edges/s', eps, glt_eps, glt_label),
   ]
   ours = gather['graphlearn_torch gather']
   rows.append(
     ('gather rows/s', ours, gather['torch.index_select'], 'torch.index_select (measured)')
   )
-  rows.append(('gather rows/s', ours, GLT_GATHER_ROWS_PER_S, GLT_LABEL))
+  rows.append(('gather rows/s', ours, glt_gather, glt_label))
   print()
   print(f'| {"metric":<20} | {"graphlearn_torch":>16} | {"peer":>12} | {"ratio":>6} | peer |')
   print(f'|{"-" * 22}|{"-" * 18}|{"-" * 14}|{"-" * 8}|------|')

@@ -1,0 +1,122 @@
+"""GLT 0.2.4's CPU sampler and feature gather, measured as bench_sampler.py asks.
+
+  GLT_PYTHON/bin/python benchmarks/glt_peer.py DIR --threads 2 --fanout 15 10 5 --seed 0
+
+Run by bench_sampler.py --glt-python in a separate environment that has
+GraphLearn-for-PyTorch (import name ``graphlearn_torch``, like ours) installed,
+so the two libraries never share a process. DIR holds what bench_sampler.py
+wrote (numpy .npy files):
+  - indptr.npy, indices.npy: the graph in CSC (destination-major), as ours holds it;
+  - seeds.npy: the [batches, batch_size] seed batches ours sampled;
+  - gather_ids.npy, gather_offsets.npy: the node sets of ours' sampled batches,
+    concatenated, to gather feature rows for.
+Prints one JSON line with the figures.
+
+GLT is configured as its users would for speed on a CPU machine:
+``NeighborSampler(..., device='cpu', seed=...)`` on a ``Graph`` in 'CPU' mode
+(with a seed, as GLT's distributed producers run it through seed_everything;
+without one its CPU kernel reads std::random_device once per seed node), and a
+``Feature(with_gpu=False)`` whose lookups are ``feature[ids]``.
+
+GLT 0.2.4 imports ``torch_sparse`` at import time (graphlearn_torch.utils.topo)
+but uses it only to convert COO input. torch-sparse has no wheel here, so when it
+is missing a module that raises on any use stands in for it; the CSC input used
+here never reaches it.
+"""
+
+import argparse
+import importlib.metadata
+import json
+import sys
+import time
+import types
+
+import numpy as np
+import torch
+
+
+def _import_glt():
+  try:
+    import torch_sparse  # noqa: F401
+  except ImportError:
+    stand_in = types.ModuleType('torch_sparse')
+
+    def missing(name):
+      raise ImportError(f'torch_sparse.{name}: torch-sparse is not installed')
+
+    stand_in.__getattr__ = missing
+    sys.modules['torch_sparse'] = stand_in
+  import graphlearn_torch
+
+  return graphlearn_torch
+
+
+def load(directory: str, name: str) -> torch.Tensor:
+  return torch.from_numpy(np.load(f'{directory}/{name}.npy'))
+
+
+def main():
+  p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  p.add_argument('dir')
+  p.add_argument('--threads', type=int, default=2)
+  p.add_argument('--fanout', type=int, nargs='+', default=[15, 10, 5])
+  p.add_argument('--batches', type=int, default=60)
+  p.add_argument('--dim', type=int, default=100)
+  p.add_argument('--repeat', type=int, default=3)
+  p.add_argument('--seed', type=int, default=0)
+  args = p.parse_args()
+  torch.set_num_threads(args.threads)
+  glt = _import_glt()
+
+  # GLT takes CSC input as (row indices, column pointers).
+  topo = glt.data.Topology(
+    (load(args.dir, 'indices').long(), load(args.dir, 'indptr').long()),
+    input_layout='CSC',
+    layout='CSC',
+  )
+  graph = glt.data.Graph(topo, mode='CPU')
+  sampler = glt.sampler.NeighborSampler(
+    graph, args.fanout, device=torch.device('cpu'), edge_dir='in', seed=args.seed
+  )
+  seeds = load(args.dir, 'seeds')
+  for s in seeds[:3]:  # warm-up
+    sampler.sample_from_nodes(glt.sampler.NodeSamplerInput(s))
+  edges = nodes = 0
+  t = time.perf_counter()
+  for i in range(args.batches):
+    out = sampler.sample_from_nodes(glt.sampler.NodeSamplerInput(seeds[i % len(seeds)]))
+    edges += out.row.numel()
+    nodes += out.node.numel()
+  sample_s = time.perf_counter() - t
+
+  ids = load(args.dir, 'gather_ids')
+  bounds = load(args.dir, 'gather_offsets').tolist()
+  id_batches = [ids[bounds[i] : bounds[i + 1]] for i in range(len(bounds) - 1)]
+  table = torch.randn(graph.row_count, args.dim)
+  feature = glt.data.Feature(table, with_gpu=False)
+  feature[id_batches[0]]
+  t = time.perf_counter()
+  for _ in range(args.repeat):
+    for batch in id_batches:
+      feature[batch]
+  gather_s = time.perf_counter() - t
+  assert torch.equal(feature[id_batches[0]], table[id_batches[0]])
+
+  print(
+    json.dumps(
+      {
+        'glt': importlib.metadata.version('graphlearn-torch'),
+        'torch': torch.__version__,
+        'threads': args.threads,
+        'batches_per_s': args.batches / sample_s,
+        'edges_per_s': edges / sample_s,
+        'nodes_per_batch': nodes / args.batches,
+        'edges_per_batch': edges / args.batches,
+        'gather_rows_per_s': args.repeat * ids.numel() / gather_s,
+      }
+    )
+  )
+
+
+if __name__ == '__main__':
+  main()
