@@ -3,7 +3,8 @@
 #   make test   set up .venv, lint, run the test suite, and (where nvcc is) `make cuda`
 #   make cuda   set up .venv-cuda (torch with CUDA) and build the CUDA kernels (no GPU needed)
 #   make docs   set up .venv and build the documentation (docs/_build/html)
-#   make bench  set up .venv and run the benchmarks
+#   make bench  set up .venv and run the benchmarks (beside GLT where .venv-glt is)
+#   make glt-peer  set up .venv-glt: GLT 0.2.4, the peer bench_sampler.py measures
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -17,9 +18,15 @@ CUDA_TORCH_VERSION ?= 2.14.1
 CUDA_HOME ?= /usr/local/cuda
 CUDA_ARCHS ?= 9.0
 
+# GLT 0.2.4 (PyPI's CUDA-linked wheel, which runs on a CPU machine) in its own
+# venv: it imports as graphlearn_torch too. torch 2.4 is the newest its wheel
+# loads with and imports on a machine without a GPU (2.5 fails at import).
+GLT_VENV ?= .venv-glt
+GLT_PY := $(GLT_VENV)/bin/python
+
 SOURCES := setup.py pyproject.toml $(wildcard csrc/*.h csrc/*.cpp csrc/*/*.h csrc/*/*.cpp csrc/*/*.cu csrc/*/*.cuh)
 
-.PHONY: install demo test lint docs bench clean cuda
+.PHONY: install demo test lint docs bench clean cuda glt-peer
 
 # torch is pinned and installed first, so nothing pulls a CUDA build of it;
 # the package is then built against it with --no-build-isolation.
@@ -60,11 +67,19 @@ cuda: $(CUDA_VENV)/.installed
 	  $(CUDA_PY) setup.py -q build_ext --build-lib build/cuda/lib --build-temp build/cuda/temp
 	$(CUDA_PY) tools/check_cuda_build.py build/cuda/lib
 
+$(GLT_VENV)/.installed:
+	test -x $(GLT_PY) || $(PYTHON) -m venv $(GLT_VENV)
+	$(GLT_PY) -m pip install -q torch==2.4.1 torch_geometric==2.6.1 numpy
+	$(GLT_PY) -m pip install -q --no-deps graphlearn-torch==0.2.4
+	touch $@
+
+glt-peer: $(GLT_VENV)/.installed
+
 docs: install
 	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
 
 bench: install
-	$(PY) benchmarks/bench_sampler.py
+	$(PY) benchmarks/bench_sampler.py $$(test -x $(GLT_PY) && echo --glt-python $(GLT_PY))
 	$(PY) benchmarks/bench_link.py
 	$(PY) benchmarks/bench_partition.py
 	$(PY) benchmarks/bench_channel.py
@@ -72,4 +87,4 @@ bench: install
 	$(PY) benchmarks/bench_server_client.py
 
 clean:
-	rm -rf build *.egg-info graphlearn_torch/_C*.so docs/_build $(VENV) $(CUDA_VENV)
+	rm -rf build *.egg-info graphlearn_torch/_C*.so docs/_build $(VENV) $(CUDA_VENV) $(GLT_VENV)

@@ -152,7 +152,12 @@ def bench_glt(python: str, ds, seed_batches, sampled, args, threads: int) -> dic
       np.save(f'{d}/{name}.npy', t.numpy())
     # Neither our tree nor our environment may shadow GLT's graphlearn_torch.
     env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'VIRTUAL_ENV')}
-    cmd = [python, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'glt_peer.py'), d]
+    # abspath, not realpath: a venv's python must keep its own path.
+    cmd = [
+      os.path.abspath(python),
+      os.path.join(os.path.dirname(os.path.abspath(__file__)), 'glt_peer.py'),
+      d,
+    ]
     cmd += ['--threads', str(threads), '--batches', str(args.batches), '--dim', str(args.dim)]
     cmd += ['--seed', str(args.seed), '--fanout', *map(str, args.fanout)]
     done = subprocess.run(cmd, cwd=d, env=env, capture_output=True, text=True, timeout=1800)
