@@ -33,11 +33,15 @@ void bind_inducer_methods(py::class_<T>& cls) {
            wrap_pybind_function_no_gil(
                [](T& self, const std::vector<int64_t>& src_types,
                   const std::vector<int64_t>& nbr_types, const std::vector<at::Tensor>& srcs,
-                  const std::vector<at::Tensor>& nbrs, const std::vector<at::Tensor>& nbr_nums) {
-                 return self.induce_next(src_types, nbr_types, srcs, nbrs, nbr_nums);
+                  const std::vector<at::Tensor>& nbrs, const std::vector<at::Tensor>& nbr_nums,
+                  const std::vector<at::Tensor>& row_outs,
+                  const std::vector<at::Tensor>& col_outs) {
+                 return self.induce_next(src_types, nbr_types, srcs, nbrs, nbr_nums, row_outs,
+                                         col_outs);
                }),
            py::arg("src_types"), py::arg("nbr_types"), py::arg("srcs"), py::arg("nbrs"),
-           py::arg("nbr_nums"))
+           py::arg("nbr_nums"), py::arg("row_outs") = std::vector<at::Tensor>{},
+           py::arg("col_outs") = std::vector<at::Tensor>{})
       .def("local_ids",
            wrap_pybind_function_no_gil([](const T& self, int64_t node_type, const at::Tensor& ids) {
              return self.local_ids(node_type, ids);

@@ -3,9 +3,12 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <utility>
+#include <vector>
 
 namespace glt {
 
@@ -19,6 +22,33 @@ inline void check_index(const at::Tensor& t, const char* name) {
 inline void check_device(const at::Tensor& t, const char* name, const at::Device& device) {
   TORCH_CHECK_VALUE(t.device() == device, name, " must be on ", device, " (as the topology), got ",
                     t.device());
+}
+
+// Checks that `outs` is empty (no outputs given) or holds one per edge type.
+inline void check_outputs(const std::vector<at::Tensor>& outs, size_t num_etypes,
+                          const char* name) {
+  TORCH_CHECK_VALUE(outs.empty() || outs.size() == num_etypes, name,
+                    " must be empty or hold one tensor per edge type (", num_etypes, "), got ",
+                    outs.size());
+}
+
+// Checks a tensor given to be written: `n` int64 values, 1-D, contiguous, on
+// `device`, sharing no memory with `inputs`. Returns it.
+inline const at::Tensor& checked_output(const at::Tensor& out, int64_t n,
+                                        const at::Device& device, const char* name,
+                                        std::initializer_list<at::Tensor> inputs) {
+  check_index(out, name);
+  TORCH_CHECK_VALUE(out.device() == device, name, " must be on ", device, ", got ", out.device());
+  TORCH_CHECK_VALUE(out.is_contiguous(), name, " must be contiguous");
+  TORCH_CHECK_VALUE(out.numel() == n, name, " must hold ", n, " entries, got ", out.numel());
+  for (const at::Tensor& in : inputs) {
+    if (!in.defined()) continue;
+    const auto overlap = at::get_overlap_status(out, in);
+    TORCH_CHECK_VALUE(overlap != at::MemOverlapStatus::Full &&
+                          overlap != at::MemOverlapStatus::Partial,
+                      name, " shares memory with an input");
+  }
+  return out;
 }
 
 // Checks that every value of the 1-D int64 tensor `t` lies in [0, upper).

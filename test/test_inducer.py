@@ -42,10 +42,18 @@ def random_hops(seed):
   return seeds, hops
 
 
-def run(inducer, seeds, hops):
+def run(inducer, seeds, hops, in_place=False):
+  """Every answer of the inducer; with ``in_place``, the hops' local indices
+  written into slices of larger buffers, as sample_steps passes them."""
   answers = [inducer.init_nodes([seeds])[0].tolist()]
   for srcs, nbrs, nums in hops:
-    new, rows, cols = inducer.induce_next([0], [0], [srcs], [nbrs], [nums])
+    outs = {}
+    if in_place:
+      outs = {k: [torch.full((nbrs.numel() + 3,), -9)[2:-1]] for k in ('row_outs', 'col_outs')}
+    new, rows, cols = inducer.induce_next([0], [0], [srcs], [nbrs], [nums], **outs)
+    if in_place:
+      assert rows[0].data_ptr() == outs['row_outs'][0].data_ptr()
+      assert cols[0].data_ptr() == outs['col_outs'][0].data_ptr()
     answers.append((new[0].tolist(), rows[0].tolist(), cols[0].tolist()))
   return answers
 
@@ -67,7 +75,9 @@ def test_parallel_insert_relabels_as_a_sequential_one(threads, seed):
   dense = ops.Inducer(1, [NUM_IDS])
   for _ in range(2):  # the second batch runs on the reset map
     assert run(dense, seeds, hops) == expected
+  assert run(dense, seeds, hops, in_place=True) == expected
   assert run(ops.Inducer(1, []), seeds, hops) == expected
+  assert run(ops.Inducer(1, []), seeds, hops, in_place=True) == expected
   known = torch.tensor(expected[0] + expected[1][0])
   assert dense.local_ids(0, known).tolist() == list(range(known.numel()))
 

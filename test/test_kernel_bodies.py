@@ -371,9 +371,10 @@ def flat(x):
   return [v for item in x for v in flat(item)]
 
 
-def run_hops(inducer, num_types, seed, hops=3):
+def run_hops(inducer, num_types, seed, hops=3, in_place=False):
   """Random seeds and hops through an inducer, each hop from the nodes the
-  last one added; returns everything it answered."""
+  last one added; returns everything it answered. With ``in_place`` the
+  local indices go into given slices of larger buffers."""
   g = torch.Generator().manual_seed(seed)
   sizes = torch.randint(0, 40, (num_types,), generator=g).tolist()
   seeds = [torch.randint(0, 500, (n,), generator=g) for n in sizes]
@@ -390,7 +391,17 @@ def run_hops(inducer, num_types, seed, hops=3):
       srcs.append(frontier[src_t])
       nums.append(num)
       nbrs.append(torch.randint(0, 3000, (int(num.sum()),), generator=g))
-    answers.append(inducer.induce_next(src_types, nbr_types, srcs, nbrs, nums))
+    outs = {}
+    if in_place:
+      outs = {
+        k: [torch.full((nbr.numel() + 2,), -9)[1:-1] for nbr in nbrs]
+        for k in ('row_outs', 'col_outs')
+      }
+    answers.append(inducer.induce_next(src_types, nbr_types, srcs, nbrs, nums, **outs))
+    if in_place:
+      _, rows, cols = answers[-1]
+      assert [t.data_ptr() for t in rows] == [t.data_ptr() for t in outs['row_outs']]
+      assert [t.data_ptr() for t in cols] == [t.data_ptr() for t in outs['col_outs']]
     frontier = answers[-1][0]
   answers.append(inducer.local_ids(0, torch.tensor([-3, 0, 1, 2, 499, 2999])))
   return answers
@@ -402,6 +413,39 @@ def test_inducer_equals_the_cpu_inducer(harness, threads, num_types, seed):
   host = run_hops(harness.Inducer(num_types), num_types, seed)
   cpu = run_hops(graphlearn_torch._ext.ops.Inducer(num_types, []), num_types, seed)
   assert flat(host) == flat(cpu)
+
+
+@pytest.mark.parametrize('num_types', [1, 3])
+def test_inducer_writes_given_outputs_in_place(harness, threads, num_types):
+  cpu = run_hops(graphlearn_torch._ext.ops.Inducer(num_types, []), num_types, 7)
+  for inducer in (harness.Inducer(num_types), graphlearn_torch._ext.ops.Inducer(num_types, [])):
+    assert flat(run_hops(inducer, num_types, 7, in_place=True)) == flat(cpu)
+
+
+@pytest.mark.parametrize('kind', ['host', 'cpu'])
+def test_inducer_checks_given_outputs(harness, kind):
+  inducer = harness.Inducer(1) if kind == 'host' else graphlearn_torch._ext.ops.Inducer(1, [])
+  inducer.init_nodes([torch.tensor([1, 2])])
+  nbrs = torch.tensor([4, 5, 6])
+  args = ([0], [0], [torch.tensor([1, 2])], [nbrs], [torch.tensor([1, 2])])
+  three = torch.empty(3, dtype=torch.long)
+  with pytest.raises(ValueError, match='row_outs must be empty or hold one tensor per edge type'):
+    inducer.induce_next(*args, row_outs=[three, three])
+  with pytest.raises(ValueError, match='col_outs must hold 3 entries, got 2'):
+    inducer.induce_next(*args, col_outs=[torch.empty(2, dtype=torch.long)])
+  with pytest.raises(ValueError, match='row_outs must be int64'):
+    inducer.induce_next(*args, row_outs=[torch.empty(3, dtype=torch.int32)])
+  with pytest.raises(ValueError, match='row_outs must be contiguous'):
+    inducer.induce_next(*args, row_outs=[torch.empty(6, dtype=torch.long)[::2]])
+  with pytest.raises(ValueError, match='col_outs shares memory with an input'):
+    inducer.induce_next(*args, col_outs=[nbrs])
+  with pytest.raises(ValueError, match='col_outs shares memory with an input'):
+    inducer.induce_next(*args, row_outs=[three], col_outs=[three])
+  # nothing was written: the same hop still answers from the seeds alone
+  col = torch.empty(3, dtype=torch.long)
+  new, rows, cols = inducer.induce_next(*args, row_outs=[three], col_outs=[col])
+  assert (new[0].tolist(), rows[0].tolist(), cols[0].tolist()) == ([4, 5, 6], [0, 1, 1], [2, 3, 4])
+  assert rows[0].data_ptr() == three.data_ptr() and cols[0].data_ptr() == col.data_ptr()
 
 
 def test_inducer_grows_its_tables_and_resets(harness, threads):

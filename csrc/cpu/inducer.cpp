@@ -345,12 +345,16 @@ at::Tensor Inducer::local_ids(int64_t node_type, const at::Tensor& ids) const {
 std::tuple<std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>>
 Inducer::induce_next(const std::vector<int64_t>& src_types, const std::vector<int64_t>& nbr_types,
                      const std::vector<at::Tensor>& srcs, const std::vector<at::Tensor>& nbrs,
-                     const std::vector<at::Tensor>& nbr_nums) {
+                     const std::vector<at::Tensor>& nbr_nums,
+                     const std::vector<at::Tensor>& row_outs,
+                     const std::vector<at::Tensor>& col_outs) {
   const size_t num_etypes = srcs.size();
   TORCH_CHECK_VALUE(src_types.size() == num_etypes && nbr_types.size() == num_etypes &&
                         nbrs.size() == num_etypes && nbr_nums.size() == num_etypes,
                     "induce_next expects src_types, nbr_types, srcs, nbrs and "
                     "nbr_nums of one length");
+  check_outputs(row_outs, num_etypes, "row_outs");
+  check_outputs(col_outs, num_etypes, "col_outs");
   std::vector<int64_t> first_fresh(maps_.size());
   for (size_t t = 0; t < maps_.size(); ++t) first_fresh[t] = maps_[t].size();
   std::vector<at::Tensor> rows, cols;
@@ -377,8 +381,15 @@ Inducer::induce_next(const std::vector<int64_t>& src_types, const std::vector<in
                       " but nbrs holds ", nbr.numel(), " entries");
 
     const IdMap& src_map = maps_[src_types[e]];
-    auto row = at::empty({nbr.numel()}, at::kLong);
-    auto col = at::empty({nbr.numel()}, at::kLong);
+    const int64_t n = nbr.numel();
+    // Checked before anything is written (row_outs against col_outs too).
+    const at::Tensor row =
+        row_outs.empty() ? at::empty({n}, at::kLong)
+                         : checked_output(row_outs[e], n, at::kCPU, "row_outs", {src, nbr, num});
+    const at::Tensor col =
+        col_outs.empty()
+            ? at::empty({n}, at::kLong)
+            : checked_output(col_outs[e], n, at::kCPU, "col_outs", {src, nbr, num, row});
     int64_t* r = row.data_ptr<int64_t>();
     const int64_t* s = src.data_ptr<int64_t>();
     // The seeds are most often the nodes their type added last hop, whose

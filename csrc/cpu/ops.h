@@ -114,11 +114,13 @@ class Inducer {
   // `src_types[e]` (already known) with `nbr_nums[e]` neighbors each in
   // `nbrs[e]` of type `nbr_types[e]`. Returns (nodes new to each type, in
   // order of first appearance; local seed index per edge; local neighbor
-  // index per edge).
+  // index per edge). The local indices are written into `row_outs[e]` and
+  // `col_outs[e]` when given (as slices of buffers that hold every hop).
   std::tuple<std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>> induce_next(
       const std::vector<int64_t>& src_types, const std::vector<int64_t>& nbr_types,
       const std::vector<at::Tensor>& srcs, const std::vector<at::Tensor>& nbrs,
-      const std::vector<at::Tensor>& nbr_nums);
+      const std::vector<at::Tensor>& nbr_nums, const std::vector<at::Tensor>& row_outs = {},
+      const std::vector<at::Tensor>& col_outs = {});
 
   // Local ids of known nodes of type `node_type` (-1 for unknown ones).
   at::Tensor local_ids(int64_t node_type, const at::Tensor& ids) const;

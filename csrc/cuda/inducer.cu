@@ -29,9 +29,11 @@ std::tuple<std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Ten
 CudaInducer::induce_next(const std::vector<int64_t>& src_types,
                          const std::vector<int64_t>& nbr_types, const std::vector<at::Tensor>& srcs,
                          const std::vector<at::Tensor>& nbrs,
-                         const std::vector<at::Tensor>& nbr_nums) {
+                         const std::vector<at::Tensor>& nbr_nums,
+                         const std::vector<at::Tensor>& row_outs,
+                         const std::vector<at::Tensor>& col_outs) {
   const c10::cuda::CUDAGuard guard(device_);
-  return impl_->inducer.induce_next(src_types, nbr_types, srcs, nbrs, nbr_nums);
+  return impl_->inducer.induce_next(src_types, nbr_types, srcs, nbrs, nbr_nums, row_outs, col_outs);
 }
 
 at::Tensor CudaInducer::local_ids(int64_t node_type, const at::Tensor& ids) const {

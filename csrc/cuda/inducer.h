@@ -21,7 +21,8 @@ class CudaInducer {
   std::tuple<std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>> induce_next(
       const std::vector<int64_t>& src_types, const std::vector<int64_t>& nbr_types,
       const std::vector<at::Tensor>& srcs, const std::vector<at::Tensor>& nbrs,
-      const std::vector<at::Tensor>& nbr_nums);
+      const std::vector<at::Tensor>& nbr_nums, const std::vector<at::Tensor>& row_outs = {},
+      const std::vector<at::Tensor>& col_outs = {});
   at::Tensor local_ids(int64_t node_type, const at::Tensor& ids) const;
   void reset();
   int64_t num_node_types() const;

@@ -147,16 +147,20 @@ class InducerImpl {
 
   // Adds one hop (see the CPU Inducer::induce_next): returns (nodes new to
   // each type in order of first appearance, local seed index per edge, local
-  // neighbor index per edge).
+  // neighbor index per edge), the indices copied into `row_outs[e]` and
+  // `col_outs[e]` when given.
   std::tuple<std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>> induce_next(
       const std::vector<int64_t>& src_types, const std::vector<int64_t>& nbr_types,
       const std::vector<at::Tensor>& srcs, const std::vector<at::Tensor>& nbrs,
-      const std::vector<at::Tensor>& nbr_nums) {
+      const std::vector<at::Tensor>& nbr_nums, const std::vector<at::Tensor>& row_outs = {},
+      const std::vector<at::Tensor>& col_outs = {}) {
     const size_t num_etypes = srcs.size();
     TORCH_CHECK_VALUE(src_types.size() == num_etypes && nbr_types.size() == num_etypes &&
                           nbrs.size() == num_etypes && nbr_nums.size() == num_etypes,
                       "induce_next expects src_types, nbr_types, srcs, nbrs and nbr_nums of one "
                       "length");
+    check_outputs(row_outs, num_etypes, "row_outs");
+    check_outputs(col_outs, num_etypes, "col_outs");
     std::vector<std::vector<at::Tensor>> fresh(tables_.size());
     std::vector<at::Tensor> rows, cols;
     for (size_t e = 0; e < num_etypes; ++e) {
@@ -173,6 +177,14 @@ class InducerImpl {
       const int64_t total = num.numel() ? num.sum().item<int64_t>() : 0;
       TORCH_CHECK_VALUE(total == nbr.numel(), "nbr_nums sums to ", total, " but nbrs holds ",
                         nbr.numel(), " entries");
+      const at::Device device = options_.device();
+      if (!row_outs.empty()) {
+        checked_output(row_outs[e], total, device, "row_outs", {src, nbr, num});
+      }
+      if (!col_outs.empty()) {
+        checked_output(col_outs[e], total, device, "col_outs",
+                       {src, nbr, num, row_outs.empty() ? at::Tensor() : row_outs[e]});
+      }
       const at::Tensor src_local = local_ids(src_types[e], src);
       if (src_local.numel() > 0) {
         const int64_t worst = src_local.argmin().item<int64_t>();
@@ -180,10 +192,11 @@ class InducerImpl {
                           src[worst].item<int64_t>(),
                           " was not seen by the inducer before this hop");
       }
-      rows.push_back(src_local.repeat_interleave(num, /*dim=*/0, /*output_size=*/total));
+      at::Tensor row = src_local.repeat_interleave(num, /*dim=*/0, /*output_size=*/total);
       at::Tensor col;
       fresh[nbr_types[e]].push_back(add_to_table(backend_, tables_[nbr_types[e]], nbr, &col));
-      cols.push_back(col);
+      rows.push_back(row_outs.empty() ? row : row_outs[e].copy_(row));
+      cols.push_back(col_outs.empty() ? col : col_outs[e].copy_(col));
     }
     std::vector<at::Tensor> nodes;
     for (auto& parts : fresh) {

@@ -330,6 +330,18 @@ def hop_counts(counts: List[int], device: torch.device) -> torch.Tensor:
   return torch.tensor(counts[:end], dtype=torch.int64, device=device)
 
 
+def _extended(values: torch.Tensor, n: int) -> Tuple[torch.Tensor, torch.Tensor]:
+  """``(values followed by room for n more, that room)``.
+
+  A hop's local indices are written into the room in place, so the hops
+  need no concatenation at the end; only the earlier hops' are copied, the
+  smaller part where hops grow, as they mostly do.
+  """
+  grown = torch.empty(values.numel() + n, dtype=values.dtype, device=values.device)
+  grown[: values.numel()] = values
+  return grown, grown[values.numel() :]
+
+
 def sample_one_hop(
   topo: DeviceTopology,
   seeds: torch.Tensor,
@@ -472,8 +484,9 @@ class MultiHopSampler:
     nodes = {t: [f] for t, f in frontier.items()}
     num_nodes = {t: [f.numel()] for t, f in frontier.items()}
     out_etypes = {etype: schema.out_edge_type(etype) for etype in schema.edge_types}
-    rows = {out_etypes[e]: [] for e in schema.edge_types}
-    cols = {out_etypes[e]: [] for e in schema.edge_types}
+    # Every hop's local indices so far, one tensor per edge type (see _extended).
+    rows = {out_etypes[e]: empty for e in schema.edge_types}
+    cols = {out_etypes[e]: empty for e in schema.edge_types}
     edges = {out_etypes[e]: [] for e in schema.edge_types}
     num_edges = {out_etypes[e]: [0] * self.num_hops for e in schema.edge_types}
 
@@ -486,20 +499,29 @@ class MultiHopSampler:
       outs = (yield requests) if requests else []
       if len(outs) != len(requests):
         raise ValueError(f'{len(requests)} hop requests got {len(outs)} answers')
-      new_nodes, hop_rows, hop_cols = inducer.induce_next(
+      # Message passing runs neighbor -> the node it was sampled for: the
+      # inducer's local seed indices are the output's cols, its neighbors' rows.
+      seed_outs, nbr_outs = [], []
+      for request, out in zip(requests, outs):
+        key = out_etypes[request.etype]
+        cols[key], seed_out = _extended(cols[key], out.nbr.numel())
+        rows[key], nbr_out = _extended(rows[key], out.nbr.numel())
+        seed_outs.append(seed_out)
+        nbr_outs.append(nbr_out)
+      new_nodes, _, _ = inducer.induce_next(
         [schema.type_index[schema.seed_type(r.etype)] for r in requests],
         [schema.type_index[schema.nbr_type(r.etype)] for r in requests],
         [r.seeds for r in requests],
         [out.nbr for out in outs],
         [out.nbr_num for out in outs],
+        row_outs=seed_outs,
+        col_outs=nbr_outs,
       )
-      for request, out, r, c in zip(requests, outs, hop_rows, hop_cols):
+      for request, out in zip(requests, outs):
         key = out_etypes[request.etype]
-        rows[key].append(c)  # message passing: neighbor -> the node it was sampled for
-        cols[key].append(r)
         if out.edge is not None:
           edges[key].append(out.edge)
-        num_edges[key][hop] = c.numel()
+        num_edges[key][hop] = out.nbr.numel()
       frontier = dict(zip(schema.node_types, new_nodes))
       for t, f in frontier.items():
         nodes[t].append(f)
@@ -510,8 +532,8 @@ class MultiHopSampler:
 
     return HopResult(
       node={t: cat(v) for t, v in nodes.items()},
-      row={k: cat(v) for k, v in rows.items()},
-      col={k: cat(v) for k, v in cols.items()},
+      row=rows,
+      col=cols,
       edge={k: cat(v) for k, v in edges.items()} if self.with_edge else None,
       num_sampled_nodes=num_nodes,
       num_sampled_edges=num_edges,
