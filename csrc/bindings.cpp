@@ -11,49 +11,15 @@
 
 #include "cpu/buffer_pool.h"
 #include "cpu/ops.h"
+#include "inducer_bindings.h"
 #include "shm_queue.h"
 #ifdef WITH_CUDA
 #include "cuda/inducer.h"
 #include "cuda/uva.h"
 #endif
 
-namespace {
-
 using torch::wrap_pybind_function;
 using torch::wrap_pybind_function_no_gil;
-
-// The methods an inducer (the CPU Inducer, its CUDA twin) has in Python.
-template <typename T>
-void bind_inducer_methods(py::class_<T>& cls) {
-  cls.def("init_nodes",
-          wrap_pybind_function_no_gil(
-              [](T& self, const std::vector<at::Tensor>& seeds) { return self.init_nodes(seeds); }),
-          py::arg("seeds"))
-      .def("induce_next",
-           wrap_pybind_function_no_gil(
-               [](T& self, const std::vector<int64_t>& src_types,
-                  const std::vector<int64_t>& nbr_types, const std::vector<at::Tensor>& srcs,
-                  const std::vector<at::Tensor>& nbrs, const std::vector<at::Tensor>& nbr_nums,
-                  const std::vector<at::Tensor>& row_outs,
-                  const std::vector<at::Tensor>& col_outs) {
-                 return self.induce_next(src_types, nbr_types, srcs, nbrs, nbr_nums, row_outs,
-                                         col_outs);
-               }),
-           py::arg("src_types"), py::arg("nbr_types"), py::arg("srcs"), py::arg("nbrs"),
-           py::arg("nbr_nums"), py::arg("row_outs") = std::vector<at::Tensor>{},
-           py::arg("col_outs") = std::vector<at::Tensor>{})
-      .def("local_ids",
-           wrap_pybind_function_no_gil([](const T& self, int64_t node_type, const at::Tensor& ids) {
-             return self.local_ids(node_type, ids);
-           }),
-           py::arg("node_type"), py::arg("ids"))
-      .def("reset", wrap_pybind_function([](T& self) { self.reset(); }))
-      .def_property_readonly("num_node_types", wrap_pybind_function([](const T& self) {
-                               return self.num_node_types();
-                             }));
-}
-
-}  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "graphlearn_torch C++ kernels";
@@ -88,7 +54,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
                                return self.cached_bytes();
                              }));
 
-  bind_inducer_methods(
+  glt::bind_inducer_methods(
       py::class_<glt::Inducer>(m, "Inducer")
           .def(py::init(wrap_pybind_function(
                    [](int64_t num_node_types, const std::vector<int64_t>& num_nodes) {
@@ -100,7 +66,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("uva_view", wrap_pybind_function(&glt::cuda::uva_view), py::arg("host"), py::arg("device"));
   m.def("enable_peer_access", wrap_pybind_function(&glt::cuda::enable_peer_access),
         py::arg("device"), py::arg("peer"));
-  bind_inducer_methods(
+  glt::bind_inducer_methods(
       py::class_<glt::cuda::CudaInducer>(m, "CudaInducer")
           .def(py::init(wrap_pybind_function([](int64_t num_node_types, int64_t device) {
                  return std::make_unique<glt::cuda::CudaInducer>(num_node_types, device);

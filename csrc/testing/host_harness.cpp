@@ -8,6 +8,7 @@
 #include "../kernels/graph_ops.h"
 #include "../kernels/inducer.h"
 #include "../kernels/sample_neighbors.h"
+#include "../inducer_bindings.h"
 #include "../kernels/unified_gather.h"
 #include "host_backend.h"
 
@@ -78,31 +79,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
                                        const std::optional<at::Tensor>& id2index) {
           return glt::kernels::unified_gather(HostBackend{}, parts, ids, id2index);
         }));
-  py::class_<HostInducer>(m, "Inducer")
-      .def(py::init(torch::wrap_pybind_function([](int64_t num_node_types) {
-        return std::make_unique<HostInducer>(num_node_types, HostBackend{}, at::TensorOptions());
-      })))
-      .def("init_nodes",
-           torch::wrap_pybind_function([](HostInducer& self, const std::vector<at::Tensor>& seeds) {
-             return self.init_nodes(seeds);
-           }))
-      .def("induce_next",
-           torch::wrap_pybind_function(
-               [](HostInducer& self, const std::vector<int64_t>& src_types,
-                  const std::vector<int64_t>& nbr_types, const std::vector<at::Tensor>& srcs,
-                  const std::vector<at::Tensor>& nbrs, const std::vector<at::Tensor>& nbr_nums,
-                  const std::vector<at::Tensor>& row_outs,
-                  const std::vector<at::Tensor>& col_outs) {
-                 return self.induce_next(src_types, nbr_types, srcs, nbrs, nbr_nums, row_outs,
-                                         col_outs);
-               }),
-           py::arg("src_types"), py::arg("nbr_types"), py::arg("srcs"), py::arg("nbrs"),
-           py::arg("nbr_nums"), py::arg("row_outs") = std::vector<at::Tensor>{},
-           py::arg("col_outs") = std::vector<at::Tensor>{})
-      .def("local_ids", torch::wrap_pybind_function(
-                            [](const HostInducer& self, int64_t node_type, const at::Tensor& ids) {
-                              return self.local_ids(node_type, ids);
-                            }))
-      .def("reset", torch::wrap_pybind_function([](HostInducer& self) { self.reset(); }))
-      .def_property_readonly("num_node_types", &HostInducer::num_node_types);
+  glt::bind_inducer_methods(
+      py::class_<HostInducer>(m, "Inducer")
+          .def(py::init(torch::wrap_pybind_function([](int64_t num_node_types) {
+            return std::make_unique<HostInducer>(num_node_types, HostBackend{},
+                                                 at::TensorOptions());
+          }))));
 }
