@@ -18,6 +18,7 @@
 #include <tuple>
 #include <vector>
 
+#include "../checks.h"
 #include "hash_table.h"
 
 namespace glt {
