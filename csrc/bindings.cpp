@@ -60,7 +60,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
                    [](int64_t num_node_types, const std::vector<int64_t>& num_nodes) {
                      return std::make_unique<glt::Inducer>(num_node_types, num_nodes);
                    })),
-               py::arg("num_node_types"), py::arg("num_nodes") = std::vector<int64_t>{}));
+               py::arg("num_node_types"), py::arg("num_nodes") = std::vector<int64_t>{})
+          .def("sample_induce_next", wrap_pybind_function_no_gil(&glt::Inducer::sample_induce_next),
+               py::arg("src_types"), py::arg("nbr_types"), py::arg("srcs"), py::arg("indptrs"),
+               py::arg("indices"), py::arg("edge_ids"), py::arg("edge_weights"),
+               py::arg("fanouts"), py::arg("replace"), py::arg("rng_seeds"),
+               py::arg("row_prefixes"), py::arg("col_prefixes")));
 
 #ifdef WITH_CUDA
   m.def("uva_view", wrap_pybind_function(&glt::cuda::uva_view), py::arg("host"), py::arg("device"));

@@ -27,6 +27,8 @@ constexpr int64_t kInsertChunk = 16384;
 constexpr int64_t kMinParallelPositions = 32768;
 constexpr int kMinParallelThreads = 4;
 constexpr int64_t kPrefetchAhead = 16;
+// The one-pass insert reads nothing else: it can keep more misses in flight.
+constexpr int64_t kInsertPrefetchAhead = 32;
 // A dense map with more than one id in this many in use is reset by a fill.
 constexpr int64_t kResetByFill = 16;
 
@@ -122,9 +124,8 @@ at::Tensor IdMap::keys_from(int64_t first) const {
   return out;
 }
 
-void IdMap::insert_all(const int64_t* keys, int64_t n, int64_t* local) {
-  // Checked before anything is written: a claim left behind by a dense insert
-  // would outlive reset(), and a negative key is a hash table's empty slot.
+void IdMap::check_keys(const int64_t* keys, int64_t n) const {
+  // A negative key is a hash table's empty slot.
   const uint64_t bound = dense_.empty() ? INT64_MAX : dense_.size();
   std::atomic<bool> outside{false};
   at::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
@@ -138,18 +139,51 @@ void IdMap::insert_all(const int64_t* keys, int64_t n, int64_t* local) {
     TORCH_CHECK_VALUE(false, "node id ", *bad, " is out of range for ",
                       dense_.empty() ? "the id map" : std::to_string(bound) + " nodes");
   }
-  if (!dense_.empty()) {
-    insert_all_dense(keys, n, local);
-    return;
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    bool inserted;
-    local[i] = insert(keys[i], &inserted);
+}
+
+bool IdMap::inserts_in_parallel(int64_t n) const {
+  return !dense_.empty() && at::get_num_threads() >= kMinParallelThreads &&
+         n >= kMinParallelPositions;
+}
+
+void IdMap::insert_all(const int64_t* keys, int64_t n, int64_t* local) {
+  // Checked before anything is written: a claim left behind by a parallel
+  // insert would outlive reset().
+  check_keys(keys, n);
+  if (inserts_in_parallel(n)) {
+    insert_all_parallel(keys, n, local);
+  } else {
+    insert_in_order(keys, n, local);
   }
 }
 
-// On few threads (or few keys) one pass. Otherwise a sequential insert in
-// parallel, with the same result: (1) every
+void IdMap::insert_in_order(const int64_t* keys, int64_t n, int64_t* local) {
+  if (dense_.empty()) {
+    for (int64_t i = 0; i < n; ++i) {
+      bool inserted;
+      local[i] = insert(keys[i], &inserted);
+    }
+    return;
+  }
+  TORCH_CHECK_VALUE(size_ + n < INT32_MAX, "too many nodes in one batch");
+  // One pass: a new id takes the next local id where it first appears.
+  int32_t* map = dense_.data();
+  int64_t* fresh_keys = inserted_.extend(n);  // room for all; the unused tail is dropped
+  int64_t num_fresh = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (i + kInsertPrefetchAhead < n) __builtin_prefetch(&map[keys[i + kInsertPrefetchAhead]], 1);
+    int32_t& slot = map[keys[i]];
+    if (slot == kAbsent) {
+      slot = static_cast<int32_t>(size_ + num_fresh);
+      fresh_keys[num_fresh++] = keys[i];
+    }
+    local[i] = slot;
+  }
+  size_ += num_fresh;
+  inserted_.truncate(size_);
+}
+
+// A sequential insert in parallel, with the same result: (1) every
 // position i of an id not in the map claims it with -1 - i, and the map keeps
 // the largest claim, the first position's (an atomic max; a known id, >= 0,
 // is above every claim); then each position reads what its id holds: its
@@ -157,27 +191,9 @@ void IdMap::insert_all(const int64_t* keys, int64_t n, int64_t* local) {
 // (3) claimants take consecutive local ids, chunk by chunk in order, so ids
 // follow first appearance; (4) the later positions of a new id read it from
 // their claimant.
-void IdMap::insert_all_dense(const int64_t* keys, int64_t n, int64_t* local) {
+void IdMap::insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local) {
   TORCH_CHECK_VALUE(n < INT32_MAX && size_ + n < INT32_MAX, "too many nodes in one batch");
   int32_t* map = dense_.data();
-  // the keys are in [0, num_ids): insert_all checked them
-  if (at::get_num_threads() < kMinParallelThreads || n < kMinParallelPositions) {
-    // One pass: a new id takes the next local id where it first appears.
-    int64_t* fresh_keys = inserted_.extend(n);  // room for all; the unused tail is dropped
-    int64_t num_fresh = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      if (i + kPrefetchAhead < n) __builtin_prefetch(&map[keys[i + kPrefetchAhead]], 1);
-      int32_t& slot = map[keys[i]];
-      if (slot == kAbsent) {
-        slot = static_cast<int32_t>(size_ + num_fresh);
-        fresh_keys[num_fresh++] = keys[i];
-      }
-      local[i] = slot;
-    }
-    size_ += num_fresh;
-    inserted_.truncate(size_);
-    return;
-  }
   at::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       if (i + kPrefetchAhead < end) __builtin_prefetch(&map[keys[i + kPrefetchAhead]], 1);
@@ -380,7 +396,6 @@ Inducer::induce_next(const std::vector<int64_t>& src_types, const std::vector<in
     TORCH_CHECK_VALUE(offsets.back() == nbr.numel(), "nbr_nums sums to ", offsets.back(),
                       " but nbrs holds ", nbr.numel(), " entries");
 
-    const IdMap& src_map = maps_[src_types[e]];
     const int64_t n = nbr.numel();
     // Checked before anything is written (row_outs against col_outs too).
     const at::Tensor row =
@@ -390,31 +405,40 @@ Inducer::induce_next(const std::vector<int64_t>& src_types, const std::vector<in
         col_outs.empty()
             ? at::empty({n}, at::kLong)
             : checked_output(col_outs[e], n, at::kCPU, "col_outs", {src, nbr, num, row});
-    int64_t* r = row.data_ptr<int64_t>();
-    const int64_t* s = src.data_ptr<int64_t>();
-    // The seeds are most often the nodes their type added last hop, whose
-    // local ids are consecutive: no lookups then.
-    const int64_t first_local = first_local_id_if_added(src_types[e], srcs[e]);
-    std::atomic<int64_t> unseen{-1};
-    at::parallel_for(0, src.numel(), 1024, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        const int64_t local = first_local >= 0 ? first_local + i : src_map.find(s[i]);
-        if (local < 0) unseen = i;
-        std::fill(r + offsets[i], r + offsets[i + 1], local);
-      }
-    });
-    TORCH_CHECK_VALUE(unseen < 0, "source node ", unseen < 0 ? 0 : s[unseen.load()],
-                      " was not seen by the inducer before this hop");
+    write_rows(src_types[e], srcs[e], src, offsets.data(), row.data_ptr<int64_t>());
     maps_[nbr_types[e]].insert_all(nbr.data_ptr<int64_t>(), nbr.numel(), col.data_ptr<int64_t>());
     rows.push_back(row);
     cols.push_back(col);
   }
+  return {take_added(first_fresh), rows, cols};
+}
+
+void Inducer::write_rows(int64_t t, const at::Tensor& srcs, const at::Tensor& src,
+                         const int64_t* offsets, int64_t* r) const {
+  const IdMap& src_map = maps_[t];
+  const int64_t* s = src.data_ptr<int64_t>();
+  // The seeds are most often the nodes their type added last hop, whose
+  // local ids are consecutive: no lookups then.
+  const int64_t first_local = first_local_id_if_added(t, srcs);
+  std::atomic<int64_t> unseen{-1};
+  at::parallel_for(0, src.numel(), 1024, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t local = first_local >= 0 ? first_local + i : src_map.find(s[i]);
+      if (local < 0) unseen = i;
+      std::fill(r + offsets[i], r + offsets[i + 1], local);
+    }
+  });
+  TORCH_CHECK_VALUE(unseen < 0, "source node ", unseen < 0 ? 0 : s[unseen.load()],
+                    " was not seen by the inducer before this hop");
+}
+
+std::vector<at::Tensor> Inducer::take_added(const std::vector<int64_t>& first_fresh) {
   std::vector<at::Tensor> nodes;
   for (size_t t = 0; t < maps_.size(); ++t) {
     nodes.push_back(maps_[t].keys_from(first_fresh[t]));
     remember_added(t, nodes.back(), first_fresh[t]);
   }
-  return {nodes, rows, cols};
+  return nodes;
 }
 
 }  // namespace glt

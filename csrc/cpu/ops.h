@@ -76,8 +76,16 @@ class IdMap {
   int64_t insert(int64_t key, bool* inserted);
   // Inserts keys[0, n) in order: local[i] is the local id of keys[i]; the
   // keys new to the map get the next local ids in order of first
-  // appearance. An id-indexed map does it in parallel, with the same result.
+  // appearance. Checks the keys first (check_keys); an id-indexed map
+  // inserts many keys on many threads in parallel, with the same result.
   void insert_all(const int64_t* keys, int64_t n, int64_t* local);
+  // insert_all on this thread, of checked keys: called for consecutive
+  // parts of a sequence, it inserts the whole sequence.
+  void insert_in_order(const int64_t* keys, int64_t n, int64_t* local);
+  // Whether insert_all inserts n keys in parallel.
+  bool inserts_in_parallel(int64_t n) const;
+  // Raises a ValueError naming the first key the map cannot hold.
+  void check_keys(const int64_t* keys, int64_t n) const;
   // Local id of `key`, or -1.
   int64_t find(int64_t key) const;
   // The keys of local ids [first, size()), as a new tensor.
@@ -88,7 +96,7 @@ class IdMap {
 
  private:
   void grow();
-  void insert_all_dense(const int64_t* keys, int64_t n, int64_t* local);
+  void insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local);
   std::vector<int64_t> keys_;
   std::vector<int64_t> vals_;
   uint64_t mask_;
@@ -122,6 +130,33 @@ class Inducer {
       const std::vector<at::Tensor>& nbr_nums, const std::vector<at::Tensor>& row_outs = {},
       const std::vector<at::Tensor>& col_outs = {});
 
+  // Draws one hop and adds it, in one pass: each chunk of a request's draws
+  // is inserted as soon as it is drawn (while other threads draw the next
+  // chunks) where the inserts are sequential, below 4 threads. Request e
+  // draws up to fanouts[e] neighbors (-1: all) of `srcs[e]` (of type
+  // `src_types[e]`, already known) from the CSR topology (indptrs[e],
+  // indices[e]), as the sample_neighbors op does with rng_seeds[e];
+  // their type is nbr_types[e]. Returns (nodes new to each type, in order
+  // of first appearance; row_prefixes[e] followed by the local seed index
+  // of each edge drawn; col_prefixes[e] followed by their local neighbor
+  // index; then per request sample_neighbors' outputs: the neighbors, the
+  // neighbors per seed, the edge ids (empty without edge_ids[e])): the same
+  // batch as sample_neighbors then induce_next. Everything is checked
+  // before anything is inserted, but a neighbor id out of range (a corrupt
+  // topology) may be met after part of the hop was inserted: the inducer
+  // then forgets all nodes (reset) before it raises.
+  std::tuple<std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>,
+             std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>>
+  sample_induce_next(const std::vector<int64_t>& src_types, const std::vector<int64_t>& nbr_types,
+                     const std::vector<at::Tensor>& srcs, const std::vector<at::Tensor>& indptrs,
+                     const std::vector<at::Tensor>& indices,
+                     const std::vector<std::optional<at::Tensor>>& edge_ids,
+                     const std::vector<std::optional<at::Tensor>>& edge_weights,
+                     const std::vector<int64_t>& fanouts, bool replace,
+                     const std::vector<int64_t>& rng_seeds,
+                     const std::vector<at::Tensor>& row_prefixes,
+                     const std::vector<at::Tensor>& col_prefixes);
+
   // Local ids of known nodes of type `node_type` (-1 for unknown ones).
   at::Tensor local_ids(int64_t node_type, const at::Tensor& ids) const;
 
@@ -131,6 +166,12 @@ class Inducer {
 
  private:
   void check_type(int64_t t) const;
+  // Writes the local id of seed srcs[i] (of type t) at r[offsets[i],
+  // offsets[i + 1]); `src` is srcs, contiguous.
+  void write_rows(int64_t t, const at::Tensor& srcs, const at::Tensor& src, const int64_t* offsets,
+                  int64_t* r) const;
+  // The nodes each type added since it had first_fresh[t] (remembered).
+  std::vector<at::Tensor> take_added(const std::vector<int64_t>& first_fresh);
   // Remembers `nodes` as the nodes type t just added, from local id `first`.
   void remember_added(int64_t t, const at::Tensor& nodes, int64_t first);
   // The local id of srcs[0] when `srcs` is, unchanged, the tensor of nodes

@@ -377,6 +377,29 @@ def sample_one_hop(
   return NeighborOutput(nbr, nbr_num, eid if with_edge else None)
 
 
+@dataclass
+class LocalDraws:
+  """What ``sample_one_hop`` needs to answer every hop from CPU topologies
+  held here; the engine then has its inducer draw each hop and relabel each
+  chunk of draws as soon as it is drawn (``Inducer.sample_induce_next``),
+  so that the inducer's sequential inserts overlap the draws. The batches
+  are the ones ``sample_one_hop``'s answers give.
+
+  Args:
+    topologies: each edge type's topology (``Graph.device_topology()``).
+    random: the stream of the kernel seeds, one per request in order.
+    with_edge: return the sampled edges' ids.
+    with_weight: draw proportionally to the edge weights.
+    replace: draw with replacement.
+  """
+
+  topologies: Dict[EdgeType, DeviceTopology]
+  random: RandomStream
+  with_edge: bool = False
+  with_weight: bool = False
+  replace: bool = False
+
+
 HopAnswer = Callable[[HopRequest], NeighborOutput]
 r"""Answers one hop request (a synchronous driver's part)."""
 
@@ -457,25 +480,30 @@ class MultiHopSampler:
   # -- the hop loop -----------------------------------------------------------
 
   def sample_steps(
-    self, seed_dict: Dict[NodeType, torch.Tensor], inducer=None
+    self,
+    seed_dict: Dict[NodeType, torch.Tensor],
+    inducer=None,
+    local: Optional['LocalDraws'] = None,
   ) -> Generator[List[HopRequest], List[NeighborOutput], HopResult]:
     """Multi-hop sampling with the one-hop draws left to the caller.
 
     Yields, once per hop, the hop's requests and takes back their
     NeighborOutputs in the same order; returns the deduplicated and
-    relabelled result. ``inducer`` (default: one from the pool, returned
-    when the generator ends or is closed) must not be shared by two
-    unfinished runs.
+    relabelled result. With ``local``, the inducer draws every hop itself
+    and nothing is yielded. ``inducer`` (default: one from the pool,
+    returned when the generator ends or is closed) must not be shared by
+    two unfinished runs.
 
     Args:
       seed_dict: checked seed ids by node type.
       inducer: the inducer to use.
+      local: the topologies to draw from here (CPU inducers only).
     """
     if self.fanouts is None:
       raise ValueError('the sampler has no num_neighbors')
     if inducer is None:
       with self.inducer() as pooled:
-        return (yield from self.sample_steps(seed_dict, pooled))
+        return (yield from self.sample_steps(seed_dict, pooled, local))
     schema = self.schema
     empty = torch.empty(0, dtype=torch.int64, device=self.sample_device)
     seeds = [seed_dict.get(t, empty) for t in schema.node_types]
@@ -496,27 +524,11 @@ class MultiHopSampler:
         for etype, fanout in self.fanouts.items()
         if fanout[hop] != 0 and frontier[schema.seed_type(etype)].numel() > 0
       ]
-      outs = (yield requests) if requests else []
-      if len(outs) != len(requests):
-        raise ValueError(f'{len(requests)} hop requests got {len(outs)} answers')
-      # Message passing runs neighbor -> the node it was sampled for: the
-      # inducer's local seed indices are the output's cols, its neighbors' rows.
-      seed_outs, nbr_outs = [], []
-      for request, out in zip(requests, outs):
-        key = out_etypes[request.etype]
-        cols[key], seed_out = _extended(cols[key], out.nbr.numel())
-        rows[key], nbr_out = _extended(rows[key], out.nbr.numel())
-        seed_outs.append(seed_out)
-        nbr_outs.append(nbr_out)
-      new_nodes, _, _ = inducer.induce_next(
-        [schema.type_index[schema.seed_type(r.etype)] for r in requests],
-        [schema.type_index[schema.nbr_type(r.etype)] for r in requests],
-        [r.seeds for r in requests],
-        [out.nbr for out in outs],
-        [out.nbr_num for out in outs],
-        row_outs=seed_outs,
-        col_outs=nbr_outs,
-      )
+      if local is not None:
+        outs, new_nodes = self._draw_and_induce(inducer, requests, local, rows, cols)
+      else:
+        outs = (yield requests) if requests else []
+        new_nodes = self._induce(inducer, requests, outs, rows, cols)
       for request, out in zip(requests, outs):
         key = out_etypes[request.etype]
         if out.edge is not None:
@@ -540,14 +552,81 @@ class MultiHopSampler:
       seed_local=seed_local,
     )
 
-  def sample(self, seed_dict: Dict[NodeType, torch.Tensor], answer: HopAnswer) -> HopResult:
-    """Samples every hop, each request answered by ``answer`` in turn.
+  def _induce(self, inducer, requests, outs, rows, cols) -> List[torch.Tensor]:
+    """Adds a hop's answers to ``inducer``; extends ``rows`` and ``cols``
+    (by output edge type) with their local indices. Returns the nodes new
+    to each type."""
+    if len(outs) != len(requests):
+      raise ValueError(f'{len(requests)} hop requests got {len(outs)} answers')
+    schema = self.schema
+    # Message passing runs neighbor -> the node it was sampled for: the
+    # inducer's local seed indices are the output's cols, its neighbors' rows.
+    seed_outs, nbr_outs = [], []
+    for request, out in zip(requests, outs):
+      key = schema.out_edge_type(request.etype)
+      cols[key], seed_out = _extended(cols[key], out.nbr.numel())
+      rows[key], nbr_out = _extended(rows[key], out.nbr.numel())
+      seed_outs.append(seed_out)
+      nbr_outs.append(nbr_out)
+    new_nodes, _, _ = inducer.induce_next(
+      [schema.type_index[schema.seed_type(r.etype)] for r in requests],
+      [schema.type_index[schema.nbr_type(r.etype)] for r in requests],
+      [r.seeds for r in requests],
+      [out.nbr for out in outs],
+      [out.nbr_num for out in outs],
+      row_outs=seed_outs,
+      col_outs=nbr_outs,
+    )
+    return new_nodes
+
+  def _draw_and_induce(
+    self, inducer, requests, local: 'LocalDraws', rows, cols
+  ) -> Tuple[List[NeighborOutput], List[torch.Tensor]]:
+    """Draws a hop's requests from ``local`` and adds them to ``inducer``
+    in one pass (``Inducer.sample_induce_next``), as ``_induce`` does with
+    ``sample_one_hop``'s answers. Returns the answers and the nodes new to
+    each type."""
+    schema = self.schema
+    keys = [schema.out_edge_type(r.etype) for r in requests]
+    topos = [local.topologies[r.etype] for r in requests]
+    new_nodes, seed_locals, nbr_locals, nbrs, nbr_nums, edges = inducer.sample_induce_next(
+      src_types=[schema.type_index[schema.seed_type(r.etype)] for r in requests],
+      nbr_types=[schema.type_index[schema.nbr_type(r.etype)] for r in requests],
+      srcs=[r.seeds for r in requests],
+      indptrs=[t.indptr for t in topos],
+      indices=[t.indices for t in topos],
+      edge_ids=[t.edge_ids if local.with_edge else None for t in topos],
+      edge_weights=[t.edge_weights if local.with_weight else None for t in topos],
+      fanouts=[int(r.fanout) for r in requests],
+      replace=local.replace,
+      rng_seeds=[local.random.kernel_seed() for _ in requests],
+      row_prefixes=[cols[k] for k in keys],
+      col_prefixes=[rows[k] for k in keys],
+    )
+    for key, seed_local, nbr_local in zip(keys, seed_locals, nbr_locals):
+      cols[key], rows[key] = seed_local, nbr_local
+    outs = [
+      NeighborOutput(nbr, num, edge if local.with_edge else None)
+      for nbr, num, edge in zip(nbrs, nbr_nums, edges)
+    ]
+    return outs, new_nodes
+
+  def sample(
+    self,
+    seed_dict: Dict[NodeType, torch.Tensor],
+    answer: HopAnswer,
+    local: Optional['LocalDraws'] = None,
+  ) -> HopResult:
+    """Samples every hop, each request answered by ``answer`` in turn, or
+    drawn by the inducer from ``local`` where one is given and the inducer
+    is a CPU one.
 
     Args:
       seed_dict: checked seed ids by node type.
       answer: one hop's draw.
+      local: the topologies ``answer`` draws from, when they are on the CPU.
     """
-    steps = self.sample_steps(seed_dict)
+    steps = self.sample_steps(seed_dict, local=local)
     try:
       requests = next(steps)
       while True:

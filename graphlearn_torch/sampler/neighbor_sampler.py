@@ -17,6 +17,7 @@ from .base import (
 )
 from .multihop import (
   HopRequest,
+  LocalDraws,
   MultiHopSampler,
   RandomStream,
   SamplingSchema,
@@ -143,6 +144,20 @@ class NeighborSampler(BaseSampler):
   def _answer(self, request: HopRequest) -> NeighborOutput:
     return self.sample_one_hop(request.seeds, request.fanout, request.etype)
 
+  def _sample(self, seed_dict: Dict[NodeType, torch.Tensor]):
+    """The engine's multi-hop result: on the CPU each hop is drawn and
+    relabelled in one pass (``LocalDraws``), elsewhere answered hop by hop."""
+    if self.sample_device.type != 'cpu':
+      return self.engine.sample(seed_dict, self._answer)
+    local = LocalDraws(
+      {etype: g.device_topology() for etype, g in self.graphs.items()},
+      self.random,
+      self.with_edge,
+      self.with_weight,
+      self.replace,
+    )
+    return self.engine.sample(seed_dict, self._answer, local)
+
   def sample_from_nodes(
     self, inputs: NodeSamplerInput, **kwargs
   ) -> Union[SamplerOutput, HeteroSamplerOutput]:
@@ -153,7 +168,7 @@ class NeighborSampler(BaseSampler):
     ``metadata['seed_local']`` gives each input seed's local index.
     """
     ntype, seeds = self.engine.node_seeds(inputs)
-    res = self.engine.sample({ntype: seeds}, self._answer)
+    res = self._sample({ntype: seeds})
     return self.engine.node_output(res, ntype)
 
   def _negative_sampler(self, etype: EdgeType) -> RandomNegativeSampler:
@@ -184,7 +199,7 @@ class NeighborSampler(BaseSampler):
       num, src = batch.strict_negatives
       strict = self._negative_sampler(batch.etype).sample(num, padding=True, src=src)
     seeds, parts = self.engine.link_seeds(batch, strict)
-    res = self.engine.sample(seeds, self._answer)
+    res = self._sample(seeds)
     return self.engine.link_output(batch, res, parts)
 
   def subgraph(self, inputs: NodeSamplerInput) -> SamplerOutput:
@@ -202,7 +217,7 @@ class NeighborSampler(BaseSampler):
     _, seeds = self.engine.node_seeds(inputs)
     reached = seeds
     if self.num_hops:
-      reached = self.engine.sample({HOMO_NODE_TYPE: seeds}, self._answer).node[HOMO_NODE_TYPE]
+      reached = self._sample({HOMO_NODE_TYPE: seeds}).node[HOMO_NODE_TYPE]
     nodes, mapping = self.engine.subgraph_nodes(seeds, reached)
     topo = self.graphs[HOMO_EDGE_TYPE].device_topology()
     rows, cols, eids = torch.ops.glt.induced_subgraph(

@@ -1,0 +1,135 @@
+// Inducer::sample_induce_next: a hop drawn and added in one pass, each
+// chunk of draws inserted into the id maps as soon as it is drawn.
+#include <ATen/Parallel.h>
+
+#include <vector>
+
+#include "../checks.h"
+#include "in_order.h"
+#include "neighbor_draws.h"
+#include "ops.h"
+
+namespace glt {
+namespace {
+
+// A request of sample_induce_next, checked: its seeds and prefixes contiguous.
+struct CheckedRequest {
+  at::Tensor seeds;
+  at::Tensor row_prefix, col_prefix;
+};
+
+CheckedRequest checked_request(const at::Tensor& indptr, const at::Tensor& indices,
+                               const std::optional<at::Tensor>& edge_ids,
+                               const std::optional<at::Tensor>& edge_weights,
+                               const at::Tensor& seeds, int64_t fanout,
+                               const at::Tensor& row_prefix, const at::Tensor& col_prefix) {
+  TORCH_CHECK_VALUE(indptr.device().is_cpu(), "sample_induce_next draws from CPU topologies, got ",
+                    indptr.device());
+  check_index(row_prefix, "row_prefixes");
+  check_index(col_prefix, "col_prefixes");
+  check_device(row_prefix, "row_prefixes", indptr.device());
+  check_device(col_prefix, "col_prefixes", indptr.device());
+  return {checked_sampling_args(indptr, indices, edge_ids, edge_weights, seeds, fanout),
+          row_prefix.contiguous(), col_prefix.contiguous()};
+}
+
+// `prefix` followed by room for n more values.
+at::Tensor extended(const at::Tensor& prefix, int64_t n) {
+  at::Tensor grown = at::empty({prefix.numel() + n}, at::kLong);
+  grown.narrow(0, 0, prefix.numel()).copy_(prefix);
+  return grown;
+}
+
+}  // namespace
+
+std::tuple<std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>,
+           std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>>
+Inducer::sample_induce_next(const std::vector<int64_t>& src_types,
+                            const std::vector<int64_t>& nbr_types,
+                            const std::vector<at::Tensor>& srcs,
+                            const std::vector<at::Tensor>& indptrs,
+                            const std::vector<at::Tensor>& indices,
+                            const std::vector<std::optional<at::Tensor>>& edge_ids,
+                            const std::vector<std::optional<at::Tensor>>& edge_weights,
+                            const std::vector<int64_t>& fanouts, bool replace,
+                            const std::vector<int64_t>& rng_seeds,
+                            const std::vector<at::Tensor>& row_prefixes,
+                            const std::vector<at::Tensor>& col_prefixes) {
+  const size_t num_requests = srcs.size();
+  for (size_t size : {src_types.size(), nbr_types.size(), indptrs.size(), indices.size(),
+                      edge_ids.size(), edge_weights.size(), fanouts.size(), rng_seeds.size(),
+                      row_prefixes.size(), col_prefixes.size()}) {
+    TORCH_CHECK_VALUE(size == num_requests,
+                      "sample_induce_next expects one entry per request (", num_requests,
+                      ") in each list, got a list of ", size);
+  }
+  std::vector<CheckedRequest> args;
+  for (size_t e = 0; e < num_requests; ++e) {
+    check_type(src_types[e]);
+    check_type(nbr_types[e]);
+    args.push_back(checked_request(indptrs[e], indices[e], edge_ids[e], edge_weights[e], srcs[e],
+                                   fanouts[e], row_prefixes[e], col_prefixes[e]));
+  }
+
+  std::vector<int64_t> first_fresh(maps_.size());
+  for (size_t t = 0; t < maps_.size(); ++t) first_fresh[t] = maps_[t].size();
+  std::vector<at::Tensor> rows, cols, nbrs, nbr_nums, eids;
+  try {
+    for (size_t e = 0; e < num_requests; ++e) {
+      const at::Tensor& seeds = args[e].seeds;
+      AT_DISPATCH_INDEX_TYPES(indptrs[e].scalar_type(), "sample_induce_next", [&] {
+        const kernels::CsrView<index_t> g{
+            indptrs[e].data_ptr<index_t>(), indices[e].data_ptr<index_t>(),
+            edge_ids[e].has_value() ? edge_ids[e]->data_ptr<int64_t>() : nullptr,
+            edge_weights[e].has_value() ? edge_weights[e]->data_ptr<float>() : nullptr};
+        draws::HopDraws<index_t> hop(g, seeds.data_ptr<int64_t>(), seeds.numel(), fanouts[e],
+                                     replace, rng_seeds[e]);
+        const int64_t total = hop.total();
+        const at::Tensor row = extended(args[e].row_prefix, total);
+        const at::Tensor col = extended(args[e].col_prefix, total);
+        int64_t* row_tail = row.data_ptr<int64_t>() + args[e].row_prefix.numel();
+        int64_t* col_tail = col.data_ptr<int64_t>() + args[e].col_prefix.numel();
+        write_rows(src_types[e], srcs[e], seeds, hop.offsets(), row_tail);
+
+        IdMap& map = maps_[nbr_types[e]];
+        const int64_t* nbr = hop.nbrs.template data_ptr<int64_t>();
+        if (map.inserts_in_parallel(total)) {
+          // Enough threads that the parallel insert beats overlapping one
+          // thread's inserts with the others' draws.
+          at::parallel_for(0, hop.num_chunks(), 1, [&](int64_t first, int64_t last) {
+            draws::Scratch scratch;
+            for (int64_t c = first; c < last; ++c) hop.draw(c, scratch);
+          });
+          map.insert_all(nbr, total, col_tail);
+        } else {
+          const int64_t threads = at::get_num_threads();
+          std::vector<draws::Scratch> scratch(threads);
+          const int64_t* offsets = hop.offsets();
+          produce_consume_in_order(
+              hop.num_chunks(), threads,
+              [&](int64_t chunk, int64_t worker) { hop.draw(chunk, scratch[worker]); },
+              [&](int64_t chunk) {
+                const int64_t lo = offsets[hop.chunk_begin(chunk)];
+                const int64_t hi = offsets[hop.chunk_end(chunk)];
+                map.check_keys(nbr + lo, hi - lo);
+                map.insert_in_order(nbr + lo, hi - lo, col_tail + lo);
+              });
+        }
+        rows.push_back(row);
+        cols.push_back(col);
+        nbrs.push_back(hop.nbrs);
+        nbr_nums.push_back(hop.counts);
+        eids.push_back(hop.eids);
+      });
+    }
+  } catch (...) {
+    // A part of the hop inserted is forgotten with the rest.
+    bool inserted = false;
+    for (size_t t = 0; t < maps_.size(); ++t) inserted |= maps_[t].size() != first_fresh[t];
+    if (inserted) reset();
+    throw;
+  }
+  return {take_added(first_fresh), rows, cols, nbrs, nbr_nums, eids};
+}
+
+}  // namespace glt

@@ -1,0 +1,185 @@
+// One hop of neighbor sampling over a CSR (or CSC) topology on the CPU:
+// uniform with or without replacement, or weighted by edge weight. Each seed
+// draws from its own random stream, so a hop does not depend on the number
+// of threads, nor on how its seeds are split into chunks.
+//
+// A hop is planned once (every seed's first edge and count, and where its
+// neighbors go), then drawn chunk by chunk: sample_neighbors draws the
+// chunks in parallel; Inducer::sample_induce_next also relabels each chunk's
+// neighbors as soon as it is drawn.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <utility>
+#include <vector>
+
+#include "../common.h"
+#include "../kernels/sample_neighbors.h"
+
+namespace glt {
+namespace draws {
+
+// Floyd's algorithm beats a partial shuffle up to this many draws.
+constexpr int64_t kFloydMax = 32;
+// Seeds per chunk of a hop's draws.
+constexpr int64_t kChunkSeeds = 256;
+// How far ahead the passes below prefetch: enough loads in flight to hide a
+// cache miss behind the work on the entries before it.
+constexpr int64_t kPrefetchAhead = 16;
+
+// A thread's scratch for the draws of one chunk.
+struct Scratch {
+  std::vector<int64_t> chosen = std::vector<int64_t>(kFloydMax);
+  std::vector<std::pair<double, int64_t>> keyed;
+  std::vector<double> cumsum;
+};
+
+// Draws the edge positions of one seed (its edges are [begin, begin + deg))
+// and hands each to `emit`.
+template <typename index_t, typename Emit>
+void sample_one(const kernels::CsrView<index_t>& g, int64_t begin, int64_t deg, int64_t k,
+                int64_t count, bool replace, Rng& rng, Scratch& scratch, Emit&& emit) {
+  const int64_t end = begin + deg;
+  if (count == 0) return;
+  if (k < 0 || (!g.weights && !replace && count == deg)) {
+    for (int64_t p = begin; p < end; ++p) emit(p);
+    return;
+  }
+  if (g.weights == nullptr) {
+    if (replace) {
+      for (int64_t j = 0; j < count; ++j) emit(begin + rng.uniform(deg));
+    } else if (count <= kFloydMax) {
+      int64_t* chosen = scratch.chosen.data();
+      for (int64_t j = deg - count, m = 0; j < deg; ++j, ++m) {
+        const int64_t t = static_cast<int64_t>(rng.uniform(j + 1));
+        bool seen = false;
+        for (int64_t q = 0; q < m; ++q) seen |= chosen[q] == t;
+        chosen[m] = seen ? j : t;
+        emit(begin + chosen[m]);
+      }
+    } else {
+      std::vector<int64_t>& perm = scratch.chosen;
+      perm.resize(std::max<int64_t>(deg, kFloydMax));
+      std::iota(perm.begin(), perm.begin() + deg, 0);
+      for (int64_t j = 0; j < count; ++j) {
+        const int64_t r = j + static_cast<int64_t>(rng.uniform(deg - j));
+        std::swap(perm[j], perm[r]);
+        emit(begin + perm[j]);
+      }
+    }
+    return;
+  }
+  if (replace) {
+    std::vector<double>& cumsum = scratch.cumsum;
+    cumsum.resize(deg);
+    double total = 0.0;
+    for (int64_t p = 0; p < deg; ++p) {
+      total += std::max(g.weights[begin + p], 0.f);
+      cumsum[p] = total;
+    }
+    for (int64_t j = 0; j < count; ++j) {
+      const double u = rng.uniform01() * total;
+      const int64_t p = std::lower_bound(cumsum.begin(), cumsum.begin() + deg, u) - cumsum.begin();
+      emit(begin + std::min(p, deg - 1));
+    }
+    return;
+  }
+  // Efraimidis-Spirakis: the `count` largest log(u) / w keys.
+  auto& keyed = scratch.keyed;
+  keyed.clear();
+  for (int64_t p = begin; p < end; ++p) {
+    const float w = g.weights[p];
+    if (w > 0.f) keyed.emplace_back(std::log(rng.uniform01()) / w, p);
+  }
+  if (count < static_cast<int64_t>(keyed.size())) {
+    std::nth_element(keyed.begin(), keyed.begin() + count, keyed.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+  }
+  for (int64_t j = 0; j < count; ++j) emit(keyed[j].second);
+}
+
+// One hop's draws: up to `k` neighbors (-1: all) of each of `num_seeds`
+// seeds (rows of `g`, in range). Planning takes a parallel pass over the
+// seeds (their first edge and count) and allocates the outputs; each chunk
+// is then drawn in two passes over independent entries, so that the CPU
+// keeps many cache misses in flight: the edge positions each seed draws
+// (random numbers only, written where its neighbors go), then the neighbors
+// (and edge ids) at those positions.
+template <typename index_t>
+class HopDraws {
+ public:
+  HopDraws(const kernels::CsrView<index_t>& g, const int64_t* seeds, int64_t num_seeds, int64_t k,
+           bool replace, int64_t rng_seed)
+      : g_(g),
+        num_seeds_(num_seeds),
+        k_(k),
+        replace_(replace),
+        rng_seed_(rng_seed),
+        first_(num_seeds),
+        degree_(num_seeds),
+        offsets_(num_seeds + 1, 0) {
+    counts = at::empty({num_seeds}, at::kLong);
+    int64_t* cnt = counts.data_ptr<int64_t>();
+    at::parallel_for(0, num_seeds, 1024, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        if (i + kPrefetchAhead < end) __builtin_prefetch(&g.indptr[seeds[i + kPrefetchAhead]]);
+        first_[i] = g.indptr[seeds[i]];
+        degree_[i] = g.indptr[seeds[i] + 1] - first_[i];
+        cnt[i] = kernels::sample_count(g, seeds[i], k, replace);
+      }
+    });
+    for (int64_t i = 0; i < num_seeds; ++i) offsets_[i + 1] = offsets_[i] + cnt[i];
+    nbrs = at::empty({total()}, at::kLong);
+    eids = at::empty({g.edge_ids ? total() : 0}, at::kLong);
+  }
+
+  int64_t total() const { return offsets_[num_seeds_]; }
+  // Seed i's neighbors are [offsets()[i], offsets()[i + 1]) of the outputs.
+  const int64_t* offsets() const { return offsets_.data(); }
+  int64_t num_chunks() const { return (num_seeds_ + kChunkSeeds - 1) / kChunkSeeds; }
+  int64_t chunk_begin(int64_t chunk) const { return chunk * kChunkSeeds; }
+  int64_t chunk_end(int64_t chunk) const {
+    return std::min(num_seeds_, (chunk + 1) * kChunkSeeds);
+  }
+
+  // Draws the neighbors of the seeds of one chunk.
+  void draw(int64_t chunk, Scratch& scratch) {
+    int64_t* out_nbr = nbrs.data_ptr<int64_t>();
+    int64_t* out_eid = g_.edge_ids ? eids.data_ptr<int64_t>() : nullptr;
+    const int64_t* cnt = counts.data_ptr<int64_t>();
+    const int64_t begin = chunk_begin(chunk), end = chunk_end(chunk);
+    for (int64_t i = begin; i < end; ++i) {
+      Rng rng(static_cast<uint64_t>(rng_seed_), static_cast<uint64_t>(i));
+      int64_t* pos = out_nbr + offsets_[i];
+      sample_one(g_, first_[i], degree_[i], k_, cnt[i], replace_, rng, scratch,
+                 [&](int64_t p) { *pos++ = p; });
+    }
+    const int64_t lo = offsets_[begin], hi = offsets_[end];
+    for (int64_t o = lo; o < hi; ++o) {
+      if (o + kPrefetchAhead < hi) __builtin_prefetch(&g_.indices[out_nbr[o + kPrefetchAhead]]);
+      const int64_t p = out_nbr[o];
+      if (out_eid) out_eid[o] = g_.edge_ids[p];
+      out_nbr[o] = static_cast<int64_t>(g_.indices[p]);
+    }
+  }
+
+  at::Tensor nbrs;    // [total()] neighbor ids
+  at::Tensor counts;  // [num_seeds] neighbors per seed
+  at::Tensor eids;    // [total()] edge ids, or empty without them
+
+ private:
+  kernels::CsrView<index_t> g_;
+  int64_t num_seeds_;
+  int64_t k_;
+  bool replace_;
+  int64_t rng_seed_;
+  std::vector<int64_t> first_, degree_, offsets_;
+};
+
+}  // namespace draws
+}  // namespace glt
