@@ -19,7 +19,10 @@ Driving the engine::
 
 ``MultiHopSampler.sample`` does exactly that for an answer that returns at
 once. A new sampler (another device, another storage) plugs in by answering
-``HopRequest`` s with ``NeighborOutput`` s.
+``HopRequest`` s with ``NeighborOutput`` s. A sampler whose topologies are
+on this machine's CPU also passes them as ``LocalDraws``: the inducer then
+draws each hop itself, relabelling the draws while they are drawn, with the
+batches the answers would give.
 """
 
 import contextlib
@@ -483,7 +486,7 @@ class MultiHopSampler:
     self,
     seed_dict: Dict[NodeType, torch.Tensor],
     inducer=None,
-    local: Optional['LocalDraws'] = None,
+    local: Optional[LocalDraws] = None,
   ) -> Generator[List[HopRequest], List[NeighborOutput], HopResult]:
     """Multi-hop sampling with the one-hop draws left to the caller.
 
@@ -580,7 +583,7 @@ class MultiHopSampler:
     return new_nodes
 
   def _draw_and_induce(
-    self, inducer, requests, local: 'LocalDraws', rows, cols
+    self, inducer, requests, local: LocalDraws, rows, cols
   ) -> Tuple[List[NeighborOutput], List[torch.Tensor]]:
     """Draws a hop's requests from ``local`` and adds them to ``inducer``
     in one pass (``Inducer.sample_induce_next``), as ``_induce`` does with
@@ -615,7 +618,7 @@ class MultiHopSampler:
     self,
     seed_dict: Dict[NodeType, torch.Tensor],
     answer: HopAnswer,
-    local: Optional['LocalDraws'] = None,
+    local: Optional[LocalDraws] = None,
   ) -> HopResult:
     """Samples every hop, each request answered by ``answer`` in turn, or
     drawn by the inducer from ``local`` where one is given and the inducer
