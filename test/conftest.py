@@ -42,6 +42,13 @@ def thread_count():
   torch.set_num_threads(n)
 
 
+@pytest.fixture(params=[1, 2, 4])
+def torch_threads(request, thread_count):
+  """Runs a test at 1, 2 and 4 torch threads; the value is the count."""
+  torch.set_num_threads(request.param)
+  return request.param
+
+
 @pytest.fixture(scope='session')
 def cora_root() -> Path:
   root = SHARED_DATASETS / 'planetoid'

@@ -58,16 +58,8 @@ def run(inducer, seeds, hops, in_place=False):
   return answers
 
 
-@pytest.fixture(params=[1, 2, 4])
-def threads(request):
-  before = torch.get_num_threads()
-  torch.set_num_threads(request.param)
-  yield request.param
-  torch.set_num_threads(before)
-
-
 @pytest.mark.parametrize('seed', [0, 1])
-def test_parallel_insert_relabels_as_a_sequential_one(threads, seed):
+def test_parallel_insert_relabels_as_a_sequential_one(torch_threads, seed):
   seeds, hops = random_hops(seed)
   # several chunks, above kMinParallelPositions
   assert max(nbrs.numel() for _, nbrs, _ in hops) > 3 * 16384
@@ -82,7 +74,7 @@ def test_parallel_insert_relabels_as_a_sequential_one(threads, seed):
   assert dense.local_ids(0, known).tolist() == list(range(known.numel()))
 
 
-def test_small_and_large_batches_reuse_one_map(threads):
+def test_small_and_large_batches_reuse_one_map(torch_threads):
   # A batch that used few of the ids resets them one by one, one that used
   # many refills the map: either way the next batch starts from empty.
   nbrs = torch.randint(0, NUM_IDS, (20,), generator=torch.Generator().manual_seed(3))
@@ -93,7 +85,7 @@ def test_small_and_large_batches_reuse_one_map(threads):
     assert run(dense, seeds, hops) == reference_hops(seeds, hops)
 
 
-def test_an_id_out_of_range_is_named_and_leaves_the_map_usable(threads):
+def test_an_id_out_of_range_is_named_and_leaves_the_map_usable(torch_threads):
   inducer = ops.Inducer(1, [NUM_IDS])
   inducer.init_nodes([torch.tensor([0])])
   nbrs = torch.arange(50_000) % NUM_IDS  # claims to leave behind, were it checked late

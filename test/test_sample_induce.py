@@ -27,14 +27,6 @@ def random_csr(num_rows, num_cols, num_edges, seed, dtype):
   return indptr.to(dtype), indices.to(dtype), eids, weights
 
 
-@pytest.fixture(params=[1, 2, 4])
-def threads(request):
-  before = torch.get_num_threads()
-  torch.set_num_threads(request.param)
-  yield request.param
-  torch.set_num_threads(before)
-
-
 def graph(dtype=torch.int64):
   return [
     random_csr(NUM_NODES[s], NUM_NODES[d], 25 * NUM_NODES[s], seed=i, dtype=dtype)
@@ -105,7 +97,7 @@ def relabel(known, srcs, nbrs, nums):
 @pytest.mark.parametrize(
   'flags', [(False, False, False), (True, False, False), (True, True, False), (False, True, True)]
 )
-def test_one_pass_hops_are_the_two_step_hops(threads, dense, flags):
+def test_one_pass_hops_are_the_two_step_hops(torch_threads, dense, flags):
   topos = graph()
   sizes = NUM_NODES if dense else []
   two_step, one_pass = ops.Inducer(2, sizes), ops.Inducer(2, sizes)
@@ -141,7 +133,7 @@ def test_one_pass_hops_are_the_two_step_hops(threads, dense, flags):
   assert max(c.numel() for c in prefixes[1]) > 32768
 
 
-def test_int32_topologies(threads):
+def test_int32_topologies(torch_threads):
   wide, narrow = graph(torch.int64), graph(torch.int32)
   seeds = [torch.arange(0, n, 3) for n in NUM_NODES]
   outs = []
@@ -194,7 +186,7 @@ def test_bad_requests_are_named_and_insert_nothing():
 
 
 @pytest.mark.parametrize('dense', [True, False])
-def test_a_corrupt_topology_raises_without_hanging_or_half_a_hop(threads, dense):
+def test_a_corrupt_topology_raises_without_hanging_or_half_a_hop(torch_threads, dense):
   # A neighbor id past the map (or negative, for the hash table) in a late
   # chunk: the chunks before it are inserted by then, on several threads.
   num_nodes = 3_000
@@ -211,7 +203,7 @@ def test_a_corrupt_topology_raises_without_hanging_or_half_a_hop(threads, dense)
   known = inducer.local_ids(0, torch.arange(num_nodes))
   seeds_alone = torch.where(torch.arange(num_nodes) % 2 == 0, torch.arange(num_nodes) // 2, -1)
   assert (known == -1).all() or torch.equal(known, seeds_alone)
-  assert (known == -1).all() == (threads < 4 or not dense)
+  assert (known == -1).all() == (torch_threads < 4 or not dense)
   # usable again
   indices[indptr[2_900] : indptr[2_901]] = 0
   seeds = inducer.init_nodes([torch.arange(num_nodes)])[0]
