@@ -17,14 +17,26 @@
 
 namespace glt {
 
-// A spinning thread's pause.
-inline void cpu_relax() {
+// A thread waiting for another's chunk: it pauses a while, then yields its
+// core (to the thread it waits for, where threads outnumber cores).
+class Backoff {
+ public:
+  void wait() {
+    if (++spins_ < kSpinsBeforeYield) {
 #if defined(__x86_64__) || defined(_M_X64)
-  _mm_pause();
-#else
-  std::this_thread::yield();
+      _mm_pause();
 #endif
-}
+      return;
+    }
+    spins_ = 0;
+    std::this_thread::yield();
+  }
+  void reset() { spins_ = 0; }
+
+ private:
+  static constexpr int kSpinsBeforeYield = 64;
+  int spins_ = 0;
+};
 
 // Runs produce(c, worker) once for each chunk c in [0, num_chunks) and
 // consume(c) once for each, in the order c = 0, 1, ...: consume(c) after
@@ -45,6 +57,7 @@ void produce_consume_in_order(int64_t num_chunks, int64_t threads, Produce&& pro
   std::mutex error_lock;
 
   auto work = [&](int64_t worker) {
+    Backoff backoff;
     try {
       while (!failed.load(std::memory_order_relaxed)) {
         int64_t c = next_to_consume.load(std::memory_order_acquire);
@@ -58,14 +71,16 @@ void produce_consume_in_order(int64_t num_chunks, int64_t threads, Produce&& pro
             next_to_consume.store(++c, std::memory_order_release);
           }
           consuming.store(false, std::memory_order_release);
+          backoff.reset();
           continue;
         }
         const int64_t p = next_to_produce.fetch_add(1, std::memory_order_relaxed);
         if (p < num_chunks) {
           produce(p, worker);
           produced[p].store(true, std::memory_order_release);
+          backoff.reset();
         } else {
-          cpu_relax();  // all taken: the last chunks are being produced or consumed
+          backoff.wait();  // all taken: the last chunks are being produced or consumed
         }
       }
     } catch (...) {
