@@ -66,6 +66,14 @@ def test_feature_gather_over_partitions_matches_indexing(part_dtype, thread_coun
   wrong = int((owner == 1).nonzero()[0])
   with pytest.raises(ValueError, match=f'id {wrong} has no feature row in partition 0'):
     features[0].cpu_get_partitioned(features, torch.tensor([0]), torch.tensor([wrong]))
+  # Every id is checked before a row is written: a bad id last leaves out as it was.
+  good = int((owner == 0).nonzero()[0])
+  into = torch.full((3, dim), 7.0)
+  with pytest.raises(ValueError, match=f'id {wrong} has no feature row in partition 0'):
+    features[0].cpu_get_partitioned(
+      features, torch.tensor([0, 0, 0]), torch.tensor([good, good, wrong]), out=into
+    )
+  assert bool((into == 7.0).all())
 
 
 def test_row_ranks_match_the_map():

@@ -25,12 +25,13 @@ at::Tensor gather_rows(const at::Tensor& table, const at::Tensor& ids,
                        const std::shared_ptr<BufferPool>& pool,
                        const std::optional<at::Tensor>& positions, int64_t num_out_rows);
 
-// Rows of `ids` from the tables of the partitions on this host, in one
-// pass: row i is row r of tables[p], p = parts[i], where r comes from
-// ranks[p] (row_ranks) when given, else id2index[p][ids[i]], else
-// ids[i] - offsets[p]. The rows of ids whose partition has no table are
-// left for the caller to fill. Into `out` when given, else into a buffer
-// from `pool` when one is given.
+// Rows of `ids` from the tables of the partitions on this host, without
+// grouping them by partition: row i is row r of tables[p], p = parts[i],
+// where r comes from ranks[p] (row_ranks) when given, else
+// id2index[p][ids[i]], else ids[i] - offsets[p]. The rows of ids whose
+// partition has no table are left for the caller to fill. Into `out` when
+// given, else into a buffer from `pool` when one is given; nothing is
+// written when an id has no row.
 at::Tensor gather_partitioned_rows(const std::vector<std::optional<at::Tensor>>& tables,
                                    const std::vector<std::optional<at::Tensor>>& id2index,
                                    const std::vector<std::optional<at::Tensor>>& ranks,

@@ -213,7 +213,7 @@ class Feature:
     out: Optional[torch.Tensor] = None,
   ) -> torch.Tensor:
     """Gathers the rows of ``ids`` from host memory, each from the table of
-    its partition, in one pass: row ``i`` comes from ``features[parts[i]]``
+    its partition, in one call: row ``i`` comes from ``features[parts[i]]``
     (this one among them; its buffer pool holds the output). The rows of ids
     whose partition has no Feature (``None``) are left for the caller to
     fill.

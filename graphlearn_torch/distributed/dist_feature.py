@@ -219,7 +219,7 @@ class DistFeature:
       return completed(self.local_get(ids, input_type).to(self.device))
     held, parts, remote = self._request_rows(ids, input_type)
     # The rows of the partitions on this host go straight to their places,
-    # in one pass; remote ones are copied in as they arrive.
+    # in one call; remote ones are copied in as they arrive.
     out = self._feature(input_type).cpu_get_partitioned(held, parts, ids)
     if not remote:
       return completed(out.to(self.device))
