@@ -186,8 +186,6 @@ at::Tensor gather_partitioned_rows(const std::vector<std::optional<at::Tensor>>&
   }
   const int64_t row_bytes = first->size(1) * first->element_size();
   if (n == 0 || row_bytes == 0) return out;
-  // Two passes: the lookups of the next rows would otherwise wait on the
-  // copies of the rows before them.
   std::unique_ptr<const char*[]> sources(new const char*[n]);  // resolve writes each
   AT_DISPATCH_INTEGRAL_TYPES(part_of.scalar_type(), "gather_partitioned_rows", [&] {
     resolve(plan, part_of.data_ptr<scalar_t>(), id.data_ptr<int64_t>(), n, row_bytes,
