@@ -1,0 +1,146 @@
+"""Feature lookup on the GPU beside plain copies of the same bytes.
+
+  python benchmarks/bench_gpu_feature.py [--gpu 0] [--dim 100] [--scale 1.0]
+
+The graph of bench_sampler.py (ogbn-products' size), a random fp32 table of
+``--dim`` columns (100: 980 MB), and the node sets of 8 sampled batches
+(glt NeighborSampler, fanout [15, 10, 5], 1024 random seeds; ids already on
+the GPU, as a GPU loader holds them). Rows, all measured in this run:
+  - UVA: ``Feature(table, split_ratio=0.0)``, every row in pinned host
+    memory, gathered by the GPU through UVA; beside a pinned host-to-device
+    copy of the same bytes (issue 20's target: 80% of it or more);
+  - GPU: ``split_ratio=1.0``, the whole table in GPU memory; beside a
+    device-to-device copy of the same bytes (target: 50% or more);
+  - split 0.2: the hottest fifth of the rows by in-degree in GPU memory,
+    the rest through UVA, as ``Dataset.init_node_features(...,
+    sort_func=sort_by_in_degree, split_ratio=0.2)`` places them; beside the
+    pinned host-to-device copy;
+  - CPU: ``Feature(table, with_gpu=False)`` on every core, beside
+    ``torch.index_select`` on the same ids.
+GB/s counts the gathered rows' bytes once. A machine without a GPU and the
+CUDA kernels prints the CPU row and says why the GPU rows are missing.
+"""
+
+import argparse
+import os
+import time
+from typing import Callable, List
+
+import torch
+from bench_gpu_sampler import describe_machine
+from bench_sampler import build_graph, make_seed_batches
+
+import graphlearn_torch as glt
+
+FANOUT = [15, 10, 5]
+NUM_BATCHES = 8
+
+
+def rate(fn: Callable[[torch.Tensor], object], id_sets: List[torch.Tensor], repeat: int, sync):
+  r"""Rows per second of ``fn`` over every id set, ``repeat`` times, after
+  one untimed round."""
+  for ids in id_sets:
+    fn(ids)
+  sync()
+  start = time.perf_counter()
+  for _ in range(repeat):
+    for ids in id_sets:
+      fn(ids)
+  sync()
+  return repeat * sum(ids.numel() for ids in id_sets) / (time.perf_counter() - start)
+
+
+def copy_of_rows(src: torch.Tensor, dst: torch.Tensor) -> Callable[[torch.Tensor], None]:
+  r"""Copies as many leading rows of ``src`` into ``dst`` as ``ids`` has:
+  the bytes a gather of ``ids`` moves, in one contiguous copy."""
+
+  def copy(ids: torch.Tensor) -> None:
+    n = ids.numel()
+    dst[:n].copy_(src[:n], non_blocking=True)
+
+  return copy
+
+
+def main():
+  p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  p.add_argument('--gpu', type=int, default=0)
+  p.add_argument('--dim', type=int, default=100)
+  p.add_argument('--scale', type=float, default=1.0, help='graph size relative to products')
+  p.add_argument('--repeat', type=int, default=5, help='timed rounds over the 8 node sets')
+  p.add_argument('--seed', type=int, default=0)
+  args = p.parse_args()
+  torch.set_num_threads(os.cpu_count() or 1)
+
+  print(describe_machine(args.gpu))
+  ds, num_edges, _, _ = build_graph(args.scale, args.seed)
+  sampler = glt.sampler.NeighborSampler(ds.graph, FANOUT, device='cpu', edge_dir='in', seed=0)
+  id_sets = [
+    sampler.sample_from_nodes(glt.sampler.NodeSamplerInput(seeds)).node
+    for seeds in make_seed_batches(ds.num_nodes(), NUM_BATCHES, 1024, args.seed)
+  ]
+  most = max(ids.numel() for ids in id_sets)
+  table = torch.randn(ds.num_nodes(), args.dim, generator=torch.Generator().manual_seed(0))
+  row_bytes = args.dim * table.element_size()
+  print(
+    f'graph: {ds.num_nodes():,} nodes, {num_edges:,} edges; table {tuple(table.shape)} fp32 '
+    f'({table.nbytes / 1e6:,.0f} MB); node sets of {NUM_BATCHES} batches: '
+    f'{sum(i.numel() for i in id_sets) / NUM_BATCHES:,.0f} ids on average'
+  )
+
+  rows = []  # (name, rows/s, peer name, peer rows/s)
+  cpu = glt.data.Feature(table, with_gpu=False)
+  rows.append(
+    (
+      'CPU gather',
+      rate(cpu.__getitem__, id_sets, args.repeat, lambda: None),
+      'torch.index_select',
+      rate(lambda ids: table.index_select(0, ids), id_sets, args.repeat, lambda: None),
+    )
+  )
+  if not torch.cuda.is_available():
+    print('GPU rows skipped: no GPU (torch.cuda.is_available() is False)')
+  elif not glt.data.Feature(table[:1], device=args.gpu).with_gpu:
+    print('GPU rows skipped: this build has no CUDA kernels')
+  else:
+    device = torch.device('cuda', args.gpu)
+    sync = torch.cuda.synchronize
+    gpu_ids = [ids.to(device) for ids in id_sets]
+    pinned = torch.empty(most, args.dim).pin_memory()
+    on_gpu = torch.empty(most, args.dim, device=device)
+    on_gpu_too = torch.empty(most, args.dim, device=device)
+    h2d = rate(copy_of_rows(pinned, on_gpu), gpu_ids, args.repeat, sync)
+    d2d = rate(copy_of_rows(on_gpu_too, on_gpu), gpu_ids, args.repeat, sync)
+    for name, ratio, peer_name, peer in (
+      ('UVA gather (split 0.0)', 0.0, 'pinned host-to-device copy', h2d),
+      ('GPU gather (split 1.0)', 1.0, 'device-to-device copy', d2d),
+    ):
+      feature = glt.data.Feature(table, split_ratio=ratio, device=args.gpu)
+      assert torch.equal(feature[gpu_ids[0][:1000]].cpu(), table[id_sets[0][:1000]])
+      rows.append((name, rate(feature.__getitem__, gpu_ids, args.repeat, sync), peer_name, peer))
+      del feature
+    ds.init_node_features(
+      table, sort_func=glt.data.sort_by_in_degree, split_ratio=0.2, device=args.gpu
+    )
+    mixed = ds.node_features
+    assert torch.equal(mixed[gpu_ids[0][:1000]].cpu(), table[id_sets[0][:1000]])
+    rows.append(
+      (
+        'mixed gather (split 0.2, by in-degree)',
+        rate(mixed.__getitem__, gpu_ids, args.repeat, sync),
+        'pinned host-to-device copy',
+        h2d,
+      )
+    )
+
+  print(f'\n{args.repeat} timed rounds over the {NUM_BATCHES} node sets; GB/s of gathered rows\n')
+  print('| gather | rows/s | GB/s | peer | peer GB/s | vs peer |')
+  print('|---|--:|--:|---|--:|--:|')
+  for name, ours, peer_name, peer in rows:
+    print(
+      f'| {name} | {ours / 1e6:,.1f} M | {ours * row_bytes / 1e9:,.2f} | {peer_name} | '
+      f'{peer * row_bytes / 1e9:,.2f} | {ours / peer:.2f}x |'
+    )
+
+
+if __name__ == '__main__':
+  main()

@@ -1,0 +1,133 @@
+"""GPU neighbor sampling beside the CPU sampler on an ogbn-products-size graph.
+
+  python benchmarks/bench_gpu_sampler.py [--gpu 0] [--batches 100] [--scale 1.0]
+
+The graph of bench_sampler.py (a seeded power-law graph with ogbn-products'
+size: 2,449,029 nodes, 123,718,280 directed edges), built once. Every row
+runs glt.sampler.NeighborSampler, fanout [15, 10, 5], on the same batches of
+1024 random seeds, in this run, on this machine:
+  - 'CUDA': the topology in GPU memory;
+  - 'ZERO_COPY': the topology in pinned host memory, read in place by the
+    GPU kernels (UVA);
+  - 'CPU' at 2 threads, and at every core of this machine.
+Ratios are to the CPU sampler at 2 threads (issue 20's target: 'CUDA' at
+20x or more in sampled edges/s). The GPU rows time whole batches, outputs
+on the GPU, from the first hop's launch to the last one's end
+(torch.cuda.synchronize). A machine without a GPU and the CUDA kernels
+prints the CPU rows and says why the GPU rows are missing.
+"""
+
+import argparse
+import os
+import platform
+import time
+from typing import Callable, List, Optional, Tuple
+
+import torch
+from bench_sampler import build_graph, make_seed_batches
+
+import graphlearn_torch as glt
+
+FANOUT = [15, 10, 5]
+WARMUP = 3  # batches per row before the timing starts
+
+
+def time_sampler(
+  sampler: glt.sampler.NeighborSampler,
+  seed_batches: List[torch.Tensor],
+  batches: int,
+  sync: Callable[[], None],
+) -> Tuple[float, float, float]:
+  r"""``(batches/s, sampled edges/s, edges per batch)`` over ``batches``
+  batches of ``sampler`` after WARMUP, the seed batches taken in turn."""
+  for seeds in seed_batches[:WARMUP]:
+    sampler.sample_from_nodes(glt.sampler.NodeSamplerInput(seeds))
+  sync()
+  edges = 0
+  start = time.perf_counter()
+  for i in range(batches):
+    out = sampler.sample_from_nodes(
+      glt.sampler.NodeSamplerInput(seed_batches[i % len(seed_batches)])
+    )
+    edges += out.row.numel()
+  sync()
+  seconds = time.perf_counter() - start
+  return batches / seconds, edges / seconds, edges / batches
+
+
+def gpu_graph(topo: glt.data.Topology, mode: str, gpu: int) -> Tuple[Optional[glt.data.Graph], str]:
+  r"""The topology placed for GPU sampling in ``mode``, or None and why not."""
+  if not torch.cuda.is_available():
+    return None, 'no GPU (torch.cuda.is_available() is False)'
+  graph = glt.data.Graph(topo, mode, device=gpu)
+  if graph.mode != mode:
+    return None, f'this build has no CUDA kernels: a {mode} graph runs as {graph.mode}'
+  graph.lazy_init()  # the copy to the GPU, or the pinning, out of the timed window
+  return graph, ''
+
+
+def describe_machine(gpu: int) -> str:
+  cpu = platform.processor() or platform.machine()
+  try:
+    with open('/proc/cpuinfo') as f:
+      cpu = next(line.split(':', 1)[1].strip() for line in f if line.startswith('model name'))
+  except (OSError, StopIteration):
+    pass
+  text = f'{os.cpu_count()} CPU cores ({cpu}), torch {torch.__version__}'
+  if torch.cuda.is_available():
+    text += f', CUDA {torch.version.cuda}, GPU {gpu}: {torch.cuda.get_device_name(gpu)}'
+  return text
+
+
+def main():
+  p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  p.add_argument('--gpu', type=int, default=0, help='the GPU to sample on')
+  p.add_argument('--batches', type=int, default=100, help='timed batches per row')
+  p.add_argument('--batch_size', type=int, default=1024)
+  p.add_argument('--scale', type=float, default=1.0, help='graph size relative to products')
+  p.add_argument('--seed', type=int, default=0)
+  args = p.parse_args()
+  cores = os.cpu_count() or 1
+  torch.set_num_threads(cores)
+
+  print(describe_machine(args.gpu))
+  ds, num_edges, gen_s, build_s = build_graph(args.scale, args.seed)
+  topo = ds.graph.topo
+  print(
+    f'graph: {ds.num_nodes():,} nodes, {num_edges:,} directed edges (generated in {gen_s:.1f} s, '
+    f'CSC built in {build_s:.1f} s); indptr and indices {topo.indices.dtype}'
+  )
+  seed_batches = make_seed_batches(ds.num_nodes(), args.batches, args.batch_size, args.seed)
+
+  rows = []  # (sampler, threads, (batches/s, edges/s, edges/batch))
+  for mode in ('CUDA', 'ZERO_COPY'):
+    graph, why = gpu_graph(topo, mode, args.gpu)
+    if graph is None:
+      print(f'{mode} row skipped: {why}')
+      continue
+    device = torch.device('cuda', args.gpu)
+    sampler = glt.sampler.NeighborSampler(
+      graph, FANOUT, device=device, edge_dir='in', seed=args.seed
+    )
+    rows.append(
+      (mode, '-', time_sampler(sampler, seed_batches, args.batches, torch.cuda.synchronize))
+    )
+  for threads in sorted({2, cores}):
+    torch.set_num_threads(threads)
+    sampler = glt.sampler.NeighborSampler(
+      ds.graph, FANOUT, device='cpu', edge_dir='in', seed=args.seed
+    )
+    rows.append(('CPU', threads, time_sampler(sampler, seed_batches, args.batches, lambda: None)))
+  base = next(r[2][1] for r in rows if r[0] == 'CPU' and r[1] == 2)
+
+  print(f'\nfanout {FANOUT}, batch {args.batch_size}, {args.batches} timed batches per row\n')
+  print('| sampler | CPU threads | batches/s | sampled edges/s | edges/batch | vs CPU, 2 threads |')
+  print('|---|--:|--:|--:|--:|--:|')
+  for name, threads, (bps, eps, epb) in rows:
+    print(
+      f'| {name} | {threads} | {bps:,.1f} | {eps / 1e6:,.2f} M | {epb:,.0f} | {eps / base:.2f}x |'
+    )
+
+
+if __name__ == '__main__':
+  main()
