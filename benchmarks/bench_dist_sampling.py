@@ -1,6 +1,6 @@
 """Distributed sampling throughput in worker mode vs the single-machine loader.
 
-  python benchmarks/bench_dist_sampling.py [--num_nodes 1000000] [--batches 200]
+  python benchmarks/bench_dist_sampling.py [--num_nodes 1000000] [--batches 200] [--gpu 0]
 
 Graph: the planted-community synthetic graph (glt.datasets.community_graph,
 1M nodes, about 10 directed edges per node, 32-dim features), METIS-partitioned
@@ -23,6 +23,12 @@ labels. Rows, all measured in this run:
     feature rows over RPC (GLT_SHARE_HOST_PARTITIONS=0), as they are between
     hosts: in the other rows, partitions on one host read each other's
     feature tables from shared memory.
+With --gpu, every loader samples and gathers on that GPU (GPU_PLACEMENT):
+the graph in GPU memory ('CUDA'), a fifth of each feature table's rows
+there too (on one machine the hottest by in-degree; in a partition its
+first rows, as DistDataset.load places them), the rest read through UVA;
+the sampling processes get the GPU (worker_devices) and the batches arrive
+on it.
 Every loader is timed after its first WARMUP batches, whose seconds are a
 column of their own: they carry one-time costs (the first touch of the
 sampling processes' output buffers and of the channel's memory, which this
@@ -34,6 +40,7 @@ import argparse
 import multiprocessing
 import os
 import time
+from typing import Optional
 
 import torch
 
@@ -43,6 +50,8 @@ SPAWN = multiprocessing.get_context('spawn')
 FANOUT = [15, 10, 5]
 BATCH = 1024
 WARMUP = 20  # batches per loader before the timing starts (see the docstring)
+# --gpu: where the graph and the feature rows go, on one machine and in every partition
+GPU_PLACEMENT = dict(graph_mode='CUDA', split_ratio=0.2)
 CACHE = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '.bench', 'dist_sampling')
 
 
@@ -81,19 +90,29 @@ def seed_batches(num_nodes: int, count: int, seed: int):
   return torch.randint(0, num_nodes, (count * BATCH,), generator=g)
 
 
-def single_machine_dataset(num_nodes: int) -> glt.data.Dataset:
+def single_machine_dataset(num_nodes: int, gpu: Optional[int]) -> glt.data.Dataset:
+  r"""The whole graph for the single-machine loader; with ``gpu``, on the GPU
+  path (GPU_PLACEMENT)."""
   data = make_graph(num_nodes)
   ds = glt.data.Dataset(edge_dir='in')
-  ds.init_graph(data.edge_index, graph_mode='CPU', num_nodes=data.num_nodes)
-  ds.init_node_features(data.x)
+  mode = GPU_PLACEMENT['graph_mode'] if gpu is not None else 'CPU'
+  ds.init_graph(data.edge_index, graph_mode=mode, device=gpu, num_nodes=data.num_nodes)
+  if gpu is None:
+    ds.init_node_features(data.x, with_gpu=False)
+  else:
+    ds.init_node_features(
+      data.x, sort_func=glt.data.sort_by_in_degree, split_ratio=GPU_PLACEMENT['split_ratio'],
+      device=gpu, with_gpu=True,
+    )  # fmt: skip
   ds.init_node_labels(data.y)
   return ds
 
 
-def single_machine(ds: glt.data.Dataset, batches: int):
+def single_machine(ds: glt.data.Dataset, batches: int, gpu: Optional[int]):
   torch.set_num_threads(2)
   seeds = seed_batches(ds.num_nodes(), batches + WARMUP, 0)
-  loader = glt.loader.NeighborLoader(ds, FANOUT, seeds, batch_size=BATCH, device='cpu')
+  device = torch.device('cuda', gpu) if gpu is not None else torch.device('cpu')
+  loader = glt.loader.NeighborLoader(ds, FANOUT, seeds, batch_size=BATCH, device=device)
   return timed(iter(loader), batches)
 
 
@@ -111,14 +130,14 @@ def timed(it, batches: int):
   return batches, edges, time.perf_counter() - start, warmup
 
 
-def time_loader(data, node_pb, rank: int, options, batches: int):
+def time_loader(data, node_pb, rank: int, options, batches: int, to_device=None):
   r"""Times ``batches`` batches (after WARMUP) of a DistNeighborLoader over
   this rank's own nodes; ``data`` is None on a server-client client."""
   owned = glt.partition.partition_book.owned_ids(node_pb, rank)
   seeds = owned[seed_batches(owned.numel(), batches + WARMUP, rank) % owned.numel()]
   loader = glt.distributed.DistNeighborLoader(
     data, FANOUT, seeds, batch_size=BATCH, edge_dir='in', collect_features=True,
-    worker_options=options,
+    worker_options=options, to_device=to_device,
   )  # fmt: skip
   try:
     return timed(iter(loader), batches)
@@ -126,7 +145,7 @@ def time_loader(data, node_pb, rank: int, options, batches: int):
     loader.shutdown()
 
 
-def trainer(rank, root, mode, num_workers, ports, batches, results, share):
+def trainer(rank, root, mode, num_workers, ports, batches, results, share, gpu):
   os.environ['GLT_SHARE_HOST_PARTITIONS'] = '1' if share else '0'  # its samplers inherit it
   torch.set_num_threads(1)
   dist = glt.distributed
@@ -138,20 +157,27 @@ def trainer(rank, root, mode, num_workers, ports, batches, results, share):
     options = dist.MpDistSamplingWorkerOptions(
       num_workers=num_workers, worker_concurrency=4, master_addr='127.0.0.1',
       master_port=ports[1], channel_size='512MB',
+      worker_devices=[torch.device('cuda', gpu)] if gpu is not None else None,
     )  # fmt: skip
-  ds = dist.DistDataset(edge_dir='in').load(root, rank, graph_mode='CPU')
-  results.put((rank, time_loader(ds, ds.node_pb, rank, options, batches)))
+  if gpu is None:
+    ds = dist.DistDataset(edge_dir='in').load(root, rank, graph_mode='CPU', feature_with_gpu=False)
+  else:
+    ds = dist.DistDataset(edge_dir='in').load(
+      root, rank, feature_with_gpu=True, device=gpu, **GPU_PLACEMENT
+    )
+  to_device = torch.device('cuda', gpu) if gpu is not None else None
+  results.put((rank, time_loader(ds, ds.node_pb, rank, options, batches, to_device)))
   if mode == 'collocated':
     dist.shutdown_rpc()
 
 
-def worker_mode(root: str, mode: str, num_workers: int, batches: int, share: bool = True):
+def worker_mode(
+  root: str, mode: str, num_workers: int, batches: int, gpu: Optional[int], share: bool = True
+):
   results = SPAWN.Queue()
   ports = (free_port(), free_port())
-  procs = [
-    SPAWN.Process(target=trainer, args=(r, root, mode, num_workers, ports, batches, results, share))
-    for r in range(2)
-  ]
+  args = (root, mode, num_workers, ports, batches, results, share, gpu)
+  procs = [SPAWN.Process(target=trainer, args=(r, *args)) for r in range(2)]
   return run_timed(procs, results, len(procs))
 
 
@@ -178,6 +204,9 @@ def main():
   p.add_argument('--num_nodes', type=int, default=1_000_000)
   p.add_argument('--batches', type=int, default=200, help='timed batches per loader')
   p.add_argument(
+    '--gpu', type=int, default=None, help='sample and gather on this GPU (GPU_PLACEMENT)'
+  )
+  p.add_argument(
     '--cache_ratio', type=float, default=0.25, help="the last row's cached remote rows (share)"
   )
   args = p.parse_args()
@@ -187,27 +216,30 @@ def main():
   # The machine's speed drifts (shared host): the single machine is
   # measured before the first row and after every row, and each row is
   # compared with the faster of the runs beside it.
-  ds = single_machine_dataset(args.num_nodes)
-  singles = [single_machine(ds, args.batches)]
+  ds = single_machine_dataset(args.num_nodes, args.gpu)
+  singles = [single_machine(ds, args.batches, args.gpu)]
   rows = []
 
   def measure(label: str, result) -> None:
-    singles.append(single_machine(ds, args.batches))
+    singles.append(single_machine(ds, args.batches, args.gpu))
     base = max(s[0] / s[2] for s in singles[-2:])
     rows.append((label, result, base))
 
   per_trainer = args.batches // 2
-  measure('worker mode, collocated', worker_mode(root, 'collocated', 1, per_trainer))
+  measure('worker mode, collocated', worker_mode(root, 'collocated', 1, per_trainer, args.gpu))
   for workers in (1, 2):
     label = f'worker mode, {workers} sampler(s)/trainer'
-    measure(label, worker_mode(root, 'mp', workers, per_trainer))
+    measure(label, worker_mode(root, 'mp', workers, per_trainer, args.gpu))
   cached = partition(args.num_nodes, args.cache_ratio)
   label = f'worker mode, 2 samplers, {args.cache_ratio:.0%} cache'
-  measure(label, worker_mode(cached, 'mp', 2, per_trainer))
+  measure(label, worker_mode(cached, 'mp', 2, per_trainer, args.gpu))
   measure(
-    'collocated, other partition on RPC', worker_mode(root, 'collocated', 1, per_trainer, False)
+    'collocated, other partition on RPC',
+    worker_mode(root, 'collocated', 1, per_trainer, args.gpu, False),
   )
-  measure('1 sampler, other partition on RPC', worker_mode(root, 'mp', 1, per_trainer, False))
+  measure(
+    '1 sampler, other partition on RPC', worker_mode(root, 'mp', 1, per_trainer, args.gpu, False)
+  )
   pooled = (*(sum(s[k] for s in singles) for k in range(3)), max(s[3] for s in singles))
   rows.insert(0, ('single machine NeighborLoader', pooled, pooled[0] / pooled[2]))
   print(
