@@ -90,6 +90,11 @@ def seed_batches(num_nodes: int, count: int, seed: int):
   return torch.randint(0, num_nodes, (count * BATCH,), generator=g)
 
 
+def cuda(gpu: Optional[int]) -> Optional[torch.device]:
+  r"""The device of ``--gpu``, or None for the CPU."""
+  return torch.device('cuda', gpu) if gpu is not None else None
+
+
 def single_machine_dataset(num_nodes: int, gpu: Optional[int]) -> glt.data.Dataset:
   r"""The whole graph for the single-machine loader; with ``gpu``, on the GPU
   path (GPU_PLACEMENT)."""
@@ -111,7 +116,7 @@ def single_machine_dataset(num_nodes: int, gpu: Optional[int]) -> glt.data.Datas
 def single_machine(ds: glt.data.Dataset, batches: int, gpu: Optional[int]):
   torch.set_num_threads(2)
   seeds = seed_batches(ds.num_nodes(), batches + WARMUP, 0)
-  device = torch.device('cuda', gpu) if gpu is not None else torch.device('cpu')
+  device = cuda(gpu) or torch.device('cpu')
   loader = glt.loader.NeighborLoader(ds, FANOUT, seeds, batch_size=BATCH, device=device)
   return timed(iter(loader), batches)
 
@@ -157,7 +162,7 @@ def trainer(rank, root, mode, num_workers, ports, batches, results, share, gpu):
     options = dist.MpDistSamplingWorkerOptions(
       num_workers=num_workers, worker_concurrency=4, master_addr='127.0.0.1',
       master_port=ports[1], channel_size='512MB',
-      worker_devices=[torch.device('cuda', gpu)] if gpu is not None else None,
+      worker_devices=[cuda(gpu)] if gpu is not None else None,
     )  # fmt: skip
   if gpu is None:
     ds = dist.DistDataset(edge_dir='in').load(root, rank, graph_mode='CPU', feature_with_gpu=False)
@@ -165,8 +170,7 @@ def trainer(rank, root, mode, num_workers, ports, batches, results, share, gpu):
     ds = dist.DistDataset(edge_dir='in').load(
       root, rank, feature_with_gpu=True, device=gpu, **GPU_PLACEMENT
     )
-  to_device = torch.device('cuda', gpu) if gpu is not None else None
-  results.put((rank, time_loader(ds, ds.node_pb, rank, options, batches, to_device)))
+  results.put((rank, time_loader(ds, ds.node_pb, rank, options, batches, cuda(gpu))))
   if mode == 'collocated':
     dist.shutdown_rpc()
 

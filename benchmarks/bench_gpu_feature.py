@@ -23,31 +23,16 @@ CUDA kernels prints the CPU row and says why the GPU rows are missing.
 
 import argparse
 import os
-import time
-from typing import Callable, List
+from typing import Callable
 
 import torch
 from bench_gpu_sampler import describe_machine
-from bench_sampler import build_graph, make_seed_batches
+from bench_sampler import build_graph, make_seed_batches, rows_per_s
 
 import graphlearn_torch as glt
 
 FANOUT = [15, 10, 5]
 NUM_BATCHES = 8
-
-
-def rate(fn: Callable[[torch.Tensor], object], id_sets: List[torch.Tensor], repeat: int, sync):
-  r"""Rows per second of ``fn`` over every id set, ``repeat`` times, after
-  one untimed round."""
-  for ids in id_sets:
-    fn(ids)
-  sync()
-  start = time.perf_counter()
-  for _ in range(repeat):
-    for ids in id_sets:
-      fn(ids)
-  sync()
-  return repeat * sum(ids.numel() for ids in id_sets) / (time.perf_counter() - start)
 
 
 def copy_of_rows(src: torch.Tensor, dst: torch.Tensor) -> Callable[[torch.Tensor], None]:
@@ -92,9 +77,9 @@ def main():
   rows.append(
     (
       'CPU gather',
-      rate(cpu.__getitem__, id_sets, args.repeat, lambda: None),
+      rows_per_s(cpu.__getitem__, id_sets, args.repeat),
       'torch.index_select',
-      rate(lambda ids: table.index_select(0, ids), id_sets, args.repeat, lambda: None),
+      rows_per_s(lambda ids: table.index_select(0, ids), id_sets, args.repeat),
     )
   )
   if not torch.cuda.is_available():
@@ -108,15 +93,17 @@ def main():
     pinned = torch.empty(most, args.dim).pin_memory()
     on_gpu = torch.empty(most, args.dim, device=device)
     on_gpu_too = torch.empty(most, args.dim, device=device)
-    h2d = rate(copy_of_rows(pinned, on_gpu), gpu_ids, args.repeat, sync)
-    d2d = rate(copy_of_rows(on_gpu_too, on_gpu), gpu_ids, args.repeat, sync)
+    h2d = rows_per_s(copy_of_rows(pinned, on_gpu), gpu_ids, args.repeat, sync)
+    d2d = rows_per_s(copy_of_rows(on_gpu_too, on_gpu), gpu_ids, args.repeat, sync)
     for name, ratio, peer_name, peer in (
       ('UVA gather (split 0.0)', 0.0, 'pinned host-to-device copy', h2d),
       ('GPU gather (split 1.0)', 1.0, 'device-to-device copy', d2d),
     ):
       feature = glt.data.Feature(table, split_ratio=ratio, device=args.gpu)
       assert torch.equal(feature[gpu_ids[0][:1000]].cpu(), table[id_sets[0][:1000]])
-      rows.append((name, rate(feature.__getitem__, gpu_ids, args.repeat, sync), peer_name, peer))
+      rows.append(
+        (name, rows_per_s(feature.__getitem__, gpu_ids, args.repeat, sync), peer_name, peer)
+      )
       del feature
     ds.init_node_features(
       table, sort_func=glt.data.sort_by_in_degree, split_ratio=0.2, device=args.gpu
@@ -126,7 +113,7 @@ def main():
     rows.append(
       (
         'mixed gather (split 0.2, by in-degree)',
-        rate(mixed.__getitem__, gpu_ids, args.repeat, sync),
+        rows_per_s(mixed.__getitem__, gpu_ids, args.repeat, sync),
         'pinned host-to-device copy',
         h2d,
       )

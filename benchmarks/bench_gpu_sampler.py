@@ -20,39 +20,14 @@ prints the CPU rows and says why the GPU rows are missing.
 import argparse
 import os
 import platform
-import time
-from typing import Callable, List, Optional, Tuple
+from typing import Optional, Tuple
 
 import torch
-from bench_sampler import build_graph, make_seed_batches
+from bench_sampler import build_graph, make_seed_batches, time_batches
 
 import graphlearn_torch as glt
 
 FANOUT = [15, 10, 5]
-WARMUP = 3  # batches per row before the timing starts
-
-
-def time_sampler(
-  sampler: glt.sampler.NeighborSampler,
-  seed_batches: List[torch.Tensor],
-  batches: int,
-  sync: Callable[[], None],
-) -> Tuple[float, float, float]:
-  r"""``(batches/s, sampled edges/s, edges per batch)`` over ``batches``
-  batches of ``sampler`` after WARMUP, the seed batches taken in turn."""
-  for seeds in seed_batches[:WARMUP]:
-    sampler.sample_from_nodes(glt.sampler.NodeSamplerInput(seeds))
-  sync()
-  edges = 0
-  start = time.perf_counter()
-  for i in range(batches):
-    out = sampler.sample_from_nodes(
-      glt.sampler.NodeSamplerInput(seed_batches[i % len(seed_batches)])
-    )
-    edges += out.row.numel()
-  sync()
-  seconds = time.perf_counter() - start
-  return batches / seconds, edges / seconds, edges / batches
 
 
 def gpu_graph(topo: glt.data.Topology, mode: str, gpu: int) -> Tuple[Optional[glt.data.Graph], str]:
@@ -99,7 +74,7 @@ def main():
   )
   seed_batches = make_seed_batches(ds.num_nodes(), args.batches, args.batch_size, args.seed)
 
-  rows = []  # (sampler, threads, (batches/s, edges/s, edges/batch))
+  rows = []  # (sampler, threads, time_batches(...))
   for mode in ('CUDA', 'ZERO_COPY'):
     graph, why = gpu_graph(topo, mode, args.gpu)
     if graph is None:
@@ -110,20 +85,20 @@ def main():
       graph, FANOUT, device=device, edge_dir='in', seed=args.seed
     )
     rows.append(
-      (mode, '-', time_sampler(sampler, seed_batches, args.batches, torch.cuda.synchronize))
+      (mode, '-', time_batches(sampler, seed_batches, args.batches, torch.cuda.synchronize))
     )
   for threads in sorted({2, cores}):
     torch.set_num_threads(threads)
     sampler = glt.sampler.NeighborSampler(
       ds.graph, FANOUT, device='cpu', edge_dir='in', seed=args.seed
     )
-    rows.append(('CPU', threads, time_sampler(sampler, seed_batches, args.batches, lambda: None)))
+    rows.append(('CPU', threads, time_batches(sampler, seed_batches, args.batches)))
   base = next(r[2][1] for r in rows if r[0] == 'CPU' and r[1] == 2)
 
   print(f'\nfanout {FANOUT}, batch {args.batch_size}, {args.batches} timed batches per row\n')
   print('| sampler | CPU threads | batches/s | sampled edges/s | edges/batch | vs CPU, 2 threads |')
   print('|---|--:|--:|--:|--:|--:|')
-  for name, threads, (bps, eps, epb) in rows:
+  for name, threads, (bps, eps, _, epb, _) in rows:
     print(
       f'| {name} | {threads} | {bps:,.1f} | {eps / 1e6:,.2f} M | {epb:,.0f} | {eps / base:.2f}x |'
     )

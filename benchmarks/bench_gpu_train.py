@@ -25,9 +25,10 @@ import argparse
 import os
 import sys
 import time
-from typing import Callable, Iterable, Tuple
+from typing import Callable, Tuple
 
 import torch
+from bench_gpu_sampler import describe_machine
 from torch_geometric.nn import GraphSAGE
 
 import graphlearn_torch as glt
@@ -39,32 +40,17 @@ import train_sage_ogbn_products as train_sage  # noqa: E402
 
 FANOUT = [15, 10, 5]
 BATCH = 1024
-WARMUP = 5  # batches before the timed epoch
+WARMUP = 5  # batches of the warm-up epoch before the timed one
 
 
-def time_epoch(model, loader: Iterable, warmup: Iterable, forward: Callable, lr: float, sync):
-  r"""``(seconds, batches)`` of one epoch of ``loader`` after training on
-  the ``warmup`` batches."""
+def time_epoch(model, loader, warmup, forward: Callable, lr: float) -> Tuple[float, int]:
+  r"""``(seconds, batches)`` of one epoch of ``loader`` after one over the
+  ``warmup`` loader, both by the example's ``train_epoch`` (its loss read
+  back every batch, as the example does)."""
   opt = torch.optim.Adam(model.parameters(), lr=lr)
-  for i, batch in enumerate(warmup):
-    if i == WARMUP:
-      break
-    step(model, opt, forward, batch)
-  sync()
-  batches = 0
-  start = time.perf_counter()
-  for batch in loader:
-    step(model, opt, forward, batch)
-    batches += 1
-  sync()
-  return time.perf_counter() - start, batches
-
-
-def step(model, opt, forward, batch) -> None:
-  opt.zero_grad()
-  out, y = forward(batch)
-  torch.nn.functional.cross_entropy(out, y).backward()
-  opt.step()
+  example_args.train_epoch(model, warmup, opt, forward, 'warm-up', False)
+  _, seconds = example_args.train_epoch(model, loader, opt, forward, 'epoch', False)
+  return seconds, len(loader)
 
 
 def glt_row(data, flags, args) -> Tuple[float, int]:
@@ -83,14 +69,12 @@ def glt_row(data, flags, args) -> Tuple[float, int]:
   model = GraphSAGE(
     data.num_features, ex.hidden, len(FANOUT), int(data.y.max()) + 1, dropout=ex.dropout
   ).to(device)
-  sync = torch.cuda.synchronize if device.type == 'cuda' else lambda: None
   return time_epoch(
     model,
     loader(data.train_idx),
     loader(data.train_idx[: WARMUP * BATCH]),
     example_args.seed_forward(model),
     ex.lr,
-    sync,
   )
 
 
@@ -109,14 +93,12 @@ def pyg_row(data, device: torch.device, args) -> Tuple[float, int]:
     device
   )
   forward = example_args.seed_forward(model)
-  sync = torch.cuda.synchronize if device.type == 'cuda' else lambda: None
   return time_epoch(
     model,
     loader(data.train_idx, args.workers),
     loader(data.train_idx[: WARMUP * BATCH], 0),
     lambda batch: forward(batch.to(device)),
     0.01,
-    sync,
   )
 
 
@@ -132,6 +114,7 @@ def main():
   gpu = torch.cuda.is_available()
   device = torch.device('cuda', args.gpu) if gpu else torch.device('cpu')
 
+  print(describe_machine(args.gpu))
   start = time.perf_counter()
   data = glt.datasets.community_graph(num_nodes=args.num_nodes, seed=args.seed)
   data.train_idx = data.train_mask.nonzero().view(-1)

@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Callable
 
 import numpy as np
 import torch
@@ -74,10 +75,14 @@ def make_seed_batches(num_nodes: int, batches: int, batch_size: int, seed: int):
   return [torch.randperm(num_nodes, generator=g)[:batch_size] for _ in range(min(batches, 8))]
 
 
-def bench_sampling(ds, seed_batches, batches: int, fanout, seed: int):
-  sampler = glt.sampler.NeighborSampler(ds.graph, fanout, device='cpu', edge_dir='in', seed=seed)
+def time_batches(sampler, seed_batches, batches: int, sync: Callable[[], None] = lambda: None):
+  """``(batches/s, sampled edges/s, nodes per batch, edges per batch, the
+  first 8 outputs)`` of ``batches`` batches of ``sampler`` after 3 warm-up
+  ones, the seed batches taken in turn; ``sync`` waits for a device's work
+  (``torch.cuda.synchronize`` for a GPU sampler)."""
   for s in seed_batches[:3]:  # warm-up
     sampler.sample_from_nodes(glt.sampler.NodeSamplerInput(s))
+  sync()
   edges = nodes = 0
   outs = []
   t = time.perf_counter()
@@ -88,9 +93,16 @@ def bench_sampling(ds, seed_batches, batches: int, fanout, seed: int):
     nodes += out.node.numel()
     if i < 8:
       outs.append(out)
+  sync()
   elapsed = time.perf_counter() - t
+  return batches / elapsed, edges / elapsed, nodes / batches, edges / batches, outs
+
+
+def bench_sampling(ds, seed_batches, batches: int, fanout, seed: int):
+  sampler = glt.sampler.NeighborSampler(ds.graph, fanout, device='cpu', edge_dir='in', seed=seed)
+  bps, eps, nodes_pb, edges_pb, outs = time_batches(sampler, seed_batches, batches)
   draws = draws_per_s(sampler, outs, fanout, repeat=max(1, batches // len(outs)))
-  return batches / elapsed, edges / elapsed, nodes / batches, edges / batches, outs, draws
+  return bps, eps, nodes_pb, edges_pb, outs, draws
 
 
 def draws_per_s(sampler, outs, fanout, repeat: int) -> float:
@@ -118,21 +130,28 @@ def random_reads_per_s(table: torch.Tensor, num_reads: int = 4_000_000, seed: in
   return num_reads / (time.perf_counter() - t)
 
 
+def rows_per_s(fn, id_batches, repeat: int, sync: Callable[[], None] = lambda: None) -> float:
+  """Rows per second of ``fn`` (a gather) over the id batches, ``repeat``
+  times, after one untimed call; ``sync`` waits for a device's work."""
+  fn(id_batches[0])
+  sync()
+  t = time.perf_counter()
+  for _ in range(repeat):
+    for ids in id_batches:
+      fn(ids)
+  sync()
+  return repeat * sum(ids.numel() for ids in id_batches) / (time.perf_counter() - t)
+
+
 def bench_gather(num_nodes: int, dim: int, id_batches, repeat: int):
   table = torch.randn(num_nodes, dim)
   feat = glt.data.Feature(table)
-  total = sum(ids.numel() for ids in id_batches) * repeat
-  results = {}
-  for name, fn in (
-    ('graphlearn_torch gather', lambda ids: feat[ids]),
-    ('torch.index_select', lambda ids: torch.index_select(table, 0, ids)),
-  ):
-    fn(id_batches[0])
-    t = time.perf_counter()
-    for _ in range(repeat):
-      for ids in id_batches:
-        fn(ids)
-    results[name] = total / (time.perf_counter() - t)
+  results = {
+    'graphlearn_torch gather': rows_per_s(feat.__getitem__, id_batches, repeat),
+    'torch.index_select': rows_per_s(
+      lambda ids: torch.index_select(table, 0, ids), id_batches, repeat
+    ),
+  }
   assert torch.equal(feat[id_batches[0]], table[id_batches[0]])
   return results, dim * table.element_size()
 
