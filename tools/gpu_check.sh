@@ -15,6 +15,8 @@
 #   racecheck  compute-sanitizer racecheck over the same (not in the default list)
 #   bench      benchmarks/bench_gpu_sampler.py and bench_gpu_feature.py
 #   train      benchmarks/bench_gpu_train.py (not in the default list)
+#   threads    benchmarks/bench_sampler.py --threads 1 2 4 8 16: issue 23's CPU sampler
+#              scaling on the machine's cores (not in the default list)
 #   dist       benchmarks/bench_dist_sampling.py --gpu 0 (not in the default list; its METIS
 #              partitioning needs pymetis: carry its wheel)
 #
@@ -75,6 +77,10 @@ stage_bench() {
 
 stage_train() {
   "$PY" benchmarks/bench_gpu_train.py
+}
+
+stage_threads() {
+  "$PY" benchmarks/bench_sampler.py --threads 1 2 4 8 16
 }
 
 stage_dist() {
