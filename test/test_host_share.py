@@ -301,3 +301,66 @@ def test_partitions_on_one_host_share_topologies_and_rows(tmp_path, share):
     assert ok is True, f'rank {rank}:\n{ok}'
     other = [1 - rank]
     assert peers == ((other, other, other) if share == '1' else ([], [], []))
+
+
+def one_call_worker(rank, port, root, hetero, queue):
+  r"""Samples the same seeds with a sampler that draws each hop of both
+  partitions in one call and with one that samples each partition's seeds
+  apart and stitches them; reports whether the batches are equal."""
+  os.environ['GLT_SHARE_HOST_PARTITIONS'] = '1'
+  dist = glt.distributed
+  try:
+    from graphlearn_torch.distributed.dist_neighbor_sampler import DistNeighborSampler
+    from graphlearn_torch.distributed.partition_service import PartitionService
+    from graphlearn_torch.sampler import NodeSamplerInput
+
+    dist.init_worker_group(2, rank, 'trainer')
+    dist.init_rpc('127.0.0.1', port, num_rpc_threads=2, rpc_timeout=60)
+    ds = dist.DistDataset(edge_dir='out').load(root, rank, graph_mode='CPU')
+    service = PartitionService(ds)
+    g = torch.Generator().manual_seed(rank)
+    if hetero:
+      seeds = NodeSamplerInput(torch.randint(0, 150, (90,), generator=g), 'user')
+      fanout = {etype: [3, 2] for etype in ds.get_edge_types()}
+    else:
+      seeds = NodeSamplerInput(torch.randint(0, 300, (200,), generator=g))
+      fanout = [4, 3, 2]
+    batches, one_call_here = [], []
+    for one_call in (True, False):
+      sampler = DistNeighborSampler(
+        ds, fanout, with_edge=True, edge_dir='out', seed=5, service=service
+      )
+      one_call_here.append(sampler.every_partition_here)
+      sampler.every_partition_here = one_call
+      try:
+        batches.append(sampler.sample_from_nodes(seeds, timeout=60))
+      finally:
+        sampler.shutdown_loop()
+    equal = batches[0].keys() == batches[1].keys() and all(
+      torch.equal(batches[0][k], batches[1][k]) for k in batches[0]
+    )
+    dist.barrier()
+    queue.put((rank, 'ok', (one_call_here, equal, len(batches[0]))))
+  except Exception:
+    queue.put((rank, traceback.format_exc(), None))
+  finally:
+    dist.shutdown_rpc(graceful=True, timeout=30)
+
+
+@pytest.mark.parametrize('hetero', [False, True])
+def test_one_call_hops_give_the_stitched_pieces(tmp_path, hetero):
+  from test_dist_sampling import free_port, partition, run_spawned
+
+  partition(str(tmp_path), 2, hetero=hetero)
+  queue = SPAWN.Queue()
+  port = free_port()
+  procs = [
+    SPAWN.Process(target=one_call_worker, args=(r, port, str(tmp_path), hetero, queue))
+    for r in range(2)
+  ]
+  for rank, status, found in sorted(run_spawned(procs, queue, TIMEOUT_S)):
+    assert status == 'ok', f'rank {rank}:\n{status}'
+    here, equal, num_fields = found
+    assert here == [True, True], 'both partitions are on this host'
+    assert equal, f'rank {rank}: the one-call hops differ from the stitched pieces'
+    assert num_fields > 4

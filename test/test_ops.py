@@ -10,7 +10,7 @@ import graphlearn_torch  # noqa: F401  (registers torch.ops.glt)
 
 OPS = ('coo_to_csr', 'sample_neighbors', 'sample_negative', 'has_edge', 'induced_subgraph',
        'gather_rows', 'bucket_by_partition', 'group_by_partition', 'scatter_rows_',
-       'stitch_neighbors')  # fmt: skip
+       'stitch_neighbors', 'sample_neighbors_partitioned')  # fmt: skip
 
 
 @pytest.mark.parametrize('op', OPS)
@@ -211,6 +211,92 @@ def test_stitch_neighbors_checks_its_pieces():
     stitch(3, [torch.tensor([0])], [torch.tensor([2])], [one], [])
   with pytest.raises(ValueError, match='one int64 edge id per neighbor'):
     stitch(3, [torch.tensor([0])], [one], [one], [torch.tensor([1, 2])])
+
+
+def partition_topologies(owner: torch.Tensor, dtype):
+  r"""A random graph's edges split by the partition ``owner`` gives their
+  row: one topology per partition over every row (rows it does not own
+  have no edges), with distinct edge ids and random weights."""
+  num_rows = owner.numel()
+  ei = random_edges(num_rows, num_rows, 20 * num_rows, seed=3)
+  g = torch.Generator().manual_seed(4)
+  out = []
+  for p in range(int(owner.max()) + 1):
+    mine = owner[ei[0]] == p
+    indptr, indices, perm = torch.ops.glt.coo_to_csr(ei[0][mine], ei[1][mine], num_rows, num_rows)
+    weights = torch.rand(indices.numel(), generator=g)
+    out.append((indptr.to(dtype), indices.to(dtype), (perm * 10 + p).contiguous(), weights))
+  return out
+
+
+@pytest.mark.parametrize('dtype', [torch.int64, torch.int32])
+@pytest.mark.parametrize('threads', [1, 2])
+def test_sample_neighbors_partitioned_is_each_partitions_draws_stitched(dtype, threads):
+  g = torch.Generator().manual_seed(6)
+  owner = torch.randint(0, 3, (500,), generator=g)
+  topos = partition_topologies(owner, dtype)
+  seeds = torch.randint(0, 500, (3000,), generator=g)  # several chunks of 256
+  parts = owner[seeds].to(torch.int8)
+  rng_seeds = [11, 22, 33]
+  old = torch.get_num_threads()
+  torch.set_num_threads(threads)
+  try:
+    for weighted, replace, k, with_edge in (
+      (False, False, 5, True),
+      (False, True, 5, False),
+      (True, False, 3, True),
+      (True, True, 4, False),
+      (False, False, -1, True),
+      (False, False, 0, False),
+      (False, False, 40, False),
+    ):
+      got = torch.ops.glt.sample_neighbors_partitioned(
+        [t[0] for t in topos], [t[1] for t in topos],
+        [t[2] if with_edge else None for t in topos],
+        [t[3] if weighted else None for t in topos],
+        parts, seeds, k, replace, rng_seeds,
+      )  # fmt: skip
+      pieces = []
+      for p, t in enumerate(topos):
+        pos = torch.nonzero(parts == p).view(-1)
+        nbr, num, edge = torch.ops.glt.sample_neighbors(
+          t[0], t[1], t[2] if with_edge else None, t[3] if weighted else None, seeds[pos], k,
+          replace, rng_seeds[p],
+        )  # fmt: skip
+        pieces.append((pos, num, nbr, edge))
+      want = torch.ops.glt.stitch_neighbors(
+        seeds.numel(), *([piece[j] for piece in pieces] for j in range(3)),
+        [piece[3] for piece in pieces] if with_edge else [],
+      )  # fmt: skip
+      assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+      assert torch.equal(got[2], want[2]) if with_edge else got[2].numel() == 0
+  finally:
+    torch.set_num_threads(old)
+
+
+def test_sample_neighbors_partitioned_checks_its_input():
+  owner = torch.tensor([0, 1, 0, 1, 2, 2])
+  topos = partition_topologies(owner, torch.int64)
+  op = torch.ops.glt.sample_neighbors_partitioned
+  indptrs, indices = [t[0] for t in topos], [t[1] for t in topos]
+  none = [None] * 3
+  seeds = torch.tensor([0, 1, 4])
+  parts = owner[seeds]
+  with pytest.raises(ValueError, match=r'seeds\[2\] \(4\) is in partition 2, which has no'):
+    op(indptrs[:2] + [None], indices[:2] + [None], none, none, parts, seeds, 2, False, [1, 2, 3])
+  with pytest.raises(ValueError, match=r'seeds\[1\] is 9, outside the 6 rows of partition 1'):
+    op(indptrs, indices, none, none, parts, torch.tensor([0, 9, 4]), 2, False, [1, 2, 3])
+  with pytest.raises(ValueError, match='of one length, got 3, 3, 3, 3 and 2'):
+    op(indptrs, indices, none, none, parts, seeds, 2, False, [1, 2])
+  with pytest.raises(ValueError, match="partition 1's topology is Int, the others' Long"):
+    op([indptrs[0], indptrs[1].int(), indptrs[2]], [indices[0], indices[1].int(), indices[2]],
+       none, none, parts, seeds, 2, False, [1, 2, 3])  # fmt: skip
+  with pytest.raises(ValueError, match='edge_ids must be given for every partition'):
+    op(indptrs, indices, [topos[0][2], None, None], none, parts, seeds, 2, False, [1, 2, 3])
+  with pytest.raises(ValueError, match='one entry per seed'):
+    op(indptrs, indices, none, none, parts[:2], seeds, 2, False, [1, 2, 3])
+  with pytest.raises(ValueError, match=r'seeds\[0\] \(0\) is in partition 5'):
+    op(indptrs, indices, none, none, torch.tensor([5, 1, 2]), seeds, 2, False, [1, 2, 3])
 
 
 def test_bucket_by_partition_of_nothing_and_of_bad_values():

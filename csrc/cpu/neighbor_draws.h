@@ -110,24 +110,47 @@ void sample_one(const kernels::CsrView<index_t>& g, int64_t begin, int64_t deg, 
 // keeps many cache misses in flight: the edge positions each seed draws
 // (random numbers only, written where its neighbors go), then the neighbors
 // (and edge ids) at those positions.
+//
+// The seeds may also be spread over the partitions of one host (the
+// partitioned constructor): seed i is a row of views[part[i]] and draws from
+// the stream of its rank among that partition's seeds under
+// rng_seeds[part[i]]. That gives, in seed order, the draws of each
+// partition's seeds sampled apart.
 template <typename index_t>
 class HopDraws {
  public:
+  // Seeds of one topology: seed i draws from stream i under `rng_seed`.
   HopDraws(const kernels::CsrView<index_t>& g, const int64_t* seeds, int64_t num_seeds, int64_t k,
            bool replace, int64_t rng_seed)
-      : g_(g),
+      : HopDraws({g}, nullptr, nullptr, seeds, num_seeds, k, replace, {rng_seed}) {}
+
+  // Seeds of several partitions: seed i is a row of views[part[i]] and
+  // draws from stream stream[i] (its rank among that partition's seeds)
+  // under rng_seeds[part[i]]. The caller has checked that every part[i]
+  // names a view with a topology and every seed is a row of it; edge ids
+  // (weights) are in every such view or in none.
+  HopDraws(std::vector<kernels::CsrView<index_t>> views, const int32_t* part, const int64_t* stream,
+           const int64_t* seeds, int64_t num_seeds, int64_t k, bool replace,
+           std::vector<int64_t> rng_seeds)
+      : views_(std::move(views)),
+        part_(part),
+        stream_(stream),
         num_seeds_(num_seeds),
         k_(k),
         replace_(replace),
-        rng_seed_(rng_seed),
+        rng_seeds_(std::move(rng_seeds)),
+        with_edge_(false),
         first_(num_seeds),
         degree_(num_seeds),
         offsets_(num_seeds + 1, 0) {
+    for (const auto& g : views_) with_edge_ |= g.edge_ids != nullptr;
     counts = at::empty({num_seeds}, at::kLong);
     int64_t* cnt = counts.data_ptr<int64_t>();
     at::parallel_for(0, num_seeds, 1024, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
-        if (i + kPrefetchAhead < end) __builtin_prefetch(&g.indptr[seeds[i + kPrefetchAhead]]);
+        if (i + kPrefetchAhead < end)
+          __builtin_prefetch(&view(i + kPrefetchAhead).indptr[seeds[i + kPrefetchAhead]]);
+        const auto& g = view(i);
         first_[i] = g.indptr[seeds[i]];
         degree_[i] = g.indptr[seeds[i] + 1] - first_[i];
         cnt[i] = kernels::sample_count(g, seeds[i], k, replace);
@@ -135,7 +158,7 @@ class HopDraws {
     });
     for (int64_t i = 0; i < num_seeds; ++i) offsets_[i + 1] = offsets_[i] + cnt[i];
     nbrs = at::empty({total()}, at::kLong);
-    eids = at::empty({g.edge_ids ? total() : 0}, at::kLong);
+    eids = at::empty({with_edge_ ? total() : 0}, at::kLong);
   }
 
   int64_t total() const { return offsets_[num_seeds_]; }
@@ -143,28 +166,14 @@ class HopDraws {
   const int64_t* offsets() const { return offsets_.data(); }
   int64_t num_chunks() const { return (num_seeds_ + kChunkSeeds - 1) / kChunkSeeds; }
   int64_t chunk_begin(int64_t chunk) const { return chunk * kChunkSeeds; }
-  int64_t chunk_end(int64_t chunk) const {
-    return std::min(num_seeds_, (chunk + 1) * kChunkSeeds);
-  }
+  int64_t chunk_end(int64_t chunk) const { return std::min(num_seeds_, (chunk + 1) * kChunkSeeds); }
 
   // Draws the neighbors of the seeds of one chunk.
   void draw(int64_t chunk, Scratch& scratch) {
-    int64_t* out_nbr = nbrs.data_ptr<int64_t>();
-    int64_t* out_eid = g_.edge_ids ? eids.data_ptr<int64_t>() : nullptr;
-    const int64_t* cnt = counts.data_ptr<int64_t>();
-    const int64_t begin = chunk_begin(chunk), end = chunk_end(chunk);
-    for (int64_t i = begin; i < end; ++i) {
-      Rng rng(static_cast<uint64_t>(rng_seed_), static_cast<uint64_t>(i));
-      int64_t* pos = out_nbr + offsets_[i];
-      sample_one(g_, first_[i], degree_[i], k_, cnt[i], replace_, rng, scratch,
-                 [&](int64_t p) { *pos++ = p; });
-    }
-    const int64_t lo = offsets_[begin], hi = offsets_[end];
-    for (int64_t o = lo; o < hi; ++o) {
-      if (o + kPrefetchAhead < hi) __builtin_prefetch(&g_.indices[out_nbr[o + kPrefetchAhead]]);
-      const int64_t p = out_nbr[o];
-      if (out_eid) out_eid[o] = g_.edge_ids[p];
-      out_nbr[o] = static_cast<int64_t>(g_.indices[p]);
+    if (part_) {
+      draw_chunk<true>(chunk, scratch);
+    } else {
+      draw_chunk<false>(chunk, scratch);
     }
   }
 
@@ -173,11 +182,60 @@ class HopDraws {
   at::Tensor eids;    // [total()] edge ids, or empty without them
 
  private:
-  kernels::CsrView<index_t> g_;
+  const kernels::CsrView<index_t>& view(int64_t i) const {
+    return part_ ? views_[part_[i]] : views_[0];
+  }
+
+  // draw() for one topology, or for several (kPartitioned): the first pass
+  // writes where each drawn edge is (its position; with several topologies,
+  // the address of its neighbor and of its edge id), the second the
+  // neighbors (and edge ids) found there.
+  template <bool kPartitioned>
+  void draw_chunk(int64_t chunk, Scratch& scratch) {
+    int64_t* out_nbr = nbrs.data_ptr<int64_t>();
+    int64_t* out_eid = with_edge_ ? eids.data_ptr<int64_t>() : nullptr;
+    const int64_t* cnt = counts.data_ptr<int64_t>();
+    const kernels::CsrView<index_t> one = views_[0];
+    const int64_t begin = chunk_begin(chunk), end = chunk_end(chunk);
+    for (int64_t i = begin; i < end; ++i) {
+      const auto& g = kPartitioned ? views_[part_[i]] : one;
+      Rng rng(static_cast<uint64_t>(kPartitioned ? rng_seeds_[part_[i]] : rng_seeds_[0]),
+              static_cast<uint64_t>(kPartitioned ? stream_[i] : i));
+      int64_t* pos = out_nbr + offsets_[i];
+      int64_t* epos = kPartitioned && out_eid ? out_eid + offsets_[i] : nullptr;
+      sample_one(g, first_[i], degree_[i], k_, cnt[i], replace_, rng, scratch, [&](int64_t p) {
+        if constexpr (kPartitioned) {
+          *pos++ = reinterpret_cast<intptr_t>(g.indices + p);
+          if (epos) *epos++ = reinterpret_cast<intptr_t>(g.edge_ids + p);
+        } else {
+          *pos++ = p;
+        }
+      });
+    }
+    const int64_t lo = offsets_[begin], hi = offsets_[end];
+    for (int64_t o = lo; o < hi; ++o) {
+      if constexpr (kPartitioned) {
+        if (o + kPrefetchAhead < hi)
+          __builtin_prefetch(reinterpret_cast<const index_t*>(out_nbr[o + kPrefetchAhead]));
+        if (out_eid) out_eid[o] = *reinterpret_cast<const int64_t*>(out_eid[o]);
+        out_nbr[o] = static_cast<int64_t>(*reinterpret_cast<const index_t*>(out_nbr[o]));
+      } else {
+        if (o + kPrefetchAhead < hi) __builtin_prefetch(&one.indices[out_nbr[o + kPrefetchAhead]]);
+        const int64_t p = out_nbr[o];
+        if (out_eid) out_eid[o] = one.edge_ids[p];
+        out_nbr[o] = static_cast<int64_t>(one.indices[p]);
+      }
+    }
+  }
+
+  std::vector<kernels::CsrView<index_t>> views_;
+  const int32_t* part_;    // null: one topology
+  const int64_t* stream_;  // with part_: each seed's rank in its partition
   int64_t num_seeds_;
   int64_t k_;
   bool replace_;
-  int64_t rng_seed_;
+  std::vector<int64_t> rng_seeds_;  // one per view
+  bool with_edge_;
   std::vector<int64_t> first_, degree_, offsets_;
 };
 

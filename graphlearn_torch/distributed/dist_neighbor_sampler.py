@@ -6,9 +6,10 @@ sampled here by the C++ sampler, the others by one RPC per owning partition
 (sent first, so they run while the local part is drawn);
 the pieces are stitched back in frontier order and handed back to the
 multi-hop engine that single-machine sampling drives too
-(``MultiHopSampler.sample_steps``). Batches run as coroutines on an event
-loop, ``concurrency`` at a time, and leave as channel messages
-(``distributed.message``) with their features and labels.
+(``MultiHopSampler.sample_steps``). Where every partition's topology is
+here, one call draws the whole hop, as the pieces would give it. Batches
+run as coroutines on an event loop, ``concurrency`` at a time, and leave as
+channel messages (``distributed.message``) with their features and labels.
 """
 
 import asyncio
@@ -145,6 +146,7 @@ class DistNeighborSampler(ConcurrentEventLoop):
     self.partition_idx = data.partition_idx
     self.service = service if service is not None else PartitionService(data)
     check_graphs(self.service.dist_graph.local_graphs(), edge_dir, with_weight)
+    self.every_partition_here = self.service.samples_every_partition()
     self.random = RandomStream(seed)
     self.engine = MultiHopSampler(self.service.schema, num_neighbors, with_edge, self.random)
 
@@ -223,7 +225,27 @@ class DistNeighborSampler(ConcurrentEventLoop):
       seeds, fanout, etype, with_edge, with_weight, self.random.kernel_seed(), partition
     )
 
+  def _one_hop_every_partition(self, request: HopRequest) -> NeighborOutput:
+    # Every partition runs here: one call draws the hop, as sampling each
+    # partition's seeds apart (a kernel seed per partition with seeds, in
+    # partition order, as _on_owners runs them) and stitching them would.
+    self.service.check_host_peers()
+    book = self.service.dist_graph.node_book(self.engine.schema.seed_type(request.etype))
+    parts = book.partitions(request.seeds)
+    counts = torch.bincount(parts, minlength=self.num_partitions).tolist()
+    return self.service.sample_one_hop_partitioned(
+      request.seeds,
+      parts,
+      request.fanout,
+      request.etype,
+      [self.random.kernel_seed() if n else 0 for n in counts],
+      self.with_edge,
+      self.with_weight,
+    )
+
   async def _answer(self, request: HopRequest) -> NeighborOutput:
+    if self.every_partition_here:
+      return self._one_hop_every_partition(request)
     seeds = request.seeds
     parts = await self._on_owners(
       self.engine.schema.seed_type(request.etype),

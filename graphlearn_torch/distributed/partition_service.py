@@ -232,6 +232,54 @@ class PartitionService:
     # the pieces of a hop meet on the CPU.
     return sample_one_hop(topo, seeds, fanout, rng_seed, with_edge, with_weight).to('cpu')
 
+  def samples_every_partition(self) -> bool:
+    r"""Whether every partition's steps run in this process, on the CPU
+    (this partition and the others mapped from this host): a hop's seeds
+    are then drawn in one call (``sample_one_hop_partitioned``)."""
+    graphs = self.dist_graph.local_graphs().values()
+    return all(g.mode == 'CPU' for g in graphs) and all(
+      self.runs_here(p) for p in range(self.num_partitions)
+    )
+
+  def sample_one_hop_partitioned(
+    self,
+    seeds: torch.Tensor,
+    parts: torch.Tensor,
+    fanout: int,
+    etype: EdgeType,
+    rng_seeds: List[int],
+    with_edge: bool = False,
+    with_weight: bool = False,
+  ) -> NeighborOutput:
+    r"""``sample_one_hop`` for seeds of several partitions at once, when
+    ``samples_every_partition``: seed i is drawn from partition
+    ``parts[i]``, the draws those of sampling each partition's seeds apart
+    (in order, with ``rng_seed=rng_seeds[p]``), in seed order.
+
+    Args:
+      seeds: the seeds.
+      parts: each seed's partition (any integer dtype).
+      fanout: neighbors per seed.
+      etype: the edge type.
+      rng_seeds: a kernel seed per partition (unused for partitions
+        without seeds).
+      with_edge: return the sampled edges' ids.
+      with_weight: draw proportionally to edge weights.
+    """
+    topologies = [self._topology(etype, p) for p in range(self.num_partitions)]
+    nbr, nbr_num, eid = torch.ops.glt.sample_neighbors_partitioned(
+      [t.indptr for t in topologies],
+      [t.indices for t in topologies],
+      [t.edge_ids if with_edge else None for t in topologies],
+      [t.edge_weights if with_weight else None for t in topologies],
+      parts,
+      seeds,
+      int(fanout),
+      False,
+      rng_seeds,
+    )
+    return NeighborOutput(nbr, nbr_num, eid if with_edge else None)
+
   def has_edge(
     self, rows: torch.Tensor, cols: torch.Tensor, etype: EdgeType, partition: Optional[int] = None
   ) -> torch.Tensor:
