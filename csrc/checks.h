@@ -80,6 +80,16 @@ inline int64_t check_csr(const at::Tensor& indptr, const at::Tensor& indices) {
   return num_rows;
 }
 
+// Checks `parts`, the partition of each of `ids` (each a `what`, e.g.
+// "seed"): 1-D, on the CPU, of an integer dtype, one entry per id.
+inline void check_partition_of_each(const at::Tensor& parts, const at::Tensor& ids,
+                                    const char* what) {
+  TORCH_CHECK_VALUE(parts.dim() == 1 && parts.numel() == ids.numel() && parts.device().is_cpu() &&
+                        at::isIntegralType(parts.scalar_type(), /*includeBool=*/false),
+                    "parts must be a 1-D CPU integer tensor with one entry per ", what, " (",
+                    ids.numel(), "), got ", parts.scalar_type(), " of shape ", parts.sizes());
+}
+
 // Checks optional per-edge edge ids (int64) and weights (float32).
 inline void check_edge_data(const c10::optional<at::Tensor>& edge_ids,
                             const c10::optional<at::Tensor>& edge_weights,

@@ -253,16 +253,23 @@ def in_place_neighbors_are_the_graphs(service, graph, rank) -> bool:
   return got == want
 
 
-def feature_worker(rank, port, root, share, queue):
+def host_partition(rank, port, root, share):
+  r"""This rank's partition of ``root`` (one of 2 on this host, sharing
+  with the other when ``share`` is '1') and its PartitionService."""
+  from graphlearn_torch.distributed.partition_service import PartitionService
+
   os.environ['GLT_SHARE_HOST_PARTITIONS'] = share
   dist = glt.distributed
-  try:
-    from graphlearn_torch.distributed.partition_service import PartitionService
+  dist.init_worker_group(2, rank, 'trainer')
+  dist.init_rpc('127.0.0.1', port, num_rpc_threads=2, rpc_timeout=60)
+  ds = dist.DistDataset(edge_dir='out').load(root, rank, graph_mode='CPU')
+  return ds, PartitionService(ds)
 
-    dist.init_worker_group(2, rank, 'trainer')
-    dist.init_rpc('127.0.0.1', port, num_rpc_threads=2, rpc_timeout=60)
-    ds = dist.DistDataset(edge_dir='out').load(root, rank, graph_mode='CPU')
-    service = PartitionService(ds)
+
+def feature_worker(rank, port, root, share, queue):
+  dist = glt.distributed
+  try:
+    ds, service = host_partition(rank, port, root, share)
     graph = torch.load(os.path.join(root, 'full.pt'), weights_only=False)
     g = torch.Generator().manual_seed(rank)
     ids = torch.randint(0, graph['num_nodes'], (500,), generator=g)
@@ -285,18 +292,22 @@ def feature_worker(rank, port, root, share, queue):
     dist.shutdown_rpc(graceful=True, timeout=30)
 
 
-@pytest.mark.parametrize('share', ['1', '0'])
-def test_partitions_on_one_host_share_topologies_and_rows(tmp_path, share):
+def run_on_two_partitions(root: str, hetero: bool, worker, arg):
+  r"""Partitions test_dist_sampling's graph in 2 under ``root`` and runs
+  ``worker(rank, port, root, arg, queue)`` for both ranks; returns their
+  reports in rank order."""
   from test_dist_sampling import free_port, partition, run_spawned
 
-  partition(str(tmp_path), 2, hetero=False)
+  partition(root, 2, hetero=hetero)
   queue = SPAWN.Queue()
   port = free_port()
-  procs = [
-    SPAWN.Process(target=feature_worker, args=(r, port, str(tmp_path), share, queue))
-    for r in range(2)
-  ]
-  reports = sorted(run_spawned(procs, queue, TIMEOUT_S))
+  procs = [SPAWN.Process(target=worker, args=(r, port, root, arg, queue)) for r in range(2)]
+  return sorted(run_spawned(procs, queue, TIMEOUT_S))
+
+
+@pytest.mark.parametrize('share', ['1', '0'])
+def test_partitions_on_one_host_share_topologies_and_rows(tmp_path, share):
+  reports = run_on_two_partitions(str(tmp_path), False, feature_worker, share)
   for rank, ok, peers in reports:
     assert ok is True, f'rank {rank}:\n{ok}'
     other = [1 - rank]
@@ -307,17 +318,12 @@ def one_call_worker(rank, port, root, hetero, queue):
   r"""Samples the same seeds with a sampler that draws each hop of both
   partitions in one call and with one that samples each partition's seeds
   apart and stitches them; reports whether the batches are equal."""
-  os.environ['GLT_SHARE_HOST_PARTITIONS'] = '1'
   dist = glt.distributed
   try:
     from graphlearn_torch.distributed.dist_neighbor_sampler import DistNeighborSampler
-    from graphlearn_torch.distributed.partition_service import PartitionService
     from graphlearn_torch.sampler import NodeSamplerInput
 
-    dist.init_worker_group(2, rank, 'trainer')
-    dist.init_rpc('127.0.0.1', port, num_rpc_threads=2, rpc_timeout=60)
-    ds = dist.DistDataset(edge_dir='out').load(root, rank, graph_mode='CPU')
-    service = PartitionService(ds)
+    ds, service = host_partition(rank, port, root, '1')
     g = torch.Generator().manual_seed(rank)
     if hetero:
       seeds = NodeSamplerInput(torch.randint(0, 150, (90,), generator=g), 'user')
@@ -349,16 +355,7 @@ def one_call_worker(rank, port, root, hetero, queue):
 
 @pytest.mark.parametrize('hetero', [False, True])
 def test_one_call_hops_give_the_stitched_pieces(tmp_path, hetero):
-  from test_dist_sampling import free_port, partition, run_spawned
-
-  partition(str(tmp_path), 2, hetero=hetero)
-  queue = SPAWN.Queue()
-  port = free_port()
-  procs = [
-    SPAWN.Process(target=one_call_worker, args=(r, port, str(tmp_path), hetero, queue))
-    for r in range(2)
-  ]
-  for rank, status, found in sorted(run_spawned(procs, queue, TIMEOUT_S)):
+  for rank, status, found in run_on_two_partitions(str(tmp_path), hetero, one_call_worker, hetero):
     assert status == 'ok', f'rank {rank}:\n{status}'
     here, equal, num_fields = found
     assert here == [True, True], 'both partitions are on this host'

@@ -125,10 +125,7 @@ at::Tensor gather_partitioned_rows(const std::vector<std::optional<at::Tensor>>&
       num_parts, ", ", id2index.size(), ", ", ranks.size(), " and ", offsets.size());
   check_index(ids, "ids");
   TORCH_CHECK_VALUE(ids.device().is_cpu(), "ids must be a CPU tensor");
-  TORCH_CHECK_VALUE(parts.dim() == 1 && parts.numel() == ids.numel() && parts.device().is_cpu() &&
-                        at::isIntegralType(parts.scalar_type(), /*includeBool=*/false),
-                    "parts must be a 1-D CPU integer tensor with one entry per id (",
-                    ids.numel(), "), got ", parts.scalar_type(), " of shape ", parts.sizes());
+  check_partition_of_each(parts, ids, "id");
   const at::Tensor* first = nullptr;
   for (const auto& t : tables) {
     if (t.has_value() && t->defined()) {

@@ -144,10 +144,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_partitioned_kern
       checked_partitions(indptrs, indices, edge_ids, edge_weights, rng_seeds.size());
   check_index(seeds, "seeds");
   TORCH_CHECK_VALUE(seeds.device().is_cpu(), "seeds must be a CPU tensor");
-  TORCH_CHECK_VALUE(parts.dim() == 1 && parts.numel() == seeds.numel() && parts.device().is_cpu() &&
-                        at::isIntegralType(parts.scalar_type(), /*includeBool=*/false),
-                    "parts must be a 1-D CPU integer tensor with one entry per seed (",
-                    seeds.numel(), "), got ", parts.scalar_type(), " of shape ", parts.sizes());
+  check_partition_of_each(parts, seeds, "seed");
   TORCH_CHECK_VALUE(num_neighbors >= -1, "num_neighbors must be -1 (all) or >= 0, got ",
                     num_neighbors);
   const auto seed_t = seeds.contiguous();
