@@ -9,6 +9,7 @@
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
+#include <utility>
 #include <vector>
 
 #include "../checks.h"
@@ -33,11 +34,17 @@ struct PartitionTopology {
   int64_t num_rows = -1;  // -1: none
 };
 
-std::vector<PartitionTopology> checked_partitions(
-    const c10::List<std::optional<at::Tensor>>& indptrs,
-    const c10::List<std::optional<at::Tensor>>& indices,
-    const c10::List<std::optional<at::Tensor>>& edge_ids,
-    const c10::List<std::optional<at::Tensor>>& edge_weights, int64_t num_rng_seeds) {
+// The partitions' topologies, checked, and their index dtype (one for all).
+struct PartitionTopologies {
+  std::vector<PartitionTopology> parts;
+  at::ScalarType dtype;
+};
+
+PartitionTopologies checked_partitions(const c10::List<std::optional<at::Tensor>>& indptrs,
+                                       const c10::List<std::optional<at::Tensor>>& indices,
+                                       const c10::List<std::optional<at::Tensor>>& edge_ids,
+                                       const c10::List<std::optional<at::Tensor>>& edge_weights,
+                                       int64_t num_rng_seeds) {
   const size_t n = indptrs.size();
   TORCH_CHECK_VALUE(n >= 1, "sample_neighbors_partitioned needs at least one partition");
   TORCH_CHECK_VALUE(indices.size() == n && edge_ids.size() == n && edge_weights.size() == n &&
@@ -74,7 +81,7 @@ std::vector<PartitionTopology> checked_partitions(
     with_weight = t.edge_weights.has_value();
   }
   TORCH_CHECK_VALUE(dtype.has_value(), "sample_neighbors_partitioned needs a partition's topology");
-  return parts;
+  return {std::move(parts), *dtype};
 }
 
 // Each seed's partition (narrowed) and its rank among that partition's
@@ -148,20 +155,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_partitioned_kern
   TORCH_CHECK_VALUE(num_neighbors >= -1, "num_neighbors must be -1 (all) or >= 0, got ",
                     num_neighbors);
   const auto seed_t = seeds.contiguous();
-  const auto seed_parts = checked_seed_partitions(topologies, parts.contiguous(), seed_t);
+  const auto seed_parts = checked_seed_partitions(topologies.parts, parts.contiguous(), seed_t);
   const std::vector<int64_t> rng(rng_seeds.begin(), rng_seeds.end());
-  const at::Tensor* first = nullptr;
-  for (const auto& t : topologies) {
-    if (t.num_rows >= 0) {
-      first = &t.indptr;
-      break;
-    }
-  }
-  return AT_DISPATCH_INDEX_TYPES(first->scalar_type(), "sample_neighbors_partitioned", [&] {
-    std::vector<kernels::CsrView<index_t>> views(topologies.size(),
+  return AT_DISPATCH_INDEX_TYPES(topologies.dtype, "sample_neighbors_partitioned", [&] {
+    std::vector<kernels::CsrView<index_t>> views(topologies.parts.size(),
                                                  {nullptr, nullptr, nullptr, nullptr});
-    for (size_t p = 0; p < topologies.size(); ++p) {
-      const auto& t = topologies[p];
+    for (size_t p = 0; p < views.size(); ++p) {
+      const auto& t = topologies.parts[p];
       if (t.num_rows < 0) continue;
       views[p] = {t.indptr.data_ptr<index_t>(), t.indices.data_ptr<index_t>(),
                   t.edge_ids.has_value() ? t.edge_ids->data_ptr<int64_t>() : nullptr,
