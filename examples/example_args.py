@@ -61,6 +61,15 @@ def resolve_gpu_args(args: argparse.Namespace) -> torch.device:
   return resolve_device(args.device)
 
 
+def log_placement(log: logging.Logger, ds, device: torch.device) -> None:
+  r"""Logs where ``ds`` (a ``glt.data.Dataset``) is sampled, by graph mode
+  and device, and where the batches and the model go (``device``): after a
+  GPU flag fell back to the CPU this line says so too."""
+  graphs = ds.graph.values() if isinstance(ds.graph, dict) else [ds.graph]
+  where = sorted({f'graph mode {g.mode}, sampled on {g.sampling_device}' for g in graphs})
+  log.info('%s; batches and model on %s', ' / '.join(where), device)
+
+
 def parse_args(
   p: argparse.ArgumentParser, smoke: Dict[str, object], argv: Optional[Sequence[str]] = None
 ) -> argparse.Namespace:

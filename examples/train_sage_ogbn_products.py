@@ -89,6 +89,7 @@ def run(args) -> dict:
     data.num_features,
     int(data.y.max()) + 1,
   )
+  example_args.log_placement(log, ds, example_args.resolve_gpu_args(args))
   train_idx, val_idx, test_idx = data.train_idx, data.val_idx, data.test_idx
   loader = glt.loader.NeighborLoader(
     ds,

@@ -50,15 +50,29 @@ def final(pattern: str, out: str) -> float:
   return float(found[-1])
 
 
-GPU_FLAGS = ('--device', 'cuda', '--graph_mode', 'ZERO_COPY', '--split_ratio', '0.2')
+def gpu_flags(graph_mode: str = 'ZERO_COPY') -> tuple:
+  r"""GLT's GPU flags: batches and model on the GPU, the topology placed by
+  ``graph_mode``, a fifth of the feature rows in GPU memory."""
+  return ('--device', 'cuda', '--graph_mode', graph_mode, '--split_ratio', '0.2')
 
 
-def check_gpu_flags(out: str) -> None:
+# Both GPU graph modes on a GPU; without one they fall back alike, so one is enough.
+NEEDS_GPU = pytest.mark.skipif(
+  not cuda_kernels_available(), reason='needs a GPU and the CUDA kernels'
+)
+GPU_GRAPH_MODES = ['ZERO_COPY', pytest.param('CUDA', marks=NEEDS_GPU)]
+
+
+def check_gpu_flags(out: str, graph_mode: str = 'ZERO_COPY') -> None:
   r"""GLT's GPU flags ran on the GPU path, or on a machine without one fell
   back to the CPU path, saying so."""
-  if not cuda_kernels_available():
-    fallback = "graph mode 'ZERO_COPY' needs a GPU and the CUDA kernels; using 'CPU'"
+  if cuda_kernels_available():
+    placed = f'graph mode {graph_mode}, sampled on cuda:0; batches and model on cuda'
+  else:
+    fallback = f"graph mode '{graph_mode}' needs a GPU and the CUDA kernels; using 'CPU'"
     assert fallback in out, out[-4000:]
+    placed = 'graph mode CPU, sampled on cpu; batches and model on cpu'
+  assert placed in out, out[-4000:]
 
 
 def assert_quiet(out: str) -> None:
@@ -79,9 +93,10 @@ def test_progress_bar_on_request():
   assert 'epoch 1:' in out and '%|' in out, out[-4000:]
 
 
-def test_train_sage_smoke_with_gpu_flags():
-  out = run_example('train_sage_ogbn_products.py', '--smoke', *GPU_FLAGS)
-  check_gpu_flags(out)
+@pytest.mark.parametrize('graph_mode', GPU_GRAPH_MODES)
+def test_train_sage_smoke_with_gpu_flags(graph_mode):
+  out = run_example('train_sage_ogbn_products.py', '--smoke', *gpu_flags(graph_mode))
+  check_gpu_flags(out, graph_mode)
   assert final(r'test accuracy ([0-9.]+)', out) > 0.2, 'above chance (8 classes)'
 
 
@@ -125,14 +140,15 @@ def test_partition_smoke(tmp_path):
   assert {'META.json', 'node_pb.npy', 'edge_pb.npy', 'part0', 'part1'} <= written, written
 
 
-def test_worker_mode_smoke(tmp_path):
+@pytest.mark.parametrize('graph_mode', GPU_GRAPH_MODES)
+def test_worker_mode_smoke_with_gpu_flags(tmp_path, graph_mode):
   ports = [str(free_port()) for _ in range(3)]
   out = run_example(
     'distributed/dist_train_sage_supervised.py', '--smoke', '--dataset_root_dir', str(tmp_path),
     '--training_pg_master_port', ports[0], '--train_loader_master_port', ports[1],
-    '--test_loader_master_port', ports[2], *GPU_FLAGS,
+    '--test_loader_master_port', ports[2], *gpu_flags(graph_mode),
   )  # fmt: skip
-  check_gpu_flags(out)
+  check_gpu_flags(out, graph_mode)
   assert_quiet(out)  # no torch.distributed deprecation warning from the RPC start-up
   assert out.count('max/mean') == 1, 'the partition summary, once'
   assert final(r'final test accuracy ([0-9.]+)', out) > 0.3, 'well above chance (8 classes)'

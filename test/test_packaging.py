@@ -8,6 +8,7 @@ fresh venv installs torch and the dependencies from the package registry).
 """
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -97,3 +98,55 @@ def test_sdist_and_wheel_install_into_a_fresh_venv(tmp_path):
   (tmp_path / 'outside').mkdir()
   out = run([py, '-c', SMOKE, venv], tmp_path / 'outside', 300, fresh)
   assert 'sampled 300 edges' in out, out
+
+
+# C++20 names, headers and syntax that a C++17 build rejects (see
+# test_csrc_builds_as_cxx17); comments and string literals are not read.
+CXX20_ONLY = [
+  (
+    r'std::(atomic_ref|span|bit_cast|popcount|countl_zero|countr_zero|countl_one|countr_one|'
+    r'has_single_bit|bit_width|bit_ceil|bit_floor|ranges|views|jthread|stop_token|format|'
+    r'source_location|midpoint|lerp|to_address|assume_aligned|is_constant_evaluated|erase_if|'
+    r'ssize|remove_cvref|remove_cvref_t|type_identity|endian|counting_semaphore|'
+    r'binary_semaphore|latch|barrier|numbers|strong_ordering|weak_ordering|partial_ordering)\b',
+    'a C++20 library name',
+  ),
+  (
+    r'#\s*include\s*<(bit|span|ranges|concepts|compare|format|source_location|numbers|'
+    r'semaphore|latch|barrier|stop_token|coroutine|version)>',
+    'a C++20 header',
+  ),
+  (r'<=>', 'the three-way comparison'),
+  (r'\b(concept|requires|consteval|constinit|co_await|co_yield|co_return|char8_t)\b', 'a keyword'),
+  (r'\[\[\s*(likely|unlikely|no_unique_address)\s*\]\]', 'a C++20 attribute'),
+  (r'\.(contains|starts_with|ends_with)\(', 'a C++20 member function'),
+]
+
+
+def cxx_code(text: str) -> str:
+  r"""``text`` (C++) without its comments and string literals, lines kept."""
+  text = re.sub(r'/\*.*?\*/', lambda m: '\n' * m.group(0).count('\n'), text, flags=re.S)
+  text = re.sub(r'"(\\.|[^"\\\n])*"', '""', text)
+  return re.sub(r'//[^\n]*', '', text)
+
+
+def cxx20_uses(root: Path) -> list:
+  r"""``path:line: what`` for each C++20-only construct in ``root``'s sources."""
+  found = []
+  for path in sorted(root.rglob('*')):
+    if path.suffix not in ('.h', '.cpp', '.cu', '.cuh'):
+      continue
+    for number, line in enumerate(cxx_code(path.read_text()).split('\n'), 1):
+      found += [f'{path}:{number}: {what}' for pat, what in CXX20_ONLY if re.search(pat, line)]
+  return found
+
+
+def test_csrc_builds_as_cxx17(tmp_path):
+  r"""torch before 2.13 builds extensions as C++17 (the GPU machines' torch 2.11
+  among them; a C++20 std::atomic_ref broke that build), so csrc stays C++17.
+  torch 2.13's own headers need C++20, so no compiler here can check it: the
+  sources are searched for what C++17 lacks instead."""
+  planted = tmp_path / 'planted.cpp'
+  planted.write_text('// std::span in a comment\nstd::atomic_ref<int> r(x);\n')
+  assert cxx20_uses(tmp_path) == [f'{planted}:2: a C++20 library name']
+  assert cxx20_uses(ROOT / 'csrc') == []

@@ -1,60 +1,96 @@
 #!/usr/bin/env bash
-# Issue 20's checks on a GPU machine (a lent one, through the `device` tool,
-# whose python3 holds a CUDA torch), each stage bounded in time:
+# The GPU checks (issues 20, 49) on a GPU machine (a lent one, through the
+# `device` tool, whose python3 holds a CUDA torch), each stage bounded in time:
 #
-#   bash tools/gpu_check.sh [STAGE ...]     (default: env build tests sanitizer bench)
+#   bash tools/gpu_check.sh [STAGE ...]     (default: env build tests kernels sanitizer bench)
 #
 #   env        the GPU, driver, torch and CUDA versions, the tools at hand
 #   build      the extension with the CUDA kernels, in place (TORCH_CUDA_ARCH_LIST,
-#              default 9.0: H100/H200), then tools/check_cuda_build.py
-#   tests      the GPU tests: test_cuda_kernels.py, test_gpu_data_path.py and
-#              test_examples_smoke.py (whose runs with GLT's GPU flags are among them);
-#              -rs lists what was skipped (only multi-GPU tests should be)
+#              default 9.0: H100/H200), then tools/check_cuda_build.py; an extension
+#              already in place that loads with every CUDA kernel (one built elsewhere
+#              against the machine's torch and carried) is kept, not rebuilt
+#   tests      the GPU data path and the examples with GLT's GPU flags, graph
+#              modes 'ZERO_COPY' and 'CUDA' (test_gpu_data_path.py, the *_gpu_flags
+#              tests of test_examples_smoke.py); -rs lists
+#              what was skipped (only multi-GPU tests should be)
+#   kernels    test_cuda_kernels.py: every CUDA op against the host harness (which
+#              it compiles first, about a minute)
 #   all-tests  the whole suite (long: not in the default list)
-#   sanitizer  compute-sanitizer memcheck over test_cuda_kernels.py
+#   sanitizer  compute-sanitizer memcheck over test_cuda_kernels.py and the
+#              single-process tests of test_gpu_data_path.py
 #   racecheck  compute-sanitizer racecheck over the same (not in the default list)
 #   bench      benchmarks/bench_gpu_sampler.py and bench_gpu_feature.py
-#   train      benchmarks/bench_gpu_train.py (not in the default list)
-#   threads    benchmarks/bench_sampler.py --threads 1 2 4 8 16: issue 23's CPU sampler
+#   train      benchmarks/bench_gpu_train.py $TRAIN_ARGS (not in the default list)
+#   threads    benchmarks/bench_sampler.py --threads 1 2 4 8 16: the CPU sampler's
 #              scaling on the machine's cores (not in the default list)
-#   dist       benchmarks/bench_dist_sampling.py --gpu 0 (not in the default list; its METIS
+#   dist       benchmarks/bench_dist_sampling.py --gpu 0 $DIST_ARGS (not in the default list; its METIS
 #              partitioning needs pymetis: carry its wheel)
 #
-# Each stage writes $OUT/<stage>.log (OUT defaults to ./gpu_check_out) and a
-# line to $OUT/summary.txt: its exit status and seconds. STAGE_TIMEOUT (s,
-# default 240) bounds each stage; the build is kept between calls on a warm
-# machine, so later calls can name only the stages left.
+# A STAGE written A+B runs stages A and B at the same time (correctness
+# stages only: they share the machine, so never time anything beside another).
+#
+# Each stage writes LOGS/<stage>.log (LOGS defaults to OUT, OUT to
+# ./gpu_check_out) and a line to LOGS/summary.txt: its exit status and
+# seconds. With ARCHIVE set, LOGS is packed into that .tgz after every stage,
+# so a run cut short still brings back what it finished (the device tool
+# returns at most 8 files). Time limits, in seconds:
+#   STAGE_TIMEOUT     each stage (default 240), or TIMEOUT_<stage> for one stage
+#   DEADLINE          the whole run, from its start (default: none); a stage
+#                     gets at most what is left of it, and none once less
+#                     than MIN_STAGE_S (default 20) is left
+# The build is kept between calls on a warm machine, so later calls can name
+# only the stages left.
 set -u
 OUT=${OUT:-gpu_check_out}
-mkdir -p "$OUT"
+LOGS=${LOGS:-$OUT}
+mkdir -p "$LOGS"
 PY=${PY:-python3}
 STAGE_TIMEOUT=${STAGE_TIMEOUT:-240}
+MIN_STAGE_S=${MIN_STAGE_S:-20}
+RUN_START=${RUN_START:-$(date +%s)}
+export RUN_START
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
-GPU_TESTS=(test/test_cuda_kernels.py test/test_gpu_data_path.py test/test_examples_smoke.py)
+# The host harness (test/kernel_harness.py) compiles with $CXX: the system
+# compilers, which link the C++ runtime dynamically, as the build needs.
+export CC=${CC:-/usr/bin/gcc} CXX=${CXX:-/usr/bin/g++}
+SANITIZED=(test/test_cuda_kernels.py test/test_gpu_data_path.py
+  -k 'not is_uniform and not two_partition')
 
 stage_env() {
   nvidia-smi || true
   nproc
-  "$PY" -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda,
-"GPU", torch.cuda.is_available() and torch.cuda.get_device_name(0))'
+  "$PY" -c 'import torch; print("torch", torch.__version__, torch.version.git_version, "CUDA",
+torch.version.cuda, "GPU", torch.cuda.is_available() and torch.cuda.get_device_name(0))'
   "$PY" -c 'import torch_geometric; print("torch_geometric", torch_geometric.__version__)' || true
   "$PY" -c 'import pyg_lib; print("pyg_lib", pyg_lib.__version__)' || echo 'pyg_lib: not importable'
-  command -v nvcc compute-sanitizer nsys ncu || true
+  "$PY" -c 'import pymetis; print("pymetis", pymetis.__version__)' || echo 'pymetis: not importable'
+  command -v nvcc compute-sanitizer nsys ncu "$CXX" || true
+  nvcc --version | tail -n 2
 }
 
 stage_build() {
+  if "$PY" tools/check_cuda_build.py .; then
+    echo 'the extension in place loads with every CUDA kernel: kept'
+    return 0
+  fi
   # torch's CUDA headers include cusparse.h, which the CUDA wheels have and
   # the toolkit may not (as in the Makefile's `cuda` target).
   local wheels
   wheels=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/nvidia/cu13/include
   [ -d "$wheels" ] && export CPATH=$wheels${CPATH:+:$CPATH}
-  CUDA_HOME=${CUDA_HOME:-/usr/local/cuda} CC=/usr/bin/gcc CXX=/usr/bin/g++ WITH_CUDA=ON TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} \
+  CUDA_HOME=${CUDA_HOME:-/usr/local/cuda} WITH_CUDA=ON TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} \
     MAX_JOBS=$(nproc) "$PY" setup.py -q build_ext --inplace &&
     "$PY" tools/check_cuda_build.py .
 }
 
 stage_tests() {
-  "$PY" -m pytest -q -rs -p no:cacheprovider --timeout 300 "${GPU_TESTS[@]}"
+  "$PY" -m pytest -q -rs -p no:cacheprovider --timeout 300 test/test_gpu_data_path.py \
+    test/test_examples_smoke.py::test_train_sage_smoke_with_gpu_flags \
+    test/test_examples_smoke.py::test_worker_mode_smoke_with_gpu_flags
+}
+
+stage_kernels() {
+  "$PY" -m pytest -q -rs -p no:cacheprovider --timeout 300 test/test_cuda_kernels.py
 }
 
 stage_all_tests() {
@@ -63,12 +99,12 @@ stage_all_tests() {
 
 stage_sanitizer() {
   compute-sanitizer --tool memcheck --error-exitcode 99 --print-limit 20 \
-    "$PY" -m pytest -q -p no:cacheprovider test/test_cuda_kernels.py
+    "$PY" -m pytest -q -p no:cacheprovider "${SANITIZED[@]}"
 }
 
 stage_racecheck() {
   compute-sanitizer --tool racecheck --error-exitcode 99 --print-limit 20 \
-    "$PY" -m pytest -q -p no:cacheprovider test/test_cuda_kernels.py
+    "$PY" -m pytest -q -p no:cacheprovider "${SANITIZED[@]}"
 }
 
 stage_bench() {
@@ -76,7 +112,7 @@ stage_bench() {
 }
 
 stage_train() {
-  "$PY" benchmarks/bench_gpu_train.py
+  "$PY" benchmarks/bench_gpu_train.py ${TRAIN_ARGS:-}
 }
 
 stage_threads() {
@@ -84,31 +120,62 @@ stage_threads() {
 }
 
 stage_dist() {
-  "$PY" benchmarks/bench_dist_sampling.py --gpu 0
+  "$PY" benchmarks/bench_dist_sampling.py --gpu 0 ${DIST_ARGS:-}
 }
 
-# One stage, run by the loop below in a process of its own (under timeout).
+# One stage, run by run_stage below in a process of its own (under timeout).
 if [ "${1:-}" = --stage ]; then
   "stage_${2//-/_}"
   exit $?
 fi
 
-stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(env build tests sanitizer bench)
-status=0
-for stage in "${stages[@]}"; do
+# The seconds a stage may run: its own limit, cut to what is left of DEADLINE.
+stage_limit() {
+  local var="TIMEOUT_${1//-/_}" limit left
+  limit=${!var:-$STAGE_TIMEOUT}
+  if [ -n "${DEADLINE:-}" ]; then
+    left=$((RUN_START + DEADLINE - $(date +%s)))
+    [ "$left" -lt "$limit" ] && limit=$left
+  fi
+  echo "$limit"
+}
+
+# Runs one stage under its limit; logs it and its summary line.
+run_stage() {
+  local stage=$1 limit start rc line
   if ! declare -F "stage_${stage//-/_}" >/dev/null; then
-    echo "unknown stage: $stage" | tee -a "$OUT/summary.txt"
-    status=2
-    continue
+    echo "unknown stage: $stage" | tee -a "$LOGS/summary.txt"
+    return 2
+  fi
+  limit=$(stage_limit "$stage")
+  if [ "$limit" -lt "$MIN_STAGE_S" ]; then
+    echo "$stage: not run ($limit s left of DEADLINE=$DEADLINE)" | tee -a "$LOGS/summary.txt"
+    return 3
   fi
   start=$(date +%s)
-  timeout --kill-after=10 "$STAGE_TIMEOUT" bash "$0" --stage "$stage" >"$OUT/$stage.log" 2>&1
+  timeout --kill-after=10 "$limit" bash "$0" --stage "$stage" >"$LOGS/$stage.log" 2>&1
   rc=$?
   line="$stage: exit $rc in $(($(date +%s) - start)) s"
-  [ $rc -eq 124 ] && line="$line (timed out after $STAGE_TIMEOUT s)"
-  echo "$line" | tee -a "$OUT/summary.txt"
-  tail -n 5 "$OUT/$stage.log"
-  [ $rc -ne 0 ] && status=1
+  [ $rc -eq 124 ] && line="$line (timed out after $limit s)"
+  echo "$line" | tee -a "$LOGS/summary.txt"
+  tail -n 5 "$LOGS/$stage.log"
+  return $rc
+}
+
+stages=("$@")
+[ ${#stages[@]} -eq 0 ] && stages=(env build tests kernels sanitizer bench)
+status=0
+for group in "${stages[@]}"; do
+  pids=()
+  for stage in ${group//+/ }; do
+    run_stage "$stage" &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do
+    wait "$pid" || status=1
+  done
+  if [ -n "${ARCHIVE:-}" ]; then
+    tar czf "$ARCHIVE.tmp" -C "$LOGS" . && mv "$ARCHIVE.tmp" "$ARCHIVE"
+  fi
 done
 exit $status

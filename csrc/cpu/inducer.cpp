@@ -197,10 +197,13 @@ void IdMap::insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local) 
   at::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       if (i + kPrefetchAhead < end) __builtin_prefetch(&map[keys[i + kPrefetchAhead]], 1);
-      std::atomic_ref<int32_t> slot(map[keys[i]]);
+      // The GCC/Clang atomic builtins, not C++20's std::atomic_ref: the
+      // extension builds as C++17 against a torch before 2.13.
+      int32_t* slot = &map[keys[i]];
       const int32_t mine = static_cast<int32_t>(-1 - i);
-      int32_t held = slot.load(std::memory_order_relaxed);
-      while (held < mine && !slot.compare_exchange_weak(held, mine, std::memory_order_relaxed)) {
+      int32_t held = __atomic_load_n(slot, __ATOMIC_RELAXED);
+      while (held < mine && !__atomic_compare_exchange_n(slot, &held, mine, /*weak=*/true,
+                                                         __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
       }
     }
   });

@@ -61,6 +61,7 @@ def train(local_rank: int, args, root: str, results) -> None:
     device=device.index,
     split_ratio=args.split_ratio if args.split_ratio > 0 else None,
   )
+  sage_common.log_placement(ds, device)
   num_classes = int(ds.meta.get('num_classes', 0)) or int(ds.node_labels.max()) + 1
 
   def loader(seeds, port, shuffle):

@@ -25,6 +25,11 @@ log = logging.getLogger('sage')
 DEFAULT_SYNTHETIC_NODES = 20_000
 
 
+def log_placement(ds, device: torch.device) -> None:
+  r"""Logs where the trainer's partition is sampled and its batches go."""
+  example_args.log_placement(log, ds, device)
+
+
 def add_dataset_args(p: argparse.ArgumentParser) -> None:
   r"""Which dataset, where its partitions live, how to make them."""
   p.add_argument('--dataset', default='synthetic', help="'synthetic', 'cora', 'citeseer', ...")
