@@ -145,7 +145,7 @@ def rows_per_s(fn, id_batches, repeat: int, sync: Callable[[], None] = lambda: N
 
 def bench_gather(num_nodes: int, dim: int, id_batches, repeat: int):
   table = torch.randn(num_nodes, dim)
-  feat = glt.data.Feature(table)
+  feat = glt.data.Feature(table, with_gpu=False)
   results = {
     'graphlearn_torch gather': rows_per_s(feat.__getitem__, id_batches, repeat),
     'torch.index_select': rows_per_s(

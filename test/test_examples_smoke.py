@@ -6,9 +6,11 @@ import os
 import re
 import subprocess
 import sys
+from argparse import Namespace
 from pathlib import Path
 
 import pytest
+import torch
 from test_dist_sampling import free_port
 from test_examples_partition import write_fake_ogbn_arxiv, write_fake_ogbn_mag
 from test_server_client import run_example_pair
@@ -153,6 +155,21 @@ def test_worker_mode_smoke_with_gpu_flags(tmp_path, graph_mode):
   assert out.count('max/mean') == 1, 'the partition summary, once'
   assert final(r'final test accuracy ([0-9.]+)', out) > 0.3, 'well above chance (8 classes)'
   assert (tmp_path / 'synthetic2000-partitions' / 'META.json').exists()
+
+
+def test_trainers_sharing_a_gpu_train_over_gloo(monkeypatch):
+  r"""NCCL refuses two ranks on one GPU (seen on a one-GPU machine: 'invalid
+  usage' at the first all-reduce of the worker-mode example's 2 trainers), so
+  the example's training group uses gloo where its trainers share GPUs."""
+  monkeypatch.syspath_prepend(str(EXAMPLES / 'distributed'))
+  import sage_common
+
+  monkeypatch.setattr(torch.cuda, 'device_count', lambda: 1)
+  gpu = torch.device('cuda', 0)
+  assert sage_common.training_backend(Namespace(num_training_procs=2), gpu) == 'gloo'
+  assert sage_common.training_backend(Namespace(num_training_procs=1), gpu) == 'nccl'
+  cpu = torch.device('cpu')
+  assert sage_common.training_backend(Namespace(num_training_procs=1), cpu) == 'gloo'
 
 
 def test_server_client_smoke(tmp_path):

@@ -47,7 +47,7 @@ def train(local_rank: int, args, root: str, results) -> None:
   # hostname's address (a loopback one on many machines)
   glt.utils.default_socket_ifname(args.master_addr)
   torch.distributed.init_process_group(
-    'nccl' if device.type == 'cuda' else 'gloo',
+    sage_common.training_backend(args, device),
     init_method=f'tcp://{args.master_addr}:{args.training_pg_master_port}',
     world_size=world_size,
     rank=rank,

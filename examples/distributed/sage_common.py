@@ -70,6 +70,22 @@ def trainer_device(args, local_rank: int) -> torch.device:
   return device
 
 
+def training_backend(args, device: torch.device) -> str:
+  r"""The training process group's backend: NCCL where each trainer of this
+  machine has a GPU of its own; gloo on the CPU, and where trainers share a
+  GPU (NCCL refuses two ranks on one GPU)."""
+  if device.type != 'cuda':
+    return 'gloo'
+  if args.num_training_procs > torch.cuda.device_count():
+    log.info(
+      '%d trainers share %d GPU(s): the training process group uses gloo, not NCCL',
+      args.num_training_procs,
+      torch.cuda.device_count(),
+    )
+    return 'gloo'
+  return 'nccl'
+
+
 SMOKE = {'synthetic_nodes': 2_000, 'epochs': 2, 'batch_size': 64}
 
 
