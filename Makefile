@@ -5,6 +5,7 @@
 #   make docs   set up .venv and build the documentation (docs/_build/html)
 #   make bench  set up .venv and run the benchmarks (beside GLT where .venv-glt is)
 #   make glt-peer  set up .venv-glt: GLT 0.2.4, the peer bench_sampler.py measures
+#   make device-ext  build the extension for the lent GPU machine's Python and torch, to carry
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -26,7 +27,7 @@ GLT_PY := $(GLT_VENV)/bin/python
 
 SOURCES := setup.py pyproject.toml $(wildcard csrc/*.h csrc/*.cpp csrc/*/*.h csrc/*/*.cpp csrc/*/*.cu csrc/*/*.cuh)
 
-.PHONY: install demo test lint docs bench clean cuda glt-peer
+.PHONY: install demo test lint docs bench clean cuda glt-peer device-ext
 
 # torch is pinned and installed first, so nothing pulls a CUDA build of it;
 # the package is then built against it with --no-build-isolation.
@@ -88,3 +89,26 @@ bench: install
 
 clean:
 	rm -rf build *.egg-info graphlearn_torch/_C*.so docs/_build $(VENV) $(CUDA_VENV) $(GLT_VENV)
+
+# The extension for the lent GPU machine (docs/cuda.md): its python3 is 3.12
+# with torch 2.11.0+cu130, the build PyPI serves for torch==2.11.0. Built
+# here, in place (graphlearn_torch/_C.cpython-312-*.so), stripped of debug
+# sections, and carried there: no device time goes to the build, and a build
+# that breaks under that torch breaks here first. DEVICE_PYTHON: a Python
+# 3.12 (pyenv's, for one).
+DEVICE_PYTHON ?= python3.12
+DEVICE_VENV ?= .venv-device
+DEVICE_TORCH_VERSION ?= 2.11.0
+DEVICE_PY := $(DEVICE_VENV)/bin/python
+
+$(DEVICE_VENV)/.installed:
+	test -x $(DEVICE_PY) || $(DEVICE_PYTHON) -m venv $(DEVICE_VENV)
+	$(DEVICE_PY) -m pip install -q torch==$(DEVICE_TORCH_VERSION) 'setuptools<82' wheel ninja numpy
+	touch $@
+
+device-ext: $(DEVICE_VENV)/.installed
+	CUDA_HOME=$(CUDA_HOME) CC=/usr/bin/gcc CXX=/usr/bin/g++ WITH_CUDA=ON TORCH_CUDA_ARCH_LIST='$(CUDA_ARCHS)' \
+	  CPATH="$$($(DEVICE_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/nvidia/cu13/include$${CPATH:+:$$CPATH}" \
+	  $(DEVICE_PY) setup.py -q build_ext --inplace --build-temp build/device/temp
+	strip --strip-debug graphlearn_torch/_C.cpython-312-*.so
+	$(DEVICE_PY) tools/check_cuda_build.py .

@@ -420,8 +420,11 @@ class Graph:
     pinned = t if t.is_pinned() else t.contiguous().pin_memory()
     return ops.uva_view(pinned, self.device)
 
-  def export_topology(self) -> Topology:
-    return self.topo
+  def export_topology(self) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(indptr, indices, edge_ids)`` of the topology, int64 and on the CPU,
+    in its layout (GLT's return: scripts rewrite partitions from it)."""
+    topo = self.topo
+    return tuple(t.to(torch.int64) for t in (topo.indptr, topo.indices, topo.edge_ids))
 
   @property
   def row_count(self) -> int:

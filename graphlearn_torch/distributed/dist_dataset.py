@@ -159,7 +159,10 @@ class DistDataset(Dataset):
       root_dir: the partition directory.
       partition_idx: the partition to load.
       graph_mode: 'CPU', 'ZERO_COPY' or 'CUDA' (see Graph).
-      input_layout: the stored layout; partitions are stored as 'COO'.
+      input_layout: 'COO', the partition's edges; 'CSC' or 'CSR': the
+        ``rows.pt`` / ``cols.pt`` a script wrote into each graph directory
+        (GLT's convention: ``(indices, indptr)`` for 'CSC', ``(indptr,
+        indices)`` for 'CSR'; see ``load_partition``).
       feature_with_gpu: place hot feature rows on the GPU when there is one.
       graph_caching: load the whole graph instead of the partition's edges.
       device_group_list: GPU groups sharing hot feature rows.
@@ -172,10 +175,14 @@ class DistDataset(Dataset):
         table's rows kept in GPU memory (the rest is read through UVA);
         default: the partition's cached rows, which come first.
     """
-    if str(input_layout).upper() != 'COO':
-      raise ValueError(f'partitions are stored as COO edges, got input_layout={input_layout!r}')
+    input_layout = str(input_layout).upper()
     (num_parts, idx, graph_data, node_feat_data, edge_feat_data, node_pb, edge_pb) = load_partition(
-      root_dir, partition_idx, graph_caching, allow_pickle=allow_pickle, verify=verify
+      root_dir,
+      partition_idx,
+      graph_caching,
+      allow_pickle=allow_pickle,
+      verify=verify,
+      input_layout=input_layout,
     )
     hetero = isinstance(graph_data, dict)
     self.num_partitions, self.partition_idx = num_parts, idx
@@ -206,6 +213,7 @@ class DistDataset(Dataset):
         if hetero
         else graph_data.weights
       ),
+      layout=input_layout,
       graph_mode=graph_mode,
       device=device,
       num_nodes=num_nodes,
@@ -225,6 +233,7 @@ class DistDataset(Dataset):
       root_dir=root_dir,
       partition_idx=partition_idx,
       graph_mode=graph_mode,
+      input_layout=input_layout,
       feature_with_gpu=feature_with_gpu,
       graph_caching=graph_caching,
       device_group_list=device_group_list,

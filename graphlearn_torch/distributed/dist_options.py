@@ -7,13 +7,26 @@ import torch
 from ..utils.size import parse_size
 from .rpc import DEFAULT_RPC_TIMEOUT_S
 
+# One device for every sampling worker, or a list taken in turn.
+WorkerDevices = Union[torch.device, str, List[Union[torch.device, str]]]
+
+
+def _device_list(devices: Optional[WorkerDevices], num_workers: int) -> Optional[List]:
+  r"""``devices`` as a list: a single device is every worker's (GLT's rule)."""
+  if devices is None:
+    return None
+  if isinstance(devices, (list, tuple)):
+    return list(devices)
+  return [devices] * num_workers
+
 
 class _BasicDistSamplingWorkerOptions:
   r"""What every kind of sampling worker needs.
 
   Args:
     num_workers: sampling processes (or 1 for collocated sampling).
-    worker_devices: the device of each sampling worker.
+    worker_devices: the device of each sampling worker, or one device for
+      all of them (as GLT broadcasts it).
     worker_concurrency: batches each worker keeps in flight.
     master_addr: the rendezvous address of the samplers' RPC world.
     master_port: its port.
@@ -25,7 +38,7 @@ class _BasicDistSamplingWorkerOptions:
   def __init__(
     self,
     num_workers: int = 1,
-    worker_devices: Optional[List[torch.device]] = None,
+    worker_devices: Optional[WorkerDevices] = None,
     worker_concurrency: int = 4,
     master_addr: Optional[str] = None,
     master_port: Optional[Union[str, int]] = None,
@@ -40,7 +53,7 @@ class _BasicDistSamplingWorkerOptions:
     if not isinstance(worker_concurrency, int) or not 1 <= worker_concurrency <= 32:
       raise ValueError(f'worker_concurrency must be in [1, 32], got {worker_concurrency!r}')
     self.num_workers = num_workers
-    self.worker_devices = worker_devices
+    self.worker_devices = _device_list(worker_devices, num_workers)
     self.worker_concurrency = worker_concurrency
     self.master_addr = master_addr
     self.master_port = int(master_port) if master_port is not None else None
@@ -109,7 +122,7 @@ class MpDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):
   def __init__(
     self,
     num_workers: int = 1,
-    worker_devices: Optional[List[torch.device]] = None,
+    worker_devices: Optional[WorkerDevices] = None,
     worker_concurrency: int = 4,
     master_addr: Optional[str] = None,
     master_port: Optional[Union[str, int]] = None,
@@ -171,7 +184,7 @@ class RemoteDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):
     self,
     server_rank: Optional[Union[int, List[int]]] = None,
     num_workers: int = 1,
-    worker_devices: Optional[List[torch.device]] = None,
+    worker_devices: Optional[WorkerDevices] = None,
     worker_concurrency: int = 4,
     master_addr: Optional[str] = None,
     master_port: Optional[Union[str, int]] = None,

@@ -94,6 +94,15 @@ class BaseLoader(ABC):
   def __len__(self) -> int:
     return len(self._batcher)
 
+  @property
+  def _seed_loader(self) -> SeedBatcher:
+    """GLT's name for what batches the seeds (its tests take ``len`` of it:
+    the batches of an epoch)."""
+    return self._batcher
+
+  def __repr__(self) -> str:
+    return f'{type(self).__name__}()'  # as GLT's loaders print
+
   def __iter__(self) -> 'BaseLoader':
     self._batches = iter(self._batcher)
     return self

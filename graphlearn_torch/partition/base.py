@@ -11,12 +11,10 @@ the order of the input graph.
 import logging
 import os
 import time
-import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple, Union
 
-import numpy as np
 import torch
 from tqdm.auto import tqdm
 
@@ -41,25 +39,22 @@ from .format import (
   type_key,
   write_feature_rows,
 )
-from .npy import NpyWriter
+
+# GLT's module path of the partition readers (graphlearn_torch.partition.base)
+from .load import (  # noqa: F401
+  build_partition_feature,
+  cat_feature_cache,
+  load_feature_partition_data,
+  load_graph_partition_data,
+  load_partition,
+)
+from .npy import NpyWriter, as_tensor
 
 logger = logging.getLogger(__name__)
 
 SPLITS = ('train_idx', 'val_idx', 'test_idx')
 EDGE_CHUNK = 1 << 22  # edges handled at a time when assigning and counting cuts
 DEFAULT_CACHE_NUM_NEIGHBORS = [15, 10, 5]
-
-
-def as_tensor(data) -> Optional[torch.Tensor]:
-  """A tensor view of tensor-like input, without copying NumPy arrays (read-only
-  memory maps included: the partitioner never writes to its inputs)."""
-  if data is None or isinstance(data, torch.Tensor):
-    return data
-  if isinstance(data, np.ndarray):
-    with warnings.catch_warnings():
-      warnings.simplefilter('ignore')
-      return torch.from_numpy(data)
-  return torch.as_tensor(data)
 
 
 def split_edge_index(edge_index) -> Tuple[torch.Tensor, torch.Tensor]:

@@ -6,7 +6,8 @@ from typing import Dict, List, Optional, Union
 import torch
 
 from ..typing import HOMO_NODE_TYPE, NodeType
-from .base import PartitionerBase, as_tensor
+from .base import PartitionerBase
+from .npy import as_tensor
 
 
 class FrequencyPartitioner(PartitionerBase):

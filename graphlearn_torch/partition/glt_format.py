@@ -44,6 +44,8 @@ def _graph(graph_dir: str) -> GraphPartitionData:
     _torch_load(os.path.join(graph_dir, f'{n}.pt')) for n in ('rows', 'cols', 'eids')
   )
   weights = _torch_load(os.path.join(graph_dir, 'weights.pt'), required=False)
+  if rows.numel() != cols.numel():  # rewritten as CSC or CSR: (indices, indptr) or the reverse
+    return GraphPartitionData((rows, cols), eids, weights)
   return GraphPartitionData(torch.stack([rows, cols]), eids, weights)
 
 

@@ -7,7 +7,6 @@ from typing import Dict, Optional, Tuple, Union
 import torch
 
 from ..typing import HOMO_EDGE_TYPE, HOMO_NODE_TYPE
-from .base import as_tensor
 from .format import (
   FORMAT_NAME,
   FORMAT_VERSION,
@@ -21,7 +20,7 @@ from .format import (
   type_key,
   write_feature_rows,
 )
-from .npy import PartitionFileError, load_npy
+from .npy import PartitionFileError, as_tensor, load_npy
 from .partition_book import GLTPartitionBook, PartitionBook, RangePartitionBook, owned_ids
 
 logger = logging.getLogger(__name__)
@@ -220,6 +219,70 @@ class PartitionReader:
         )
     return GraphPartitionData(torch.stack([rows, cols]), eids, weights)
 
+  def compressed_graph(
+    self, partition_idx: Optional[int], etype, layout: str
+  ) -> GraphPartitionData:
+    """One graph directory's edges as a script rewrote them for GLT's
+    ``DistDataset.load(input_layout=...)``: ``rows.pt`` and ``cols.pt``
+    (``torch.save``'d tensors) beside our COO files, ``(indices, indptr)``
+    for 'CSC' and ``(indptr, indices)`` for 'CSR'. The edge ids and weights
+    stay the COO files' (as GLT reads them); every file must agree with the
+    partition's edge and node counts."""
+    base = graph_path(partition_idx, self.dir_of(etype))
+    src, dst = (etype[0], etype[-1]) if self.hetero else (None, None)
+    paths = [self._path(os.path.join(base, f'{n}.pt')) for n in ('rows', 'cols')]
+    for path in paths:
+      if not os.path.exists(path):
+        raise FileNotFoundError(
+          f"input_layout='{layout}' reads {path}, which is missing: a partition holds COO edges "
+          f"(load it with input_layout='COO') unless rows.pt and cols.pt were written beside them"
+        )
+    first, second = (_load_index(path) for path in paths)
+    eids = self.load(os.path.join(base, 'eids.npy'), bounds=(0, self.num_edges(etype)))
+    weights = self.load(os.path.join(base, 'weights.npy'), required=False)
+    if layout == 'CSC':  # columns (targets) compressed: (source indices, target indptr)
+      (indices, indptr), (indices_path, indptr_path), (indices_of, ptr_of) = (
+        (first, second),
+        paths,
+        (src, dst),
+      )
+    else:  # rows (sources) compressed: (source indptr, target indices)
+      (indptr, indices), (indptr_path, indices_path), (ptr_of, indices_of) = (
+        (first, second),
+        paths,
+        (src, dst),
+      )
+    num_edges = eids.shape[0]
+    if indices.numel() != num_edges:
+      raise PartitionFileError(
+        f'{indices_path} holds {indices.numel()} edges ({layout} indices), but the partition '
+        f'has {num_edges} (eids.npy)'
+      )
+    nodes = self.num_nodes(ptr_of)
+    if indptr.numel() < 1 or (nodes is not None and indptr.numel() > nodes + 1):
+      raise PartitionFileError(
+        f'{indptr_path} holds {indptr.numel()} entries ({layout} indptr), but the partition '
+        f'has {nodes} nodes of that type: at most {nodes} + 1'
+      )
+    if int(indptr[0]) != 0 or int(indptr[-1]) != num_edges:
+      raise PartitionFileError(
+        f'{indptr_path} runs from {int(indptr[0])} to {int(indptr[-1])} ({layout} indptr), '
+        f"not from 0 to the partition's {num_edges} edges"
+      )
+    nodes = self.num_nodes(indices_of)
+    if num_edges and (
+      int(indices.min()) < 0 or (nodes is not None and int(indices.max()) >= nodes)
+    ):
+      raise PartitionFileError(
+        f'{indices_path} holds node ids outside [0, {nodes}) ({layout} indices)'
+      )
+    if weights is not None and weights.shape[0] != num_edges:
+      raise PartitionFileError(
+        f'{os.path.join(self.root_dir, base, "weights.npy")} has {weights.shape[0]} entries for '
+        f'{num_edges} edges; {RERUN}'
+      )
+    return GraphPartitionData((first, second), eids, weights)
+
   def features(self, partition_idx: int, group: str, type_) -> Optional[FeaturePartitionData]:
     base = feature_path(partition_idx, group, self.dir_of(type_))
     feats = self.load(os.path.join(base, 'feats.npy'), required=False)
@@ -252,6 +315,14 @@ class PartitionReader:
     return None if pb is None else GLTPartitionBook(pb, self.num_parts)
 
 
+def _load_index(path: str) -> torch.Tensor:
+  """A ``torch.save``'d 1-D integer tensor, read without unpickling code."""
+  t = torch.load(path, map_location='cpu', weights_only=True)
+  if not isinstance(t, torch.Tensor) or t.dim() != 1 or t.is_floating_point():
+    raise PartitionFileError(f'{path} must hold a 1-D integer tensor, got {t!r:.80}')
+  return t.to(torch.int64)
+
+
 def _unwrap(d: Dict, hetero: bool):
   return d if hetero else next(iter(d.values()), None)
 
@@ -263,6 +334,7 @@ def load_partition(
   device: torch.device = torch.device('cpu'),
   allow_pickle: bool = False,
   verify: bool = False,
+  input_layout: str = 'COO',
 ) -> Tuple:
   """Loads one partition: ``(num_parts, partition_idx, graph_data,
   node_feat_data, edge_feat_data, node_pb, edge_pb)``, dicts by type for a
@@ -278,7 +350,14 @@ def load_partition(
     allow_pickle: read a GLT 0.2.x (pickle-based) partition; only for
       partitions from a trusted source, as unpickling can run code.
     verify: check every file's sha256 against META.json.
+    input_layout: 'COO' (the partition's own edges), or 'CSC' / 'CSR': the
+      ``rows.pt`` and ``cols.pt`` a script wrote into each graph directory
+      for GLT's ``DistDataset.load(input_layout=...)`` (graph data's
+      ``edge_index`` is then the pair of them).
   """
+  input_layout = str(input_layout).upper()
+  if input_layout not in ('COO', 'CSC', 'CSR'):
+    raise ValueError(f"input_layout must be 'COO', 'CSC' or 'CSR', got {input_layout!r}")
   if is_glt_partition(root_dir) and allow_pickle:
     from .glt_format import load_glt_partition
 
@@ -291,7 +370,10 @@ def load_partition(
       f'partition(graph_caching=True), or load with graph_caching=False'
     )
   graph_idx = None if graph_caching else partition_idx
-  graph = {e: reader.graph(graph_idx, e) for e in reader.edge_types()}
+  if input_layout == 'COO':
+    graph = {e: reader.graph(graph_idx, e) for e in reader.edge_types()}
+  else:
+    graph = {e: reader.compressed_graph(graph_idx, e, input_layout) for e in reader.edge_types()}
   node_feat = {t: reader.features(partition_idx, 'node_feat', t) for t in reader.node_types()}
   edge_feat = {e: reader.features(partition_idx, 'edge_feat', e) for e in reader.edge_types()}
   node_pb = {t: reader.node_book(t, partition_idx) for t in reader.node_types()}
@@ -399,6 +481,18 @@ def cat_feature_cache(
   return num_cached / (num_cached + ids.numel()), feats, id2index, GLTPartitionBook(book, num_parts)
 
 
+def _per_type_tables(tables, hetero: bool, homo_type) -> Dict:
+  """Feature tables by type: none for None (GLT skips a missing group), the
+  one table under ``homo_type`` for a homogeneous partition."""
+  if tables is None:
+    return {}
+  if hetero:
+    if not isinstance(tables, dict):
+      raise TypeError(f'a heterogeneous partition needs features by type, got {type(tables)}')
+    return tables
+  return {homo_type: tables}
+
+
 def build_partition_feature(
   root_dir: str,
   partition_idx: int,
@@ -428,17 +522,13 @@ def build_partition_feature(
     base = feature_path(partition_idx, group, reader.dir_of(type_))
     write_feature_rows(root_dir, base, as_tensor(table), dtype, rows, ids, chunk_size)
 
-  tables = (
-    node_feat if reader.hetero else ({HOMO_NODE_TYPE: node_feat} if node_feat is not None else {})
-  )
+  tables = _per_type_tables(node_feat, reader.hetero, HOMO_NODE_TYPE)
   for ntype, table in tables.items():
     ids = owned_ids(reader.node_book(ntype, partition_idx), partition_idx)
     node_map = reader.load(book_path('node_map', reader.dir_of(ntype)), required=False)
     rows = ids if node_map is None else node_map[ids]
     write('node_feat', ntype, table, node_feat_dtype, rows, ids)
-  tables = (
-    edge_feat if reader.hetero else ({HOMO_EDGE_TYPE: edge_feat} if edge_feat is not None else {})
-  )
+  tables = _per_type_tables(edge_feat, reader.hetero, HOMO_EDGE_TYPE)
   for etype, table in tables.items():
     book = reader.edge_book(etype)
     if book is None:

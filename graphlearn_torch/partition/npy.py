@@ -23,6 +23,18 @@ class PartitionFileError(ValueError):
   """A partition file is missing, truncated, corrupt or not what META says."""
 
 
+def as_tensor(data) -> Optional[torch.Tensor]:
+  """A tensor view of tensor-like input, without copying NumPy arrays (read-only
+  memory maps included: the partitioner never writes to its inputs)."""
+  if data is None or isinstance(data, torch.Tensor):
+    return data
+  if isinstance(data, np.ndarray):
+    with warnings.catch_warnings():
+      warnings.simplefilter('ignore')
+      return torch.from_numpy(data)
+  return torch.as_tensor(data)
+
+
 def numpy_dtype(dtype) -> np.dtype:
   """The NumPy dtype of a torch or NumPy dtype; clear error when there is none."""
   if isinstance(dtype, torch.dtype):

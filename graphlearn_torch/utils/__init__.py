@@ -1,5 +1,6 @@
 """Utilities of graphlearn_torch (GLT 0.2.x's ``graphlearn_torch.utils`` names)."""
 
+from .checkpoint import load_ckpt, save_ckpt
 from .common import (
   count_dict,
   ensure_dir,
@@ -43,11 +44,13 @@ __all__ = [
   'id2idx',
   'index_select',
   'interface_for',
+  'load_ckpt',
   'merge_dict',
   'merge_hetero_sampler_output',
   'parse_size',
   'ptr2ind',
   'resolve_device',
+  'save_ckpt',
   'seed_everything',
   'share_memory',
   'singleton',
