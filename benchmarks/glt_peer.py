@@ -35,7 +35,8 @@ import numpy as np
 import torch
 
 
-def _import_glt():
+def import_glt():
+  r"""GLT's ``graphlearn_torch`` module, with a stand-in for a missing torch_sparse."""
   try:
     import torch_sparse  # noqa: F401
   except ImportError:
@@ -66,7 +67,7 @@ def main():
   p.add_argument('--seed', type=int, default=0)
   args = p.parse_args()
   torch.set_num_threads(args.threads)
-  glt = _import_glt()
+  glt = import_glt()
 
   # GLT takes CSC input as (row indices, column pointers).
   topo = glt.data.Topology(

@@ -73,18 +73,24 @@ def reverse_edge_type(etype: EdgeType) -> EdgeType:
   return dst, rel, src
 
 
-def as_str(type_: Union[NodeType, EdgeType]) -> str:
-  """Names a node type or edge type as a string (edge types joined by ``__``)."""
-  if isinstance(type_, str):
-    return type_
-  if isinstance(type_, (tuple, list)) and len(type_) == 3:
-    return '__'.join(type_)
-  raise ValueError(f'not a node type or edge type: {type_!r}')
+# What joins an edge type's three names in file and directory names.
+EDGE_TYPE_STR_SPLIT = '__'
+
+
+def as_str(type: Union[NodeType, EdgeType]) -> str:  # noqa: A002 (GLT's parameter name)
+  """Names a node type or edge type as a string (edge types joined by
+  ``EDGE_TYPE_STR_SPLIT``)."""
+  if isinstance(type, str):
+    return type
+  if isinstance(type, (tuple, list)) and len(type) == 3:
+    return EDGE_TYPE_STR_SPLIT.join(type)
+  raise ValueError(f'not a node type or edge type: {type!r}')
 
 
 # What ``from graphlearn_torch.typing import *`` (and so ``graphlearn_torch``
 # itself, as in GLT) exports.
 __all__ = [
+  'EDGE_TYPE_STR_SPLIT',
   'EdgeIndexTensor',
   'EdgeType',
   'FeaturePartitionData',

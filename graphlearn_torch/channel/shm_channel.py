@@ -8,7 +8,7 @@ import torch
 
 from .._ext import ops
 from ..utils.memory import available_memory
-from ..utils.size import parse_size
+from ..utils.units import parse_size
 from .base import (
   ChannelBase,
   ChannelClosedError,

@@ -10,6 +10,7 @@ import torch
 
 from .._ext import cuda_kernels_available
 from ..data import Dataset, DeviceGroup, Feature, Graph
+from ..data.dataset import random_split as random_positions
 from ..partition.format import book_path, split_path
 from ..partition.load import PartitionReader, cat_feature_cache, load_partition
 from ..partition.npy import PartitionFileError, load_npy
@@ -18,16 +19,11 @@ from ..partition.partition_book import (
   HeteroNodePartitionDict,
   PartitionBook,
   as_partition_book,
-  owned_ids,
 )
 from ..typing import EdgeType, NodeIndex, NodeLabel, NodeType
+from ..utils.common import default_id_filter
 
 logger = logging.getLogger(__name__)
-
-
-def default_id_filter(node_pb: PartitionBook, partition_idx: int) -> torch.Tensor:
-  """The ids ``node_pb`` assigns to ``partition_idx``."""
-  return owned_ids(node_pb, partition_idx)
 
 
 def default_id_select(srcs: torch.Tensor, node_pb: PartitionBook, partition_idx: int):
@@ -285,6 +281,23 @@ class DistDataset(Dataset):
       splits.append((ids if hetero else next(iter(ids.values()))) if ids else None)
     self.train_idx, self.val_idx, self.test_idx = splits
 
+  def random_node_split(self, num_val: Union[float, int], num_test: Union[float, int]):
+    """Splits the nodes this partition owns (``id_filter`` of its node book)
+    at random into train, validation and test ids, per labelled node type,
+    as GLT's DistDataset does."""
+    if self.node_labels is None:
+      raise ValueError('random_node_split needs node labels: call init_node_labels first')
+    if isinstance(self.node_labels, dict):
+      splits = {
+        t: random_split(self.id_filter(self.node_pb[t], self.partition_idx), num_val, num_test)
+        for t in self.node_labels
+      }
+      self.init_node_split(tuple({t: s[i] for t, s in splits.items()} for i in range(3)))
+    else:
+      owned = self.id_filter(self.node_pb, self.partition_idx)
+      self.init_node_split(random_split(owned, num_val, num_test))
+    return self
+
   def node_map(self, ntype: Optional[NodeType] = None) -> Optional[torch.Tensor]:
     """The original id of every node when the partitioner renumbered nodes
     (``book='range'``); None when ids are the original ones."""
@@ -329,9 +342,22 @@ class DistDataset(Dataset):
     return ds
 
 
-def rebuild_dist_dataset(handle) -> DistDataset:
+def random_split(
+  indices: torch.Tensor, num_val: Union[float, int], num_test: Union[float, int]
+) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+  """Splits ``indices`` at random into train, validation and test ids (GLT's).
+
+  Args:
+    indices: the ids to split.
+    num_val: the size of the validation split, or its share when a float.
+    num_test: the size of the test split, or its share when a float.
+  """
+  return tuple(indices[p] for p in random_positions(indices.numel(), num_val, num_test))
+
+
+def rebuild_dist_dataset(ipc_handle) -> DistDataset:
   """Rebuilds a DistDataset in another process (see ``reduce_dist_dataset``)."""
-  kind, payload = handle
+  kind, payload = ipc_handle
   if kind == 'load':
     edge_dir, load_args = payload
     return DistDataset(edge_dir=edge_dir).load(**load_args)

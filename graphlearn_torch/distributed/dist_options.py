@@ -4,7 +4,7 @@ from typing import List, Literal, Optional, Union
 
 import torch
 
-from ..utils.size import parse_size
+from ..utils.units import parse_size
 from .rpc import DEFAULT_RPC_TIMEOUT_S
 
 # One device for every sampling worker, or a list taken in turn.

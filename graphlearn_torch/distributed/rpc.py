@@ -24,7 +24,7 @@ from .rendezvous import rendezvous_url
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_RPC_TIMEOUT_S = 180.0
+DEFAULT_RPC_TIMEOUT_S = 180
 
 # TensorPipe transports between RPC peers, best first. Its 'shm' transport
 # (peers on one host) runs a reactor thread per process that busy-polls: on

@@ -37,28 +37,35 @@ def to_data(
 
 
 def to_hetero_data(
-  sampler_out: HeteroSamplerOutput,
+  hetero_sampler_out: HeteroSamplerOutput,
   batch_label_dict: Optional[Dict[NodeType, torch.Tensor]] = None,
   node_feat_dict: Optional[Dict[NodeType, torch.Tensor]] = None,
   edge_feat_dict: Optional[Dict[EdgeType, torch.Tensor]] = None,
+  edge_dir: Literal['in', 'out'] = 'out',
   **kwargs,
 ) -> HeteroData:
   """Builds a PyG ``HeteroData`` from a heterogeneous sampler output.
 
   Args:
-    sampler_out: the sampled subgraph.
+    hetero_sampler_out: the sampled subgraph.
     batch_label_dict: labels per node type.
     node_feat_dict: features per node type.
     edge_feat_dict: features per output edge type.
+    edge_dir: the sampling direction: with 'out', a link sample's labels go
+      on the reversed seed edge type (see ``attach_link_metadata``).
     **kwargs: attributes of the whole batch.
   """
-  batch = SampledBatch.from_output(sampler_out, every_type=False)
+  batch = SampledBatch.from_output(hetero_sampler_out, every_type=False)
   for ntype, node in batch.nodes.items():
     node.x = (node_feat_dict or {}).get(ntype)
     node.y = (batch_label_dict or {}).get(ntype)
   for etype, edge in batch.edges.items():
     edge.attr = (edge_feat_dict or {}).get(etype)
-  return to_pyg(batch, **kwargs)
+  res = to_pyg(batch, **kwargs)
+  meta, input_type = hetero_sampler_out.metadata, hetero_sampler_out.input_type
+  if isinstance(meta, dict) and LINK_LABEL_KEYS & meta.keys() and input_type is not None:
+    place_link_labels(res, meta, input_type, edge_dir)
+  return res
 
 
 def collate(
@@ -105,10 +112,22 @@ def attach_link_metadata(
       res[key] = value
     res.input_id = input_id
     return res
-  etype = input_type or HOMO_EDGE_TYPE
+  label_type = place_link_labels(res, meta, input_type or HOMO_EDGE_TYPE, edge_dir)
+  res[label_type].input_id = input_id
+  return res
+
+
+# The keys of a link sample's metadata (binary or triplet labels).
+LINK_LABEL_KEYS = {'edge_label_index', 'src_index'}
+
+
+def place_link_labels(
+  res: HeteroData, meta: Dict[str, torch.Tensor], etype: EdgeType, edge_dir: str
+) -> EdgeType:
+  """Puts a heterogeneous link sample's labels on ``res``; returns the edge
+  type that holds them. As in GLT: with edge_dir 'out' the batch holds the
+  reversed edge types, so the labelled edges go there too, reversed."""
   src_t, dst_t = etype[0], etype[-1]
-  # As in GLT: with edge_dir 'out' the batch holds the reversed edge types,
-  # so the labelled edges go there too, reversed.
   label_type = reverse_edge_type(etype) if edge_dir == 'out' else etype
   if 'edge_label_index' in meta:
     index = meta['edge_label_index']
@@ -119,8 +138,7 @@ def attach_link_metadata(
     res[src_t].src_index = meta['src_index']
     res[dst_t].dst_pos_index = meta['dst_pos_index']
     res[dst_t].dst_neg_index = meta['dst_neg_index']
-  res[label_type].input_id = input_id
-  return res
+  return label_type
 
 
 def label_batch(

@@ -27,20 +27,27 @@ from ..typing import (
   NodeType,
   TensorDataType,
 )
-from .format import (
+
+# GLT's module path of the partition readers and writers (partition.base)
+from .format import (  # noqa: F401
   META_FILE,
   book_path,
   feature_path,
   graph_path,
   record_files,
+  save_edge_pb,
+  save_feature_partition,
+  save_feature_partition_cache,
+  save_feature_partition_chunk,
+  save_graph_cache,
+  save_graph_partition,
   save_meta,
+  save_node_pb,
   save_npy,
   split_path,
   type_key,
   write_feature_rows,
 )
-
-# GLT's module path of the partition readers (graphlearn_torch.partition.base)
 from .load import (  # noqa: F401
   build_partition_feature,
   cat_feature_cache,
@@ -49,6 +56,11 @@ from .load import (  # noqa: F401
   load_partition,
 )
 from .npy import NpyWriter, as_tensor
+from .partition_book import (  # noqa: F401 (GLT's partition.base names)
+  HeteroEdgePartitionDict,
+  HeteroNodePartitionDict,
+  PartitionBook,
+)
 
 logger = logging.getLogger(__name__)
 

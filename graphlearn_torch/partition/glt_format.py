@@ -4,11 +4,12 @@ this only with ``allow_pickle=True``."""
 
 import os
 import pickle
-from typing import List, Optional
+from typing import Optional
 
 import torch
 
 from ..typing import as_str
+from ..utils.common import load_and_concatenate_tensors
 from .format import FeaturePartitionData, GraphPartitionData
 from .partition_book import GLTPartitionBook
 
@@ -19,20 +20,6 @@ def _torch_load(path: str, required: bool = True) -> Optional[torch.Tensor]:
       raise FileNotFoundError(f'{path} is missing from the GLT partition')
     return None
   return torch.load(path, weights_only=False)
-
-
-def _load_chunks(path: str) -> torch.Tensor:
-  """Concatenates the pickled tensor chunks appended to one file."""
-  chunks: List[torch.Tensor] = []
-  with open(path, 'rb') as f:
-    while True:
-      try:
-        chunks.append(torch.as_tensor(pickle.load(f)))
-      except EOFError:
-        break
-  if not chunks:
-    raise ValueError(f'{path} holds no feature chunks')
-  return torch.cat(chunks)
 
 
 def _sub(base: str, type_) -> str:
@@ -53,8 +40,8 @@ def _features(feat_dir: str) -> Optional[FeaturePartitionData]:
   if not os.path.exists(os.path.join(feat_dir, 'feats.pkl')):
     return None
   return FeaturePartitionData(
-    _load_chunks(os.path.join(feat_dir, 'feats.pkl')),
-    _load_chunks(os.path.join(feat_dir, 'ids.pkl')),
+    load_and_concatenate_tensors(os.path.join(feat_dir, 'feats.pkl')),
+    load_and_concatenate_tensors(os.path.join(feat_dir, 'ids.pkl')),
     _torch_load(os.path.join(feat_dir, 'cache_feats.pt'), required=False),
     _torch_load(os.path.join(feat_dir, 'cache_ids.pt'), required=False),
   )

@@ -6,6 +6,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import torch
 
 from ..typing import EdgeType, NodeType
+from ..utils.common import default_id_filter
 
 
 class PartitionBook(ABC):
@@ -247,10 +248,7 @@ def as_partition_book(book: PartitionBookLike, num_parts: int = None) -> Partiti
 
 def owned_ids(book: PartitionBookLike, partition_idx: int) -> torch.Tensor:
   """The global ids that ``book`` assigns to ``partition_idx``, ascending."""
-  if isinstance(book, RangePartitionBook):
-    return book.id_filter(book, partition_idx)
-  tensor = book.tensor if isinstance(book, GLTPartitionBook) else book
-  return torch.nonzero(tensor == partition_idx).view(-1)
+  return default_id_filter(book, partition_idx)
 
 
 def partition_sizes(book: PartitionBookLike, num_parts: int) -> List[int]:

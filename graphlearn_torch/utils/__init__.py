@@ -2,20 +2,24 @@
 
 from .checkpoint import load_ckpt, save_ckpt
 from .common import (
+  append_tensor_to_file,
   count_dict,
+  default_id_filter,
+  default_id_select,
   ensure_dir,
   ephemeral_ports,
   format_hetero_sampler_output,
   get_free_port,
   index_select,
+  load_and_concatenate_tensors,
   merge_dict,
   merge_hetero_sampler_output,
   seed_everything,
 )
 from .device import assign_device, ensure_device, get_available_device, resolve_device
-from .mixin import CastMixin, singleton
+from .mixin import CastMixin
 from .network import default_socket_ifname, interface_for
-from .size import parse_size
+from .singleton import singleton
 from .tensor import (
   apply_to_all_tensor,
   convert_to_tensor,
@@ -25,15 +29,19 @@ from .tensor import (
   tensor_equal_with_device,
 )
 from .topo import coo_to_csc, coo_to_csr, ptr2ind
+from .units import UNITS, parse_size
 
 __all__ = [
-  'CastMixin',
+  'append_tensor_to_file',
   'apply_to_all_tensor',
   'assign_device',
+  'CastMixin',
   'convert_to_tensor',
   'coo_to_csc',
   'coo_to_csr',
   'count_dict',
+  'default_id_filter',
+  'default_id_select',
   'default_socket_ifname',
   'ensure_device',
   'ensure_dir',
@@ -44,6 +52,7 @@ __all__ = [
   'id2idx',
   'index_select',
   'interface_for',
+  'load_and_concatenate_tensors',
   'load_ckpt',
   'merge_dict',
   'merge_hetero_sampler_output',
@@ -56,4 +65,5 @@ __all__ = [
   'singleton',
   'squeeze',
   'tensor_equal_with_device',
+  'UNITS',
 ]

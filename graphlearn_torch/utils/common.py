@@ -1,9 +1,10 @@
 """GLT's general helpers (``utils.common``)."""
 
 import os
+import pickle
 import random
 import socket
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 import torch
@@ -16,6 +17,49 @@ from .tensor import id2idx
 def ensure_dir(dir_path: str) -> None:
   """Creates ``dir_path`` (and its parents) if it does not exist."""
   os.makedirs(dir_path, exist_ok=True)
+
+
+def append_tensor_to_file(filename: str, tensor: torch.Tensor) -> None:
+  """Appends ``tensor`` to ``filename`` as one more pickled chunk: GLT
+  0.2.x's feature-chunk files (``feats.pkl``, ``ids.pkl``)."""
+  with open(filename, 'ab') as f:
+    pickle.dump(tensor, f)
+
+
+def load_and_concatenate_tensors(
+  filename: str, device: Optional[torch.device] = None
+) -> torch.Tensor:
+  """Reads every pickled chunk of a GLT chunk file (``append_tensor_to_file``)
+  and concatenates them on ``device``. Unpickling can run code: read only
+  files from a trusted source."""
+  chunks: List[torch.Tensor] = []
+  with open(filename, 'rb') as f:
+    while True:
+      try:
+        chunks.append(torch.as_tensor(pickle.load(f)))
+      except EOFError:
+        break
+  if not chunks:
+    raise ValueError(f'{filename} holds no tensor chunks')
+  return torch.cat(chunks).to(device or 'cpu')
+
+
+def default_id_filter(node_pb, partition_idx: int) -> torch.Tensor:
+  """The ids, ascending, that partition book ``node_pb`` (a tensor of
+  partition ids, or one of ``graphlearn_torch.partition``'s books) assigns to
+  ``partition_idx``."""
+  ranges = getattr(node_pb, 'partition_ranges', None)
+  if ranges is not None:  # a range book: partition i owns [start_i, end_i)
+    start, end = ranges[partition_idx]
+    return torch.arange(start, end, dtype=torch.int64)
+  book = torch.as_tensor(getattr(node_pb, 'tensor', node_pb))
+  return torch.nonzero(book == partition_idx).view(-1)
+
+
+def default_id_select(srcs: torch.Tensor, p_mask: torch.Tensor, node_pb=None) -> torch.Tensor:
+  """The ``srcs`` where ``p_mask`` holds (GLT's default selection of a
+  partition's ids; ``node_pb`` is unused)."""
+  return torch.masked_select(srcs, p_mask)
 
 
 def seed_everything(seed: int) -> None:

@@ -1,6 +1,4 @@
-"""Small class helpers (GLT's ``utils.mixin`` and ``utils.singleton``)."""
-
-from typing import Callable, Dict, Type
+"""``CastMixin``: GLT's ``utils.mixin``."""
 
 
 class CastMixin:
@@ -17,15 +15,3 @@ class CastMixin:
       if isinstance(elem, dict):
         return cls(**elem)
     return cls(*args, **kwargs)
-
-
-def singleton(cls: Type) -> Callable[[], object]:
-  """Class decorator: every call returns the one instance, made on first use."""
-  instances: Dict[Type, object] = {}
-
-  def get_instance():
-    if cls not in instances:
-      instances[cls] = cls()
-    return instances[cls]
-
-  return get_instance
