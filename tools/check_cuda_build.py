@@ -8,6 +8,7 @@ import glob
 import importlib.util
 import os
 import sys
+import sysconfig
 
 import torch
 
@@ -17,9 +18,12 @@ BINDINGS = ('CudaInducer', 'uva_view', 'enable_peer_access')
 
 
 def main(lib_dir: str) -> int:
-  paths = glob.glob(os.path.join(lib_dir, 'graphlearn_torch', '_C*.so'))
+  # This interpreter's build (a tree may hold others: an editable install's,
+  # one built for the GPU machine's Python).
+  suffix = sysconfig.get_config_var('EXT_SUFFIX')
+  paths = glob.glob(os.path.join(lib_dir, 'graphlearn_torch', f'_C{suffix}'))
   if len(paths) != 1:
-    print(f'expected one graphlearn_torch/_C*.so under {lib_dir}, found {paths}')
+    print(f'expected graphlearn_torch/_C{suffix} under {lib_dir}, found {paths}')
     return 1
   spec = importlib.util.spec_from_file_location('graphlearn_torch._C', paths[0])
   module = importlib.util.module_from_spec(spec)
