@@ -6,6 +6,7 @@
 #   make bench  set up .venv and run the benchmarks (beside GLT where .venv-glt is)
 #   make glt-peer  set up .venv-glt: GLT 0.2.4, the peer bench_sampler.py measures
 #   make device-ext  build the extension for the lent GPU machine's Python and torch, to carry
+#   make dgl-peer  set up .venv-dgl: DGL 2.1.0 and GraphBolt, the other peer bench_sampler.py measures
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -27,7 +28,7 @@ GLT_PY := $(GLT_VENV)/bin/python
 
 SOURCES := setup.py pyproject.toml $(wildcard csrc/*.h csrc/*.cpp csrc/*/*.h csrc/*/*.cpp csrc/*/*.cu csrc/*/*.cuh)
 
-.PHONY: install demo test lint docs bench clean cuda glt-peer device-ext
+.PHONY: install demo test lint docs bench clean cuda glt-peer device-ext dgl-peer
 
 # torch is pinned and installed first, so nothing pulls a CUDA build of it;
 # the package is then built against it with --no-build-isolation.
@@ -75,6 +76,20 @@ $(GLT_VENV)/.installed:
 	touch $@
 
 glt-peer: $(GLT_VENV)/.installed
+
+# DGL 2.1.0 (the newest DGL wheel on PyPI for Python 3.11; its GraphBolt
+# library is built for torch 2.0-2.2.1) in its own venv, with the torch and
+# torchdata GraphBolt loads with, and numpy < 2 (the wheel's ABI).
+DGL_VENV ?= .venv-dgl
+DGL_PY := $(DGL_VENV)/bin/python
+
+$(DGL_VENV)/.installed:
+	test -x $(DGL_PY) || $(PYTHON) -m venv $(DGL_VENV)
+	$(DGL_PY) -m pip install -q torch==2.2.1 'numpy<2' torchdata==0.7.1 pandas pyyaml pydantic psutil
+	$(DGL_PY) -m pip install -q dgl==2.1.0
+	touch $@
+
+dgl-peer: $(DGL_VENV)/.installed
 
 docs: install
 	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html

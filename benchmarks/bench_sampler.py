@@ -24,6 +24,11 @@ also measures GLT 0.2.4 in this run, on the same graph, seed batches and node
 sets (benchmarks/glt_peer.py, run by that interpreter in its own process, since
 both libraries import as ``graphlearn_torch``), and compares with that instead
 of the dated reference. GLT_PYTHON in the environment does the same.
+
+  python benchmarks/bench_sampler.py --dgl-python .venv-dgl/bin/python
+
+measures DGL 2.1's fused sampler and GraphBolt (sampling and gather) the same
+way (benchmarks/dgl_peer.py; ``make dgl-peer``). DGL_PYTHON does the same.
 """
 
 import argparse
@@ -156,11 +161,12 @@ def bench_gather(num_nodes: int, dim: int, id_batches, repeat: int):
   return results, dim * table.element_size()
 
 
-def bench_glt(python: str, ds, seed_batches, sampled, args, threads: int) -> dict:
-  """GLT's figures on the same graph, seeds and node sets, from benchmarks/glt_peer.py
-  run by ``python`` (an environment with GLT 0.2.4) in a process of its own."""
+def bench_peer(script: str, python: str, ds, seed_batches, sampled, args, threads: int) -> dict:
+  r"""A peer library's figures on the same graph, seeds and node sets, from
+  ``benchmarks/<script>`` (glt_peer.py, dgl_peer.py) run by ``python`` (the
+  peer's environment) in a process of its own."""
   topo = ds.graph.topo
-  with tempfile.TemporaryDirectory(prefix='glt_peer_') as d:
+  with tempfile.TemporaryDirectory(prefix='bench_peer_') as d:
     for name, t in (
       ('indptr', topo.indptr),
       ('indices', topo.indices),
@@ -169,19 +175,20 @@ def bench_glt(python: str, ds, seed_batches, sampled, args, threads: int) -> dic
       ('gather_offsets', torch.tensor([0] + [n.numel() for n in sampled]).cumsum(0)),
     ):
       np.save(f'{d}/{name}.npy', t.numpy())
-    # Neither our tree nor our environment may shadow GLT's graphlearn_torch.
+    # Neither our tree nor our environment may shadow the peer's packages
+    # (GLT imports as graphlearn_torch too).
     env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'VIRTUAL_ENV')}
     # abspath, not realpath: a venv's python must keep its own path.
     cmd = [
       os.path.abspath(python),
-      os.path.join(os.path.dirname(os.path.abspath(__file__)), 'glt_peer.py'),
+      os.path.join(os.path.dirname(os.path.abspath(__file__)), script),
       d,
     ]
     cmd += ['--threads', str(threads), '--batches', str(args.batches), '--dim', str(args.dim)]
     cmd += ['--seed', str(args.seed), '--fanout', *map(str, args.fanout)]
     done = subprocess.run(cmd, cwd=d, env=env, capture_output=True, text=True, timeout=1800)
   if done.returncode != 0:
-    sys.exit(f'glt_peer.py failed ({done.returncode}):\n{done.stderr[-4000:]}')
+    sys.exit(f'{script} failed ({done.returncode}):\n{done.stderr[-4000:]}')
   return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -198,6 +205,11 @@ def main():
     '--glt-python',
     default=os.environ.get('GLT_PYTHON'),
     help='python of an environment with GLT 0.2.4: measure it in this run',
+  )
+  p.add_argument(
+    '--dgl-python',
+    default=os.environ.get('DGL_PYTHON'),
+    help='python of an environment with DGL 2.1 (make dgl-peer): measure DGL and GraphBolt',
   )
   args = p.parse_args()
   threads = sorted(args.threads)
@@ -233,7 +245,7 @@ def main():
     GLT_LABEL,
   )
   if args.glt_python:
-    peer = bench_glt(args.glt_python, ds, seed_batches, sampled, args, threads[-1])
+    peer = bench_peer('glt_peer.py', args.glt_python, ds, seed_batches, sampled, args, threads[-1])
     glt_bps, glt_eps, glt_gather = (
       peer['batches_per_s'],
       peer['edges_per_s'],
@@ -253,6 +265,18 @@ def main():
     ('gather rows/s', ours, gather['torch.index_select'], 'torch.index_select (measured)')
   )
   rows.append(('gather rows/s', ours, glt_gather, glt_label))
+  if args.dgl_python:
+    dgl = bench_peer('dgl_peer.py', args.dgl_python, ds, seed_batches, sampled, args, threads[-1])
+    where = f'(measured, torch {dgl["torch"]}, {dgl["threads"]} threads)'
+    for key, name in (('dgl_fused', f'DGL {dgl["dgl"]} fused'), ('graphbolt', 'GraphBolt')):
+      print(
+        f'{name}: {dgl[key]["edges_per_batch"]:,.0f} edges per batch (every frontier node '
+        f'sampled again: compare edges/s), {dgl[key]["cores_busy"]:.2f} cores busy'
+      )
+      rows.append(('sampled edges/s', eps, dgl[key]['edges_per_s'], f'{name} {where}'))
+      rows.append(('sampling batches/s', bps, dgl[key]['batches_per_s'], f'{name} {where}'))
+    graphbolt_gather = dgl['graphbolt_gather_rows_per_s']
+    rows.append(('gather rows/s', ours, graphbolt_gather, f'GraphBolt TorchBasedFeature {where}'))
   print()
   print(f'| {"metric":<20} | {"graphlearn_torch":>16} | {"peer":>12} | {"ratio":>6} | peer |')
   print(f'|{"-" * 22}|{"-" * 18}|{"-" * 14}|{"-" * 8}|------|')
