@@ -29,6 +29,12 @@ of the dated reference. GLT_PYTHON in the environment does the same.
 
 measures DGL 2.1's fused sampler and GraphBolt (sampling and gather) the same
 way (benchmarks/dgl_peer.py; ``make dgl-peer``). DGL_PYTHON does the same.
+
+  python benchmarks/bench_sampler.py --contention [--glt-python ...]
+
+measures the sampler and the gather (at the largest thread count) quiet,
+then beside 1 and 2 busy nice-0 processes, back to back, as shares of quiet:
+users share cores (GLT beside it under the same load where given).
 """
 
 import argparse
@@ -192,6 +198,64 @@ def bench_peer(script: str, python: str, ds, seed_batches, sampled, args, thread
   return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+class BusyProcesses:
+  r"""``count`` busy-looping Python processes at nice 0 (other users' work on
+  a shared machine), started on entry and killed and reaped on exit; the
+  timed code's warm-up batches give them time to start."""
+
+  def __init__(self, count: int):
+    self.count = count
+    self.procs = []
+
+  def __enter__(self) -> 'BusyProcesses':
+    code = 'while True: pass'
+    self.procs = [subprocess.Popen([sys.executable, '-c', code]) for _ in range(self.count)]
+    return self
+
+  def __exit__(self, *exc) -> None:
+    for proc in self.procs:
+      proc.kill()
+    for proc in self.procs:
+      proc.wait(timeout=30)
+
+
+def bench_contention(ds, seed_batches, args, threads: int, loads=(0, 1, 2)) -> None:
+  r"""Sampling and gather quiet, then beside 1 and 2 busy processes, back to
+  back (GLT beside them where ``--glt-python`` is given); prints each as a
+  share of its quiet figure."""
+  torch.set_num_threads(threads)
+  rows = []
+  for load in loads:
+    with BusyProcesses(load):
+      _, eps, _, _, outs, _ = bench_sampling(ds, seed_batches, args.batches, args.fanout, args.seed)
+      sampled = [out.node for out in outs]
+      gather, _ = bench_gather(ds.num_nodes(), args.dim, sampled, repeat=3)
+      peer = None
+      if args.glt_python:
+        peer = bench_peer('glt_peer.py', args.glt_python, ds, seed_batches, sampled, args, threads)
+    rows.append((load, eps, gather['graphlearn_torch gather'], peer))
+  quiet = rows[0]
+  print(f'\ncontention: {threads} threads, beside busy nice-0 processes (`while True: pass`)\n')
+  head = '| busy processes | sampled edges/s | vs quiet | gather rows/s | vs quiet |'
+  print(
+    head + (' GLT edges/s | vs quiet | GLT gather rows/s | vs quiet |' if args.glt_python else '')
+  )
+  print('|--:|--:|--:|--:|--:|' + ('--:|--:|--:|--:|' if args.glt_python else ''))
+  for load, eps, rows_s, peer in rows:
+    line = (
+      f'| {load} | {eps / 1e6:.2f} M | {eps / quiet[1]:.0%} | {rows_s / 1e6:.2f} M | '
+      f'{rows_s / quiet[2]:.0%} |'
+    )
+    if peer is not None:
+      q = quiet[3]
+      line += (
+        f' {peer["edges_per_s"] / 1e6:.2f} M | {peer["edges_per_s"] / q["edges_per_s"]:.0%} | '
+        f'{peer["gather_rows_per_s"] / 1e6:.2f} M | '
+        f'{peer["gather_rows_per_s"] / q["gather_rows_per_s"]:.0%} |'
+      )
+    print(line)
+
+
 def main():
   p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   p.add_argument('--threads', type=int, nargs='+', default=[1, 2])
@@ -210,6 +274,11 @@ def main():
     '--dgl-python',
     default=os.environ.get('DGL_PYTHON'),
     help='python of an environment with DGL 2.1 (make dgl-peer): measure DGL and GraphBolt',
+  )
+  p.add_argument(
+    '--contention',
+    action='store_true',
+    help='also measure beside 1 and 2 busy processes, as shares of quiet',
   )
   args = p.parse_args()
   threads = sorted(args.threads)
@@ -302,6 +371,9 @@ def main():
       f'| {t} | {bps:.1f} | {eps / 1e6:.2f} M | {eps / eps1:.2f}x | {draws / 1e6:.2f} M | '
       f'{draws / draws1:.2f}x | {reads / 1e6:.2f} M | {reads / reads1:.2f}x | {eps / reads:.2f} |'
     )
+
+  if args.contention:
+    bench_contention(ds, seed_batches, args, threads[-1])
 
 
 if __name__ == '__main__':
