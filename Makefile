@@ -3,7 +3,7 @@
 #   make test   set up .venv, lint, run the test suite, and (where nvcc is) `make cuda`
 #   make cuda   set up .venv-cuda (torch with CUDA) and build the CUDA kernels (no GPU needed)
 #   make docs   set up .venv and build the documentation (docs/_build/html)
-#   make bench  set up .venv and run the benchmarks (beside GLT where .venv-glt is)
+#   make bench  set up .venv and run the benchmarks (beside GLT and DGL where their venvs are)
 #   make glt-peer  set up .venv-glt: GLT 0.2.4, the peer bench_sampler.py measures
 #   make device-ext  build the extension for the lent GPU machine's Python and torch, to carry
 #   make dgl-peer  set up .venv-dgl: DGL 2.1.0 and GraphBolt, the other peer bench_sampler.py measures
@@ -95,7 +95,8 @@ docs: install
 	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
 
 bench: install
-	$(PY) benchmarks/bench_sampler.py $$(test -x $(GLT_PY) && echo --glt-python $(GLT_PY))
+	$(PY) benchmarks/bench_sampler.py $$(test -x $(GLT_PY) && echo --glt-python $(GLT_PY)) \
+	  $$(test -x $(DGL_PY) && echo --dgl-python $(DGL_PY))
 	$(PY) benchmarks/bench_link.py
 	$(PY) benchmarks/bench_partition.py
 	$(PY) benchmarks/bench_channel.py
