@@ -23,18 +23,13 @@ libgomp); each sampler's ``cores_busy`` (CPU time over wall time) shows
 whether that holds.
 """
 
-import argparse
 import importlib.metadata
 import json
 import os
 import time
 
-import numpy as np
 import torch
-
-
-def load(directory: str, name: str) -> torch.Tensor:
-  return torch.from_numpy(np.load(f'{directory}/{name}.npy'))
+from peer_protocol import load, parse_peer_args
 
 
 def timed(fn, batches, count) -> dict:
@@ -58,16 +53,7 @@ def timed(fn, batches, count) -> dict:
 
 
 def main():
-  p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-  p.add_argument('dir')
-  p.add_argument('--threads', type=int, default=2)
-  p.add_argument('--fanout', type=int, nargs='+', default=[15, 10, 5])
-  p.add_argument('--batches', type=int, default=60)
-  p.add_argument('--dim', type=int, default=100)
-  p.add_argument('--repeat', type=int, default=3)
-  p.add_argument('--seed', type=int, default=0)
-  args = p.parse_args()
-  torch.set_num_threads(args.threads)
+  args = parse_peer_args(__doc__.split('\n')[0])
   torch.manual_seed(args.seed)
   os.environ.setdefault('DGLBACKEND', 'pytorch')  # DGL's backend, before its import
   import dgl

@@ -24,15 +24,14 @@ is missing a module that raises on any use stands in for it; the CSC input used
 here never reaches it.
 """
 
-import argparse
 import importlib.metadata
 import json
 import sys
 import time
 import types
 
-import numpy as np
 import torch
+from peer_protocol import load, parse_peer_args
 
 
 def import_glt():
@@ -52,21 +51,8 @@ def import_glt():
   return graphlearn_torch
 
 
-def load(directory: str, name: str) -> torch.Tensor:
-  return torch.from_numpy(np.load(f'{directory}/{name}.npy'))
-
-
 def main():
-  p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-  p.add_argument('dir')
-  p.add_argument('--threads', type=int, default=2)
-  p.add_argument('--fanout', type=int, nargs='+', default=[15, 10, 5])
-  p.add_argument('--batches', type=int, default=60)
-  p.add_argument('--dim', type=int, default=100)
-  p.add_argument('--repeat', type=int, default=3)
-  p.add_argument('--seed', type=int, default=0)
-  args = p.parse_args()
-  torch.set_num_threads(args.threads)
+  args = parse_peer_args(__doc__.split('\n')[0])
   glt = import_glt()
 
   # GLT takes CSC input as (row indices, column pointers).

@@ -1,0 +1,29 @@
+"""What bench_sampler.py hands a peer script (glt_peer.py, dgl_peer.py), which
+runs in the peer's own environment: a directory of ``.npy`` files (indptr,
+indices in CSC, seeds, gather_ids, gather_offsets) and these arguments."""
+
+import argparse
+
+import numpy as np
+import torch
+
+
+def parse_peer_args(description: str) -> argparse.Namespace:
+  r"""The peer script's arguments (``bench_peer`` in bench_sampler.py passes
+  them), with torch's thread count set from ``--threads``."""
+  p = argparse.ArgumentParser(description=description)
+  p.add_argument('dir')
+  p.add_argument('--threads', type=int, default=2)
+  p.add_argument('--fanout', type=int, nargs='+', default=[15, 10, 5])
+  p.add_argument('--batches', type=int, default=60)
+  p.add_argument('--dim', type=int, default=100)
+  p.add_argument('--repeat', type=int, default=3)
+  p.add_argument('--seed', type=int, default=0)
+  args = p.parse_args()
+  torch.set_num_threads(args.threads)
+  return args
+
+
+def load(directory: str, name: str) -> torch.Tensor:
+  r"""One of the handed-over arrays."""
+  return torch.from_numpy(np.load(f'{directory}/{name}.npy'))
