@@ -20,6 +20,9 @@
 #              single-process tests of test_gpu_data_path.py
 #   racecheck  compute-sanitizer racecheck over the same (not in the default list)
 #   bench      benchmarks/bench_gpu_sampler.py and bench_gpu_feature.py
+#   gather-dims  bench_gpu_feature.py at dim 128 and 64 (512- and 256-byte rows, whole
+#              128-byte lines): how much of the UVA and GPU gathers' gap at dim 100 is
+#              row alignment (not in the default list)
 #   train      benchmarks/bench_gpu_train.py $TRAIN_ARGS (not in the default list)
 #   threads    benchmarks/bench_sampler.py --threads 1 2 4 8 16: the CPU sampler's
 #              scaling on the machine's cores (not in the default list)
@@ -109,6 +112,10 @@ stage_racecheck() {
 
 stage_bench() {
   "$PY" benchmarks/bench_gpu_sampler.py && "$PY" benchmarks/bench_gpu_feature.py
+}
+
+stage_gather_dims() {
+  "$PY" benchmarks/bench_gpu_feature.py --dim 128 && "$PY" benchmarks/bench_gpu_feature.py --dim 64
 }
 
 stage_train() {
