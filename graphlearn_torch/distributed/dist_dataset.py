@@ -21,14 +21,9 @@ from ..partition.partition_book import (
   as_partition_book,
 )
 from ..typing import EdgeType, NodeIndex, NodeLabel, NodeType
-from ..utils.common import default_id_filter
+from ..utils.common import default_id_filter, default_id_select
 
 logger = logging.getLogger(__name__)
-
-
-def default_id_select(srcs: torch.Tensor, node_pb: PartitionBook, partition_idx: int):
-  """The ids of ``srcs`` owned by ``partition_idx``."""
-  return srcs[node_pb[srcs] == partition_idx]
 
 
 def _load_labels(path: str) -> torch.Tensor:
@@ -79,7 +74,8 @@ class DistDataset(Dataset):
     graph_caching: whether the graph is the whole graph.
     node_split: ``(train_idx, val_idx, test_idx)`` of this partition.
     id_filter: ``f(node_pb, partition_idx)`` -> the ids this partition owns.
-    id_select: ``f(ids, node_pb, partition_idx)`` -> those of ``ids`` it owns.
+    id_select: ``f(srcs, p_mask, node_pb)`` -> the ``srcs`` that ``p_mask``
+      selects (GLT's signature).
   """
 
   def __init__(

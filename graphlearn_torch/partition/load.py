@@ -241,17 +241,13 @@ class PartitionReader:
     eids = self.load(os.path.join(base, 'eids.npy'), bounds=(0, self.num_edges(etype)))
     weights = self.load(os.path.join(base, 'weights.npy'), required=False)
     if layout == 'CSC':  # columns (targets) compressed: (source indices, target indptr)
-      (indices, indptr), (indices_path, indptr_path), (indices_of, ptr_of) = (
-        (first, second),
-        paths,
-        (src, dst),
-      )
+      indices, indptr = first, second
+      indices_path, indptr_path = paths
+      indices_of, ptr_of = src, dst
     else:  # rows (sources) compressed: (source indptr, target indices)
-      (indptr, indices), (indptr_path, indices_path), (ptr_of, indices_of) = (
-        (first, second),
-        paths,
-        (src, dst),
-      )
+      indptr, indices = first, second
+      indptr_path, indices_path = paths
+      ptr_of, indices_of = src, dst
     num_edges = eids.shape[0]
     if indices.numel() != num_edges:
       raise PartitionFileError(
