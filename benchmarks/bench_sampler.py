@@ -34,12 +34,18 @@ way (benchmarks/dgl_peer.py; ``make dgl-peer``). DGL_PYTHON does the same.
 
 measures the sampler and the gather (at the largest thread count) quiet,
 then beside 1 and 2 busy nice-0 processes, back to back, as shares of quiet:
-users share cores (GLT beside it under the same load where given).
+users share cores (GLT beside it under the same load where given, and with
+--baseline-tree DIR another build of ours, e.g. a worktree of an older
+commit with its extension built in place, measured through glt_peer.py). Then
+trainers with collocated sampling: one alone, and two at once on this host
+(their kernels capped at their share of the cores, as in a distributed job,
+and not capped), each against one alone.
 """
 
 import argparse
 import json
 import os
+import queue
 import subprocess
 import sys
 import tempfile
@@ -167,10 +173,14 @@ def bench_gather(num_nodes: int, dim: int, id_batches, repeat: int):
   return results, dim * table.element_size()
 
 
-def bench_peer(script: str, python: str, ds, seed_batches, sampled, args, threads: int) -> dict:
+def bench_peer(
+  script: str, python: str, ds, seed_batches, sampled, args, threads: int, tree: str = ''
+) -> dict:
   r"""A peer library's figures on the same graph, seeds and node sets, from
   ``benchmarks/<script>`` (glt_peer.py, dgl_peer.py) run by ``python`` (the
-  peer's environment) in a process of its own."""
+  peer's environment) in a process of its own; with ``tree``, our library as
+  that source tree (with its built extension) has it, through glt_peer.py
+  (our API is GLT's)."""
   topo = ds.graph.topo
   with tempfile.TemporaryDirectory(prefix='bench_peer_') as d:
     for name, t in (
@@ -184,6 +194,8 @@ def bench_peer(script: str, python: str, ds, seed_batches, sampled, args, thread
     # Neither our tree nor our environment may shadow the peer's packages
     # (GLT imports as graphlearn_torch too).
     env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'VIRTUAL_ENV')}
+    if tree:
+      env['PYTHONPATH'] = os.path.abspath(tree)
     # abspath, not realpath: a venv's python must keep its own path.
     cmd = [
       os.path.abspath(python),
@@ -219,41 +231,153 @@ class BusyProcesses:
       proc.wait(timeout=30)
 
 
+def contention_peers(ds, seed_batches, args, threads: int) -> list:
+  r"""``(name, measure)`` of each library measured beside ours under
+  --contention; ``measure(sampled)`` gives its ``(edges/s, gather rows/s)``:
+  GLT, DGL (the faster of its fused sampler and GraphBolt, GraphBolt's
+  gather) and our baseline build, where given."""
+  peers = []
+
+  def run(script, python, sampled, tree=''):
+    return bench_peer(script, python, ds, seed_batches, sampled, args, threads, tree)
+
+  if args.glt_python:
+
+    def glt_peer(sampled):
+      r = run('glt_peer.py', args.glt_python, sampled)
+      return r['edges_per_s'], r['gather_rows_per_s']
+
+    peers.append(('GLT', glt_peer))
+  if args.dgl_python:
+
+    def dgl_peer(sampled):
+      r = run('dgl_peer.py', args.dgl_python, sampled)
+      eps = max(r['dgl_fused']['edges_per_s'], r['graphbolt']['edges_per_s'])
+      return eps, r['graphbolt_gather_rows_per_s']
+
+    peers.append(('DGL/GraphBolt best', dgl_peer))
+  if args.baseline_tree:
+
+    def baseline(sampled):
+      r = run('glt_peer.py', sys.executable, sampled, args.baseline_tree)
+      return r['edges_per_s'], r['gather_rows_per_s']
+
+    peers.append(('baseline', baseline))
+  return peers
+
+
 def bench_contention(ds, seed_batches, args, threads: int, loads=(0, 1, 2)) -> None:
   r"""Sampling and gather quiet, then beside 1 and 2 busy processes, back to
-  back (GLT beside them where ``--glt-python`` is given); prints each as a
-  share of its quiet figure."""
+  back (the peers of ``contention_peers`` beside them under the same load);
+  prints each as a share of its quiet figure, and ours against each peer."""
   torch.set_num_threads(threads)
-  rows = []
+  peers = contention_peers(ds, seed_batches, args, threads)
+  rows = []  # (load, [(edges/s, gather rows/s) of ours, then of each peer])
   for load in loads:
     with BusyProcesses(load):
       _, eps, _, _, outs, _ = bench_sampling(ds, seed_batches, args.batches, args.fanout, args.seed)
       sampled = [out.node for out in outs]
       gather, _ = bench_gather(ds.num_nodes(), args.dim, sampled, repeat=3)
-      peer = None
-      if args.glt_python:
-        peer = bench_peer('glt_peer.py', args.glt_python, ds, seed_batches, sampled, args, threads)
-    rows.append((load, eps, gather['graphlearn_torch gather'], peer))
-  quiet = rows[0]
+      figures = [(eps, gather['graphlearn_torch gather'])]
+      figures += [measure(sampled) for _, measure in peers]
+    rows.append((load, figures))
+  quiet = rows[0][1]
   print(f'\ncontention: {threads} threads, beside busy nice-0 processes (`while True: pass`)\n')
-  head = '| busy processes | sampled edges/s | vs quiet | gather rows/s | vs quiet |'
+  names = ['ours'] + [name for name, _ in peers]
   print(
-    head + (' GLT edges/s | vs quiet | GLT gather rows/s | vs quiet |' if args.glt_python else '')
+    '| busy processes | '
+    + ' | '.join(f'{n} edges/s | vs quiet | {n} gather rows/s | vs quiet' for n in names)
+    + ' |'
   )
-  print('|--:|--:|--:|--:|--:|' + ('--:|--:|--:|--:|' if args.glt_python else ''))
-  for load, eps, rows_s, peer in rows:
-    line = (
-      f'| {load} | {eps / 1e6:.2f} M | {eps / quiet[1]:.0%} | {rows_s / 1e6:.2f} M | '
-      f'{rows_s / quiet[2]:.0%} |'
-    )
-    if peer is not None:
-      q = quiet[3]
-      line += (
-        f' {peer["edges_per_s"] / 1e6:.2f} M | {peer["edges_per_s"] / q["edges_per_s"]:.0%} | '
-        f'{peer["gather_rows_per_s"] / 1e6:.2f} M | '
-        f'{peer["gather_rows_per_s"] / q["gather_rows_per_s"]:.0%} |'
+  print('|--:|' + '--:|--:|--:|--:|' * len(names))
+  for load, figures in rows:
+    cells = []
+    for (eps, rows_s), (q_eps, q_rows) in zip(figures, quiet):
+      cells += [f'{eps / 1e6:.2f} M', f'{eps / q_eps:.0%}', f'{rows_s / 1e6:.2f} M']
+      cells += [f'{rows_s / q_rows:.0%}']
+    print(f'| {load} | ' + ' | '.join(cells) + ' |')
+  if peers:
+    print('\nours against each peer under the same load (edges/s, gather rows/s):\n')
+    print('| busy processes | ' + ' | '.join(name for name, _ in peers) + ' |')
+    print('|--:|' + '--:|' * len(peers))
+    for load, ((eps, rows_s), *others) in rows:
+      cells = [f'{eps / o_eps:.2f}x, {rows_s / o_rows:.2f}x' for o_eps, o_rows in others]
+      print(f'| {load} | ' + ' | '.join(cells) + ' |')
+
+
+def trainer_sampling(topology, num_nodes, seed_batches, args, threads, cap, ready, results):
+  r"""One trainer's collocated sampling (spawned): ``NeighborSampler`` over
+  the shared topology in this process, torch at ``threads`` threads, the
+  kernels capped at ``cap`` (None: no cap); puts its sampled edges/s on
+  ``results`` once every trainer is ready."""
+  torch.set_num_threads(threads)
+  glt.utils.set_kernel_threads(cap)
+  ds = glt.data.Dataset(edge_dir='in')
+  ds.init_graph(topology, layout='CSC', graph_mode='CPU', num_nodes=num_nodes)
+  sampler = glt.sampler.NeighborSampler(
+    ds.graph, args.fanout, device='cpu', edge_dir='in', seed=args.seed
+  )
+  ready.wait(timeout=600)  # the trainers start timing together
+  _, eps, _, _, _ = time_batches(sampler, seed_batches, args.batches)
+  results.put(eps)
+
+
+def collect(results, procs, timeout: float) -> list:
+  r"""One result of each of ``procs`` from ``results``; raises as soon as one
+  of them dies without its result, or after ``timeout`` seconds."""
+  got = []
+  deadline = time.monotonic() + timeout
+  while len(got) < len(procs):
+    try:
+      got.append(results.get(timeout=2))
+    except queue.Empty:
+      failed = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+      if failed:
+        raise RuntimeError(f'a trainer process failed (exit code {failed[0]})') from None
+      if time.monotonic() > deadline:
+        raise TimeoutError(f'trainers gave {len(got)} of {len(procs)} results') from None
+  return got
+
+
+def bench_collocated_trainers(ds, seed_batches, args, threads: int) -> None:
+  r"""Trainers on this host, each sampling in its own process (collocated
+  sampling), run at once: one alone, then two, with their kernels capped at
+  their share of the host's cores (as ``init_rpc`` caps a job's processes)
+  and without a cap; prints each trainer's edges/s against one alone."""
+  ctx = torch.multiprocessing.get_context('spawn')
+  topo = ds.graph.topo
+  topology = (topo.indices.share_memory_(), topo.indptr.share_memory_())  # GLT's CSC order
+  rows = []
+  for count, capped in ((1, True), (2, True), (2, False)):
+    cap = glt.utils.threads.host_share(count) if capped else None
+    ready, results = ctx.Barrier(count), ctx.Queue()
+    procs = [
+      ctx.Process(
+        target=trainer_sampling,
+        args=(topology, ds.num_nodes(), seed_batches, args, threads, cap, ready, results),
       )
-    print(line)
+      for _ in range(count)
+    ]
+    for proc in procs:
+      proc.start()
+    try:
+      rates = collect(results, procs, timeout=900)
+    finally:
+      for proc in procs:
+        proc.join(timeout=60)
+        if proc.is_alive():
+          proc.kill()
+          proc.join()
+    rows.append((count, min(threads, cap or threads), rates))
+  alone = rows[0][2][0]
+  print(f'\ncollocated trainers on this host ({glt.utils.threads.available_cores()} cores), ')
+  print('each sampling in its own process at once\n')
+  print('| trainers | kernel threads each | sampled edges/s each | vs one alone |')
+  print('|--:|--:|--:|--:|')
+  for count, kernel_threads, rates in rows:
+    each = ' / '.join(f'{r / 1e6:.2f} M' for r in rates)
+    share = ' / '.join(f'{r / alone:.0%}' for r in rates)
+    print(f'| {count} | {kernel_threads} | {each} | {share} |')
 
 
 def main():
@@ -279,6 +403,11 @@ def main():
     '--contention',
     action='store_true',
     help='also measure beside 1 and 2 busy processes, as shares of quiet',
+  )
+  p.add_argument(
+    '--baseline-tree',
+    default='',
+    help='with --contention: also measure our library as this source tree (built) has it',
   )
   args = p.parse_args()
   threads = sorted(args.threads)
@@ -374,6 +503,7 @@ def main():
 
   if args.contention:
     bench_contention(ds, seed_batches, args, threads[-1])
+    bench_collocated_trainers(ds, seed_batches, args, threads[-1])
 
 
 if __name__ == '__main__':

@@ -42,6 +42,8 @@ def import_glt():
     stand_in = types.ModuleType('torch_sparse')
 
     def missing(name):
+      if name.startswith('__'):  # module probes (inspect's __file__), not uses
+        raise AttributeError(name)
       raise ImportError(f'torch_sparse.{name}: torch-sparse is not installed')
 
     stand_in.__getattr__ = missing

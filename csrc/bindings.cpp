@@ -11,6 +11,7 @@
 
 #include "cpu/buffer_pool.h"
 #include "cpu/ops.h"
+#include "cpu/parallel.h"
 #include "inducer_bindings.h"
 #include "shm_queue.h"
 #ifdef WITH_CUDA
@@ -30,6 +31,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("tables"), py::arg("id2index"), py::arg("ranks"), py::arg("offsets"),
         py::arg("parts"), py::arg("ids"), py::arg("pool") = nullptr, py::arg("out") = py::none());
   m.def("row_ranks", wrap_pybind_function_no_gil(&glt::row_ranks), py::arg("id2index"));
+  m.def("kernel_threads", wrap_pybind_function(&glt::kernel_threads));
+  m.def("kernel_thread_cap", wrap_pybind_function(&glt::kernel_thread_cap));
+  m.def("set_kernel_thread_cap", wrap_pybind_function(&glt::set_kernel_thread_cap),
+        py::arg("cap"));
 
   py::class_<glt::ShmReservation, std::shared_ptr<glt::ShmReservation>>(m, "ShmReservation")
       .def_property_readonly("views", wrap_pybind_function([](const glt::ShmReservation& self) {

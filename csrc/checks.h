@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <ATen/MemoryOverlap.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <utility>
@@ -52,10 +53,23 @@ inline const at::Tensor& checked_output(const at::Tensor& out, int64_t n,
 }
 
 // Checks that every value of the 1-D int64 tensor `t` lies in [0, upper).
+// On the CPU one pass on this thread (min() and max() are two OpenMP
+// regions, whose threads spin after them beside busy processes).
 inline void check_range(const at::Tensor& t, int64_t upper, const char* name) {
   if (t.numel() == 0) return;
-  const int64_t lo = t.min().item<int64_t>();
-  const int64_t hi = t.max().item<int64_t>();
+  int64_t lo, hi;
+  if (t.device().is_cpu()) {
+    const at::Tensor c = t.contiguous();
+    const int64_t* v = c.data_ptr<int64_t>();
+    lo = hi = v[0];
+    for (int64_t i = 1, n = c.numel(); i < n; ++i) {
+      lo = std::min(lo, v[i]);
+      hi = std::max(hi, v[i]);
+    }
+  } else {
+    lo = t.min().item<int64_t>();
+    hi = t.max().item<int64_t>();
+  }
   TORCH_CHECK_VALUE(lo >= 0 && hi < upper, name, " holds ids outside [0, ", upper, "): min ", lo,
                     ", max ", hi);
 }

@@ -314,6 +314,9 @@ def run_worker(rank, world_size, port, root, hetero, mode, kind, results, share=
     if mode == 'collocated':
       dist.init_rpc('127.0.0.1', port, num_rpc_threads=4, rpc_timeout=60)
       options = None
+      # The job's processes (all on this host) split its cores among them.
+      share = max(1, len(os.sched_getaffinity(0)) // world_size)
+      assert glt.utils.kernel_thread_cap() == share, (glt.utils.kernel_thread_cap(), share)
     else:  # samplers in 2 processes per trainer, meeting at `port`
       options = dist.MpDistSamplingWorkerOptions(
         num_workers=2, worker_concurrency=2, master_addr='127.0.0.1', master_port=port,

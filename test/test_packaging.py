@@ -150,3 +150,28 @@ def test_csrc_builds_as_cxx17(tmp_path):
   planted.write_text('// std::span in a comment\nstd::atomic_ref<int> r(x);\n')
   assert cxx20_uses(tmp_path) == [f'{planted}:2: a C++20 library name']
   assert cxx20_uses(ROOT / 'csrc') == []
+
+
+# ATen's and OpenMP's parallel loops: their threads spin at a region's end for
+# a descheduled one, which costs three quarters of the sampler's speed beside
+# one busy process (issue 46). csrc/cpu/parallel.h is the CPU kernels' one way in.
+SPINNING_LOOPS = r'\bat::parallel_(for|reduce)\b|#\s*pragma\s+omp\b'
+
+
+def spinning_loop_uses(root: Path) -> list:
+  r"""``path:line`` for each use of ATen's or OpenMP's parallel loops in
+  ``root``'s C++ sources (comments and strings not read)."""
+  found = []
+  for path in sorted(root.rglob('*')):
+    if path.suffix not in ('.h', '.cpp'):
+      continue
+    for number, line in enumerate(cxx_code(path.read_text()).split('\n'), 1):
+      found += [f'{path}:{number}'] if re.search(SPINNING_LOOPS, line) else []
+  return found
+
+
+def test_cpu_kernels_run_their_loops_on_glt_parallel_for(tmp_path):
+  planted = tmp_path / 'planted.cpp'
+  planted.write_text('// at::parallel_for in a comment\nat::parallel_for(0, n, 1, f);\n')
+  assert spinning_loop_uses(tmp_path) == [f'{planted}:2']
+  assert spinning_loop_uses(ROOT / 'csrc' / 'cpu') == []

@@ -3,9 +3,10 @@
 // generic one.
 #pragma once
 
-#include <ATen/Parallel.h>
 
 #include <cstdint>
+
+#include "parallel.h"
 
 namespace glt {
 namespace cpu {
@@ -13,7 +14,7 @@ namespace cpu {
 struct CpuBackend {
   template <typename F>
   void for_each(int64_t n, F f) const {
-    at::parallel_for(0, n, 4096, [&](int64_t begin, int64_t end) {
+    glt::parallel_for(0, n, 4096, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) f(i);
     });
   }

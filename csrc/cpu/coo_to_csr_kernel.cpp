@@ -1,12 +1,12 @@
 // COO -> CSR/CSC construction: two stable parallel counting sorts (by column,
 // then by row), O(E + N) work, so each row's entries come out sorted.
-#include <ATen/Parallel.h>
 #include <torch/library.h>
 
 #include <algorithm>
 #include <vector>
 
 #include "../checks.h"
+#include "parallel.h"
 
 namespace glt {
 namespace {
@@ -19,11 +19,11 @@ void counting_sort(const int64_t* keys, int64_t n, int64_t num_keys, int64_t* ou
   // One histogram per chunk; bounded so histograms never outweigh the input.
   const int64_t max_chunks = std::max<int64_t>(1, n / std::max<int64_t>(num_keys, 1));
   const int64_t num_chunks =
-      std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), max_chunks));
+      std::max<int64_t>(1, std::min<int64_t>(kernel_threads(), max_chunks));
   const int64_t chunk = (n + num_chunks - 1) / num_chunks;
   std::vector<int64_t> hist(num_chunks * num_keys, 0);
 
-  at::parallel_for(0, num_chunks, 1, [&](int64_t begin, int64_t end) {
+  glt::parallel_for(0, num_chunks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
       int64_t* h = hist.data() + c * num_keys;
       const int64_t lo = c * chunk, hi = std::min(n, lo + chunk);
@@ -41,7 +41,7 @@ void counting_sort(const int64_t* keys, int64_t n, int64_t num_keys, int64_t* ou
     }
     if (counts != nullptr) counts[k] = running - start;
   }
-  at::parallel_for(0, num_chunks, 1, [&](int64_t begin, int64_t end) {
+  glt::parallel_for(0, num_chunks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
       int64_t* h = hist.data() + c * num_keys;
       const int64_t lo = c * chunk, hi = std::min(n, lo + chunk);
@@ -52,7 +52,7 @@ void counting_sort(const int64_t* keys, int64_t n, int64_t num_keys, int64_t* ou
 
 // out[i] = values[index[i]], in parallel.
 void gather(const int64_t* values, const int64_t* index, int64_t n, int64_t* out) {
-  at::parallel_for(0, n, 1 << 16, [&](int64_t begin, int64_t end) {
+  glt::parallel_for(0, n, 1 << 16, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) out[i] = values[index[i]];
   });
 }

@@ -8,7 +8,6 @@
 // between the copies, each lookup waited on the copies before it (twice as
 // slow, measured on batches of 2 METIS partitions).
 #include <ATen/Dispatch.h>
-#include <ATen/Parallel.h>
 
 #include <atomic>
 #include <cstring>
@@ -17,6 +16,7 @@
 #include "../checks.h"
 #include "buffer_pool.h"
 #include "ops.h"
+#include "parallel.h"
 #include "row_ranks.h"
 
 namespace glt {
@@ -58,7 +58,7 @@ void resolve(const std::vector<Part>& parts, const part_t* part_of, const int64_
              int64_t row_bytes, const char** sources) {
   const int64_t num_parts = static_cast<int64_t>(parts.size());
   std::atomic<int64_t> first_bad{n};
-  at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
+  glt::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       if (i + kPrefetchDistance < end) {
         const int64_t p = part_of[i + kPrefetchDistance];
@@ -98,7 +98,7 @@ void resolve(const std::vector<Part>& parts, const part_t* part_of, const int64_
 // out[i] = *sources[i], for the non-null sources, with the rows a few ids
 // ahead prefetched: the loop of gather_rows, its lookups done.
 void copy_rows(const char* const* sources, int64_t n, int64_t row_bytes, char* out) {
-  at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
+  glt::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       if (i + kPrefetchDistance < end && sources[i + kPrefetchDistance]) {
         const char* src = sources[i + kPrefetchDistance];

@@ -1,7 +1,6 @@
 // Feature row gather: out[i] = table[id2index[ids[i]]] (or
 // out[positions[i]] = ...), parallel over ids, with the rows a few ids ahead
 // prefetched.
-#include <ATen/Parallel.h>
 #include <torch/library.h>
 
 #include <atomic>
@@ -10,6 +9,7 @@
 #include "../checks.h"
 #include "buffer_pool.h"
 #include "ops.h"
+#include "parallel.h"
 
 namespace glt {
 namespace {
@@ -50,7 +50,7 @@ at::Tensor gather_rows(const at::Tensor& table, const at::Tensor& ids,
     return (r >= 0 && r < num_rows) ? r : -1;
   };
   std::atomic<int64_t> first_bad{n};
-  at::parallel_for(0, n, 256, [&](int64_t begin, int64_t end) {
+  glt::parallel_for(0, n, 256, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       // Two stages ahead: the id2index entry, then (once it is in cache) the row.
       if (map && i + 2 * kPrefetchDistance < end) {

@@ -4,7 +4,6 @@
 // then the stable counting sort of bucket.h, which writes positions and ids
 // together.
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 #include <memory>
 
 #include "bucket.h"
+#include "parallel.h"
 
 namespace glt {
 namespace {
@@ -54,7 +54,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_by_partition_kernel(const a
   AT_DISPATCH_INTEGRAL_TYPES(book_c.scalar_type(), "group_by_partition", [&] {
     const scalar_t* entry = book_c.data_ptr<scalar_t>();
     std::atomic<bool> any_bad{false};
-    at::parallel_for(0, n, 4096, [&](int64_t begin, int64_t end) {
+    glt::parallel_for(0, n, 4096, [&](int64_t begin, int64_t end) {
       // Local pointers: the loop keeps them in registers (through the
       // lambda's captures it reloads them after every store).
       const int64_t* __restrict__ in = id;

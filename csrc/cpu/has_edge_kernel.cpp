@@ -1,11 +1,11 @@
 // Edge lookups: whether (row, col) pairs are edges, by binary search in the
 // (sorted) neighbor list of each row. Parallel over the pairs.
-#include <ATen/Parallel.h>
 #include <torch/library.h>
 
 #include <algorithm>
 
 #include "../checks.h"
+#include "parallel.h"
 
 namespace glt {
 
@@ -19,7 +19,7 @@ at::Tensor has_edge_kernel(const at::Tensor& indptr, const at::Tensor& indices,
   AT_DISPATCH_INDEX_TYPES(indptr.scalar_type(), "has_edge", [&] {
     const index_t* ptr = indptr.data_ptr<index_t>();
     const index_t* idx = indices.data_ptr<index_t>();
-    at::parallel_for(0, rows.numel(), 4096, [&](int64_t begin, int64_t end) {
+    glt::parallel_for(0, rows.numel(), 4096, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         // Entries are below 2^31 when index_t is int32: a larger col is no edge.
         found[i] =

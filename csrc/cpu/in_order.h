@@ -3,48 +3,24 @@
 // inducer's insert of their neighbors (sequential, in order).
 #pragma once
 
-#include <ATen/Parallel.h>
-
 #include <atomic>
 #include <exception>
 #include <memory>
 #include <mutex>
-#include <thread>
 
-#if defined(__x86_64__) || defined(_M_X64)
-#include <immintrin.h>
-#endif
+#include "parallel.h"
 
 namespace glt {
-
-// A thread waiting for another's chunk: it pauses a while, then yields its
-// core (to the thread it waits for, where threads outnumber cores).
-class Backoff {
- public:
-  void wait() {
-    if (++spins_ < kSpinsBeforeYield) {
-#if defined(__x86_64__) || defined(_M_X64)
-      _mm_pause();
-#endif
-      return;
-    }
-    spins_ = 0;
-    std::this_thread::yield();
-  }
-  void reset() { spins_ = 0; }
-
- private:
-  static constexpr int kSpinsBeforeYield = 64;
-  int spins_ = 0;
-};
 
 // Runs produce(c, worker) once for each chunk c in [0, num_chunks) and
 // consume(c) once for each, in the order c = 0, 1, ...: consume(c) after
 // produce(c) has returned and after consume(c - 1), never two at once.
-// Every thread of at::parallel_for works: it consumes the chunks that are
-// ready when no thread is consuming, and produces the next chunk
-// otherwise. `worker` (in [0, threads)) indexes per-thread scratch. The
-// first exception stops all threads and is rethrown.
+// Up to `threads` workers (run_on_workers) consume the chunks that are ready
+// when no other worker is consuming, and produce the next chunk otherwise;
+// `worker` (in [0, threads)) indexes per-thread scratch. No worker waits for
+// another: one that finds nothing left to produce and nothing it may
+// consume leaves, and the worker that produces or consumes last consumes the
+// rest. The first exception stops all workers and is rethrown.
 template <typename Produce, typename Consume>
 void produce_consume_in_order(int64_t num_chunks, int64_t threads, Produce&& produce,
                               Consume&& consume) {
@@ -56,44 +32,36 @@ void produce_consume_in_order(int64_t num_chunks, int64_t threads, Produce&& pro
   std::exception_ptr error;
   std::mutex error_lock;
 
-  auto work = [&](int64_t worker) {
-    Backoff backoff;
+  // Consumes the ready chunks in order unless another worker is. Sequentially
+  // consistent: a producer stores produced[c] and then tries to take the
+  // consumer's role; the consumer gives it up and then looks at produced[c]
+  // again; one of the two sees the other, so chunk c is consumed.
+  auto consume_ready = [&] {
+    while (true) {
+      int64_t c = next_to_consume.load();
+      if (c == num_chunks || !produced[c].load() || consuming.exchange(true)) return;
+      c = next_to_consume.load(std::memory_order_relaxed);
+      while (c < num_chunks && produced[c].load(std::memory_order_acquire)) {
+        consume(c);
+        next_to_consume.store(++c, std::memory_order_release);
+      }
+      consuming.store(false);
+    }
+  };
+  run_on_workers(threads - 1, [&](int64_t worker) {
     try {
       while (!failed.load(std::memory_order_relaxed)) {
-        int64_t c = next_to_consume.load(std::memory_order_acquire);
-        if (c == num_chunks) return;
-        if (produced[c].load(std::memory_order_acquire) &&
-            !consuming.exchange(true, std::memory_order_acquire)) {
-          // The consumer: every chunk that is ready, in order.
-          c = next_to_consume.load(std::memory_order_relaxed);
-          while (c < num_chunks && produced[c].load(std::memory_order_acquire)) {
-            consume(c);
-            next_to_consume.store(++c, std::memory_order_release);
-          }
-          consuming.store(false, std::memory_order_release);
-          backoff.reset();
-          continue;
-        }
+        consume_ready();
         const int64_t p = next_to_produce.fetch_add(1, std::memory_order_relaxed);
-        if (p < num_chunks) {
-          produce(p, worker);
-          produced[p].store(true, std::memory_order_release);
-          backoff.reset();
-        } else {
-          backoff.wait();  // all taken: the last chunks are being produced or consumed
-        }
+        if (p >= num_chunks) return;
+        produce(p, worker);
+        produced[p].store(true);
       }
     } catch (...) {
       std::lock_guard<std::mutex> guard(error_lock);
       if (!error) error = std::current_exception();
       failed.store(true);
     }
-  };
-  at::parallel_for(0, threads, 1, [&](int64_t begin, int64_t end) {
-    // One worker per thread; a caller already inside a parallel region gets
-    // one call with the whole range, and works alone.
-    work(begin);
-    (void)end;
   });
   if (error) std::rethrow_exception(error);
 }

@@ -1,10 +1,10 @@
 // The subgraph induced by a node set: every stored edge whose both ends are
 // in the set, relabelled to the nodes' positions. Parallel over nodes.
-#include <ATen/Parallel.h>
 #include <torch/library.h>
 
 #include "../checks.h"
 #include "ops.h"
+#include "parallel.h"
 
 namespace glt {
 namespace {
@@ -23,7 +23,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> induced_subgraph_typed(const at::
   const auto options = node_t.options();
 
   std::vector<int64_t> offsets(n + 1, 0);
-  at::parallel_for(0, n, 256, [&](int64_t begin, int64_t end) {
+  glt::parallel_for(0, n, 256, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const int64_t v = node[i];
       if (v >= num_rows) continue;
@@ -40,7 +40,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> induced_subgraph_typed(const at::
   int64_t* r = rows.data_ptr<int64_t>();
   int64_t* c = cols.data_ptr<int64_t>();
   int64_t* e = eid ? eids.data_ptr<int64_t>() : nullptr;
-  at::parallel_for(0, n, 256, [&](int64_t begin, int64_t end) {
+  glt::parallel_for(0, n, 256, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const int64_t v = node[i];
       if (v >= num_rows) continue;

@@ -1,6 +1,4 @@
 // Deduplication and relabelling of sampled nodes into local id spaces.
-#include <ATen/Parallel.h>
-
 #include <algorithm>
 #include <atomic>
 #include <climits>
@@ -9,6 +7,7 @@
 
 #include "../checks.h"
 #include "ops.h"
+#include "parallel.h"
 
 namespace glt {
 namespace {
@@ -118,7 +117,7 @@ at::Tensor IdMap::keys_from(int64_t first) const {
   auto out = at::empty({n}, at::kLong);
   const int64_t* src = inserted_.data() + first;
   int64_t* dst = out.data_ptr<int64_t>();
-  at::parallel_for(0, n, 1 << 16, [&](int64_t begin, int64_t end) {
+  glt::parallel_for(0, n, 1 << 16, [&](int64_t begin, int64_t end) {
     std::copy(src + begin, src + end, dst + begin);
   });
   return out;
@@ -128,7 +127,7 @@ void IdMap::check_keys(const int64_t* keys, int64_t n) const {
   // A negative key is a hash table's empty slot.
   const uint64_t bound = dense_.empty() ? INT64_MAX : dense_.size();
   std::atomic<bool> outside{false};
-  at::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
+  glt::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
     uint64_t any = 0;
     for (int64_t i = begin; i < end; ++i) any |= static_cast<uint64_t>(keys[i]) >= bound;
     if (any) outside = true;
@@ -142,7 +141,7 @@ void IdMap::check_keys(const int64_t* keys, int64_t n) const {
 }
 
 bool IdMap::inserts_in_parallel(int64_t n) const {
-  return !dense_.empty() && at::get_num_threads() >= kMinParallelThreads &&
+  return !dense_.empty() && kernel_threads() >= kMinParallelThreads &&
          n >= kMinParallelPositions;
 }
 
@@ -194,7 +193,7 @@ void IdMap::insert_in_order(const int64_t* keys, int64_t n, int64_t* local) {
 void IdMap::insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local) {
   TORCH_CHECK_VALUE(n < INT32_MAX && size_ + n < INT32_MAX, "too many nodes in one batch");
   int32_t* map = dense_.data();
-  at::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
+  glt::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       if (i + kPrefetchAhead < end) __builtin_prefetch(&map[keys[i + kPrefetchAhead]], 1);
       // The GCC/Clang atomic builtins, not C++20's std::atomic_ref: the
@@ -207,7 +206,7 @@ void IdMap::insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local) 
       }
     }
   });
-  at::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
+  glt::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       if (i + kPrefetchAhead < end) __builtin_prefetch(&map[keys[i + kPrefetchAhead]]);
       local[i] = map[keys[i]];
@@ -216,7 +215,7 @@ void IdMap::insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local) 
 
   const int64_t num_chunks = (n + kInsertChunk - 1) / kInsertChunk;
   auto for_chunks = [&](auto&& body) {
-    at::parallel_for(0, num_chunks, 1, [&](int64_t first, int64_t last) {
+    glt::parallel_for(0, num_chunks, 1, [&](int64_t first, int64_t last) {
       for (int64_t ch = first; ch < last; ++ch) {
         body(ch, ch * kInsertChunk, std::min(n, (ch + 1) * kInsertChunk));
       }
@@ -279,11 +278,11 @@ void IdMap::clear() {
     const int64_t num_ids = static_cast<int64_t>(dense_.size());
     if (size_ >= num_ids / kResetByFill) {
       // A random write costs a cache line: past one id in 16, refill it all.
-      at::parallel_for(0, num_ids, 1 << 18, [&](int64_t begin, int64_t end) {
+      glt::parallel_for(0, num_ids, 1 << 18, [&](int64_t begin, int64_t end) {
         std::fill(map + begin, map + end, kAbsent);
       });
     } else {
-      at::parallel_for(0, size_, 16384, [&](int64_t begin, int64_t end) {
+      glt::parallel_for(0, size_, 16384, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) map[keys[i]] = kAbsent;
       });
     }
@@ -424,7 +423,7 @@ void Inducer::write_rows(int64_t t, const at::Tensor& srcs, const at::Tensor& sr
   // local ids are consecutive: no lookups then.
   const int64_t first_local = first_local_id_if_added(t, srcs);
   std::atomic<int64_t> unseen{-1};
-  at::parallel_for(0, src.numel(), 1024, [&](int64_t begin, int64_t end) {
+  glt::parallel_for(0, src.numel(), 1024, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const int64_t local = first_local >= 0 ? first_local + i : src_map.find(s[i]);
       if (local < 0) unseen = i;

@@ -1,13 +1,13 @@
 // Inducer::sample_induce_next: a hop drawn and added in one pass, each
 // chunk of draws inserted into the id maps as soon as it is drawn.
-#include <ATen/Parallel.h>
-
+#include <algorithm>
 #include <vector>
 
 #include "../checks.h"
 #include "in_order.h"
 #include "neighbor_draws.h"
 #include "ops.h"
+#include "parallel.h"
 
 namespace glt {
 namespace {
@@ -33,10 +33,15 @@ CheckedRequest checked_request(const at::Tensor& indptr, const at::Tensor& indic
           row_prefix.contiguous(), col_prefix.contiguous()};
 }
 
-// `prefix` followed by room for n more values.
+// `prefix` followed by room for n more values (copied by our parallel loop,
+// not Tensor::copy_, whose OpenMP region spins beside busy processes).
 at::Tensor extended(const at::Tensor& prefix, int64_t n) {
   at::Tensor grown = at::empty({prefix.numel() + n}, at::kLong);
-  grown.narrow(0, 0, prefix.numel()).copy_(prefix);
+  const int64_t* src = prefix.data_ptr<int64_t>();
+  int64_t* dst = grown.data_ptr<int64_t>();
+  glt::parallel_for(0, prefix.numel(), 1 << 16, [&](int64_t begin, int64_t end) {
+    std::copy(src + begin, src + end, dst + begin);
+  });
   return grown;
 }
 
@@ -96,13 +101,13 @@ Inducer::sample_induce_next(const std::vector<int64_t>& src_types,
         if (map.inserts_in_parallel(total)) {
           // Enough threads that the parallel insert beats overlapping one
           // thread's inserts with the others' draws.
-          at::parallel_for(0, hop.num_chunks(), 1, [&](int64_t first, int64_t last) {
+          glt::parallel_for(0, hop.num_chunks(), 1, [&](int64_t first, int64_t last) {
             draws::Scratch scratch;
             for (int64_t c = first; c < last; ++c) hop.draw(c, scratch);
           });
           map.insert_all(nbr, total, col_tail);
         } else {
-          const int64_t threads = at::get_num_threads();
+          const int64_t threads = kernel_threads();
           std::vector<draws::Scratch> scratch(threads);
           const int64_t* offsets = hop.offsets();
           produce_consume_in_order(

@@ -10,7 +10,6 @@
 #pragma once
 
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <cmath>
@@ -20,6 +19,7 @@
 
 #include "../common.h"
 #include "../kernels/sample_neighbors.h"
+#include "parallel.h"
 
 namespace glt {
 namespace draws {
@@ -146,7 +146,7 @@ class HopDraws {
     for (const auto& g : views_) with_edge_ |= g.edge_ids != nullptr;
     counts = at::empty({num_seeds}, at::kLong);
     int64_t* cnt = counts.data_ptr<int64_t>();
-    at::parallel_for(0, num_seeds, 1024, [&](int64_t begin, int64_t end) {
+    glt::parallel_for(0, num_seeds, 1024, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         if (i + kPrefetchAhead < end)
           __builtin_prefetch(&view(i + kPrefetchAhead).indptr[seeds[i + kPrefetchAhead]]);

@@ -1,13 +1,13 @@
 // Random negative sampling: (row, col) pairs that are not edges, checked by
 // binary search in the (sorted) neighbor list of the row. Parallel over the
 // requested pairs, each with its own random stream.
-#include <ATen/Parallel.h>
 #include <torch/library.h>
 
 #include <algorithm>
 
 #include "../checks.h"
 #include "../common.h"
+#include "parallel.h"
 
 namespace glt {
 namespace {
@@ -18,7 +18,7 @@ void draw_negatives(const at::Tensor& indptr, const at::Tensor& indices, const i
                     int64_t trials, int64_t rng_seed, int64_t* r_out, int64_t* c_out, uint8_t* ok) {
   const index_t* ptr = indptr.data_ptr<index_t>();
   const index_t* idx = indices.data_ptr<index_t>();
-  at::parallel_for(0, num_samples, 1024, [&](int64_t begin, int64_t end) {
+  glt::parallel_for(0, num_samples, 1024, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       Rng rng(static_cast<uint64_t>(rng_seed), static_cast<uint64_t>(i));
       int64_t r = 0, c = 0;

@@ -6,7 +6,6 @@
 // (those of one host) in one hop, as sampling each partition's seeds apart
 // and stitching them back into seed order would.
 #include <ATen/Dispatch.h>
-#include <ATen/Parallel.h>
 #include <torch/library.h>
 
 #include <utility>
@@ -14,13 +13,14 @@
 
 #include "../checks.h"
 #include "neighbor_draws.h"
+#include "parallel.h"
 
 namespace glt {
 namespace {
 
 template <typename index_t>
 std::tuple<at::Tensor, at::Tensor, at::Tensor> draw_all(draws::HopDraws<index_t>&& hop) {
-  at::parallel_for(0, hop.num_chunks(), 1, [&](int64_t first, int64_t last) {
+  glt::parallel_for(0, hop.num_chunks(), 1, [&](int64_t first, int64_t last) {
     draws::Scratch scratch;
     for (int64_t c = first; c < last; ++c) hop.draw(c, scratch);
   });

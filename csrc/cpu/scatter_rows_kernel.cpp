@@ -1,10 +1,11 @@
 // Row scatter: out[positions[i]] = rows[i], parallel over rows, one memcpy
 // each (index_copy_ walks the elements one by one, several times slower).
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 #include <torch/library.h>
 
 #include <cstring>
+
+#include "parallel.h"
 
 namespace glt {
 namespace {
@@ -36,7 +37,7 @@ at::Tensor& scatter_rows_kernel(at::Tensor& out, const at::Tensor& positions,
     TORCH_CHECK_VALUE(pos[i] >= 0 && pos[i] < num_out, "scatter_rows_: positions[", i, "] is ",
                       pos[i], ", out of range [0, ", num_out, ")");
   }
-  at::parallel_for(0, n, 1024, [&](int64_t begin, int64_t end) {
+  glt::parallel_for(0, n, 1024, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i)
       std::memcpy(dst + pos[i] * row_bytes, src + i * row_bytes, row_bytes);
   });

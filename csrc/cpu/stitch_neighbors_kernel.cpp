@@ -2,12 +2,13 @@
 // seeds, a prefix sum for every seed's start, then each piece's runs copied
 // to their starts, in parallel over its seeds.
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 #include <torch/library.h>
 
 #include <cstring>
 #include <optional>
 #include <vector>
+
+#include "parallel.h"
 
 namespace glt {
 namespace {
@@ -85,7 +86,7 @@ std::tuple<at::Tensor, at::Tensor, std::optional<at::Tensor>> stitch_neighbors_k
     const int64_t* src_nbr = nbr[j].data_ptr<int64_t>();
     const int64_t* src_edge = with_edge ? edge[j].data_ptr<int64_t>() : nullptr;
     const int64_t* start = piece_start[j].data();
-    at::parallel_for(0, pos[j].numel(), 2048, [&](int64_t begin, int64_t end) {
+    glt::parallel_for(0, pos[j].numel(), 2048, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         const int64_t bytes = c[i] * sizeof(int64_t);
         std::memcpy(dst_nbr + seed_start[p[i]], src_nbr + start[i], bytes);

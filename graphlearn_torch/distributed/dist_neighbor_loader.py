@@ -15,6 +15,13 @@ class DistNeighborLoader(DistLoader):
   r"""Mini-batches of seed nodes with their multi-hop neighborhoods, sampled
   across the partitions of a distributed dataset.
 
+  Threads: collocated sampling (the default) runs in this process on
+  ``torch.get_num_threads()`` threads, at most this process's share of the
+  host's cores (``init_rpc`` sets it: cores // the job's processes on this
+  host; ``graphlearn_torch.utils.set_kernel_threads`` or
+  ``GLT_KERNEL_THREADS`` override it); sampling processes
+  (``MpDistSamplingWorkerOptions``) use 1 thread each.
+
   Args:
     data: this process's partition (None on a server-client client).
     num_neighbors: neighbors per hop (a dict by edge type when heterogeneous).

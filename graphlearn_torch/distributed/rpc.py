@@ -18,7 +18,9 @@ from typing import Any, Dict, List, Optional, Union
 import torch
 from torch.distributed import rpc
 
+from ..utils.host_share import boot_id
 from ..utils.network import advertised_address, default_socket_ifname
+from ..utils.threads import cap_for_shared_host
 from .dist_context import DistRole, get_context, worker_name
 from .rendezvous import rendezvous_url
 
@@ -179,12 +181,17 @@ def init_rpc(
   # Leave at exit if the caller did not: torch's RPC threads killed at
   # interpreter exit abort the process.
   atexit.register(_shutdown_at_exit)
-  roles = global_all_gather((ctx.role, ctx.group_name, ctx.rank, advertised_address()))
+  address = advertised_address()
+  host = boot_id() or address
+  roles = global_all_gather((ctx.role, ctx.group_name, ctx.rank, address, host))
   names: Dict[DistRole, Dict[int, str]] = {}
-  for role, group, rank, address in roles:
+  for role, group, rank, peer_address, _ in roles:
     names.setdefault(role, {})[rank] = worker_name(group, rank)
-    _state.addresses[worker_name(group, rank)] = address
+    _state.addresses[worker_name(group, rank)] = peer_address
   _state.worker_names = {role: [d[r] for r in sorted(d)] for role, d in names.items()}
+  # The job's processes on this host share its cores: each kernel runs on
+  # its share unless told otherwise.
+  cap_for_shared_host(sum(peer_host == host for *_, peer_host in roles))
 
 
 def shutdown_rpc(graceful: bool = True, timeout: Optional[float] = None) -> None:

@@ -18,6 +18,11 @@ class NeighborLoader(NodeLoader):
   ``num_sampled_nodes`` and ``num_sampled_edges``. The first ``batch_size``
   nodes are the seeds, in order. Needs neither pyg-lib nor torch-sparse.
 
+  On the CPU it samples and gathers features in the calling process, on
+  ``torch.get_num_threads()`` threads (at most
+  ``graphlearn_torch.utils.set_kernel_threads``' cap): set either to leave
+  cores to the model or to other jobs on the host.
+
   Args:
     data: the dataset.
     num_neighbors: neighbors per hop (-1: all), or a dict of them by edge type.

@@ -543,7 +543,11 @@ class MultiHopSampler:
         num_nodes[t].append(f.numel())
 
     def cat(parts):
-      return torch.cat(parts) if parts else empty
+      if not parts:
+        return empty
+      # On the CPU, glt's kernel: torch.cat's OpenMP threads spin after it,
+      # taking cores from our kernels' threads.
+      return torch.ops.glt.concat(parts) if parts[0].is_cpu else torch.cat(parts)
 
     return HopResult(
       node={t: cat(v) for t, v in nodes.items()},

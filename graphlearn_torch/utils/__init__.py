@@ -28,6 +28,7 @@ from .tensor import (
   squeeze,
   tensor_equal_with_device,
 )
+from .threads import kernel_thread_cap, kernel_threads, set_kernel_threads
 from .topo import coo_to_csc, coo_to_csr, ptr2ind
 from .units import UNITS, parse_size
 
@@ -52,6 +53,8 @@ __all__ = [
   'id2idx',
   'index_select',
   'interface_for',
+  'kernel_thread_cap',
+  'kernel_threads',
   'load_and_concatenate_tensors',
   'load_ckpt',
   'merge_dict',
@@ -61,6 +64,7 @@ __all__ = [
   'resolve_device',
   'save_ckpt',
   'seed_everything',
+  'set_kernel_threads',
   'share_memory',
   'singleton',
   'squeeze',
