@@ -17,7 +17,13 @@ import statistics
 import sys
 
 import torch
-from bench_sampler import bench_peer, bench_sampling, build_graph, make_seed_batches
+from bench_sampler import (
+  add_workload_args,
+  bench_peer,
+  bench_sampling,
+  build_graph,
+  make_seed_batches,
+)
 
 
 def main():
@@ -26,12 +32,7 @@ def main():
   p.add_argument('new_tree')
   p.add_argument('--rounds', type=int, default=4)
   p.add_argument('--threads', type=int, default=2)
-  p.add_argument('--batches', type=int, default=60)
-  p.add_argument('--batch_size', type=int, default=1024)
-  p.add_argument('--fanout', type=int, nargs='+', default=[15, 10, 5])
-  p.add_argument('--scale', type=float, default=1.0, help='graph size relative to products')
-  p.add_argument('--dim', type=int, default=100)
-  p.add_argument('--seed', type=int, default=0)
+  add_workload_args(p)
   args = p.parse_args()
   torch.set_num_threads(args.threads)
   ds, num_edges, _, _ = build_graph(args.scale, args.seed)

@@ -380,15 +380,20 @@ def bench_collocated_trainers(ds, seed_batches, args, threads: int) -> None:
     print(f'| {count} | {kernel_threads} | {each} | {share} |')
 
 
-def main():
-  p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-  p.add_argument('--threads', type=int, nargs='+', default=[1, 2])
+def add_workload_args(p: argparse.ArgumentParser) -> None:
+  r"""The graph, batch and feature arguments this benchmark and ab_builds.py share."""
   p.add_argument('--batches', type=int, default=60)
   p.add_argument('--batch_size', type=int, default=1024)
   p.add_argument('--fanout', type=int, nargs='+', default=[15, 10, 5])
   p.add_argument('--scale', type=float, default=1.0, help='graph size relative to products')
   p.add_argument('--dim', type=int, default=100)
   p.add_argument('--seed', type=int, default=0)
+
+
+def main():
+  p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  p.add_argument('--threads', type=int, nargs='+', default=[1, 2])
+  add_workload_args(p)
   p.add_argument(
     '--glt-python',
     default=os.environ.get('GLT_PYTHON'),
