@@ -17,7 +17,10 @@ from . import (
   typing,
   utils,
 )
+from .compat import install as _install_glt_paths
 from .typing import *  # noqa: F403 (GLT re-exports its typing names at package level)
+
+_install_glt_paths()  # GLT's module paths and names (compat.py)
 
 __version__ = '0.1.0'
 

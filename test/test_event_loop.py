@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from graphlearn_torch.distributed.event_loop import ConcurrentEventLoop
+from graphlearn_torch.distributed.runtime.event_loop import ConcurrentEventLoop
 
 WAIT_S = 10
 
@@ -102,7 +102,7 @@ def test_a_failing_handler_is_logged_and_the_loop_goes_on(loop, caplog):
     raise RuntimeError('handler broke')
 
   done = []
-  with caplog.at_level(logging.ERROR, logger='graphlearn_torch.distributed.event_loop'):
+  with caplog.at_level(logging.ERROR, logger='graphlearn_torch.distributed.runtime.event_loop'):
     loop.add_task(value(1), callback=broken)
     loop.add_task(fail('task broke'), on_error=broken)
     loop.add_task(fail('unhandled'))

@@ -438,9 +438,6 @@ class Graph:
   def edge_count(self) -> int:
     return self.topo.edge_count
 
-  def graph_handler(self) -> Topology:
-    return self.topo
-
   def share_ipc(self):
     """Moves the topology to shared memory; returns a picklable handle: the
     host-shared topology's where the platform has them (so that the

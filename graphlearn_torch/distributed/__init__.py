@@ -1,29 +1,11 @@
 """Distributed graph learning: partitions, RPC, distributed sampling and loaders."""
 
-from .batch_source import BatchSource
-from .collocated_producer import DistCollocatedSamplingProducer
-from .dist_client import async_request_server, init_client, request_server, shutdown_client
-from .dist_context import (
-  DistContext,
-  DistRole,
-  assign_server_by_order,
-  get_clients_to_servers,
-  get_context,
-  init_worker_group,
-)
 from .dist_dataset import DistDataset, default_id_filter, default_id_select
 from .dist_feature import DistFeature, RpcFeatureLookupCallee
 from .dist_graph import DistGraph
 from .dist_link_neighbor_loader import DistLinkNeighborLoader
 from .dist_loader import DistLoader
 from .dist_neighbor_loader import DistNeighborLoader
-from .dist_neighbor_sampler import DistNeighborSampler
-from .dist_options import (
-  AllDistSamplingWorkerOptions,
-  CollocatedDistSamplingWorkerOptions,
-  MpDistSamplingWorkerOptions,
-  RemoteDistSamplingWorkerOptions,
-)
 from .dist_random_partitioner import (
   DistPartitionManager,
   DistRandomPartitioner,
@@ -32,12 +14,18 @@ from .dist_random_partitioner import (
 )
 from .dist_server import DistServer, StoreMeta, get_server, init_server, wait_and_shutdown_server
 from .dist_subgraph_loader import DistSubGraphLoader
-from .event_loop import ConcurrentEventLoop, wrap_torch_future
-from .mp_producer import DistMpSamplingProducer, MpCommand
-from .partition_service import PartitionService, RpcSamplingCallee
-from .remote_source import RemoteBatchSource
 from .remote_store import RemoteFeatureStore, RemoteGraphStore, remote_stores
-from .rpc import (
+from .runtime.client import async_request_server, init_client, request_server, shutdown_client
+from .runtime.context import (
+  DistContext,
+  DistRole,
+  assign_server_by_order,
+  get_clients_to_servers,
+  get_context,
+  init_worker_group,
+)
+from .runtime.event_loop import ConcurrentEventLoop, wrap_torch_future
+from .runtime.rpc import (
   RpcCalleeBase,
   RpcDataPartitionRouter,
   all_gather,
@@ -55,11 +43,23 @@ from .rpc import (
   rpc_request,
   rpc_request_async,
   rpc_serve,
-  rpc_service_request_async,
   rpc_sync_data_partitions,
   shutdown_rpc,
 )
-from .server_producer import DistServerSamplingProducer
+from .runtime.service import rpc_service_request_async
+from .sampling.neighbor_sampler import DistNeighborSampler
+from .sampling.partition_service import PartitionService, RpcSamplingCallee
+from .sources.base import BatchSource
+from .sources.collocated import DistCollocatedSamplingProducer
+from .sources.multiprocess import DistMpSamplingProducer, MpCommand
+from .sources.options import (
+  AllDistSamplingWorkerOptions,
+  CollocatedDistSamplingWorkerOptions,
+  MpDistSamplingWorkerOptions,
+  RemoteDistSamplingWorkerOptions,
+)
+from .sources.remote import RemoteBatchSource
+from .sources.server import DistServerSamplingProducer
 
 __all__ = [
   'AllDistSamplingWorkerOptions',

@@ -14,7 +14,7 @@ from ..data.feature import FeatureHostHandle
 from ..partition.partition_book import PartitionBook, positions_by_partition
 from ..typing import EdgeType, NodeType
 from ..utils.host_share import HostShareError, boot_id, share_host_partitions
-from .rpc import RpcCalleeBase, RpcDataPartitionRouter, rpc_register, rpc_request_async
+from .runtime.rpc import RpcCalleeBase, RpcDataPartitionRouter, rpc_register, rpc_request_async
 
 logger = logging.getLogger(__name__)
 

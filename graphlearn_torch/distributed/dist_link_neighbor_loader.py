@@ -9,7 +9,7 @@ from ..sampler.base import EdgeSamplerInput, NegativeSampling, SamplingConfig, S
 from ..typing import InputEdges, NumNeighbors
 from .dist_dataset import DistDataset
 from .dist_loader import DistLoader
-from .dist_options import _BasicDistSamplingWorkerOptions
+from .sources.options import _BasicDistSamplingWorkerOptions
 
 
 class DistLinkNeighborLoader(DistLoader):

@@ -5,10 +5,11 @@ from typing import List, Optional, Union
 import torch
 from torch_geometric.data import Data, HeteroData
 
+from ..batch.codec import decode
+from ..batch.labels import label_batch
+from ..batch.pyg import to_pyg
 from ..channel import SampleMessage, ShmChannel
-from ..loader.batch import to_pyg
 from ..loader.node_loader import resolve_input_nodes
-from ..loader.transform import label_batch
 from ..sampler.base import (
   EdgeSamplerInput,
   NodeSamplerInput,
@@ -20,19 +21,18 @@ from ..sampler.base import (
 )
 from ..typing import Split
 from ..utils.device import resolve_device
-from .batch_source import BatchSource
-from .collocated_producer import DistCollocatedSamplingProducer
-from .dist_context import get_context
 from .dist_dataset import DistDataset
-from .dist_options import (
+from .runtime.context import get_context
+from .sources.base import BatchSource
+from .sources.collocated import DistCollocatedSamplingProducer
+from .sources.multiprocess import DistMpSamplingProducer
+from .sources.options import (
   CollocatedDistSamplingWorkerOptions,
   MpDistSamplingWorkerOptions,
   RemoteDistSamplingWorkerOptions,
   _BasicDistSamplingWorkerOptions,
 )
-from .message import decode
-from .mp_producer import DistMpSamplingProducer
-from .remote_source import RemoteBatchSource
+from .sources.remote import RemoteBatchSource
 
 LOADER_SAMPLING_TYPES = (SamplingType.NODE, SamplingType.LINK, SamplingType.SUBGRAPH)
 

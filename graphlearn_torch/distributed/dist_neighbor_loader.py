@@ -8,7 +8,7 @@ from ..sampler.base import SamplingConfig, SamplingType
 from ..typing import InputNodes, NumNeighbors
 from .dist_dataset import DistDataset
 from .dist_loader import DistLoader, node_input
-from .dist_options import _BasicDistSamplingWorkerOptions
+from .sources.options import _BasicDistSamplingWorkerOptions
 
 
 class DistNeighborLoader(DistLoader):

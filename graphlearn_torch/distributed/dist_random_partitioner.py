@@ -35,8 +35,8 @@ from ..typing import (
 )
 from ..utils.common import ensure_dir
 from ..utils.tensor import convert_to_tensor
-from .dist_context import get_context, init_worker_group
-from .rpc import (
+from .runtime.context import get_context, init_worker_group
+from .runtime.rpc import (
   DEFAULT_RPC_TIMEOUT_S,
   RpcCalleeBase,
   all_gather,

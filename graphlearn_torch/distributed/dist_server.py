@@ -23,11 +23,9 @@ from ..sampler.base import (
   SamplingConfig,
 )
 from ..typing import EdgeType, NodeType
-from .dist_context import DistRole, get_context, init_server_context, set_context
 from .dist_dataset import DistDataset
-from .dist_options import RemoteDistSamplingWorkerOptions
-from .partition_service import PartitionService
-from .rpc import (
+from .runtime.context import DistRole, get_context, init_server_context, set_context
+from .runtime.rpc import (
   DEFAULT_RPC_TIMEOUT_S,
   get_rpc_worker_names,
   global_barrier,
@@ -36,7 +34,9 @@ from .rpc import (
   rpc_serve,
   shutdown_rpc,
 )
-from .server_producer import DistServerSamplingProducer
+from .sampling.partition_service import PartitionService
+from .sources.options import RemoteDistSamplingWorkerOptions
+from .sources.server import DistServerSamplingProducer
 
 logger = logging.getLogger(__name__)
 

@@ -22,9 +22,9 @@ from torch_geometric.data import EdgeAttr, FeatureStore, GraphStore, TensorAttr
 from torch_geometric.data.graph_store import EdgeLayout
 
 from ..typing import EdgeType, NodeType
-from .dist_client import async_request_server, request_server
-from .dist_context import get_context
 from .dist_server import DistServer, StoreMeta
+from .runtime.client import async_request_server, request_server
+from .runtime.context import get_context
 
 ATTR_REQUESTS = {'x': DistServer.get_node_feature, 'y': DistServer.get_node_label}
 

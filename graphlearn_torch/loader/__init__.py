@@ -1,14 +1,24 @@
 """Loaders yielding PyG Data / HeteroData mini-batches."""
 
-from .base import BaseLoader, SeedBatcher
-from .batch import EdgeBatch, NodeBatch, SampledBatch, to_pyg
-from .collect import collect_features
+from ..batch import (
+  EdgeBatch,
+  NodeBatch,
+  SampledBatch,
+  SeedBatcher,
+  attach_link_metadata,
+  collate,
+  collect_features,
+  label_batch,
+  to_data,
+  to_hetero_data,
+  to_pyg,
+)
+from .base import BaseLoader
 from .link_loader import LinkLoader, get_edge_label_index
 from .link_neighbor_loader import LinkNeighborLoader
 from .neighbor_loader import NeighborLoader
 from .node_loader import NodeLoader
 from .subgraph_loader import SubGraphLoader
-from .transform import attach_link_metadata, collate, label_batch, to_data, to_hetero_data
 
 __all__ = [
   'BaseLoader',

@@ -5,10 +5,11 @@ from typing import Optional, Tuple, Union
 import torch
 from torch_geometric.data import Data, HeteroData
 
+from ..batch.seeds import SeedBatcher
 from ..data.dataset import Dataset
 from ..sampler.base import BaseSampler, NodeSamplerInput, SamplingType
 from ..typing import InputNodes, NodeType
-from .base import BaseLoader, SeedBatcher, check_kwargs
+from .base import BaseLoader, check_kwargs
 
 __all__ = ['NodeLoader', 'SeedBatcher', 'resolve_input_nodes']
 

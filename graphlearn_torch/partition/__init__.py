@@ -5,26 +5,28 @@ feature caches) and MetisPartitioner (min edge cut). The on-disk format is
 described in docs/partition_format.md.
 """
 
-# GLT's partition.base names (its readers and writers) come through base.
-from .base import (
-  PartitionerBase,
-  PartitionSummary,
-  build_partition_feature,
-  cat_feature_cache,
-  load_feature_partition_data,
-  load_graph_partition_data,
-  load_partition,
+from .format import (
+  FeaturePartitionData,
+  GraphPartitionData,
   save_edge_pb,
   save_feature_partition,
   save_feature_partition_cache,
   save_feature_partition_chunk,
   save_graph_cache,
   save_graph_partition,
+  save_meta,
   save_node_pb,
 )
-from .format import FeaturePartitionData, GraphPartitionData, save_meta
 from .frequency_partitioner import FrequencyPartitioner
-from .load import PartitionReader, read_meta
+from .load import (
+  PartitionReader,
+  build_partition_feature,
+  cat_feature_cache,
+  load_feature_partition_data,
+  load_graph_partition_data,
+  load_partition,
+  read_meta,
+)
 from .metis_partitioner import MetisPartitioner
 from .npy import PartitionFileError
 from .partition_book import (
@@ -36,7 +38,9 @@ from .partition_book import (
   RangePartitionBook,
   TensorPartitionBook,
 )
+from .partitioner import PartitionerBase
 from .random_partitioner import RandomPartitioner
+from .summary import PartitionSummary
 
 __all__ = [
   'FeaturePartitionData',

@@ -6,8 +6,8 @@ from typing import Dict, List, Optional, Union
 import torch
 
 from ..typing import HOMO_NODE_TYPE, NodeType
-from .base import PartitionerBase
 from .npy import as_tensor
+from .partitioner import PartitionerBase
 
 
 class FrequencyPartitioner(PartitionerBase):

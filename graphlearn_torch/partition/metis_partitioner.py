@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from ..typing import NodeType
-from .base import PartitionerBase
+from .partitioner import PartitionerBase
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from typing import Dict, Optional
 import torch
 
 from ..typing import NodeType
-from .base import PartitionerBase
+from .partitioner import PartitionerBase
 
 
 def even_random_assignment(num_nodes: int, num_parts: int, generator: torch.Generator):

@@ -10,7 +10,6 @@ import numpy as np
 import torch
 
 from ..typing import reverse_edge_type
-from .checkpoint import load_ckpt, save_ckpt  # noqa: F401 (GLT's path: utils.common)
 from .tensor import id2idx
 
 

@@ -6,8 +6,9 @@ from typing import Callable, Optional, Union
 import torch
 
 from ..data.dataset import Dataset
+from ..sampler.base import HeteroSamplerOutput, SamplerOutput
 from ..typing import EdgeType, NodeType, reverse_edge_type
-from .batch import SampledBatch
+from .sampled import SampledBatch
 
 RowLookup = Callable[[torch.Tensor, Union[NodeType, EdgeType]], torch.futures.Future]
 r"""Fetches feature rows: ``(ids, type) -> future of the rows, in id order``
@@ -75,3 +76,8 @@ def collect_features(
     return batch
 
   return torch.futures.collect_all([fut for _, _, fut in pending]).then(fill)
+
+
+def gather_batch(data: Dataset, out: Union[SamplerOutput, HeteroSamplerOutput]) -> SampledBatch:
+  """The batch of a sampler output with its features and labels from ``data``."""
+  return collect_features(SampledBatch.from_output(out), data).wait()

@@ -6,15 +6,15 @@ from typing import Optional, Union
 
 import torch
 
-from ..channel import SampleMessage
-from ..loader.base import SeedBatcher
-from ..sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
-from .batch_source import BatchSource
-from .dist_dataset import DistDataset
-from .dist_neighbor_sampler import DistNeighborSampler
-from .dist_options import CollocatedDistSamplingWorkerOptions
-from .event_loop import result_within
-from .rpc import init_rpc, rpc_is_initialized
+from ...batch.seeds import SeedBatcher
+from ...channel import SampleMessage
+from ...sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
+from ..dist_dataset import DistDataset
+from ..runtime.event_loop import result_within
+from ..runtime.rpc import init_rpc, rpc_is_initialized
+from ..sampling.neighbor_sampler import DistNeighborSampler
+from .base import BatchSource
+from .options import CollocatedDistSamplingWorkerOptions
 
 
 class DistCollocatedSamplingProducer(BatchSource):
@@ -75,10 +75,6 @@ class DistCollocatedSamplingProducer(BatchSource):
     self._sample_ahead(self.prefetch_size)
     return len(self._batcher)
 
-  def reset(self) -> None:
-    r"""Starts a new epoch (GLT's name)."""
-    self.start_epoch()
-
   def _sample_ahead(self, depth: int) -> None:
     r"""Starts the next batches until ``depth`` are in flight."""
     config = self.sampling_config
@@ -98,10 +94,6 @@ class DistCollocatedSamplingProducer(BatchSource):
     msg = result_within(self._pending.popleft(), self.worker_options.rpc_timeout)
     self._sample_ahead(self.prefetch_size)  # sampled while the trainer uses this one
     return msg
-
-  def sample(self) -> Optional[SampleMessage]:
-    r"""The next batch's message (GLT's name of ``next_message``)."""
-    return self.next_message()
 
   def _drop_pending(self) -> None:
     pending, self._pending = self._pending, collections.deque()

@@ -8,15 +8,15 @@ from typing import Any, Optional
 
 import torch
 
-from .dist_context import DistRole, get_context, init_client_context, set_context
+from .context import DistRole, get_context, init_client_context, set_context
 from .rpc import (
   DEFAULT_RPC_TIMEOUT_S,
   global_barrier,
   init_rpc,
   rpc_is_initialized,
-  rpc_service_request_async,
   shutdown_rpc,
 )
+from .service import rpc_service_request_async
 
 logger = logging.getLogger(__name__)
 

@@ -10,14 +10,14 @@ from typing import Union
 
 import torch
 
-from ..channel import SampleMessage
-from ..loader.base import SeedBatcher
-from ..sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
-from .dist_context import get_context
-from .dist_neighbor_sampler import DistNeighborSampler
-from .dist_options import RemoteDistSamplingWorkerOptions
-from .message import encode_error
-from .partition_service import PartitionService
+from ...batch.codec import encode_error
+from ...batch.seeds import SeedBatcher
+from ...channel import SampleMessage
+from ...sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
+from ..runtime.context import get_context
+from ..sampling.neighbor_sampler import DistNeighborSampler
+from ..sampling.partition_service import PartitionService
+from .options import RemoteDistSamplingWorkerOptions
 
 
 def message_nbytes(msg: SampleMessage) -> int:

@@ -6,14 +6,15 @@ from typing import List, Optional, Tuple, Union
 
 import torch
 
-from ..channel import RemoteReceivingChannel, SampleMessage
-from ..sampler.base import EdgeSamplerInput, NodeSamplerInput, RemoteSamplerInput, SamplingConfig
-from .batch_source import BatchSource, batch_wait_ms
-from .dist_client import async_request_server
-from .dist_context import DistRole, assign_server_by_order, get_context
-from .dist_options import RemoteDistSamplingWorkerOptions
-from .message import raise_if_error
-from .rpc import rpc_is_initialized, rpc_service_request_async
+from ...batch.codec import raise_if_error
+from ...channel import RemoteReceivingChannel, SampleMessage
+from ...sampler.base import EdgeSamplerInput, NodeSamplerInput, RemoteSamplerInput, SamplingConfig
+from ..runtime.client import async_request_server
+from ..runtime.context import DistRole, assign_server_by_order, get_context
+from ..runtime.rpc import rpc_is_initialized
+from ..runtime.service import rpc_service_request_async
+from .base import BatchSource, batch_wait_ms
+from .options import RemoteDistSamplingWorkerOptions
 
 logger = logging.getLogger(__name__)
 

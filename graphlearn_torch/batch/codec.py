@@ -5,7 +5,7 @@ A message is what travels from a sampler to its trainer through a channel
 (``ShmChannel``, RPC): a ``SampleMessage``, named tensors. Every key it may
 hold is made here:
 
-- ``node/{type}/{field}``: a :class:`~graphlearn_torch.loader.batch.NodeBatch`
+- ``node/{type}/{field}``: a :class:`~graphlearn_torch.batch.sampled.NodeBatch`
   field (``ids``, ``batch``, ``num_sampled``, ``x``, ``y``);
 - ``edge/{src}|{rel}|{dst}/{field}``: an ``EdgeBatch`` field (``rows``,
   ``cols``, ``eids``, ``num_sampled``, ``attr``);
@@ -21,8 +21,8 @@ from typing import Dict, Optional, Union
 import torch
 
 from ..channel import SampleMessage
-from ..loader.batch import EdgeBatch, NodeBatch, SampledBatch
 from ..typing import EdgeType, NodeType
+from .sampled import EdgeBatch, NodeBatch, SampledBatch
 
 HETERO_KEY = '#hetero'
 INPUT_ID_KEY = '#input_id'

@@ -15,7 +15,7 @@ place sampling can run:
 from abc import ABC, abstractmethod
 from typing import Optional
 
-from ..channel import SampleMessage
+from ...channel import SampleMessage
 
 # What a source waits for a batch beyond the RPC timeout: a sampler whose
 # request to a peer times out (a lost host) reports which peer it was, and

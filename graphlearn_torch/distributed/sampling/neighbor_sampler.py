@@ -17,10 +17,11 @@ from typing import Dict, List, Literal, Optional, Tuple
 
 import torch
 
-from ..channel import ChannelBase, SampleMessage
-from ..loader.batch import SampledBatch
-from ..loader.collect import collect_features
-from ..sampler.base import (
+from ...batch.codec import encode
+from ...batch.features import collect_features
+from ...batch.sampled import SampledBatch
+from ...channel import ChannelBase, SampleMessage
+from ...sampler.base import (
   EdgeSamplerInput,
   NeighborOutput,
   NodeSamplerInput,
@@ -28,19 +29,18 @@ from ..sampler.base import (
   SamplingConfig,
   SamplingType,
 )
-from ..sampler.multihop import (
+from ...sampler.multihop import (
   HopRequest,
   HopResult,
   MultiHopSampler,
   RandomStream,
   check_graphs,
 )
-from ..typing import HOMO_NODE_TYPE, EdgeType, NodeType, NumNeighbors
-from .dist_dataset import DistDataset
-from .event_loop import ConcurrentEventLoop, wrap_torch_future
-from .message import encode
+from ...typing import HOMO_NODE_TYPE, EdgeType, NodeType, NumNeighbors
+from ..dist_dataset import DistDataset
+from ..runtime.event_loop import ConcurrentEventLoop, wrap_torch_future
+from ..runtime.rpc import rpc_request_async
 from .partition_service import PartitionService
-from .rpc import rpc_request_async
 
 _EDGE_STRATEGY = {'out': 'by_src', 'in': 'by_dst'}
 

@@ -1,90 +1,13 @@
-"""Sampler outputs to PyG ``Data`` / ``HeteroData``, and the fields every
-loader puts on its batches."""
+"""The fields that say what a batch was sampled for: ``batch_size``,
+``input_id``, ``mapping``, and a link batch's labels."""
 
 from typing import Dict, Literal, Optional, Union
 
 import torch
 from torch_geometric.data import Data, HeteroData
 
-from ..data.dataset import Dataset
-from ..sampler.base import HeteroSamplerOutput, SamplerOutput, SamplingType
-from ..typing import HOMO_EDGE_TYPE, HOMO_NODE_TYPE, EdgeType, NodeType, reverse_edge_type
-from .batch import SampledBatch, to_pyg
-from .collect import collect_features
-
-
-def to_data(
-  sampler_out: SamplerOutput,
-  batch_labels: Optional[torch.Tensor] = None,
-  node_feats: Optional[torch.Tensor] = None,
-  edge_feats: Optional[torch.Tensor] = None,
-  **kwargs,
-) -> Data:
-  """Builds a PyG ``Data`` from a homogeneous sampler output.
-
-  Args:
-    sampler_out: the sampled subgraph.
-    batch_labels: labels of ``sampler_out.node``.
-    node_feats: features of ``sampler_out.node``.
-    edge_feats: features of ``sampler_out.edge``.
-    **kwargs: more attributes (batch_size, input_id, ...).
-  """
-  batch = SampledBatch.from_output(sampler_out)
-  batch.nodes[HOMO_NODE_TYPE].x = node_feats
-  batch.nodes[HOMO_NODE_TYPE].y = batch_labels
-  batch.edges[HOMO_EDGE_TYPE].attr = edge_feats
-  return to_pyg(batch, **kwargs)
-
-
-def to_hetero_data(
-  hetero_sampler_out: HeteroSamplerOutput,
-  batch_label_dict: Optional[Dict[NodeType, torch.Tensor]] = None,
-  node_feat_dict: Optional[Dict[NodeType, torch.Tensor]] = None,
-  edge_feat_dict: Optional[Dict[EdgeType, torch.Tensor]] = None,
-  edge_dir: Literal['in', 'out'] = 'out',
-  **kwargs,
-) -> HeteroData:
-  """Builds a PyG ``HeteroData`` from a heterogeneous sampler output.
-
-  Args:
-    hetero_sampler_out: the sampled subgraph.
-    batch_label_dict: labels per node type.
-    node_feat_dict: features per node type.
-    edge_feat_dict: features per output edge type.
-    edge_dir: the sampling direction: with 'out', a link sample's labels go
-      on the reversed seed edge type (see ``attach_link_metadata``).
-    **kwargs: attributes of the whole batch.
-  """
-  batch = SampledBatch.from_output(hetero_sampler_out, every_type=False)
-  for ntype, node in batch.nodes.items():
-    node.x = (node_feat_dict or {}).get(ntype)
-    node.y = (batch_label_dict or {}).get(ntype)
-  for etype, edge in batch.edges.items():
-    edge.attr = (edge_feat_dict or {}).get(etype)
-  res = to_pyg(batch, **kwargs)
-  meta, input_type = hetero_sampler_out.metadata, hetero_sampler_out.input_type
-  if isinstance(meta, dict) and LINK_LABEL_KEYS & meta.keys() and input_type is not None:
-    place_link_labels(res, meta, input_type, edge_dir)
-  return res
-
-
-def collate(
-  data: Dataset, out: Union[SamplerOutput, HeteroSamplerOutput], device: torch.device
-) -> Union[Data, HeteroData]:
-  """Gathers the features and labels of a sampled subgraph into PyG data.
-
-  Args:
-    data: the dataset the sample was drawn from.
-    out: the sampler's output.
-    device: where the batch goes.
-  """
-  res = to_pyg(gather_batch(data, out))
-  return res.to(device) if device.type != 'cpu' else res
-
-
-def gather_batch(data: Dataset, out: Union[SamplerOutput, HeteroSamplerOutput]) -> SampledBatch:
-  """The batch of a sampler output with its features and labels from ``data``."""
-  return collect_features(SampledBatch.from_output(out), data).wait()
+from ..sampler.base import SamplingType
+from ..typing import HOMO_EDGE_TYPE, EdgeType, NodeType, reverse_edge_type
 
 
 def attach_link_metadata(

@@ -12,7 +12,6 @@ import logging
 import os
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple, Union
 
 import torch
@@ -27,135 +26,26 @@ from ..typing import (
   NodeType,
   TensorDataType,
 )
-
-# GLT's module path of the partition readers and writers (partition.base)
-from .format import (  # noqa: F401
+from .format import (
   META_FILE,
   book_path,
   feature_path,
   graph_path,
   record_files,
-  save_edge_pb,
-  save_feature_partition,
-  save_feature_partition_cache,
-  save_feature_partition_chunk,
-  save_graph_cache,
-  save_graph_partition,
   save_meta,
-  save_node_pb,
   save_npy,
   split_path,
   type_key,
   write_feature_rows,
 )
-from .load import (  # noqa: F401
-  build_partition_feature,
-  cat_feature_cache,
-  load_feature_partition_data,
-  load_graph_partition_data,
-  load_partition,
-)
+from .hotness import EDGE_CHUNK, expected_reads
 from .npy import NpyWriter, as_tensor
-from .partition_book import (  # noqa: F401 (GLT's partition.base names)
-  HeteroEdgePartitionDict,
-  HeteroNodePartitionDict,
-  PartitionBook,
-)
+from .summary import PartitionSummary, split_edge_index
 
 logger = logging.getLogger(__name__)
 
 SPLITS = ('train_idx', 'val_idx', 'test_idx')
-EDGE_CHUNK = 1 << 22  # edges handled at a time when assigning and counting cuts
 DEFAULT_CACHE_NUM_NEIGHBORS = [15, 10, 5]
-
-
-def split_edge_index(edge_index) -> Tuple[torch.Tensor, torch.Tensor]:
-  """``(rows, cols)`` of a ``[2, E]`` tensor/array or a pair of 1-D ones."""
-  if isinstance(edge_index, (tuple, list)):
-    if len(edge_index) != 2:
-      raise ValueError(f'edge_index must be a pair (rows, cols), got {len(edge_index)} members')
-    rows, cols = (as_tensor(x) for x in edge_index)
-  else:
-    ei = as_tensor(edge_index)
-    if ei.dim() != 2 or ei.size(0) != 2:
-      raise ValueError(f'edge_index must have shape [2, num_edges], got {tuple(ei.shape)}')
-    rows, cols = ei[0], ei[1]
-  if rows.dim() != 1 or rows.shape != cols.shape:
-    raise ValueError(
-      f'edge_index rows and cols must be 1-D of one length, got {tuple(rows.shape)} '
-      f'and {tuple(cols.shape)}'
-    )
-  if rows.is_floating_point() or cols.is_floating_point():
-    raise ValueError('edge_index must hold integer node ids')
-  return rows, cols
-
-
-def balance(counts: List[int]) -> float:
-  """max / mean of per-partition counts (1.0 is perfect balance)."""
-  total = sum(counts)
-  return max(counts) * len(counts) / total if total else 1.0
-
-
-@dataclass
-class PartitionSummary:
-  """What a partitioning produced.
-
-  Args:
-    partitioner: the partitioner's name.
-    num_parts: the number of partitions.
-    nodes: per node type, the nodes each partition owns.
-    edges: per edge type, the edges each partition holds.
-    cut_edges: the edges whose endpoints lie in different partitions.
-    train_nodes: per node type, the training seeds each partition owns.
-    cache_nodes: per node type, the cached rows each partition holds.
-    seconds: the wall time.
-  """
-
-  partitioner: str
-  num_parts: int
-  nodes: Dict[str, List[int]] = field(default_factory=dict)
-  edges: Dict[str, List[int]] = field(default_factory=dict)
-  cut_edges: int = 0
-  train_nodes: Dict[str, List[int]] = field(default_factory=dict)
-  cache_nodes: Dict[str, List[int]] = field(default_factory=dict)
-  seconds: float = 0.0
-
-  @property
-  def num_edges(self) -> int:
-    return sum(sum(c) for c in self.edges.values())
-
-  @property
-  def cut_ratio(self) -> float:
-    """The share of edges cut by the partitioning."""
-    return self.cut_edges / self.num_edges if self.num_edges else 0.0
-
-  def node_balance(self, ntype: Optional[str] = None) -> float:
-    return balance(self.nodes[ntype or next(iter(self.nodes))])
-
-  def train_balance(self, ntype: Optional[str] = None) -> float:
-    return balance(self.train_nodes[ntype or next(iter(self.train_nodes))])
-
-  def format(self) -> str:
-    """A table: one row per partition, then the cut and balance figures."""
-
-    def label(what, key):
-      return what if key in ('_N', '_N___E___N') else f'{what}[{key}]'
-
-    cols = [label('nodes', k) for k in self.nodes] + [label('edges', k) for k in self.edges]
-    cols += [label('train', k) for k in self.train_nodes]
-    cols += [label('cache', k) for k in self.cache_nodes]
-    groups = [self.nodes, self.edges, self.train_nodes, self.cache_nodes]
-    lines = [f'{"part":<9}' + ''.join(f' {c:>15}' for c in cols)]
-    for p in range(self.num_parts):
-      lines.append(f'{p:<9}' + ''.join(f' {g[k][p]:>15,}' for g in groups for k in g))
-    lines.append(
-      f'{"max/mean":<9}' + ''.join(f' {balance(g[k]):>15.3f}' for g in groups for k in g)
-    )
-    lines.append(
-      f'{self.partitioner}: {self.num_parts} parts, edge cut {self.cut_edges:,} of '
-      f'{self.num_edges:,} ({100 * self.cut_ratio:.2f}%), {self.seconds:.1f} s'
-    )
-    return '\n'.join(lines)
 
 
 class PartitionerBase(ABC):
@@ -342,53 +232,16 @@ class PartitionerBase(ABC):
 
   def _hotness(self, node_pb: Dict[NodeType, torch.Tensor]) -> Dict[NodeType, torch.Tensor]:
     """Per node type, a ``[num_parts, num_nodes]`` score of how often
-    sampling from each partition reads each node's row.
-
-    By default the expected number of reads: each partition's seeds (its
-    training nodes when a train split is given, else all its nodes) start
-    with one visit; a hop passes a node's visits to each of its sampled-side
-    neighbors, times the chance ``min(1, fanout / degree)`` that the
-    neighbor is drawn (``cache_num_neighbors``, along the direction
-    ``edge_assign_strategy`` serves). Reads of all hops add up.
-    """
-    train = self.node_split.get('train_idx', {})
-    visits = {}
-    for ntype, n in self.num_nodes.items():
-      seeds = torch.zeros(self.num_parts, n)
-      pb = node_pb[ntype]
-      ids = train.get(ntype) if train else None
-      for p in range(self.num_parts):
-        start = ids[pb[ids] == p] if ids is not None else torch.nonzero(pb == p).view(-1)
-        seeds[p, start] = 1.0
-      visits[ntype] = seeds
-    hot = {t: torch.zeros(self.num_parts, n) for t, n in self.num_nodes.items()}
-    by_src = self.edge_assign_strategy == 'by_src'
-    degrees = {}  # per edge type, the seed side's degree (the same every hop)
-    for etype, (rows, cols) in self.edge_index.items():
-      seed_t, seed_side = (etype[0], rows) if by_src else (etype[-1], cols)
-      degree = torch.zeros(self.num_nodes[seed_t])
-      for start in range(0, seed_side.numel(), EDGE_CHUNK):
-        chunk = seed_side[start : start + EDGE_CHUNK].to(torch.int64)
-        degree += torch.bincount(chunk, minlength=degree.numel())
-      degrees[etype] = degree
-    for fanout in self.cache_num_neighbors:
-      reached = {t: torch.zeros(self.num_parts, n) for t, n in self.num_nodes.items()}
-      for etype, (rows, cols) in self.edge_index.items():
-        seed_t, nbr_t = (etype[0], etype[-1]) if by_src else (etype[-1], etype[0])
-        degree = degrees[etype]
-        chance = torch.ones_like(degree)
-        if fanout >= 0:
-          chance = (fanout / degree.clamp(min=1)).clamp(max=1.0)
-        passed = visits[seed_t] * chance  # what each seed hands each neighbor
-        for start in range(0, rows.numel(), EDGE_CHUNK):
-          r = rows[start : start + EDGE_CHUNK].to(torch.int64)
-          c = cols[start : start + EDGE_CHUNK].to(torch.int64)
-          seed, nbr = (r, c) if by_src else (c, r)
-          reached[nbr_t].index_add_(1, nbr, passed[:, seed])
-      visits = reached
-      for t in hot:
-        hot[t] += visits[t]
-    return hot
+    sampling from each partition reads each node's row (``expected_reads``)."""
+    return expected_reads(
+      self.num_parts,
+      self.num_nodes,
+      self.edge_index,
+      node_pb,
+      self.node_split.get('train_idx', {}),
+      self.cache_num_neighbors,
+      by_src=self.edge_assign_strategy == 'by_src',
+    )
 
   def _cache_nodes(
     self, node_pb: Dict[NodeType, torch.Tensor]

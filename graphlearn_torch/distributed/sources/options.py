@@ -4,8 +4,8 @@ from typing import List, Literal, Optional, Union
 
 import torch
 
-from ..utils.units import parse_size
-from .rpc import DEFAULT_RPC_TIMEOUT_S
+from ...utils.units import parse_size
+from ..runtime.rpc import DEFAULT_RPC_TIMEOUT_S
 
 # One device for every sampling worker, or a list taken in turn.
 WorkerDevices = Union[torch.device, str, List[Union[torch.device, str]]]

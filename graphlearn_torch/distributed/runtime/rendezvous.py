@@ -23,7 +23,7 @@ from torch.distributed import (
   register_rendezvous_handler,
 )
 
-from ..utils.common import ephemeral_ports
+from ...utils.common import ephemeral_ports
 
 SCHEME = 'glt'
 _PREFIX = 'glt_rendezvous'

@@ -21,17 +21,17 @@ from typing import List, Optional, Union
 
 import torch
 
-from .._ext import cuda_kernels_available
-from ..channel import ChannelBase, ChannelClosedError, SampleMessage, ShmChannel
-from ..loader.base import SeedBatcher
-from ..sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
-from .batch_source import BatchSource, batch_wait_ms
-from .dist_context import get_context, init_worker_group
-from .dist_dataset import DistDataset
-from .dist_neighbor_sampler import DistNeighborSampler
-from .dist_options import MpDistSamplingWorkerOptions
-from .message import encode_error, raise_if_error
-from .rpc import init_rpc, shutdown_rpc
+from ..._ext import cuda_kernels_available
+from ...batch.codec import encode_error, raise_if_error
+from ...batch.seeds import SeedBatcher
+from ...channel import ChannelBase, ChannelClosedError, SampleMessage, ShmChannel
+from ...sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
+from ..dist_dataset import DistDataset
+from ..runtime.context import get_context, init_worker_group
+from ..runtime.rpc import init_rpc, shutdown_rpc
+from ..sampling.neighbor_sampler import DistNeighborSampler
+from .base import BatchSource, batch_wait_ms
+from .options import MpDistSamplingWorkerOptions
 
 logger = logging.getLogger(__name__)
 

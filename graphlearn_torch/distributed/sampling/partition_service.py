@@ -20,15 +20,15 @@ from typing import Dict, List, Optional
 
 import torch
 
-from ..data.graph import DeviceTopology, Graph, Topology, TopologyHostHandle
-from ..sampler.base import NeighborOutput
-from ..sampler.multihop import RandomStream, SamplingSchema, check_graphs, sample_one_hop
-from ..typing import HOMO_EDGE_TYPE, EdgeType
-from ..utils.host_share import HostShareError, ProcessWatch, boot_id, share_host_partitions
-from .dist_dataset import DistDataset
-from .dist_feature import DistFeature
-from .dist_graph import DistGraph
-from .rpc import (
+from ...data.graph import DeviceTopology, Graph, Topology, TopologyHostHandle
+from ...sampler.base import NeighborOutput
+from ...sampler.multihop import RandomStream, SamplingSchema, check_graphs, sample_one_hop
+from ...typing import HOMO_EDGE_TYPE, EdgeType
+from ...utils.host_share import HostShareError, ProcessWatch, boot_id, share_host_partitions
+from ..dist_dataset import DistDataset
+from ..dist_feature import DistFeature
+from ..dist_graph import DistGraph
+from ..runtime.rpc import (
   RpcCalleeBase,
   RpcDataPartitionRouter,
   rpc_register,
