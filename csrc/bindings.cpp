@@ -10,7 +10,8 @@
 #include <torch/extension.h>
 
 #include "cpu/buffer_pool.h"
-#include "cpu/ops.h"
+#include "cpu/gather.h"
+#include "cpu/inducer.h"
 #include "cpu/parallel.h"
 #include "inducer_bindings.h"
 #include "shm_queue.h"
@@ -24,16 +25,16 @@ using torch::wrap_pybind_function_no_gil;
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "graphlearn_torch C++ kernels";
-  m.def("gather_rows", wrap_pybind_function_no_gil(&glt::gather_rows), py::arg("table"),
+  m.def("gather_rows", wrap_pybind_function_no_gil(&glt::cpu::gather_rows), py::arg("table"),
         py::arg("ids"), py::arg("id2index"), py::arg("pool") = nullptr,
         py::arg("positions") = py::none(), py::arg("num_out_rows") = -1);
-  m.def("gather_partitioned_rows", wrap_pybind_function_no_gil(&glt::gather_partitioned_rows),
+  m.def("gather_partitioned_rows", wrap_pybind_function_no_gil(&glt::cpu::gather_partitioned_rows),
         py::arg("tables"), py::arg("id2index"), py::arg("ranks"), py::arg("offsets"),
         py::arg("parts"), py::arg("ids"), py::arg("pool") = nullptr, py::arg("out") = py::none());
-  m.def("row_ranks", wrap_pybind_function_no_gil(&glt::row_ranks), py::arg("id2index"));
-  m.def("kernel_threads", wrap_pybind_function(&glt::kernel_threads));
-  m.def("kernel_thread_cap", wrap_pybind_function(&glt::kernel_thread_cap));
-  m.def("set_kernel_thread_cap", wrap_pybind_function(&glt::set_kernel_thread_cap),
+  m.def("row_ranks", wrap_pybind_function_no_gil(&glt::cpu::row_ranks), py::arg("id2index"));
+  m.def("kernel_threads", wrap_pybind_function(&glt::cpu::kernel_threads));
+  m.def("kernel_thread_cap", wrap_pybind_function(&glt::cpu::kernel_thread_cap));
+  m.def("set_kernel_thread_cap", wrap_pybind_function(&glt::cpu::set_kernel_thread_cap),
         py::arg("cap"));
 
   py::class_<glt::ShmReservation, std::shared_ptr<glt::ShmReservation>>(m, "ShmReservation")
@@ -49,24 +50,24 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def("commit", wrap_pybind_function_no_gil([](glt::ShmReservation& self) { self.commit(); }))
       .def("abort", wrap_pybind_function_no_gil([](glt::ShmReservation& self) { self.abort(); }));
 
-  py::class_<glt::BufferPool, std::shared_ptr<glt::BufferPool>>(m, "BufferPool")
+  py::class_<glt::cpu::BufferPool, std::shared_ptr<glt::cpu::BufferPool>>(m, "BufferPool")
       .def(py::init(wrap_pybind_function([](int64_t max_cached_bytes) {
-             return std::make_shared<glt::BufferPool>(max_cached_bytes);
+             return std::make_shared<glt::cpu::BufferPool>(max_cached_bytes);
            })),
            py::arg("max_cached_bytes"))
-      .def("clear", wrap_pybind_function([](glt::BufferPool& self) { self.clear(); }))
-      .def_property_readonly("cached_bytes", wrap_pybind_function([](glt::BufferPool& self) {
+      .def("clear", wrap_pybind_function([](glt::cpu::BufferPool& self) { self.clear(); }))
+      .def_property_readonly("cached_bytes", wrap_pybind_function([](glt::cpu::BufferPool& self) {
                                return self.cached_bytes();
                              }));
 
   glt::bind_inducer_methods(
-      py::class_<glt::Inducer>(m, "Inducer")
+      py::class_<glt::cpu::Inducer>(m, "Inducer")
           .def(py::init(wrap_pybind_function(
                    [](int64_t num_node_types, const std::vector<int64_t>& num_nodes) {
-                     return std::make_unique<glt::Inducer>(num_node_types, num_nodes);
+                     return std::make_unique<glt::cpu::Inducer>(num_node_types, num_nodes);
                    })),
                py::arg("num_node_types"), py::arg("num_nodes") = std::vector<int64_t>{})
-          .def("sample_induce_next", wrap_pybind_function_no_gil(&glt::Inducer::sample_induce_next),
+          .def("sample_induce_next", wrap_pybind_function_no_gil(&glt::cpu::Inducer::sample_induce_next),
                py::arg("src_types"), py::arg("nbr_types"), py::arg("srcs"), py::arg("indptrs"),
                py::arg("indices"), py::arg("edge_ids"), py::arg("edge_weights"),
                py::arg("fanouts"), py::arg("replace"), py::arg("rng_seeds"),

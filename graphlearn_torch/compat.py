@@ -30,7 +30,10 @@ MODULE_PATHS: Dict[str, Tuple[str, ...]] = {
   # GLT's paths
   'distributed.dist_client': ('distributed.runtime.client',),
   'distributed.dist_context': ('distributed.runtime.context',),
-  'distributed.dist_neighbor_sampler': ('distributed.sampling.neighbor_sampler',),
+  'distributed.dist_neighbor_sampler': (
+    'distributed.sampling.neighbor_sampler',
+    'distributed.sampling.partition_service',
+  ),
   'distributed.dist_options': ('distributed.sources.options',),
   'distributed.dist_sampling_producer': (
     'distributed.sources.collocated',
@@ -44,6 +47,7 @@ MODULE_PATHS: Dict[str, Tuple[str, ...]] = {
     'partition.summary',
     'partition.format',
     'partition.load',
+    'partition.reader',
     'partition.partition_book',
   ),
   # this package's paths before distributed/ and batch/ had floors
@@ -58,6 +62,13 @@ MODULE_PATHS: Dict[str, Tuple[str, ...]] = {
   'loader.batch': ('batch.sampled', 'batch.pyg'),
   'loader.collect': ('batch.features',),
   'loader.transform': ('batch.pyg', 'batch.labels', 'batch.features'),
+}
+
+
+# Modules that still exist, and the modules that hold names they had.
+MOVED_NAMES: Dict[str, Tuple[str, ...]] = {
+  'partition.load': ('partition.reader',),
+  'sampler.multihop': ('sampler.schema', 'sampler.link'),
 }
 
 
@@ -85,13 +96,20 @@ def _module_of(path: str, sources: Tuple[str, ...]) -> types.ModuleType:
 
 def install_module_paths() -> None:
   r"""Makes every path of ``MODULE_PATHS`` importable, and an attribute of
-  its package, as ``import`` would have made it."""
+  its package, as ``import`` would have made it; gives the modules of
+  ``MOVED_NAMES`` the names they had."""
   for path, sources in MODULE_PATHS.items():
     full = f'{PACKAGE}.{path}'
     module = sys.modules.get(full) or _module_of(path, sources)
     sys.modules[full] = module
     parent, _, leaf = full.rpartition('.')
     setattr(sys.modules[parent], leaf, module)
+  for path, sources in MOVED_NAMES.items():
+    module = importlib.import_module(f'{PACKAGE}.{path}')
+    for source in sources:
+      for name, value in _defined_names(importlib.import_module(f'{PACKAGE}.{source}')):
+        if not hasattr(module, name):
+          setattr(module, name, value)
 
 
 # GLT's names of methods, beside ours: (class, GLT's name, our name).

@@ -1,6 +1,8 @@
-"""The package's layering, read from its source: no import circle between its
-modules or its subpackages, and no module reaches into the private members
-of objects it did not create."""
+"""The package's layering, read from its source: its floors (a module imports
+only its own floor and those below), no import circle between its modules or
+its subpackages, a batch's walk from sampler to trainer through modules that
+import only downwards, and no module reaching into the private members of
+objects it did not create. docs/architecture.md describes the floors."""
 
 import ast
 import collections
@@ -39,8 +41,15 @@ def _imported(module: str, node) -> list:
   out = []
   for alias in node.names:
     submodule = f'{target}.{alias.name}'
+    if _is_extension(target, alias.name):
+      continue  # a compiled module (graphlearn_torch._C), not a Python one
     out.append(submodule if submodule in MODULES else target)
   return [m for m in out if m in MODULES]
+
+
+def _is_extension(package: str, name: str) -> bool:
+  directory = ROOT.joinpath(*package.split('.'))
+  return any(directory.glob(f'{name}.*.so'))
 
 
 def _import_graph():
@@ -99,6 +108,105 @@ def test_subpackages_import_no_circle():
       if a and b and a != b:
         graph[a].add(b)
   assert _cycle(graph) == [], dict(graph)
+
+
+# The floors, lowest first. A module belongs to the floor of the longest
+# prefix that names it, and imports only modules of its own floor or below.
+FLOORS = [
+  ('foundations', ['typing', 'utils', '_ext']),
+  ('one machine\'s data', ['data', 'partition', 'datasets']),
+  ('sampling engine and samplers', ['sampler']),
+  ('transport', ['channel']),
+  ('the sampled batch', ['batch']),
+  ('loaders', ['loader']),
+  ('distributed runtime', ['distributed.runtime']),
+  ('distributed data', [f'distributed.dist_{m}' for m in ('graph', 'feature', 'dataset')]),
+  ('distributed sampling', ['distributed.sampling']),
+  ('batch sources', ['distributed.sources']),
+  ('distributed loaders, server, client stores, partitioner', ['distributed']),
+  ('GLT\'s paths and the package', ['compat', '']),
+]  # fmt: skip
+
+
+def floor_of(module: str) -> int:
+  best, length = None, -1
+  for index, (_, prefixes) in enumerate(FLOORS):
+    for prefix in prefixes:
+      name = f'{PACKAGE}.{prefix}' if prefix else PACKAGE
+      if (module == name or module.startswith(name + '.')) and len(name) > length:
+        best, length = index, len(name)
+  return best
+
+
+def test_every_module_is_on_a_floor():
+  assert [m for m in MODULES if floor_of(m) is None] == []
+
+
+def test_modules_import_only_their_floor_or_below():
+  upward = [
+    f'{m} ({FLOORS[floor_of(m)][0]}) imports {t} ({FLOORS[floor_of(t)][0]})'
+    for m, targets in _import_graph().items()
+    for t in sorted(targets)
+    if floor_of(t) > floor_of(m)
+  ]
+  assert upward == []
+
+
+# The modules a batch passes through in multiprocess mode, from the sampler to
+# the trainer: drawn by the engine for the distributed sampler, held by
+# type, given its features, encoded, sent through the channel by its batch
+# source; received by the loader, decoded, made PyG data and labelled.
+BATCH_WALK = [
+  'sampler.multihop',
+  'distributed.sampling.neighbor_sampler',
+  'batch.sampled',
+  'batch.features',
+  'batch.codec',
+  'channel.shm_channel',
+  'distributed.sources.multiprocess',
+  'distributed.dist_loader',
+  'batch.pyg',
+  'batch.labels',
+]
+
+
+def _reached(graph, module: str) -> set:
+  seen, todo = set(), [module]
+  while todo:
+    for target in graph.get(todo.pop(), ()):
+      if target not in seen:
+        seen.add(target)
+        todo.append(target)
+  return seen
+
+
+def test_a_batch_walks_through_modules_that_import_only_downwards():
+  graph = _import_graph()
+  walk = [f'{PACKAGE}.{m}' for m in BATCH_WALK]
+  assert all(m in MODULES for m in walk)
+  for module in walk:
+    above = sorted(t for t in _reached(graph, module) if floor_of(t) > floor_of(module))
+    assert above == [], f'{module} reaches {above}'
+  # the batch's own format lives in one package, whatever mode carries it
+  handled = {m for m in walk if floor_of(m) == floor_of(f'{PACKAGE}.batch')}
+  assert handled == {m for m in walk if m.startswith(f'{PACKAGE}.batch.')}
+
+
+def test_the_floor_check_catches_an_upward_import():
+  assert floor_of(f'{PACKAGE}.batch.codec') < floor_of(f'{PACKAGE}.distributed.sources.remote')
+  assert floor_of(f'{PACKAGE}.distributed.dist_loader') > floor_of(
+    f'{PACKAGE}.distributed.sampling.host_peers'
+  )
+  assert floor_of(PACKAGE) == len(FLOORS) - 1
+
+
+MAX_MODULE_LINES = 500
+
+
+def test_no_module_is_over_500_lines():
+  lines = {m: len(p.read_text().splitlines()) for m, p in MODULES.items()}
+  long = {m: n for m, n in lines.items() if n > MAX_MODULE_LINES}
+  assert long == {}, f'split these modules by concept: {long}'
 
 
 def test_cycle_finder_finds_a_cycle():

@@ -19,10 +19,21 @@ from graphlearn_torch import compat
 PATHS = json.loads((pathlib.Path(__file__).parent / 'data' / 'module_paths.json').read_text())
 
 
+# Names that went on purpose, and why.
+REMOVED = {
+  'graphlearn_torch.distributed.dist_feature.RpcFeatureShareCallee': (
+    'an internal RPC callee: HostPeers hands out topologies and feature tables in one request'
+  ),
+  'graphlearn_torch.partition.partition_book.partition_sizes': 'dead code: nothing called it',
+}
+
+
 @pytest.mark.parametrize('path', sorted(PATHS))
 def test_every_earlier_module_path_imports_with_its_names(path):
   module = importlib.import_module(path)
-  missing = [name for name in PATHS[path] if not hasattr(module, name)]
+  missing = [
+    name for name in PATHS[path] if not hasattr(module, name) and f'{path}.{name}' not in REMOVED
+  ]
   assert missing == [], f'{path} lost {missing}'
 
 

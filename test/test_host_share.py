@@ -278,11 +278,11 @@ def feature_worker(rank, port, root, share, queue):
       service.edge_feature.get(eids), graph['edge_attr'][eids]
     )
     peers = (
-      sorted(service.host_peers),
+      sorted(service.host_peers.topologies),
       sorted(service.node_feature.host_peers),
       sorted(service.edge_feature.host_peers),
     )
-    if service.host_peers:
+    if service.host_peers.topologies:
       ok = ok and in_place_neighbors_are_the_graphs(service, graph, rank)
     dist.barrier()  # the peer is done reading this one's rows over RPC
     queue.put((rank, ok, peers))
@@ -336,8 +336,8 @@ def one_call_worker(rank, port, root, hetero, queue):
       sampler = DistNeighborSampler(
         ds, fanout, with_edge=True, edge_dir='out', seed=5, service=service
       )
-      one_call_here.append(sampler.every_partition_here)
-      sampler.every_partition_here = one_call
+      one_call_here.append(service.samples_every_partition())
+      service.draws_hops_in_one_call = one_call
       try:
         batches.append(sampler.sample_from_nodes(seeds, timeout=60))
       finally:

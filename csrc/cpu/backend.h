@@ -8,17 +8,15 @@
 
 #include "parallel.h"
 
-namespace glt {
-namespace cpu {
+namespace glt::cpu {
 
 struct CpuBackend {
   template <typename F>
   void for_each(int64_t n, F f) const {
-    glt::parallel_for(0, n, 4096, [&](int64_t begin, int64_t end) {
+    glt::cpu::parallel_for(0, n, 4096, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) f(i);
     });
   }
 };
 
-}  // namespace cpu
-}  // namespace glt
+}  // namespace glt::cpu

@@ -17,7 +17,7 @@
 
 #include "parallel.h"
 
-namespace glt {
+namespace glt::cpu {
 
 constexpr int64_t kBucketChunk = 1 << 13;
 constexpr int64_t kBucketLanes = 4;
@@ -39,7 +39,7 @@ void bucket(const part_t* part, int64_t n, int64_t num_partitions, int64_t* orde
   auto chunk_size = [&](int64_t c) {
     return std::clamp<int64_t>(n - c * kBucketChunk, 0, kBucketChunk);
   };
-  glt::parallel_for(0, num_groups, 1, [&](int64_t gb, int64_t ge) {
+  glt::cpu::parallel_for(0, num_groups, 1, [&](int64_t gb, int64_t ge) {
     for (int64_t g = gb; g < ge; ++g) {
       const int64_t c0 = g * kBucketLanes;
       int64_t* __restrict__ count = place.data() + c0 * num_partitions;
@@ -86,7 +86,7 @@ void bucket(const part_t* part, int64_t n, int64_t num_partitions, int64_t* orde
       counts[p] += count;
     }
   }
-  glt::parallel_for(0, num_groups, 1, [&](int64_t gb, int64_t ge) {
+  glt::cpu::parallel_for(0, num_groups, 1, [&](int64_t gb, int64_t ge) {
     for (int64_t g = gb; g < ge; ++g) {
       const int64_t c0 = g * kBucketLanes;
       int64_t* __restrict__ next = place.data() + c0 * num_partitions;
@@ -111,4 +111,4 @@ void bucket(const part_t* part, int64_t n, int64_t num_partitions, int64_t* orde
   });
 }
 
-}  // namespace glt
+}  // namespace glt::cpu

@@ -4,7 +4,7 @@
 
 #include "bucket.h"
 
-namespace glt {
+namespace glt::cpu {
 namespace {
 
 std::tuple<at::Tensor, at::Tensor> bucket_by_partition_kernel(const at::Tensor& partitions,
@@ -31,4 +31,4 @@ TORCH_LIBRARY_IMPL(glt, CPU, m) {
   m.impl("bucket_by_partition", TORCH_FN(bucket_by_partition_kernel));
 }
 
-}  // namespace glt
+}  // namespace glt::cpu

@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-namespace glt {
+namespace glt::cpu {
 namespace {
 
 constexpr size_t kAlign = size_t{2} << 20;     // huge-page aligned blocks
@@ -87,4 +87,4 @@ void BufferPool::release(void* ptr, size_t capacity) {
   cached_ += capacity;
 }
 
-}  // namespace glt
+}  // namespace glt::cpu

@@ -11,7 +11,7 @@
 #include <memory>
 #include <mutex>
 
-namespace glt {
+namespace glt::cpu {
 
 class BufferPool : public std::enable_shared_from_this<BufferPool> {
  public:
@@ -35,4 +35,4 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   const size_t max_cached_;
 };
 
-}  // namespace glt
+}  // namespace glt::cpu

@@ -9,7 +9,7 @@
 
 #include "parallel.h"
 
-namespace glt {
+namespace glt::cpu {
 namespace {
 
 at::Tensor concat_kernel(at::TensorList parts) {
@@ -31,7 +31,7 @@ at::Tensor concat_kernel(at::TensorList parts) {
   const int64_t item = out.element_size();
   char* dst = static_cast<char*>(out.data_ptr());
   // Over output positions: a range copies the pieces of the parts it covers.
-  glt::parallel_for(0, offsets.back(), 1 << 15, [&](int64_t begin, int64_t end) {
+  glt::cpu::parallel_for(0, offsets.back(), 1 << 15, [&](int64_t begin, int64_t end) {
     size_t p = std::upper_bound(offsets.begin(), offsets.end(), begin) - offsets.begin() - 1;
     for (int64_t at = begin; at < end; ++p) {
       const int64_t stop = std::min(end, offsets[p + 1]);
@@ -49,4 +49,4 @@ at::Tensor concat_kernel(at::TensorList parts) {
 
 TORCH_LIBRARY_IMPL(glt, CPU, m) { m.impl("concat", TORCH_FN(concat_kernel)); }
 
-}  // namespace glt
+}  // namespace glt::cpu

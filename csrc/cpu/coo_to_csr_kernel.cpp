@@ -8,7 +8,7 @@
 #include "../checks.h"
 #include "parallel.h"
 
-namespace glt {
+namespace glt::cpu {
 namespace {
 
 // Stable counting sort of the positions 0..n-1 by keys[i] in [0, num_keys).
@@ -23,7 +23,7 @@ void counting_sort(const int64_t* keys, int64_t n, int64_t num_keys, int64_t* ou
   const int64_t chunk = (n + num_chunks - 1) / num_chunks;
   std::vector<int64_t> hist(num_chunks * num_keys, 0);
 
-  glt::parallel_for(0, num_chunks, 1, [&](int64_t begin, int64_t end) {
+  glt::cpu::parallel_for(0, num_chunks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
       int64_t* h = hist.data() + c * num_keys;
       const int64_t lo = c * chunk, hi = std::min(n, lo + chunk);
@@ -41,7 +41,7 @@ void counting_sort(const int64_t* keys, int64_t n, int64_t num_keys, int64_t* ou
     }
     if (counts != nullptr) counts[k] = running - start;
   }
-  glt::parallel_for(0, num_chunks, 1, [&](int64_t begin, int64_t end) {
+  glt::cpu::parallel_for(0, num_chunks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
       int64_t* h = hist.data() + c * num_keys;
       const int64_t lo = c * chunk, hi = std::min(n, lo + chunk);
@@ -52,7 +52,7 @@ void counting_sort(const int64_t* keys, int64_t n, int64_t num_keys, int64_t* ou
 
 // out[i] = values[index[i]], in parallel.
 void gather(const int64_t* values, const int64_t* index, int64_t n, int64_t* out) {
-  glt::parallel_for(0, n, 1 << 16, [&](int64_t begin, int64_t end) {
+  glt::cpu::parallel_for(0, n, 1 << 16, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) out[i] = values[index[i]];
   });
 }
@@ -89,4 +89,4 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> coo_to_csr_kernel(const at::Tenso
 
 TORCH_LIBRARY_IMPL(glt, CPU, m) { m.impl("coo_to_csr", TORCH_FN(coo_to_csr_kernel)); }
 
-}  // namespace glt
+}  // namespace glt::cpu

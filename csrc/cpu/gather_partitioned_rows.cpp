@@ -5,8 +5,7 @@
 // (a remote one) leave their row for the caller. It replaces grouping the
 // ids by partition and gathering each group into scattered output rows.
 // Every id's row is looked up first, then the rows are copied: looked up
-// between the copies, each lookup waited on the copies before it (twice as
-// slow, measured on batches of 2 METIS partitions).
+// between the copies, each lookup waits on the copies before it.
 #include <ATen/Dispatch.h>
 
 #include <atomic>
@@ -15,11 +14,11 @@
 
 #include "../checks.h"
 #include "buffer_pool.h"
-#include "ops.h"
+#include "gather.h"
 #include "parallel.h"
 #include "row_ranks.h"
 
-namespace glt {
+namespace glt::cpu {
 namespace {
 
 constexpr int64_t kPrefetchDistance = 8;
@@ -58,7 +57,7 @@ void resolve(const std::vector<Part>& parts, const part_t* part_of, const int64_
              int64_t row_bytes, const char** sources) {
   const int64_t num_parts = static_cast<int64_t>(parts.size());
   std::atomic<int64_t> first_bad{n};
-  glt::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
+  glt::cpu::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       if (i + kPrefetchDistance < end) {
         const int64_t p = part_of[i + kPrefetchDistance];
@@ -98,7 +97,7 @@ void resolve(const std::vector<Part>& parts, const part_t* part_of, const int64_
 // out[i] = *sources[i], for the non-null sources, with the rows a few ids
 // ahead prefetched: the loop of gather_rows, its lookups done.
 void copy_rows(const char* const* sources, int64_t n, int64_t row_bytes, char* out) {
-  glt::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
+  glt::cpu::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       if (i + kPrefetchDistance < end && sources[i + kPrefetchDistance]) {
         const char* src = sources[i + kPrefetchDistance];
@@ -192,4 +191,4 @@ at::Tensor gather_partitioned_rows(const std::vector<std::optional<at::Tensor>>&
   return out;
 }
 
-}  // namespace glt
+}  // namespace glt::cpu

@@ -8,10 +8,10 @@
 
 #include "../checks.h"
 #include "buffer_pool.h"
-#include "ops.h"
+#include "gather.h"
 #include "parallel.h"
 
-namespace glt {
+namespace glt::cpu {
 namespace {
 
 constexpr int64_t kPrefetchDistance = 8;
@@ -50,7 +50,7 @@ at::Tensor gather_rows(const at::Tensor& table, const at::Tensor& ids,
     return (r >= 0 && r < num_rows) ? r : -1;
   };
   std::atomic<int64_t> first_bad{n};
-  glt::parallel_for(0, n, 256, [&](int64_t begin, int64_t end) {
+  glt::cpu::parallel_for(0, n, 256, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       // Two stages ahead: the id2index entry, then (once it is in cache) the row.
       if (map && i + 2 * kPrefetchDistance < end) {
@@ -94,4 +94,4 @@ at::Tensor gather_rows_kernel(const at::Tensor& table, const at::Tensor& ids,
 
 TORCH_LIBRARY_IMPL(glt, CPU, m) { m.impl("gather_rows", TORCH_FN(gather_rows_kernel)); }
 
-}  // namespace glt
+}  // namespace glt::cpu

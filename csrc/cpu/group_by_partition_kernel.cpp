@@ -13,7 +13,7 @@
 #include "bucket.h"
 #include "parallel.h"
 
-namespace glt {
+namespace glt::cpu {
 namespace {
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> group_by_partition_kernel(const at::Tensor& book,
@@ -54,7 +54,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_by_partition_kernel(const a
   AT_DISPATCH_INTEGRAL_TYPES(book_c.scalar_type(), "group_by_partition", [&] {
     const scalar_t* entry = book_c.data_ptr<scalar_t>();
     std::atomic<bool> any_bad{false};
-    glt::parallel_for(0, n, 4096, [&](int64_t begin, int64_t end) {
+    glt::cpu::parallel_for(0, n, 4096, [&](int64_t begin, int64_t end) {
       // Local pointers: the loop keeps them in registers (through the
       // lambda's captures it reloads them after every store).
       const int64_t* __restrict__ in = id;
@@ -88,4 +88,4 @@ TORCH_LIBRARY_IMPL(glt, CPU, m) {
   m.impl("group_by_partition", TORCH_FN(group_by_partition_kernel));
 }
 
-}  // namespace glt
+}  // namespace glt::cpu

@@ -7,7 +7,7 @@
 #include "../checks.h"
 #include "parallel.h"
 
-namespace glt {
+namespace glt::cpu {
 
 at::Tensor has_edge_kernel(const at::Tensor& indptr, const at::Tensor& indices,
                            const at::Tensor& rows, const at::Tensor& cols) {
@@ -19,7 +19,7 @@ at::Tensor has_edge_kernel(const at::Tensor& indptr, const at::Tensor& indices,
   AT_DISPATCH_INDEX_TYPES(indptr.scalar_type(), "has_edge", [&] {
     const index_t* ptr = indptr.data_ptr<index_t>();
     const index_t* idx = indices.data_ptr<index_t>();
-    glt::parallel_for(0, rows.numel(), 4096, [&](int64_t begin, int64_t end) {
+    glt::cpu::parallel_for(0, rows.numel(), 4096, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         // Entries are below 2^31 when index_t is int32: a larger col is no edge.
         found[i] =
@@ -33,4 +33,4 @@ at::Tensor has_edge_kernel(const at::Tensor& indptr, const at::Tensor& indices,
 
 TORCH_LIBRARY_IMPL(glt, CPU, m) { m.impl("has_edge", TORCH_FN(has_edge_kernel)); }
 
-}  // namespace glt
+}  // namespace glt::cpu

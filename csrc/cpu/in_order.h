@@ -10,7 +10,7 @@
 
 #include "parallel.h"
 
-namespace glt {
+namespace glt::cpu {
 
 // Runs produce(c, worker) once for each chunk c in [0, num_chunks) and
 // consume(c) once for each, in the order c = 0, 1, ...: consume(c) after
@@ -66,4 +66,4 @@ void produce_consume_in_order(int64_t num_chunks, int64_t threads, Produce&& pro
   if (error) std::rethrow_exception(error);
 }
 
-}  // namespace glt
+}  // namespace glt::cpu

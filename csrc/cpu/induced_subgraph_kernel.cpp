@@ -3,10 +3,10 @@
 #include <torch/library.h>
 
 #include "../checks.h"
-#include "ops.h"
+#include "id_map.h"
 #include "parallel.h"
 
-namespace glt {
+namespace glt::cpu {
 namespace {
 
 template <typename index_t>
@@ -23,7 +23,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> induced_subgraph_typed(const at::
   const auto options = node_t.options();
 
   std::vector<int64_t> offsets(n + 1, 0);
-  glt::parallel_for(0, n, 256, [&](int64_t begin, int64_t end) {
+  glt::cpu::parallel_for(0, n, 256, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const int64_t v = node[i];
       if (v >= num_rows) continue;
@@ -40,7 +40,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> induced_subgraph_typed(const at::
   int64_t* r = rows.data_ptr<int64_t>();
   int64_t* c = cols.data_ptr<int64_t>();
   int64_t* e = eid ? eids.data_ptr<int64_t>() : nullptr;
-  glt::parallel_for(0, n, 256, [&](int64_t begin, int64_t end) {
+  glt::cpu::parallel_for(0, n, 256, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const int64_t v = node[i];
       if (v >= num_rows) continue;
@@ -81,4 +81,4 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> induced_subgraph_kernel(
 
 TORCH_LIBRARY_IMPL(glt, CPU, m) { m.impl("induced_subgraph", TORCH_FN(induced_subgraph_kernel)); }
 
-}  // namespace glt
+}  // namespace glt::cpu

@@ -6,10 +6,10 @@
 #include <string>
 
 #include "../checks.h"
-#include "ops.h"
+#include "inducer.h"
 #include "parallel.h"
 
-namespace glt {
+namespace glt::cpu {
 namespace {
 
 constexpr int64_t kEmpty = -1;
@@ -117,7 +117,7 @@ at::Tensor IdMap::keys_from(int64_t first) const {
   auto out = at::empty({n}, at::kLong);
   const int64_t* src = inserted_.data() + first;
   int64_t* dst = out.data_ptr<int64_t>();
-  glt::parallel_for(0, n, 1 << 16, [&](int64_t begin, int64_t end) {
+  glt::cpu::parallel_for(0, n, 1 << 16, [&](int64_t begin, int64_t end) {
     std::copy(src + begin, src + end, dst + begin);
   });
   return out;
@@ -127,7 +127,7 @@ void IdMap::check_keys(const int64_t* keys, int64_t n) const {
   // A negative key is a hash table's empty slot.
   const uint64_t bound = dense_.empty() ? INT64_MAX : dense_.size();
   std::atomic<bool> outside{false};
-  glt::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
+  glt::cpu::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
     uint64_t any = 0;
     for (int64_t i = begin; i < end; ++i) any |= static_cast<uint64_t>(keys[i]) >= bound;
     if (any) outside = true;
@@ -193,7 +193,7 @@ void IdMap::insert_in_order(const int64_t* keys, int64_t n, int64_t* local) {
 void IdMap::insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local) {
   TORCH_CHECK_VALUE(n < INT32_MAX && size_ + n < INT32_MAX, "too many nodes in one batch");
   int32_t* map = dense_.data();
-  glt::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
+  glt::cpu::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       if (i + kPrefetchAhead < end) __builtin_prefetch(&map[keys[i + kPrefetchAhead]], 1);
       // The GCC/Clang atomic builtins, not C++20's std::atomic_ref: the
@@ -206,7 +206,7 @@ void IdMap::insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local) 
       }
     }
   });
-  glt::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
+  glt::cpu::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       if (i + kPrefetchAhead < end) __builtin_prefetch(&map[keys[i + kPrefetchAhead]]);
       local[i] = map[keys[i]];
@@ -215,7 +215,7 @@ void IdMap::insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local) 
 
   const int64_t num_chunks = (n + kInsertChunk - 1) / kInsertChunk;
   auto for_chunks = [&](auto&& body) {
-    glt::parallel_for(0, num_chunks, 1, [&](int64_t first, int64_t last) {
+    glt::cpu::parallel_for(0, num_chunks, 1, [&](int64_t first, int64_t last) {
       for (int64_t ch = first; ch < last; ++ch) {
         body(ch, ch * kInsertChunk, std::min(n, (ch + 1) * kInsertChunk));
       }
@@ -278,11 +278,11 @@ void IdMap::clear() {
     const int64_t num_ids = static_cast<int64_t>(dense_.size());
     if (size_ >= num_ids / kResetByFill) {
       // A random write costs a cache line: past one id in 16, refill it all.
-      glt::parallel_for(0, num_ids, 1 << 18, [&](int64_t begin, int64_t end) {
+      glt::cpu::parallel_for(0, num_ids, 1 << 18, [&](int64_t begin, int64_t end) {
         std::fill(map + begin, map + end, kAbsent);
       });
     } else {
-      glt::parallel_for(0, size_, 16384, [&](int64_t begin, int64_t end) {
+      glt::cpu::parallel_for(0, size_, 16384, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) map[keys[i]] = kAbsent;
       });
     }
@@ -423,7 +423,7 @@ void Inducer::write_rows(int64_t t, const at::Tensor& srcs, const at::Tensor& sr
   // local ids are consecutive: no lookups then.
   const int64_t first_local = first_local_id_if_added(t, srcs);
   std::atomic<int64_t> unseen{-1};
-  glt::parallel_for(0, src.numel(), 1024, [&](int64_t begin, int64_t end) {
+  glt::cpu::parallel_for(0, src.numel(), 1024, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const int64_t local = first_local >= 0 ? first_local + i : src_map.find(s[i]);
       if (local < 0) unseen = i;
@@ -443,4 +443,4 @@ std::vector<at::Tensor> Inducer::take_added(const std::vector<int64_t>& first_fr
   return nodes;
 }
 
-}  // namespace glt
+}  // namespace glt::cpu

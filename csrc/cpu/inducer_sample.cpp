@@ -6,10 +6,10 @@
 #include "../checks.h"
 #include "in_order.h"
 #include "neighbor_draws.h"
-#include "ops.h"
+#include "inducer.h"
 #include "parallel.h"
 
-namespace glt {
+namespace glt::cpu {
 namespace {
 
 // A request of sample_induce_next, checked: its seeds and prefixes contiguous.
@@ -39,7 +39,7 @@ at::Tensor extended(const at::Tensor& prefix, int64_t n) {
   at::Tensor grown = at::empty({prefix.numel() + n}, at::kLong);
   const int64_t* src = prefix.data_ptr<int64_t>();
   int64_t* dst = grown.data_ptr<int64_t>();
-  glt::parallel_for(0, prefix.numel(), 1 << 16, [&](int64_t begin, int64_t end) {
+  glt::cpu::parallel_for(0, prefix.numel(), 1 << 16, [&](int64_t begin, int64_t end) {
     std::copy(src + begin, src + end, dst + begin);
   });
   return grown;
@@ -101,7 +101,7 @@ Inducer::sample_induce_next(const std::vector<int64_t>& src_types,
         if (map.inserts_in_parallel(total)) {
           // Enough threads that the parallel insert beats overlapping one
           // thread's inserts with the others' draws.
-          glt::parallel_for(0, hop.num_chunks(), 1, [&](int64_t first, int64_t last) {
+          glt::cpu::parallel_for(0, hop.num_chunks(), 1, [&](int64_t first, int64_t last) {
             draws::Scratch scratch;
             for (int64_t c = first; c < last; ++c) hop.draw(c, scratch);
           });
@@ -137,4 +137,4 @@ Inducer::sample_induce_next(const std::vector<int64_t>& src_types,
   return {take_added(first_fresh), rows, cols, nbrs, nbr_nums, eids};
 }
 
-}  // namespace glt
+}  // namespace glt::cpu

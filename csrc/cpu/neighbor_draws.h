@@ -21,7 +21,7 @@
 #include "../kernels/sample_neighbors.h"
 #include "parallel.h"
 
-namespace glt {
+namespace glt::cpu {
 namespace draws {
 
 // Floyd's algorithm beats a partial shuffle up to this many draws.
@@ -146,7 +146,7 @@ class HopDraws {
     for (const auto& g : views_) with_edge_ |= g.edge_ids != nullptr;
     counts = at::empty({num_seeds}, at::kLong);
     int64_t* cnt = counts.data_ptr<int64_t>();
-    glt::parallel_for(0, num_seeds, 1024, [&](int64_t begin, int64_t end) {
+    glt::cpu::parallel_for(0, num_seeds, 1024, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         if (i + kPrefetchAhead < end)
           __builtin_prefetch(&view(i + kPrefetchAhead).indptr[seeds[i + kPrefetchAhead]]);
@@ -240,4 +240,4 @@ class HopDraws {
 };
 
 }  // namespace draws
-}  // namespace glt
+}  // namespace glt::cpu

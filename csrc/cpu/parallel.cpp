@@ -14,15 +14,13 @@
 #include <immintrin.h>
 #endif
 
-namespace glt {
+namespace glt::cpu {
 namespace {
 
 // How long an idle thread spins before it sleeps: long enough to catch the
 // next loop of the same hop (microseconds apart), short enough that a thread
-// between hops leaves its core to whoever needs it. Beside one busy process,
-// at 0.1 of products size, 2 threads: 0, 5, 20, 50, 200 and 1000 us kept
-// 64, 63, 67, 57, 53 and 49% of the quiet sampling speed (means of 2 to 4
-// runs); the quiet speed did not move beyond noise.
+// between hops leaves its core to whoever needs it (the spins measured are in
+// docs/benchmarks.md, "Issue 46").
 constexpr auto kSpin = std::chrono::microseconds(20);
 // Pauses between two reads of the clock while spinning.
 constexpr int kPausesPerClockRead = 32;
@@ -214,4 +212,4 @@ void run_on_workers(int64_t helpers, const std::function<void(int64_t worker)>& 
   }
 }
 
-}  // namespace glt
+}  // namespace glt::cpu

@@ -25,7 +25,7 @@
 #include <functional>
 #include <mutex>
 
-namespace glt {
+namespace glt::cpu {
 
 // Runs job(worker) on the calling thread as worker 0, and on up to `helpers`
 // threads of this process's worker pool as workers 1, 2, ...; a helper joins
@@ -99,4 +99,4 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
                        [&](int64_t b, int64_t e, int64_t /*worker*/) { f(b, e); });
 }
 
-}  // namespace glt
+}  // namespace glt::cpu

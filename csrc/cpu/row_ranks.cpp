@@ -9,9 +9,9 @@
 #include <algorithm>
 
 #include "../checks.h"
-#include "ops.h"
+#include "gather.h"
 
-namespace glt {
+namespace glt::cpu {
 
 std::optional<at::Tensor> row_ranks(const at::Tensor& id2index) {
   check_index(id2index, "id2index");
@@ -38,4 +38,4 @@ std::optional<at::Tensor> row_ranks(const at::Tensor& id2index) {
   return ranks;
 }
 
-}  // namespace glt
+}  // namespace glt::cpu

@@ -1,11 +1,11 @@
 // Row ranks: the id-to-row map of a table whose rows are in id order, as
 // [words, 2] int64 pairs (rows before the word's first id, presence bits of
-// its 64 ids); built by row_ranks (ops.h).
+// its 64 ids); built by row_ranks (gather.h).
 #pragma once
 
 #include <cstdint>
 
-namespace glt {
+namespace glt::cpu {
 
 // The set bits of `x`. `__builtin_popcountll` is a call into libgcc unless
 // the build targets POPCNT (it does not: the extension runs on any x86-64);
@@ -32,4 +32,4 @@ inline int64_t ranked_row(const int64_t* ranks, int64_t num_words, int64_t id) {
   return word[0] + count_bits(bits & (bit - 1));
 }
 
-}  // namespace glt
+}  // namespace glt::cpu

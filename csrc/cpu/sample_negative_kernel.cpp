@@ -9,7 +9,7 @@
 #include "../common.h"
 #include "parallel.h"
 
-namespace glt {
+namespace glt::cpu {
 namespace {
 
 template <typename index_t>
@@ -18,7 +18,7 @@ void draw_negatives(const at::Tensor& indptr, const at::Tensor& indices, const i
                     int64_t trials, int64_t rng_seed, int64_t* r_out, int64_t* c_out, uint8_t* ok) {
   const index_t* ptr = indptr.data_ptr<index_t>();
   const index_t* idx = indices.data_ptr<index_t>();
-  glt::parallel_for(0, num_samples, 1024, [&](int64_t begin, int64_t end) {
+  glt::cpu::parallel_for(0, num_samples, 1024, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       Rng rng(static_cast<uint64_t>(rng_seed), static_cast<uint64_t>(i));
       int64_t r = 0, c = 0;
@@ -76,4 +76,4 @@ std::tuple<at::Tensor, at::Tensor> sample_negative_kernel(const at::Tensor& indp
 
 TORCH_LIBRARY_IMPL(glt, CPU, m) { m.impl("sample_negative", TORCH_FN(sample_negative_kernel)); }
 
-}  // namespace glt
+}  // namespace glt::cpu

@@ -15,12 +15,12 @@
 #include "neighbor_draws.h"
 #include "parallel.h"
 
-namespace glt {
+namespace glt::cpu {
 namespace {
 
 template <typename index_t>
 std::tuple<at::Tensor, at::Tensor, at::Tensor> draw_all(draws::HopDraws<index_t>&& hop) {
-  glt::parallel_for(0, hop.num_chunks(), 1, [&](int64_t first, int64_t last) {
+  glt::cpu::parallel_for(0, hop.num_chunks(), 1, [&](int64_t first, int64_t last) {
     draws::Scratch scratch;
     for (int64_t c = first; c < last; ++c) hop.draw(c, scratch);
   });
@@ -178,4 +178,4 @@ TORCH_LIBRARY_IMPL(glt, CPU, m) {
   m.impl("sample_neighbors_partitioned", TORCH_FN(sample_neighbors_partitioned_kernel));
 }
 
-}  // namespace glt
+}  // namespace glt::cpu

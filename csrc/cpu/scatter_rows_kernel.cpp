@@ -7,7 +7,7 @@
 
 #include "parallel.h"
 
-namespace glt {
+namespace glt::cpu {
 namespace {
 
 at::Tensor& scatter_rows_kernel(at::Tensor& out, const at::Tensor& positions,
@@ -37,7 +37,7 @@ at::Tensor& scatter_rows_kernel(at::Tensor& out, const at::Tensor& positions,
     TORCH_CHECK_VALUE(pos[i] >= 0 && pos[i] < num_out, "scatter_rows_: positions[", i, "] is ",
                       pos[i], ", out of range [0, ", num_out, ")");
   }
-  glt::parallel_for(0, n, 1024, [&](int64_t begin, int64_t end) {
+  glt::cpu::parallel_for(0, n, 1024, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i)
       std::memcpy(dst + pos[i] * row_bytes, src + i * row_bytes, row_bytes);
   });
@@ -48,4 +48,4 @@ at::Tensor& scatter_rows_kernel(at::Tensor& out, const at::Tensor& positions,
 
 TORCH_LIBRARY_IMPL(glt, CPU, m) { m.impl("scatter_rows_", TORCH_FN(scatter_rows_kernel)); }
 
-}  // namespace glt
+}  // namespace glt::cpu

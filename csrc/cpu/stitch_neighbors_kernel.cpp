@@ -10,7 +10,7 @@
 
 #include "parallel.h"
 
-namespace glt {
+namespace glt::cpu {
 namespace {
 
 std::tuple<at::Tensor, at::Tensor, std::optional<at::Tensor>> stitch_neighbors_kernel(
@@ -86,7 +86,7 @@ std::tuple<at::Tensor, at::Tensor, std::optional<at::Tensor>> stitch_neighbors_k
     const int64_t* src_nbr = nbr[j].data_ptr<int64_t>();
     const int64_t* src_edge = with_edge ? edge[j].data_ptr<int64_t>() : nullptr;
     const int64_t* start = piece_start[j].data();
-    glt::parallel_for(0, pos[j].numel(), 2048, [&](int64_t begin, int64_t end) {
+    glt::cpu::parallel_for(0, pos[j].numel(), 2048, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         const int64_t bytes = c[i] * sizeof(int64_t);
         std::memcpy(dst_nbr + seed_start[p[i]], src_nbr + start[i], bytes);
@@ -101,4 +101,4 @@ std::tuple<at::Tensor, at::Tensor, std::optional<at::Tensor>> stitch_neighbors_k
 
 TORCH_LIBRARY_IMPL(glt, CPU, m) { m.impl("stitch_neighbors", TORCH_FN(stitch_neighbors_kernel)); }
 
-}  // namespace glt
+}  // namespace glt::cpu

@@ -5,7 +5,7 @@
 #include "../kernels/unified_gather.h"
 #include "backend.h"
 
-namespace glt {
+namespace glt::cpu {
 
 at::Tensor unified_gather_kernel(const at::TensorList parts, const at::Tensor& ids,
                                  const std::optional<at::Tensor>& id2index) {
@@ -14,4 +14,4 @@ at::Tensor unified_gather_kernel(const at::TensorList parts, const at::Tensor& i
 
 TORCH_LIBRARY_IMPL(glt, CPU, m) { m.impl("unified_gather", TORCH_FN(unified_gather_kernel)); }
 
-}  // namespace glt
+}  // namespace glt::cpu

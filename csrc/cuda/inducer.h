@@ -1,4 +1,4 @@
-// The CUDA twin of the CPU Inducer (csrc/cpu/ops.h): the same interface and
+// The CUDA twin of the CPU Inducer (csrc/cpu/inducer.h): the same interface and
 // results, over hash tables in GPU memory (csrc/kernels/inducer.h).
 #pragma once
 

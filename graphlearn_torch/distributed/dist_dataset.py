@@ -10,9 +10,9 @@ import torch
 
 from .._ext import cuda_kernels_available
 from ..data import Dataset, DeviceGroup, Feature, Graph
-from ..data.dataset import random_split as random_positions
+from ..data.split import random_split as random_positions
 from ..partition.format import book_path, split_path
-from ..partition.load import PartitionReader, cat_feature_cache, load_partition
+from ..partition.load import cat_feature_cache, load_partition
 from ..partition.npy import PartitionFileError, load_npy
 from ..partition.partition_book import (
   HeteroEdgePartitionDict,
@@ -20,6 +20,7 @@ from ..partition.partition_book import (
   PartitionBook,
   as_partition_book,
 )
+from ..partition.reader import PartitionReader
 from ..typing import EdgeType, NodeIndex, NodeLabel, NodeType
 from ..utils.common import default_id_filter, default_id_select
 

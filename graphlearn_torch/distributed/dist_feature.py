@@ -2,21 +2,15 @@
 those of partitions held on this host read from their shared memory, and the
 others fetched from their partitions in one request each."""
 
-import logging
-import threading
 from typing import Dict, List, Optional, Union
 
 import torch
 
 from ..channel import DeferredTensor
 from ..data import Feature
-from ..data.feature import FeatureHostHandle
 from ..partition.partition_book import PartitionBook, positions_by_partition
 from ..typing import EdgeType, NodeType
-from ..utils.host_share import HostShareError, boot_id, share_host_partitions
 from .runtime.rpc import RpcCalleeBase, RpcDataPartitionRouter, rpc_register, rpc_request_async
-
-logger = logging.getLogger(__name__)
 
 TypeKey = Optional[Union[NodeType, EdgeType]]
 Features = Union[Feature, Dict[Union[NodeType, EdgeType], Feature]]
@@ -40,23 +34,13 @@ class RpcFeatureLookupCallee(RpcCalleeBase):
     return self.dist_feature.local_get(*args, **kwargs).cpu()
 
 
-class RpcFeatureShareCallee(RpcCalleeBase):
-  r"""Hands a peer of this host the handles of this partition's tables."""
-
-  def __init__(self, dist_feature: 'DistFeature'):
-    self.dist_feature = dist_feature
-
-  def call(self, requester_boot_id: str):
-    return self.dist_feature.host_handles(requester_boot_id)
-
-
 class DistFeature:
   r"""Feature rows by global id, wherever they live.
 
   Rows this partition holds (its own and cached ones: the feature book sends
-  cached ids here) are read locally; so are the rows of partitions whose
-  processes run on this host, from their tables' shared memory, once
-  ``connect_host_peers`` mapped them. The rest go to their partitions, one
+  cached ids here) are read locally; so are the rows of the partitions in
+  ``host_peers``, tables of processes of this host mapped from their shared
+  memory (``PartitionService`` sets them, see ``HostPeers``). The rest go to their partitions, one
   asynchronous request per partition, and come back stitched in input order.
   Building one registers RPC callees, so every process of the group must
   build its DistFeatures in the same order.
@@ -91,10 +75,8 @@ class DistFeature:
     self.rpc_router = rpc_router
     self.device = device or torch.device('cpu')
     self.rpc_callee_id = None if local_only else rpc_register(RpcFeatureLookupCallee(self))
-    self.share_callee_id = None if local_only else rpc_register(RpcFeatureShareCallee(self))
     # partition -> its tables, mapped from a process of this host
     self.host_peers: Dict[int, Features] = {}
-    self._share_lock = threading.Lock()
 
   def _feature(self, input_type: TypeKey, features: Optional[Features] = None) -> Feature:
     features = self.local_feature if features is None else features
@@ -103,53 +85,6 @@ class DistFeature:
         raise ValueError(f'no features for type {input_type!r}')
       return features[input_type]
     return features
-
-  def host_handles(self, requester_boot_id: str):
-    r"""The handles of this partition's tables (a dict by type when
-    heterogeneous) for a process of this host, moving the tables into
-    host-shared memory on the first request; None for a process of another
-    host, or when sharing is off.
-
-    Args:
-      requester_boot_id: the requesting process's host boot id.
-    """
-    if not share_host_partitions() or requester_boot_id != boot_id():
-      return None
-    with self._share_lock:  # two peers asking at once move the tables once
-      if self.is_hetero:
-        return {t: f.host_share() for t, f in self.local_feature.items()}
-      return self.local_feature.host_share()
-
-  def connect_host_peers(self) -> List[int]:
-    r"""Maps the tables of the partitions held by processes of this host,
-    whose rows are then read in place instead of over RPC; returns those
-    partitions. Every process of the group must have registered its
-    DistFeatures (and set the router) before any calls this.
-    """
-    if self.local_only or not share_host_partitions():
-      return []
-    asked = [
-      (p, rpc_request_async(self.rpc_router.get_to_worker(p), self.share_callee_id, (boot_id(),)))
-      for p in range(self.num_partitions)
-      if p != self.partition_idx
-    ]
-    for p, fut in asked:
-      handles = fut.wait()
-      if handles is None:
-        continue
-      try:
-        if isinstance(handles, FeatureHostHandle):
-          self.host_peers[p] = Feature.from_host_handle(handles)
-        else:
-          self.host_peers[p] = {t: Feature.from_host_handle(h) for t, h in handles.items()}
-      except HostShareError as e:  # another PID namespace, or its holder left
-        logger.info('partition %d: its feature rows stay on RPC (%s)', p, e)
-    if self.host_peers:
-      logger.info(
-        'partition %d reads the feature rows of partitions %s from this host\'s shared memory',
-        self.partition_idx, sorted(self.host_peers),
-      )  # fmt: skip
-    return sorted(self.host_peers)
 
   def _held_feature(self, partition: int, input_type: TypeKey) -> Optional[Feature]:
     r"""The Feature of ``partition`` if this host holds it, else None (a

@@ -76,7 +76,7 @@ class DistLoader:
   r"""Iterates over batches of seeds, sampled across the partitions of a
   distributed dataset, as PyG ``Data`` / ``HeteroData``.
 
-  Where sampling runs is the batch source's business (``batch_source``:
+  Where sampling runs is the batch source's business (``sources``:
   collocated, multiprocess or remote, chosen by ``worker_options``); the
   loader decodes and collates what it supplies.
 

@@ -19,13 +19,11 @@ from .format import (
 )
 from .frequency_partitioner import FrequencyPartitioner
 from .load import (
-  PartitionReader,
   build_partition_feature,
   cat_feature_cache,
   load_feature_partition_data,
   load_graph_partition_data,
   load_partition,
-  read_meta,
 )
 from .metis_partitioner import MetisPartitioner
 from .npy import PartitionFileError
@@ -40,6 +38,7 @@ from .partition_book import (
 )
 from .partitioner import PartitionerBase
 from .random_partitioner import RandomPartitioner
+from .reader import PartitionReader, read_meta
 from .summary import PartitionSummary
 
 __all__ = [

@@ -251,14 +251,6 @@ def owned_ids(book: PartitionBookLike, partition_idx: int) -> torch.Tensor:
   return default_id_filter(book, partition_idx)
 
 
-def partition_sizes(book: PartitionBookLike, num_parts: int) -> List[int]:
-  """The number of ids each partition owns."""
-  if isinstance(book, RangePartitionBook):
-    return [e - s for s, e in book.partition_ranges]
-  tensor = book.tensor if isinstance(book, GLTPartitionBook) else book
-  return torch.bincount(tensor.to(torch.int64), minlength=num_parts).tolist()
-
-
 def positions_by_partition(partitions: torch.Tensor, num_partitions: int) -> List[torch.Tensor]:
   r"""For every partition, the positions in ``partitions`` that name it (in
   order; empty when none)."""

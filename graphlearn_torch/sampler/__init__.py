@@ -6,6 +6,7 @@ from .base import (
   EdgeIndex,
   EdgeSamplerInput,
   HeteroSamplerOutput,
+  HopResult,
   NegativeSampling,
   NegativeSamplingMode,
   NeighborOutput,
@@ -17,18 +18,12 @@ from .base import (
   SamplingConfig,
   SamplingType,
 )
-from .multihop import (
-  HopRequest,
-  HopResult,
-  LinkBatch,
-  MultiHopSampler,
-  RandomStream,
-  SamplingSchema,
-  sample_one_hop,
-)
+from .link import LinkBatch
+from .multihop import HopRequest, MultiHopSampler, sample_one_hop
 from .negative_sampler import RandomNegativeSampler
 from .neighbor_sampler import NeighborSampler
 from .pyg_sampler import PyGNeighborSampler
+from .schema import RandomStream, SamplingSchema
 
 __all__ = [
   'BaseSampler',

@@ -356,3 +356,30 @@ class BaseSampler(ABC):
   @abstractmethod
   def subgraph(self, inputs: NodeSamplerInput) -> SamplerOutput:
     """Induces the subgraph over seed nodes and their sampled neighbors."""
+
+
+@dataclass
+class HopResult:
+  """Every hop of a sampled batch, deduplicated and relabelled.
+
+  Args:
+    node: the global ids of the nodes met, per node type (seeds first, then
+      each hop's new nodes).
+    row: per output edge type, the local index of each edge's neighbor
+      (message-passing source).
+    col: per output edge type, the local index of the node it was sampled
+      for.
+    edge: per output edge type, the sampled edges' ids (with ``with_edge``).
+    num_sampled_nodes: per node type, the nodes added in each hop (hop 0: the
+      seeds).
+    num_sampled_edges: per output edge type, the edges added in each hop.
+    seed_local: per node type of the seeds, each input seed's local index.
+  """
+
+  node: Dict[NodeType, torch.Tensor]
+  row: Dict[EdgeType, torch.Tensor]
+  col: Dict[EdgeType, torch.Tensor]
+  edge: Optional[Dict[EdgeType, torch.Tensor]]
+  num_sampled_nodes: Dict[NodeType, List[int]]
+  num_sampled_edges: Dict[EdgeType, List[int]]
+  seed_local: Dict[NodeType, torch.Tensor]

@@ -15,16 +15,9 @@ from .base import (
   NodeSamplerInput,
   SamplerOutput,
 )
-from .multihop import (
-  HopRequest,
-  LocalDraws,
-  MultiHopSampler,
-  RandomStream,
-  SamplingSchema,
-  check_graphs,
-  sample_one_hop,
-)
+from .multihop import HopRequest, LocalDraws, MultiHopSampler, sample_one_hop
 from .negative_sampler import RandomNegativeSampler
+from .schema import RandomStream, SamplingSchema, check_graphs
 
 STRATEGIES = ('random',)
 

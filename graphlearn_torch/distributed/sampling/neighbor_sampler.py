@@ -1,19 +1,15 @@
 """DistNeighborSampler: multi-hop neighbor sampling over a partitioned graph.
 
-Each hop splits the frontier by the node partition book; seeds of this
-partition, and of partitions whose topology is mapped from this host, are
-sampled here by the C++ sampler, the others by one RPC per owning partition
-(sent first, so they run while the local part is drawn);
-the pieces are stitched back in frontier order and handed back to the
-multi-hop engine that single-machine sampling drives too
-(``MultiHopSampler.sample_steps``). Where every partition's topology is
-here, one call draws the whole hop, as the pieces would give it. Batches
+Each hop is answered by this process's ``PartitionService``: every seed's
+neighbors are drawn by the partition that owns it, here or over RPC, and
+come back in seed order to the multi-hop engine that single-machine
+sampling drives too (``MultiHopSampler.sample_steps``). Batches
 run as coroutines on an event loop, ``concurrency`` at a time, and leave as
-channel messages (``distributed.message``) with their features and labels.
+channel messages (``batch.codec``) with their features and labels.
 """
 
 import asyncio
-from typing import Dict, List, Literal, Optional, Tuple
+from typing import Dict, Literal, Optional
 
 import torch
 
@@ -23,50 +19,21 @@ from ...batch.sampled import SampledBatch
 from ...channel import ChannelBase, SampleMessage
 from ...sampler.base import (
   EdgeSamplerInput,
+  HopResult,
   NeighborOutput,
   NodeSamplerInput,
   SamplerOutput,
   SamplingConfig,
   SamplingType,
 )
-from ...sampler.multihop import (
-  HopRequest,
-  HopResult,
-  MultiHopSampler,
-  RandomStream,
-  check_graphs,
-)
+from ...sampler.multihop import HopRequest, MultiHopSampler
+from ...sampler.schema import RandomStream
 from ...typing import HOMO_NODE_TYPE, EdgeType, NodeType, NumNeighbors
 from ..dist_dataset import DistDataset
 from ..runtime.event_loop import ConcurrentEventLoop, wrap_torch_future
-from ..runtime.rpc import rpc_request_async
 from .partition_service import PartitionService
 
 _EDGE_STRATEGY = {'out': 'by_src', 'in': 'by_dst'}
-
-
-def stitch_neighbors(
-  num_seeds: int, parts: List[Tuple[torch.Tensor, NeighborOutput]], with_edge: bool
-) -> NeighborOutput:
-  r"""One NeighborOutput in seed order from per-partition pieces.
-
-  Args:
-    num_seeds: seeds of the hop.
-    parts: ``(positions of its seeds, their NeighborOutput)`` per partition.
-    with_edge: whether the pieces carry edge ids.
-  """
-  if len(parts) == 1 and parts[0][0].numel() == num_seeds:
-    pos, out = parts[0]
-    if bool((pos == torch.arange(num_seeds)).all()):
-      return out
-  nbr, nbr_num, edge = torch.ops.glt.stitch_neighbors(
-    num_seeds,
-    [pos for pos, _ in parts],
-    [out.nbr_num for _, out in parts],
-    [out.nbr for _, out in parts],
-    [out.edge for _, out in parts] if with_edge else [],
-  )
-  return NeighborOutput(nbr, nbr_num, edge)
 
 
 class DistNeighborSampler(ConcurrentEventLoop):
@@ -145,8 +112,7 @@ class DistNeighborSampler(ConcurrentEventLoop):
     self.num_partitions = data.num_partitions
     self.partition_idx = data.partition_idx
     self.service = service if service is not None else PartitionService(data)
-    check_graphs(self.service.dist_graph.local_graphs(), edge_dir, with_weight)
-    self.every_partition_here = self.service.samples_every_partition()
+    self.service.check_sampling(edge_dir, with_weight)
     self.random = RandomStream(seed)
     self.engine = MultiHopSampler(self.service.schema, num_neighbors, with_edge, self.random)
 
@@ -174,93 +140,18 @@ class DistNeighborSampler(ConcurrentEventLoop):
       **kwargs,
     )
 
-  # -- routing ---------------------------------------------------------------
-
-  async def _on_owners(
-    self, ntype: NodeType, tensors: Tuple[torch.Tensor, ...], run_here, callee_id: int, *args
-  ) -> List[Tuple[torch.Tensor, object]]:
-    r"""Runs a request on the partitions that own ``tensors[0]``'s nodes.
-
-    Splits the positions of ``tensors`` by owner; pieces of partitions whose
-    steps run in other processes go out first (one request per partition,
-    ``callee_id(*pieces, *args)``), then the pieces of this partition and of
-    those mapped from this host run here (``run_here(p, *pieces, *args)``).
-    Returns ``(positions, result)`` per partition that had any.
-    """
-    self.service.check_host_peers()
-    book = self.service.dist_graph.node_book(ntype)
-    positions, owned = book.group(tensors[0], self.num_partitions)
-
-    def pieces(p: int) -> Tuple[torch.Tensor, ...]:
-      return (owned[p], *(t.index_select(0, positions[p]) for t in tensors[1:]))
-
-    remote, here = [], []
-    for p, pos in enumerate(positions):
-      if not pos.numel():
-        continue
-      if self.service.runs_here(p):
-        here.append(p)
-      else:
-        worker = self.service.router.get_to_worker(p)
-        fut = rpc_request_async(worker, callee_id, pieces(p) + args)
-        remote.append((p, worker, pos, wrap_torch_future(fut)))
-    parts = [(positions[p], run_here(p, *pieces(p), *args)) for p in here]
-    for p, worker, pos, fut in remote:
-      try:
-        parts.append((pos, await fut))
-      except Exception as e:
-        raise RuntimeError(
-          f'partition {p} ({worker}) failed to answer: {type(e).__name__}: {e}'
-        ) from e
-    return parts
-
   # -- one hop -------------------------------------------------------------
 
-  def _one_hop_here(
-    self, partition, seeds, fanout, etype, with_edge, with_weight
-  ) -> NeighborOutput:
-    # This sampler's random stream, also for partitions mapped from this
-    # host; peers draw from their own.
-    return self.service.sample_one_hop(
-      seeds, fanout, etype, with_edge, with_weight, self.random.kernel_seed(), partition
-    )
-
-  def _one_hop_every_partition(self, request: HopRequest) -> NeighborOutput:
-    # Every partition runs here: one call draws the hop, as sampling each
-    # partition's seeds apart (a kernel seed per partition with seeds, in
-    # partition order, as _on_owners runs them) and stitching them would.
-    self.service.check_host_peers()
-    book = self.service.dist_graph.node_book(self.engine.schema.seed_type(request.etype))
-    parts = book.partitions(request.seeds)
-    counts = torch.bincount(parts, minlength=self.num_partitions).tolist()
-    return self.service.sample_one_hop_partitioned(
-      request.seeds,
-      parts,
-      request.fanout,
-      request.etype,
-      [self.random.kernel_seed() if n else 0 for n in counts],
-      self.with_edge,
-      self.with_weight,
-    )
-
   async def _answer(self, request: HopRequest) -> NeighborOutput:
-    if self.every_partition_here:
-      return self._one_hop_every_partition(request)
-    seeds = request.seeds
-    parts = await self._on_owners(
+    return await self.service.sample_neighbors(
       self.engine.schema.seed_type(request.etype),
-      (seeds,),
-      self._one_hop_here,
-      self.service.sampling_callee_id,
+      request.seeds,
       request.fanout,
       request.etype,
+      self.random,
       self.with_edge,
       self.with_weight,
     )
-    if not parts:
-      empty = torch.empty(0, dtype=torch.int64)
-      return NeighborOutput(empty, empty, empty if self.with_edge else None)
-    return stitch_neighbors(seeds.numel(), parts, self.with_edge)
 
   async def _sample(self, seed_dict: Dict[NodeType, torch.Tensor]) -> HopResult:
     steps = self.engine.sample_steps(seed_dict)
@@ -281,17 +172,7 @@ class DistNeighborSampler(ConcurrentEventLoop):
     stores its edges (the source's for edge_dir 'out', else the
     destination's)."""
     rows, cols = (src, dst) if self.edge_dir == 'out' else (dst, src)
-    parts = await self._on_owners(
-      self.engine.schema.seed_type(etype),
-      (rows, cols),
-      lambda p, rows, cols, etype: self.service.has_edge(rows, cols, etype, p),
-      self.service.edge_check_callee_id,
-      etype,
-    )
-    found = torch.zeros(src.numel(), dtype=torch.bool)
-    for pos, hit in parts:
-      found[pos] = hit
-    return found
+    return await self.service.has_edges(self.engine.schema.seed_type(etype), rows, cols, etype)
 
   async def _sample_negative(
     self, etype: EdgeType, num: int, src: Optional[torch.Tensor] = None, trials: int = 5
@@ -334,27 +215,7 @@ class DistNeighborSampler(ConcurrentEventLoop):
     nodes, mapping = self.engine.subgraph_nodes(seeds, reached)
     # Every partition holds the edges of its own rows: each finds those
     # among the nodes, in the same local numbering.
-    self.service.check_host_peers()
-    partitions = range(self.num_partitions)
-    futures = [
-      wrap_torch_future(
-        rpc_request_async(
-          self.service.router.get_to_worker(p),
-          self.service.subgraph_callee_id,
-          (nodes, self.with_edge),
-        )
-      )
-      for p in partitions
-      if not self.service.runs_here(p)
-    ]
-    pieces = [
-      self.service.subgraph_edges(nodes, self.with_edge, p)
-      for p in partitions
-      if self.service.runs_here(p)
-    ]
-    for fut in futures:
-      pieces.append(await fut)
-    rows, cols, eids = (torch.cat([piece[i] for piece in pieces]) for i in range(3))
+    rows, cols, eids = await self.service.induced_edges(nodes, self.with_edge)
     return SamplerOutput(
       node=nodes,
       row=cols,
@@ -433,7 +294,7 @@ class DistNeighborSampler(ConcurrentEventLoop):
 
     With a channel, the batch is sent there when done and this returns None
     once the batch is in flight; else it waits and returns the batch as a
-    message (see ``distributed.message``).
+    message (see ``batch.codec``).
 
     Args:
       inputs: the seeds.

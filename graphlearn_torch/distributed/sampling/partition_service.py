@@ -5,29 +5,31 @@ one. It is the process's single one-hop sampler: it answers the hops of its
 own samplers' seeds that this partition owns, and the peers' requests for
 what only this partition can do (one hop from its nodes, edge checks on its
 rows, the edges of its rows among a set of nodes, its feature rows). It also
-routes this process's own requests for other partitions. Requests carry the
+routes this process's own requests to the partitions that own their nodes
+(``sample_neighbors``, ``has_edges``, ``induced_edges``): one request per
+partition, sent first, while the steps of the partitions that run here are
+drawn, and the answers put back in request order. Requests carry the
 sampling options, so one service serves every sampler of its process,
 whatever their configuration.
 
-Partitions whose processes run on this host are not asked at all: the
-service maps their topologies (and feature tables, see ``DistFeature``) from
-the host's shared memory and runs their steps in place, as it runs its own.
+Partitions whose processes run on this host are not asked at all: their
+topologies and feature tables are mapped from the host's shared memory
+(``HostPeers``) and their steps run in place, as this partition's own.
 """
 
-import logging
-import threading
-from typing import Dict, List, Optional
+from typing import Callable, List, Optional, Tuple
 
 import torch
 
-from ...data.graph import DeviceTopology, Graph, Topology, TopologyHostHandle
+from ...data.graph import DeviceTopology
 from ...sampler.base import NeighborOutput
-from ...sampler.multihop import RandomStream, SamplingSchema, check_graphs, sample_one_hop
-from ...typing import HOMO_EDGE_TYPE, EdgeType
-from ...utils.host_share import HostShareError, ProcessWatch, boot_id, share_host_partitions
+from ...sampler.multihop import sample_one_hop
+from ...sampler.schema import RandomStream, SamplingSchema, check_graphs
+from ...typing import HOMO_EDGE_TYPE, EdgeType, NodeType
 from ..dist_dataset import DistDataset
 from ..dist_feature import DistFeature
 from ..dist_graph import DistGraph
+from ..runtime.event_loop import wrap_torch_future
 from ..runtime.rpc import (
   RpcCalleeBase,
   RpcDataPartitionRouter,
@@ -35,8 +37,31 @@ from ..runtime.rpc import (
   rpc_request_async,
   rpc_sync_data_partitions,
 )
+from .host_peers import HostPeers
 
-logger = logging.getLogger(__name__)
+
+def stitch_neighbors(
+  num_seeds: int, parts: List[Tuple[torch.Tensor, NeighborOutput]], with_edge: bool
+) -> NeighborOutput:
+  r"""One NeighborOutput in seed order from per-partition pieces.
+
+  Args:
+    num_seeds: seeds of the hop.
+    parts: ``(positions of its seeds, their NeighborOutput)`` per partition.
+    with_edge: whether the pieces carry edge ids.
+  """
+  if len(parts) == 1 and parts[0][0].numel() == num_seeds:
+    pos, out = parts[0]
+    if bool((pos == torch.arange(num_seeds)).all()):
+      return out
+  nbr, nbr_num, edge = torch.ops.glt.stitch_neighbors(
+    num_seeds,
+    [pos for pos, _ in parts],
+    [out.nbr_num for _, out in parts],
+    [out.nbr for _, out in parts],
+    [out.edge for _, out in parts] if with_edge else [],
+  )
+  return NeighborOutput(nbr, nbr_num, edge)
 
 
 class RpcSamplingCallee(RpcCalleeBase):
@@ -89,115 +114,199 @@ class PartitionService:
     # Callees first, then the partition table: every process reaches the
     # table's all-gather only after registering, so no request finds a
     # callee missing.
-    self.sampling_callee_id = rpc_register(RpcSamplingCallee(self))
-    self.edge_check_callee_id = rpc_register(RpcMethodCallee(self.has_edge))
-    self.subgraph_callee_id = rpc_register(RpcMethodCallee(self.subgraph_edges))
-    self.topology_share_callee_id = rpc_register(RpcMethodCallee(self.topology_handles))
-    self._share_lock = threading.Lock()
-    # partition -> its topologies by edge type, mapped from a process of this host
-    self.host_peers: Dict[int, Dict[EdgeType, DeviceTopology]] = {}
-    self._host_watch = ProcessWatch()  # the processes of host_peers' partitions
+    self._sampling_callee = rpc_register(RpcSamplingCallee(self))
+    self._edge_check_callee = rpc_register(RpcMethodCallee(self.has_edge))
+    self._subgraph_callee = rpc_register(RpcMethodCallee(self.subgraph_edges))
     self.node_feature = self._dist_feature(data.node_features, data.node_feat_pb)
     self.edge_feature = self._dist_feature(data.edge_features, data.edge_feat_pb)
-    self.router = RpcDataPartitionRouter(
+    self.host_peers = HostPeers(
+      self.partition_idx, self.num_partitions, graphs, data.node_features, data.edge_features
+    )
+    self._router = RpcDataPartitionRouter(
       rpc_sync_data_partitions(data.num_partitions, data.partition_idx)
     )
     for feature in (self.node_feature, self.edge_feature):
       if feature is not None:
-        feature.rpc_router = self.router
+        feature.rpc_router = self._router
     # Only now has every process its callees and the table: partitions on
     # this host map each other's topologies and feature tables.
-    self.connect_host_peers()
-    for feature in (self.node_feature, self.edge_feature):
-      if feature is not None:
-        feature.connect_host_peers()
+    self.host_peers.connect(self._router)
+    if self.node_feature is not None:
+      self.node_feature.host_peers = self.host_peers.peer_node_features
+    if self.edge_feature is not None:
+      self.edge_feature.host_peers = self.host_peers.peer_edge_features
+    # Where every partition runs here, a hop is drawn in one call; False
+    # draws each partition's piece apart and stitches them (the same batch).
+    self.draws_hops_in_one_call = self.samples_every_partition()
 
   def _dist_feature(self, features, book) -> Optional[DistFeature]:
     if features is None:
       return None
     return DistFeature(self.num_partitions, self.partition_idx, features, book)
 
-  # -- partitions on this host -------------------------------------------------
-
-  def topology_handles(
-    self, requester_boot_id: str
-  ) -> Optional[Dict[EdgeType, TopologyHostHandle]]:
-    r"""The handles of this partition's topologies by edge type for a
-    process of this host, moving them into host-shared memory on the first
-    request; None for a process of another host, or when sharing is off.
-
-    Args:
-      requester_boot_id: the requesting process's host boot id.
-    """
-    if not share_host_partitions() or requester_boot_id != boot_id():
-      return None
-    with self._share_lock:  # two peers asking at once move the tensors once
-      return {etype: g.topo.host_share() for etype, g in self.dist_graph.local_graphs().items()}
-
-  def connect_host_peers(self) -> List[int]:
-    r"""Maps the topologies of the partitions held by processes of this host,
-    whose steps then run here instead of over RPC, and watches those
-    processes (``check_host_peers``); returns those partitions. Every
-    process of the group must have registered its callees (and the router
-    must be set) before any calls this. Only a service that samples on the
-    CPU maps them: a GPU partition's peers stay on RPC.
-    """
-    graphs = self.dist_graph.local_graphs()
-    if not share_host_partitions() or any(g.mode != 'CPU' for g in graphs.values()):
-      return []
-    # Every holder of a partition answers, so that each of them is watched.
-    asked = {
-      p: [
-        (worker, rpc_request_async(worker, self.topology_share_callee_id, (boot_id(),)))
-        for worker in self.router.partition2workers[p]
-      ]
-      for p in range(self.num_partitions)
-      if p != self.partition_idx
-    }
-    for p, requests in asked.items():
-      answers = [(worker, fut.wait()) for worker, fut in requests]
-      if any(handles is None for _, handles in answers):
-        continue  # on another host, or not sharing: RPC
-      worker, handles = answers[0]
-      if set(handles) != set(graphs):
-        raise RuntimeError(
-          f'partition {p} ({worker}) has edge types {sorted(handles)}, this one {sorted(graphs)}'
-        )
-      try:
-        topologies = {
-          etype: Graph(Topology.from_host_handle(h), mode='CPU').device_topology()
-          for etype, h in handles.items()
-        }
-        for worker, handles in answers:
-          pid = next(iter(handles.values())).pid
-          self._host_watch.add(pid, f'partition {p} ({worker}): its process {pid} on this host')
-      except HostShareError as e:  # another PID namespace, or its holder left
-        logger.info('partition %d: its sampling stays on RPC (%s)', p, e)
-        continue
-      self.host_peers[p] = topologies
-    if self.host_peers:
-      logger.info(
-        'partition %d samples the topologies of partitions %s from this host\'s shared memory',
-        self.partition_idx, sorted(self.host_peers),
-      )  # fmt: skip
-    return sorted(self.host_peers)
-
-  def check_host_peers(self) -> None:
-    r"""Raises RuntimeError when a process of a partition mapped from this
-    host (``connect_host_peers``) has exited: its memory stays mapped here,
-    so no failed request would tell."""
-    if self.host_peers:
-      self._host_watch.check()
+  def check_sampling(self, edge_dir: str, with_weight: bool) -> None:
+    r"""Raises ValueError when this partition's graphs cannot be sampled
+    along ``edge_dir`` (with weights)."""
+    check_graphs(self.dist_graph.local_graphs(), edge_dir, with_weight)
 
   def runs_here(self, partition: int) -> bool:
     r"""Whether ``partition``'s steps run in this process: it is this
-    partition, or one mapped from this host (``connect_host_peers``)."""
-    return partition == self.partition_idx or partition in self.host_peers
+    partition, or one mapped from this host (``HostPeers``)."""
+    return partition == self.partition_idx or partition in self.host_peers.topologies
 
   def _topology(self, etype: EdgeType, partition: Optional[int]) -> DeviceTopology:
     if partition is None or partition == self.partition_idx:
       return self.dist_graph.get_local_graph(etype).device_topology()
-    return self.host_peers[partition][etype if self.dist_graph.is_hetero else HOMO_EDGE_TYPE]
+    topologies = self.host_peers.topologies[partition]
+    return topologies[etype if self.dist_graph.is_hetero else HOMO_EDGE_TYPE]
+
+  # -- a request, on the partitions that own its nodes ---------------------------
+
+  async def _on_owners(
+    self,
+    ntype: NodeType,
+    tensors: Tuple[torch.Tensor, ...],
+    run_here: Callable,
+    callee_id: int,
+    *args,
+  ) -> List[Tuple[torch.Tensor, object]]:
+    r"""Runs a request on the partitions that own ``tensors[0]``'s nodes.
+
+    Splits the positions of ``tensors`` by owner; pieces of partitions whose
+    steps run in other processes go out first (one request per partition,
+    ``callee_id(*pieces, *args)``), then the pieces of this partition and of
+    those mapped from this host run here (``run_here(p, *pieces, *args)``).
+    Returns ``(positions, result)`` per partition that had any.
+    """
+    self.host_peers.check()
+    positions, owned = self.dist_graph.node_book(ntype).group(tensors[0], self.num_partitions)
+
+    def pieces(p: int) -> Tuple[torch.Tensor, ...]:
+      return (owned[p], *(t.index_select(0, positions[p]) for t in tensors[1:]))
+
+    remote, here = [], []
+    for p, pos in enumerate(positions):
+      if not pos.numel():
+        continue
+      if self.runs_here(p):
+        here.append(p)
+      else:
+        worker = self._router.get_to_worker(p)
+        fut = rpc_request_async(worker, callee_id, pieces(p) + args)
+        remote.append((p, worker, pos, wrap_torch_future(fut)))
+    parts = [(positions[p], run_here(p, *pieces(p), *args)) for p in here]
+    for p, worker, pos, fut in remote:
+      try:
+        parts.append((pos, await fut))
+      except Exception as e:
+        raise RuntimeError(
+          f'partition {p} ({worker}) failed to answer: {type(e).__name__}: {e}'
+        ) from e
+    return parts
+
+  def samples_every_partition(self) -> bool:
+    r"""Whether every partition's steps run in this process, on the CPU
+    (this partition and the others mapped from this host): a hop's seeds
+    are then drawn in one call (``sample_one_hop_partitioned``)."""
+    graphs = self.dist_graph.local_graphs().values()
+    return all(g.mode == 'CPU' for g in graphs) and all(
+      self.runs_here(p) for p in range(self.num_partitions)
+    )
+
+  async def sample_neighbors(
+    self,
+    seed_type: NodeType,
+    seeds: torch.Tensor,
+    fanout: int,
+    etype: EdgeType,
+    random: RandomStream,
+    with_edge: bool = False,
+    with_weight: bool = False,
+  ) -> NeighborOutput:
+    r"""One hop from ``seeds`` (of node type ``seed_type``), each seed's
+    neighbors drawn by the partition that owns it, in seed order.
+
+    Args:
+      seed_type: the seeds' node type.
+      seeds: the seeds.
+      fanout: neighbors per seed (-1: all).
+      etype: the edge type.
+      random: the sampler's random stream: it draws the steps that run in
+        this process (peers draw from their own).
+      with_edge: return the sampled edges' ids.
+      with_weight: draw proportionally to edge weights.
+    """
+    if self.draws_hops_in_one_call:
+      # One call draws the hop, as sampling each partition's seeds apart (a
+      # kernel seed per partition with seeds, in partition order, as
+      # _on_owners runs them) and stitching them would.
+      self.host_peers.check()
+      parts = self.dist_graph.node_book(seed_type).partitions(seeds)
+      counts = torch.bincount(parts, minlength=self.num_partitions).tolist()
+      rng_seeds = [random.kernel_seed() if n else 0 for n in counts]
+      return self.sample_one_hop_partitioned(
+        seeds, parts, fanout, etype, rng_seeds, with_edge, with_weight
+      )
+
+    def here(partition, seeds, fanout, etype, with_edge, with_weight) -> NeighborOutput:
+      return self.sample_one_hop(
+        seeds, fanout, etype, with_edge, with_weight, random.kernel_seed(), partition
+      )
+
+    parts = await self._on_owners(
+      seed_type, (seeds,), here, self._sampling_callee, fanout, etype, with_edge, with_weight
+    )
+    if not parts:
+      empty = torch.empty(0, dtype=torch.int64)
+      return NeighborOutput(empty, empty, empty if with_edge else None)
+    return stitch_neighbors(seeds.numel(), parts, with_edge)
+
+  async def has_edges(
+    self, row_type: NodeType, rows: torch.Tensor, cols: torch.Tensor, etype: EdgeType
+  ) -> torch.Tensor:
+    r"""Whether each (row, col) is an edge, asked of the partition that owns
+    the row (the side of ``etype`` whose edges a partition stores).
+
+    Args:
+      row_type: the rows' node type.
+      rows: the rows.
+      cols: the columns.
+      etype: the edge type.
+    """
+    parts = await self._on_owners(
+      row_type,
+      (rows, cols),
+      lambda p, rows, cols, etype: self.has_edge(rows, cols, etype, p),
+      self._edge_check_callee,
+      etype,
+    )
+    found = torch.zeros(rows.numel(), dtype=torch.bool)
+    for pos, hit in parts:
+      found[pos] = hit
+    return found
+
+  async def induced_edges(self, nodes: torch.Tensor, with_edge: bool = False):
+    r"""``(rows, cols, edge ids)`` of the graph's edges among ``nodes``, in
+    their local numbering: every partition finds those of its own rows
+    (homogeneous graphs).
+
+    Args:
+      nodes: the nodes.
+      with_edge: return the edges' ids.
+    """
+    self.host_peers.check()
+    partitions = range(self.num_partitions)
+    futures = [
+      wrap_torch_future(
+        rpc_request_async(self._router.get_to_worker(p), self._subgraph_callee, (nodes, with_edge))
+      )
+      for p in partitions
+      if not self.runs_here(p)
+    ]
+    pieces = [self.subgraph_edges(nodes, with_edge, p) for p in partitions if self.runs_here(p)]
+    for fut in futures:
+      pieces.append(await fut)
+    return tuple(torch.cat([piece[i] for piece in pieces]) for i in range(3))
 
   # -- one partition's steps ---------------------------------------------------
 
@@ -231,15 +340,6 @@ class PartitionService:
     # On the graph's device (a GPU for 'CUDA' and 'ZERO_COPY' partitions);
     # the pieces of a hop meet on the CPU.
     return sample_one_hop(topo, seeds, fanout, rng_seed, with_edge, with_weight).to('cpu')
-
-  def samples_every_partition(self) -> bool:
-    r"""Whether every partition's steps run in this process, on the CPU
-    (this partition and the others mapped from this host): a hop's seeds
-    are then drawn in one call (``sample_one_hop_partitioned``)."""
-    graphs = self.dist_graph.local_graphs().values()
-    return all(g.mode == 'CPU' for g in graphs) and all(
-      self.runs_here(p) for p in range(self.num_partitions)
-    )
 
   def sample_one_hop_partitioned(
     self,

@@ -4,11 +4,11 @@ A :class:`BatchSource` hands a ``DistLoader`` the messages of an epoch's
 batches; the loader only decodes and collates them. There is one source per
 place sampling can run:
 
-- ``DistCollocatedSamplingProducer`` (``collocated_producer``): in the
+- ``DistCollocatedSamplingProducer`` (``collocated``): in the
   training process, on its event loop, optionally a few batches ahead;
-- ``DistMpSamplingProducer`` (``mp_producer``): in sampling processes the
+- ``DistMpSamplingProducer`` (``multiprocess``): in sampling processes the
   loader spawns, which send batches through a shared-memory channel;
-- ``RemoteBatchSource`` (``remote_source``): on servers, which sample ahead
+- ``RemoteBatchSource`` (``remote``): on servers, which sample ahead
   and answer the client's fetches (server-client mode).
 """
 
@@ -31,7 +31,15 @@ def batch_wait_ms(rpc_timeout: float) -> float:
 
 class BatchSource(ABC):
   r"""An epoch-by-epoch supply of sampled batches, as channel messages
-  (``distributed.message``) that carry their input ids."""
+  (``batch.codec``) that carry their input ids.
+
+  A loader makes its source, calls ``init`` once, then ``start_epoch`` and
+  ``next_message`` every epoch, and ``shutdown`` at the end."""
+
+  @abstractmethod
+  def init(self) -> None:
+    r"""Starts sampling where this source samples (collective where the
+    sampling processes form an RPC world with the other loaders')."""
 
   @abstractmethod
   def __len__(self) -> int:

@@ -1,0 +1,76 @@
+// The inducer's id maps: global node ids to local ids, one map per node type.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+namespace glt::cpu {
+
+// The keys an IdMap inserted since its last clear, in order, in a buffer
+// that grows by doubling and is not zeroed.
+class KeyLog {
+ public:
+  // Room for n more keys at the end; they count as logged.
+  int64_t* extend(int64_t n);
+  void push_back(int64_t key) { *extend(1) = key; }
+  const int64_t* data() const { return data_.get(); }
+  int64_t size() const { return size_; }
+  void clear() { size_ = 0; }
+  // Drops the keys past the first n.
+  void truncate(int64_t n) { size_ = std::min(size_, n); }
+  void reserve(int64_t n);
+
+ private:
+  std::unique_ptr<int64_t[]> data_;
+  int64_t size_ = 0;
+  int64_t capacity_ = 0;
+};
+
+// Maps global node ids to local ids, one id space per node type: a hash
+// table, or, when the id range is known and small enough, an id-indexed
+// array (one memory access per lookup, reset through the inserted ids).
+class IdMap {
+ public:
+  IdMap();
+  // Switches to an id-indexed array for ids in [0, num_ids).
+  void use_dense(int64_t num_ids);
+  // Local id of `key`; inserts it with the next local id if absent.
+  int64_t insert(int64_t key, bool* inserted);
+  // Inserts keys[0, n) in order: local[i] is the local id of keys[i]; the
+  // keys new to the map get the next local ids in order of first
+  // appearance. Checks the keys first (check_keys); an id-indexed map
+  // inserts many keys on many threads in parallel, with the same result.
+  void insert_all(const int64_t* keys, int64_t n, int64_t* local);
+  // insert_all on this thread, of checked keys: called for consecutive
+  // parts of a sequence, it inserts the whole sequence.
+  void insert_in_order(const int64_t* keys, int64_t n, int64_t* local);
+  // Whether insert_all inserts n keys in parallel.
+  bool inserts_in_parallel(int64_t n) const;
+  // Raises a ValueError naming the first key the map cannot hold.
+  void check_keys(const int64_t* keys, int64_t n) const;
+  // Local id of `key`, or -1.
+  int64_t find(int64_t key) const;
+  // The keys of local ids [first, size()), as a new tensor.
+  at::Tensor keys_from(int64_t first) const;
+  int64_t size() const { return size_; }
+  void clear();
+  void reserve(int64_t n);
+
+ private:
+  void grow();
+  void insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local);
+  std::vector<int64_t> keys_;
+  std::vector<int64_t> vals_;
+  uint64_t mask_;
+  int shift_;
+  int64_t size_;
+  // id -> local id; kAbsent when absent (and, inside insert_all, a claim
+  // -1 - i by the first position i that holds the id)
+  std::vector<int32_t> dense_;
+  KeyLog inserted_;  // key of each local id, since the last clear
+};
+
+}  // namespace glt::cpu

@@ -1,0 +1,189 @@
+"""The partitions that other processes of this host hold, mapped in place.
+
+Partitions of a group whose processes run on one host read each other's
+topologies and feature tables from the host's shared memory instead of
+asking for them over RPC. ``HostPeers`` alone does this for a process: it
+hands this partition's tables to peers of its host, asks every holder of
+every other partition for theirs in one RPC round, maps what they hand out,
+and watches their processes: a mapped peer's memory stays valid after it
+died, so no failed request would tell.
+"""
+
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Union
+
+from ...data import Feature, Graph, Topology
+from ...data.feature import FeatureHostHandle
+from ...data.graph import DeviceTopology, TopologyHostHandle
+from ...typing import EdgeType, NodeType
+from ...utils.host_share import HostShareError, ProcessWatch, boot_id, share_host_partitions
+from ..runtime.rpc import RpcCalleeBase, RpcDataPartitionRouter, rpc_register, rpc_request_async
+
+logger = logging.getLogger(__name__)
+
+Features = Union[Feature, Dict[Union[NodeType, EdgeType], Feature]]
+FeatureHandles = Union[FeatureHostHandle, Dict[Union[NodeType, EdgeType], FeatureHostHandle]]
+
+
+@dataclass
+class PartitionHandles:
+  r"""What a partition hands a process of its host: the handles of its tables.
+
+  Args:
+    pid: the process that answered (it holds the tables open).
+    topologies: its topologies' handles by edge type.
+    node_features: its node feature table's handle (a dict by type when
+      heterogeneous), or None.
+    edge_features: its edge feature table's, or None.
+  """
+
+  pid: int
+  topologies: Dict[EdgeType, TopologyHostHandle]
+  node_features: Optional[FeatureHandles]
+  edge_features: Optional[FeatureHandles]
+
+
+def _share(features: Optional[Features]) -> Optional[FeatureHandles]:
+  if features is None:
+    return None
+  if isinstance(features, dict):
+    return {t: f.host_share() for t, f in features.items()}
+  return features.host_share()
+
+
+def _map(handles: Optional[FeatureHandles]) -> Optional[Features]:
+  if handles is None:
+    return None
+  if isinstance(handles, dict):
+    return {t: Feature.from_host_handle(h) for t, h in handles.items()}
+  return Feature.from_host_handle(handles)
+
+
+class RpcHostShareCallee(RpcCalleeBase):
+  r"""Hands a process of this host the handles of this partition's tables."""
+
+  def __init__(self, peers: 'HostPeers'):
+    self.peers = peers
+
+  def call(self, requester_boot_id: str) -> Optional[PartitionHandles]:
+    return self.peers.handles(requester_boot_id)
+
+
+class HostPeers:
+  r"""This process's view of the partitions held on its host.
+
+  Building one registers an RPC callee, so every process of the group builds
+  it at the same point; ``connect`` then maps the others' tables.
+
+  Args:
+    partition_idx: this process's partition.
+    num_partitions: how many partitions there are.
+    graphs: this partition's graphs by edge type.
+    node_features: its node feature table (a dict by type), or None.
+    edge_features: its edge feature table, or None.
+  """
+
+  def __init__(
+    self,
+    partition_idx: int,
+    num_partitions: int,
+    graphs: Dict[EdgeType, Graph],
+    node_features: Optional[Features] = None,
+    edge_features: Optional[Features] = None,
+  ):
+    self.partition_idx = partition_idx
+    self.num_partitions = num_partitions
+    self.graphs = graphs
+    self.node_features = node_features
+    self.edge_features = edge_features
+    # partition -> what is mapped of it from this host
+    self.topologies: Dict[int, Dict[EdgeType, DeviceTopology]] = {}
+    self.peer_node_features: Dict[int, Features] = {}
+    self.peer_edge_features: Dict[int, Features] = {}
+    self._lock = threading.Lock()  # two peers asking at once move the tables once
+    self._watch = ProcessWatch()
+    self._callee_id = rpc_register(RpcHostShareCallee(self))
+
+  def handles(self, requester_boot_id: str) -> Optional[PartitionHandles]:
+    r"""The handles of this partition's tables for a process of this host,
+    moving the tables into host-shared memory on the first request; None
+    for a process of another host, or when sharing is off.
+
+    Args:
+      requester_boot_id: the requesting process's host boot id.
+    """
+    if not share_host_partitions() or requester_boot_id != boot_id():
+      return None
+    with self._lock:
+      return PartitionHandles(
+        pid=os.getpid(),
+        topologies={etype: g.topo.host_share() for etype, g in self.graphs.items()},
+        node_features=_share(self.node_features),
+        edge_features=_share(self.edge_features),
+      )
+
+  def connect(self, router: RpcDataPartitionRouter) -> List[int]:
+    r"""Maps the tables of the partitions held by processes of this host, and
+    watches those processes; returns those partitions. Their topologies are
+    mapped only where this partition samples on the CPU (a GPU partition's
+    peers sample over RPC). Every process of the group must have built its
+    HostPeers before any calls this.
+
+    Args:
+      router: which processes hold each partition (every one is asked, so
+        that each is watched).
+    """
+    if not share_host_partitions():
+      return []
+    asked = {
+      p: [
+        (worker, rpc_request_async(worker, self._callee_id, (boot_id(),)))
+        for worker in router.partition2workers[p]
+      ]
+      for p in range(self.num_partitions)
+      if p != self.partition_idx
+    }
+    sample_here = all(g.mode == 'CPU' for g in self.graphs.values())
+    for p, requests in asked.items():
+      answers = [(worker, fut.wait()) for worker, fut in requests]
+      if any(handles is None for _, handles in answers):
+        continue  # on another host, or not sharing: RPC
+      worker, handles = answers[0]
+      if set(handles.topologies) != set(self.graphs):
+        raise RuntimeError(
+          f'partition {p} ({worker}) has edge types {sorted(handles.topologies)}, '
+          f'this one {sorted(self.graphs)}'
+        )
+      try:
+        topologies = {
+          etype: Graph(Topology.from_host_handle(h), mode='CPU').device_topology()
+          for etype, h in handles.topologies.items()
+        }
+        node_features = _map(handles.node_features)
+        edge_features = _map(handles.edge_features)
+        for worker, answer in answers:
+          self._watch.add(answer.pid, f'partition {p} ({worker}): its process {answer.pid}')
+      except HostShareError as e:  # another PID namespace, or its holder left
+        logger.info('partition %d stays on RPC (%s)', p, e)
+        continue
+      if sample_here:
+        self.topologies[p] = topologies
+      if node_features is not None:
+        self.peer_node_features[p] = node_features
+      if edge_features is not None:
+        self.peer_edge_features[p] = edge_features
+    mapped = sorted(set(self.topologies) | set(self.peer_node_features))
+    if mapped:
+      logger.info(
+        "partition %d maps partitions %s from this host's shared memory (topologies of %s)",
+        self.partition_idx, mapped, sorted(self.topologies),
+      )  # fmt: skip
+    return mapped
+
+  def check(self) -> None:
+    r"""Raises RuntimeError when the process of a partition mapped here has
+    exited."""
+    self._watch.check()
