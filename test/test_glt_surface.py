@@ -33,7 +33,7 @@ ALLOWED: List[Tuple[str, str]] = [
     'the all2all feature exchange: use_all2all is refused; features are fetched by RPC',
   ),
   (
-    r'.*\.(RpcSamplingCallee|RpcSubGraphCallee|PartialNeighborOutput)',
+    r'.*\.(RpcSamplingCallee|RpcSubGraphCallee|PartialNeighborOutput)(\..*)?',
     "GLT's RPC callee classes: our samplers serve peers through PartitionService",
   ),
   (

@@ -29,7 +29,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_RPC_TIMEOUT_S = 180
 
 # TensorPipe transports between RPC peers, best first: 'uv' (TCP) waits in
-# epoll where 'shm' busy-polls (docs/benchmarks.md, "worker mode without the busy-polling transport").
+# epoll where 'shm' busy-polls (docs/benchmarks.md: "worker mode without the
+# busy-polling transport").
 # GLT_RPC_TRANSPORTS (comma-separated: 'uv', 'shm', 'ibv') overrides it for
 # every process of a job, which inherit the environment.
 DEFAULT_RPC_TRANSPORTS = ('uv',)
