@@ -256,7 +256,7 @@ def in_place_neighbors_are_the_graphs(service, graph, rank) -> bool:
 def host_partition(rank, port, root, share):
   r"""This rank's partition of ``root`` (one of 2 on this host, sharing
   with the other when ``share`` is '1') and its PartitionService."""
-  from graphlearn_torch.distributed.sampling.partition_service import PartitionService
+  from graphlearn_torch.distributed.partition_service import PartitionService
 
   os.environ['GLT_SHARE_HOST_PARTITIONS'] = share
   dist = glt.distributed
@@ -320,7 +320,7 @@ def one_call_worker(rank, port, root, hetero, queue):
   apart and stitches them; reports whether the batches are equal."""
   dist = glt.distributed
   try:
-    from graphlearn_torch.distributed.sampling.neighbor_sampler import DistNeighborSampler
+    from graphlearn_torch.distributed.dist_neighbor_sampler import DistNeighborSampler
     from graphlearn_torch.sampler import NodeSamplerInput
 
     ds, service = host_partition(rank, port, root, '1')

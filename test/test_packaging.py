@@ -175,3 +175,28 @@ def test_cpu_kernels_run_their_loops_on_glt_parallel_for(tmp_path):
   planted.write_text('// at::parallel_for in a comment\nat::parallel_for(0, n, 1, f);\n')
   assert spinning_loop_uses(tmp_path) == [f'{planted}:2']
   assert spinning_loop_uses(ROOT / 'csrc' / 'cpu') == []
+
+
+# One namespace per backend directory; glt:: itself holds what both share.
+BACKEND_NAMESPACES = {'cpu': 'glt::cpu', 'cuda': 'glt::cuda', 'kernels': 'glt::kernels'}
+
+
+def namespaces_opened(path: Path) -> list:
+  r"""The named namespaces ``path`` opens at its top level, as written
+  (``namespace glt { namespace cuda {`` counts as ``glt::cuda``)."""
+  code = cxx_code(path.read_text())
+  return [re.sub(r'\s*\{\s*namespace\s+', '::', m) for m in re.findall(
+    r'^namespace\s+([\w:]+(?:\s*\{\s*namespace\s+\w+)*)\s*\{', code, flags=re.M
+  )]  # fmt: skip
+
+
+def test_each_backend_keeps_to_its_namespace():
+  wrong = []
+  for directory, namespace in BACKEND_NAMESPACES.items():
+    for path in sorted((ROOT / 'csrc' / directory).iterdir()):
+      if path.suffix not in ('.h', '.cpp', '.cu', '.cuh'):
+        continue
+      opened = namespaces_opened(path)
+      if not opened or any(not n.startswith(namespace) for n in opened):
+        wrong.append(f'{path.name}: {opened}, not {namespace}')
+  assert wrong == []

@@ -20,8 +20,7 @@
 #define GLT_INLINE inline
 #endif
 
-namespace glt {
-namespace device {
+namespace glt::kernels::device {
 
 // -- atomics on 64-bit integers ----------------------------------------------
 
@@ -167,5 +166,4 @@ class Philox {
   int have_;
 };
 
-}  // namespace device
-}  // namespace glt
+}  // namespace glt::kernels::device

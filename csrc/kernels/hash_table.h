@@ -5,8 +5,7 @@
 
 #include "device.h"
 
-namespace glt {
-namespace device {
+namespace glt::kernels::device {
 
 constexpr int64_t kEmptyKey = -1;
 
@@ -44,5 +43,4 @@ inline int64_t table_capacity(int64_t n) {
   return cap;
 }
 
-}  // namespace device
-}  // namespace glt
+}  // namespace glt::kernels::device

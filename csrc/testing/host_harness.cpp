@@ -19,7 +19,7 @@ using glt::testing::HostBackend;
 // `count` numbers of Philox stream `stream` under key `seed`, from block
 // `counter` on (each block gives two 64-bit numbers).
 at::Tensor philox(int64_t seed, int64_t stream, int64_t counter, int64_t count) {
-  glt::device::Philox rng(static_cast<uint64_t>(seed), static_cast<uint64_t>(stream),
+  glt::kernels::device::Philox rng(static_cast<uint64_t>(seed), static_cast<uint64_t>(stream),
                           static_cast<uint64_t>(counter));
   auto out = at::empty({count}, at::kLong);
   for (int64_t i = 0; i < count; ++i) out[i] = static_cast<int64_t>(rng.next64());
