@@ -100,7 +100,7 @@ def install_module_paths() -> None:
   ``MOVED_NAMES`` the names they had."""
   for path, sources in MODULE_PATHS.items():
     full = f'{PACKAGE}.{path}'
-    module = sys.modules.get(full) or _module_of(path, sources)
+    module = _module_of(path, sources)
     sys.modules[full] = module
     parent, _, leaf = full.rpartition('.')
     setattr(sys.modules[parent], leaf, module)
