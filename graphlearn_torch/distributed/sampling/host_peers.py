@@ -20,11 +20,11 @@ from ...data.feature import FeatureHostHandle
 from ...data.graph import DeviceTopology, TopologyHostHandle
 from ...typing import EdgeType, NodeType
 from ...utils.host_share import HostShareError, ProcessWatch, boot_id, share_host_partitions
+from ..dist_feature import Features
 from ..runtime.rpc import RpcCalleeBase, RpcDataPartitionRouter, rpc_register, rpc_request_async
 
 logger = logging.getLogger(__name__)
 
-Features = Union[Feature, Dict[Union[NodeType, EdgeType], Feature]]
 FeatureHandles = Union[FeatureHostHandle, Dict[Union[NodeType, EdgeType], FeatureHostHandle]]
 
 
