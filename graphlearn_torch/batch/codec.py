@@ -12,11 +12,13 @@ hold is made here:
 - ``meta/{name}``: the batch's metadata;
 - ``#hetero``: whether the batch is heterogeneous;
 - ``#input_id``: the batch's seed positions among its loader's seeds;
+- ``#place``: the batch's epoch and position in it, where its receiver
+  puts batches back in order (``place_batch``, ``batch_place``);
 - ``#error``: a sampling error's text (the whole message, instead of a batch).
 """
 
 import dataclasses
-from typing import Dict, Optional, Union
+from typing import Dict, Optional, Tuple, Union
 
 import torch
 
@@ -26,6 +28,7 @@ from .sampled import EdgeBatch, NodeBatch, SampledBatch
 
 HETERO_KEY = '#hetero'
 INPUT_ID_KEY = '#input_id'
+PLACE_KEY = '#place'
 ERROR_KEY = '#error'
 
 _SEP = '/'
@@ -77,6 +80,22 @@ def error_text(msg: SampleMessage) -> Optional[str]:
   if ERROR_KEY not in msg:
     return None
   return bytes(msg[ERROR_KEY].tolist()).decode(errors='replace')
+
+
+def place_batch(msg: SampleMessage, epoch: int, position: int) -> SampleMessage:
+  r"""Marks a batch's message with its epoch and its position in it."""
+  msg[PLACE_KEY] = torch.tensor([epoch, position], dtype=torch.int64)
+  return msg
+
+
+def batch_place(msg: SampleMessage) -> Tuple[int, int]:
+  r"""``(epoch, position)`` of a message marked by ``place_batch``.
+
+  Raises:
+    KeyError: the message is not marked.
+  """
+  epoch, position = msg[PLACE_KEY].tolist()
+  return epoch, position
 
 
 def raise_if_error(msg: SampleMessage) -> None:

@@ -1,7 +1,7 @@
 """RemoteReceivingChannel: a client's end of the batches its servers sample."""
 
+import collections
 import logging
-import queue
 import threading
 from typing import Callable, List, Optional, Sequence, Union
 
@@ -19,13 +19,13 @@ r"""Asks a server for its producer's next batch: ``(server rank, producer id)
 
 class RemoteReceivingChannel(ChannelBase):
   r"""Receives the batches of sampling producers on servers, keeping
-  ``prefetch_size`` requests in flight to each server; batches come in the
-  order they are ready, whichever server they are from.
+  ``prefetch_size`` batches requested ahead from each server: a server is
+  asked for another when one of its batches is received.
 
   Args:
     server_rank: the server (or servers).
     producer_id: the producer on each server.
-    prefetch_size: requests in flight to each server.
+    prefetch_size: batches requested ahead from each server.
     fetch: how to ask a server for a batch (the client's request, which its
       loader gives).
   """
@@ -52,12 +52,14 @@ class RemoteReceivingChannel(ChannelBase):
       )
     self.prefetch_size = prefetch_size
     self.fetch = fetch
-    self._arrived: queue.SimpleQueue = queue.SimpleQueue()
+    num_servers = len(self.server_ranks)
     self._lock = threading.Lock()
-    self._idle = threading.Condition(self._lock)
-    self._unrequested = [0] * len(self.server_ranks)
+    self._changed = threading.Condition(self._lock)
+    self._arrived: List[collections.deque] = [collections.deque() for _ in range(num_servers)]
+    self._unrequested = [0] * num_servers
+    self._unreceived = [0] * num_servers
     self._in_flight = 0
-    self._expected = 0
+    self._generation = 0  # answers of an earlier epoch's requests are dropped
 
   def reset(self, num_batches: Optional[Sequence[int]] = None) -> None:
     r"""Starts receiving an epoch of ``num_batches[i]`` batches from server
@@ -69,9 +71,11 @@ class RemoteReceivingChannel(ChannelBase):
     with self._lock:
       if self._in_flight:
         raise RuntimeError('requests of the last epoch are in flight: drain() first')
-      self._arrived = queue.SimpleQueue()
-      self._unrequested = counts
-      self._expected = sum(counts)
+      self._generation += 1
+      for arrived in self._arrived:
+        arrived.clear()
+      self._unrequested = list(counts)
+      self._unreceived = list(counts)
     for i in range(len(self.server_ranks)):
       for _ in range(min(self.prefetch_size, counts[i])):
         self._request(i)
@@ -81,8 +85,8 @@ class RemoteReceivingChannel(ChannelBase):
     (their batches are dropped); returns False on timeout."""
     with self._lock:
       self._unrequested = [0] * len(self.server_ranks)
-      self._expected = 0
-      return self._idle.wait_for(lambda: self._in_flight == 0, timeout)
+      self._unreceived = [0] * len(self.server_ranks)
+      return self._changed.wait_for(lambda: self._in_flight == 0, timeout)
 
   def _request(self, i: int) -> None:
     with self._lock:
@@ -90,51 +94,64 @@ class RemoteReceivingChannel(ChannelBase):
         return
       self._unrequested[i] -= 1
       self._in_flight += 1
+      generation = self._generation
     try:
       fut = self.fetch(self.server_ranks[i], self.producer_ids[i])
     except Exception as e:
       fut = torch.futures.Future()
       fut.set_exception(e)
-    fut.add_done_callback(lambda f: self._answered(i, f))
+    fut.add_done_callback(lambda f: self._answered(i, generation, f))
 
-  def _answered(self, i: int, fut: torch.futures.Future) -> None:
+  def _answered(self, i: int, generation: int, fut: torch.futures.Future) -> None:
     try:
       fut.value()
       failed = False
     except Exception:  # recv raises it
       failed = True
-    self._arrived.put((i, fut))
     with self._lock:
       self._in_flight -= 1
-      if failed:  # ask that server no more
-        self._unrequested[i] = 0
-      self._idle.notify_all()
-    self._request(i)
+      if generation == self._generation:
+        self._arrived[i].append(fut)
+        if failed:  # ask that server no more
+          self._unrequested[i] = 0
+      self._changed.notify_all()
 
   def send(self, msg: SampleMessage, **kwargs) -> None:
     raise RuntimeError('a RemoteReceivingChannel only receives: servers produce its batches')
 
-  def recv(self, timeout_ms: Optional[float] = None, **kwargs) -> SampleMessage:
-    r"""The next batch to arrive.
+  def recv(
+    self, timeout_ms: Optional[float] = None, server: Optional[int] = None, **kwargs
+  ) -> SampleMessage:
+    r"""The next batch to arrive from server ``server`` (an index into
+    ``server_rank``), or from any server when None; that server is asked
+    for another.
 
     Raises:
       QueueTimeoutError: none arrived within ``timeout_ms``.
       RuntimeError: a server failed to send it (it died, or its request
-        failed), or every batch of the epoch was received.
+        failed), or every batch of the epoch (of that server) was received.
     """
+    servers = range(len(self.server_ranks)) if server is None else [server]
     with self._lock:
-      if self._expected == 0:
-        raise RuntimeError('every batch of this epoch was received')
-      self._expected -= 1
-    try:
-      i, fut = self._arrived.get(timeout=None if timeout_ms is None else timeout_ms / 1000)
-    except queue.Empty:
-      raise QueueTimeoutError(
-        f'no batch arrived from servers {self.server_ranks} within {timeout_ms} ms'
-      ) from None
+      if not any(self._unreceived[i] for i in servers):
+        what = 'this epoch' if server is None else f'server {self.server_ranks[server]} this epoch'
+        raise RuntimeError(f'every batch of {what} was received')
+      arrived = self._changed.wait_for(
+        lambda: [i for i in servers if self._arrived[i]],
+        None if timeout_ms is None else timeout_ms / 1000,
+      )
+      if not arrived:
+        raise QueueTimeoutError(
+          f'no batch arrived from servers {[self.server_ranks[i] for i in servers]} within '
+          f'{timeout_ms} ms'
+        )
+      ready = arrived[0]
+      fut = self._arrived[ready].popleft()
+      self._unreceived[ready] -= 1
+    self._request(ready)
     try:
       return fut.value()
     except Exception as e:
       raise RuntimeError(
-        f'server {self.server_ranks[i]} failed to send a batch: {type(e).__name__}: {e}'
+        f'server {self.server_ranks[ready]} failed to send a batch: {type(e).__name__}: {e}'
       ) from e

@@ -1,12 +1,14 @@
 """DistLoader: batches sampled across partitions, collated to PyG data."""
 
-from typing import List, Optional, Union
+import dataclasses
+from typing import Any, Dict, List, Optional, Union
 
 import torch
 from torch_geometric.data import Data, HeteroData
 
 from ..batch.codec import decode
 from ..batch.labels import label_batch
+from ..batch.progress import LoaderProgress, fingerprint
 from ..batch.pyg import to_pyg
 from ..channel import SampleMessage, ShmChannel
 from ..loader.node_loader import resolve_input_nodes
@@ -116,7 +118,9 @@ class DistLoader:
       )
     self.data = data
     self.input_data = input_data
-    self.sampling_config = sampling_config
+    # Batches are a function of the seed (RandomStream.for_batch): every
+    # loader has one, and its sources (and servers) sample with it.
+    self.sampling_config = sampling_config = sampling_config.seeded()
     self.to_device = resolve_device(to_device if to_device is not None else 'cpu')
     if worker_options is None:
       worker_options = (
@@ -135,6 +139,20 @@ class DistLoader:
     source.init()
     self._source = source
     self._epoch_started = False
+    self._progress = LoaderProgress(self._identity(ctx), sampling_config.seed)
+
+  def _identity(self, ctx) -> Dict[str, Any]:
+    r"""What a state loaded into this loader must match."""
+    identity = {
+      'dataset': fingerprint(self.data, [self.input_data]),
+      'num_batches': len(self._source),
+      'batch_size': self.sampling_config.batch_size,
+      'world_size': ctx.world_size,
+      'rank': ctx.rank,
+    }
+    if isinstance(self._source, RemoteBatchSource):
+      identity['servers'] = list(self._source.servers)
+    return identity
 
   def _create_source(self) -> BatchSource:
     opts = self.worker_options
@@ -157,7 +175,8 @@ class DistLoader:
     return len(self._source)
 
   def __iter__(self) -> 'DistLoader':
-    self._source.start_epoch()
+    epoch, start = self._progress.start_epoch()
+    self._source.start_epoch(epoch, start, self._progress.seed)
     self._epoch_started = True
     return self
 
@@ -167,7 +186,29 @@ class DistLoader:
     msg = self._source.next_message()
     if msg is None:
       raise StopIteration
+    self._progress.count_yielded()
     return self._collate_fn(msg)
+
+  def state_dict(self) -> Dict[str, Any]:
+    r"""Where this rank's loader is: its seed, the epoch and how many of its
+    batches were yielded (``batch.progress``); small, ``json``- and
+    ``torch.save``-able. Batches sampled ahead and not yet yielded are not
+    part of it: a loader that loads it samples them again, the same."""
+    return self._progress.state_dict()
+
+  def load_state_dict(self, state: Dict[str, Any]) -> None:
+    r"""Resumes from a ``state_dict`` of this rank's loader: the next
+    ``iter()`` yields the batches of its epoch that were not yielded, as the
+    uninterrupted loader would have, in every mode.
+
+    Raises:
+      ValueError: the state is of another dataset or seeds, batch size,
+        world size, rank or servers, or of another format version (checked
+        before anything is sampled).
+    """
+    self._progress.load_state_dict(state)
+    self.sampling_config = dataclasses.replace(self.sampling_config, seed=self._progress.seed)
+    self._epoch_started = False
 
   @property
   def _input_type(self):

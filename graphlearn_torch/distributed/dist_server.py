@@ -317,9 +317,13 @@ class DistServer:
       producer.shutdown()
     return True
 
-  def start_new_epoch_sampling(self, producer_id: int, epoch: int) -> int:
-    r"""Starts epoch ``epoch`` of a producer; returns its number of batches."""
-    return self._producer(producer_id).start_epoch(epoch)
+  def start_new_epoch_sampling(
+    self, producer_id: int, epoch: int, start: int = 0, seed: Optional[int] = None
+  ) -> int:
+    r"""Starts epoch ``epoch`` of a producer from batch position ``start``
+    (with the client loader's ``seed``, when given); returns how many
+    batches it will give."""
+    return self._producer(producer_id).start_epoch(epoch, start, seed)
 
   def fetch_one_sampled_message(self, producer_id: int) -> torch.futures.Future:
     r"""A future of a producer's next batch."""

@@ -1,17 +1,20 @@
 """The batching lifecycle shared by every loader: seed positions in, one
-sampled and collated batch out per step, reshuffled every epoch."""
+sampled and collated batch out per step, reshuffled every epoch, resumable
+from a ``state_dict``."""
 
 from abc import ABC, abstractmethod
-from typing import Any, Iterator, Optional
+from typing import Any, Dict, Iterator, Optional, Sequence, Tuple
 
 import torch
 
 from ..batch.features import gather_batch
 from ..batch.labels import label_batch
+from ..batch.progress import LoaderProgress, fingerprint
 from ..batch.pyg import to_pyg
 from ..batch.seeds import SeedBatcher
 from ..data.dataset import Dataset
 from ..sampler.base import BaseSampler, SamplingType
+from ..sampler.schema import RandomStream
 from ..utils.device import resolve_device
 
 
@@ -26,7 +29,9 @@ class BaseLoader(ABC):
     batch_size: seeds per batch.
     shuffle: reshuffle the seeds every epoch.
     drop_last: drop the last incomplete batch.
-    seed: seeds the shuffling.
+    seed: seeds the shuffling and each batch's sampling (default: the
+      sampler's seed, else one drawn from torch's global generator).
+    inputs: what the seeds are (a state of other seeds is refused).
   """
 
   def __init__(
@@ -39,13 +44,22 @@ class BaseLoader(ABC):
     shuffle: bool = False,
     drop_last: bool = False,
     seed: Optional[int] = None,
+    inputs: Sequence[Any] = (),
   ):
     self.data = data
     self.sampler = sampler
     self.device = resolve_device(device)
     self.batch_size = batch_size
+    if seed is None:
+      seed = getattr(sampler, 'seed', None)
     self._batcher = SeedBatcher(num_seeds, batch_size, shuffle, drop_last, seed)
-    self._batches: Optional[Iterator[torch.Tensor]] = None
+    identity = {
+      'dataset': fingerprint(data, inputs),
+      'num_batches': len(self._batcher),
+      'batch_size': batch_size,
+    }
+    self._progress = LoaderProgress(identity, self._batcher.seed)
+    self._batches: Optional[Iterator[Tuple[int, torch.Tensor]]] = None
 
   def __len__(self) -> int:
     return len(self._batcher)
@@ -60,17 +74,42 @@ class BaseLoader(ABC):
     return f'{type(self).__name__}()'  # as GLT's loaders print
 
   def __iter__(self) -> 'BaseLoader':
-    self._batches = iter(self._batcher)
+    epoch, start = self._progress.start_epoch()
+    self._batches = self._batcher.batches(epoch, start)
     return self
 
   def __next__(self) -> Any:
     if self._batches is None:
-      self._batches = iter(self._batcher)
-    return self._sample_batch(next(self._batches))
+      self.__iter__()
+    position, index = next(self._batches)
+    batch = self._sample_batch(
+      index, RandomStream.for_batch(self._progress.seed, self._progress.epoch, position)
+    )
+    self._progress.count_yielded()
+    return batch
 
   @abstractmethod
-  def _sample_batch(self, index: torch.Tensor) -> Any:
-    """Samples and collates the batch of seed positions ``index``."""
+  def _sample_batch(self, index: torch.Tensor, random: RandomStream) -> Any:
+    """Samples and collates the batch of seed positions ``index``, drawing
+    from ``random``, the batch's stream."""
+
+  def state_dict(self) -> Dict[str, Any]:
+    """Where the loader is: its seed, the epoch and how many of its batches
+    were yielded (``batch.progress``). A new loader of the same data that
+    loads it yields the batches this one would have yielded next."""
+    return self._progress.state_dict()
+
+  def load_state_dict(self, state: Dict[str, Any]) -> None:
+    """Resumes from a ``state_dict``: the next ``iter()`` goes on with the
+    batches of its epoch that were not yielded.
+
+    Raises:
+      ValueError: the state is of another dataset, seeds or batch size, or
+        of another format version.
+    """
+    self._progress.load_state_dict(state)
+    self._batcher.seed = self._progress.seed
+    self._batches = None
 
   def _collate_fn(
     self, out, index: torch.Tensor, sampling_type: SamplingType, input_type, edge_dir: str = 'out'

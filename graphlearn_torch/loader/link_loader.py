@@ -7,6 +7,7 @@ from torch_geometric.data import Data, HeteroData
 
 from ..data.dataset import Dataset
 from ..sampler.base import BaseSampler, EdgeSamplerInput, NegativeSampling, SamplingType
+from ..sampler.schema import RandomStream
 from ..typing import EdgeType, InputEdges
 from .base import BaseLoader, check_kwargs
 
@@ -128,12 +129,16 @@ class LinkLoader(BaseLoader):
     }
     kwargs.pop('with_edge', None)
     check_kwargs(self, kwargs)
-    super().__init__(data, link_sampler, self.edge_label_index.size(1), device, **batching)
+    inputs = (self.input_type, self.edge_label_index, self.edge_label, self.neg_sampling)
+    super().__init__(
+      data, link_sampler, self.edge_label_index.size(1), device, inputs=inputs, **batching
+    )
 
-  def _sample_batch(self, index: torch.Tensor) -> Union[Data, HeteroData]:
+  def _sample_batch(self, index: torch.Tensor, random: RandomStream) -> Union[Data, HeteroData]:
     edges = self.edge_label_index[:, index]
     label = self.edge_label[index] if self.edge_label is not None else None
     out = self.sampler.sample_from_edges(
-      EdgeSamplerInput(edges[0], edges[1], label, self.input_type, self.neg_sampling)
+      EdgeSamplerInput(edges[0], edges[1], label, self.input_type, self.neg_sampling),
+      random=random,
     )
     return self._collate_fn(out, index, SamplingType.LINK, self.input_type, self.edge_dir)

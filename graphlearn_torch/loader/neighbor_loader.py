@@ -7,6 +7,7 @@ import torch
 from ..data.dataset import Dataset
 from ..sampler.base import EdgeIndex, NodeSamplerInput, SamplerOutput
 from ..sampler.neighbor_sampler import NeighborSampler, build_neighbor_sampler
+from ..sampler.schema import RandomStream
 from ..typing import InputNodes, NumNeighbors
 from .node_loader import NodeLoader
 
@@ -85,11 +86,11 @@ class NeighborLoader(NodeLoader):
       **kwargs,
     )
 
-  def _sample_batch(self, index: torch.Tensor):
+  def _sample_batch(self, index: torch.Tensor, random: RandomStream):
     if not self.as_pyg_v1:
-      return super()._sample_batch(index)
+      return super()._sample_batch(index, random)
     seeds = self.input_nodes[index]
-    out = self.sampler.sample_from_nodes(NodeSamplerInput(seeds, self.input_type))
+    out = self.sampler.sample_from_nodes(NodeSamplerInput(seeds, self.input_type), random=random)
     return self._to_pyg_v1(out, seeds.numel())
 
   def _to_pyg_v1(self, out: SamplerOutput, batch_size: int) -> Tuple[int, torch.Tensor, List]:

@@ -8,6 +8,7 @@ from torch_geometric.data import Data, HeteroData
 from ..batch.seeds import SeedBatcher
 from ..data.dataset import Dataset
 from ..sampler.base import BaseSampler, NodeSamplerInput, SamplingType
+from ..sampler.schema import RandomStream
 from ..typing import InputNodes, NodeType
 from .base import BaseLoader, check_kwargs
 
@@ -90,9 +91,16 @@ class NodeLoader(BaseLoader):
     }
     self.with_edge = kwargs.pop('with_edge', False)
     check_kwargs(self, kwargs)
-    super().__init__(data, node_sampler, self.input_nodes.numel(), device, **batching)
+    super().__init__(
+      data,
+      node_sampler,
+      self.input_nodes.numel(),
+      device,
+      inputs=(self.input_type, self.input_nodes),
+      **batching,
+    )
 
-  def _sample_batch(self, index: torch.Tensor) -> Union[Data, HeteroData]:
+  def _sample_batch(self, index: torch.Tensor, random: RandomStream) -> Union[Data, HeteroData]:
     seeds = self.input_nodes[index]
-    out = self.sampler.sample_from_nodes(NodeSamplerInput(seeds, self.input_type))
+    out = self.sampler.sample_from_nodes(NodeSamplerInput(seeds, self.input_type), random=random)
     return self._collate_fn(out, index, SamplingType.NODE, self.input_type)

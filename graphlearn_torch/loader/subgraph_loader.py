@@ -8,6 +8,7 @@ from torch_geometric.data import Data
 from ..data.dataset import Dataset
 from ..sampler.base import NodeSamplerInput, SamplingType
 from ..sampler.neighbor_sampler import NeighborSampler, build_neighbor_sampler
+from ..sampler.schema import RandomStream
 from ..typing import InputNodes, NumNeighbors
 from .node_loader import NodeLoader
 
@@ -66,6 +67,8 @@ class SubGraphLoader(NodeLoader):
       **kwargs,
     )
 
-  def _sample_batch(self, index: torch.Tensor) -> Data:
-    out = self.sampler.subgraph(NodeSamplerInput(self.input_nodes[index], self.input_type))
+  def _sample_batch(self, index: torch.Tensor, random: RandomStream) -> Data:
+    out = self.sampler.subgraph(
+      NodeSamplerInput(self.input_nodes[index], self.input_type), random=random
+    )
     return self._collate_fn(out, index, SamplingType.SUBGRAPH, self.input_type)

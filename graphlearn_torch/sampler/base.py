@@ -1,5 +1,6 @@
 """Sampler inputs and outputs (dataclasses) and the sampler interface."""
 
+import dataclasses
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -10,6 +11,7 @@ import torch
 
 from ..typing import EdgeType, NodeType, NumNeighbors, Split
 from ..utils.mixin import CastMixin
+from .schema import draw_seed
 
 
 class EdgeIndex(NamedTuple):
@@ -336,6 +338,14 @@ class SamplingConfig:
   with_weight: bool
   edge_dir: str
   seed: Optional[int]
+
+  def seeded(self) -> 'SamplingConfig':
+    """This configuration with a seed: itself when it has one, else a copy
+    with one drawn from torch's global generator. A loader's batches are a
+    function of its seed (see ``RandomStream.for_batch``)."""
+    if self.seed is not None:
+      return self
+    return dataclasses.replace(self, seed=draw_seed())
 
 
 class BaseSampler(ABC):

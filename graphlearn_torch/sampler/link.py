@@ -16,6 +16,7 @@ from .base import (
   NegativeSampling,
   SamplerOutput,
 )
+from .schema import RandomStream
 
 
 @dataclass
@@ -61,12 +62,20 @@ class LinkSampling:
   """``MultiHopSampler``'s methods for batches of seed edges. They use the
   engine's ``schema``, ``sample_device``, ``random`` and ``to_output``."""
 
-  def random_nodes(self, ntype: NodeType, n: int, weight: Optional[torch.Tensor]) -> torch.Tensor:
-    """``n`` random nodes of ``ntype``: uniform, or drawn by ``weight``."""
+  def random_nodes(
+    self,
+    ntype: NodeType,
+    n: int,
+    weight: Optional[torch.Tensor],
+    random: Optional[RandomStream] = None,
+  ) -> torch.Tensor:
+    """``n`` random nodes of ``ntype``: uniform, or drawn by ``weight``,
+    from ``random`` (default: the engine's stream)."""
+    random = random or self.random
     if weight is not None:
-      nodes = self.random.choice(weight.cpu(), n)
+      nodes = random.choice(weight.cpu(), n)
     else:
-      nodes = self.random.randint(self.schema.num_nodes[ntype], n)
+      nodes = random.randint(self.schema.num_nodes[ntype], n)
     return nodes.to(self.sample_device)
 
   def link_batch(self, inputs: EdgeSamplerInput) -> LinkBatch:
@@ -82,7 +91,10 @@ class LinkSampling:
     return LinkBatch(etype, row, col, inputs.label, inputs.neg_sampling)
 
   def link_seeds(
-    self, batch: LinkBatch, strict_negatives: Optional[torch.Tensor]
+    self,
+    batch: LinkBatch,
+    strict_negatives: Optional[torch.Tensor],
+    random: Optional[RandomStream] = None,
   ) -> Tuple[Dict[NodeType, torch.Tensor], Dict[NodeType, List[int]]]:
     """The seed nodes of a link batch, its negatives included, by node type,
     and the sizes of the pieces (sources, destinations, negatives) they were
@@ -92,6 +104,8 @@ class LinkSampling:
       batch: from ``link_batch``.
       strict_negatives: the ``[2, n]`` non-edges ``batch.strict_negatives``
         asked for (None when it asked for none).
+      random: the batch's stream for weighted negatives (default: the
+        engine's).
     """
     neg, row, col = batch.neg, batch.row, batch.col
     src_t, dst_t = batch.etype[0], batch.etype[-1]
@@ -104,15 +118,15 @@ class LinkSampling:
           neg_src, neg_dst = strict_negatives[0], strict_negatives[1]
         else:
           num_neg = batch.num_negatives
-          neg_src = self.random_nodes(src_t, num_neg, None)
-          neg_dst = self.random_nodes(dst_t, num_neg, neg.weight)
+          neg_src = self.random_nodes(src_t, num_neg, None, random)
+          neg_dst = self.random_nodes(dst_t, num_neg, neg.weight, random)
         src, dst = torch.cat([row, neg_src]), torch.cat([col, neg_dst])
       pieces = [(src_t, src), (dst_t, dst)]
     else:
       if neg.weight is None:
         neg_dst = strict_negatives[1]
       else:
-        neg_dst = self.random_nodes(dst_t, batch.num_negatives, neg.weight)
+        neg_dst = self.random_nodes(dst_t, batch.num_negatives, neg.weight, random)
       pieces = [(src_t, row), (dst_t, col), (dst_t, neg_dst)]
     merged = {}
     for t, piece in pieces:

@@ -5,6 +5,7 @@ from typing import Literal, Optional
 import torch
 
 from ..data.graph import Graph
+from .schema import SEED_BOUND
 
 
 class RandomNegativeSampler:
@@ -34,7 +35,7 @@ class RandomNegativeSampler:
     self._generator = generator
 
   def _rng_seed(self) -> int:
-    return int(torch.randint(0, 2**62, (1,), generator=self._generator))
+    return int(torch.randint(0, SEED_BOUND, (1,), generator=self._generator))
 
   def sample(
     self,
@@ -42,6 +43,7 @@ class RandomNegativeSampler:
     trials_num: int = 5,
     padding: bool = False,
     src: Optional[torch.Tensor] = None,
+    rng_seed: Optional[int] = None,
   ) -> torch.Tensor:
     """Returns a ``[2, n]`` tensor of (src, dst) non-edges.
 
@@ -51,6 +53,8 @@ class RandomNegativeSampler:
       padding: keep a pair whose tries all hit edges (so exactly ``req_num``
         come back, a few of them possibly edges); otherwise drop it.
       src: fixed source nodes, one pair each.
+      rng_seed: the kernel's random seed (default: drawn from the sampler's
+        generator).
     """
     if trials_num < 1:
       raise ValueError(f'trials_num must be >= 1, got {trials_num}')
@@ -66,7 +70,7 @@ class RandomNegativeSampler:
       int(req_num),
       int(trials_num),
       bool(padding),
-      self._rng_seed(),
+      self._rng_seed() if rng_seed is None else int(rng_seed),
     )
     if self.edge_dir == 'in':
       rows, cols = cols, rows

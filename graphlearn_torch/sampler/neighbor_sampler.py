@@ -134,34 +134,48 @@ class NeighborSampler(BaseSampler):
       self.replace,
     )
 
-  def _answer(self, request: HopRequest) -> NeighborOutput:
-    return self.sample_one_hop(request.seeds, request.fanout, request.etype)
+  def _sample(self, seed_dict: Dict[NodeType, torch.Tensor], random: RandomStream):
+    """The engine's multi-hop result, drawn from ``random``: on the CPU each
+    hop is drawn and relabelled in one pass (``LocalDraws``), elsewhere
+    answered hop by hop."""
 
-  def _sample(self, seed_dict: Dict[NodeType, torch.Tensor]):
-    """The engine's multi-hop result: on the CPU each hop is drawn and
-    relabelled in one pass (``LocalDraws``), elsewhere answered hop by hop."""
+    def answer(request: HopRequest) -> NeighborOutput:
+      return sample_one_hop(
+        self.graphs[request.etype].device_topology(),
+        request.seeds,
+        request.fanout,
+        random.kernel_seed(),
+        self.with_edge,
+        self.with_weight,
+        self.replace,
+      )
+
     if self.sample_device.type != 'cpu':
-      return self.engine.sample(seed_dict, self._answer)
+      return self.engine.sample(seed_dict, answer)
     local = LocalDraws(
       {etype: g.device_topology() for etype, g in self.graphs.items()},
-      self.random,
+      random,
       self.with_edge,
       self.with_weight,
       self.replace,
     )
-    return self.engine.sample(seed_dict, self._answer, local)
+    return self.engine.sample(seed_dict, answer, local)
 
   def sample_from_nodes(
-    self, inputs: NodeSamplerInput, **kwargs
+    self, inputs: NodeSamplerInput, random: Optional[RandomStream] = None, **kwargs
   ) -> Union[SamplerOutput, HeteroSamplerOutput]:
     """Samples the multi-hop neighborhood of the seed nodes.
 
     Returns a SamplerOutput for a homogeneous graph, a HeteroSamplerOutput
     otherwise. Seeds come first in ``node`` (deduplicated, in order);
     ``metadata['seed_local']`` gives each input seed's local index.
+
+    Args:
+      inputs: the seeds.
+      random: the batch's random stream (default: the sampler's).
     """
     ntype, seeds = self.engine.node_seeds(inputs)
-    res = self._sample({ntype: seeds})
+    res = self._sample({ntype: seeds}, random or self.random)
     return self.engine.node_output(res, ntype)
 
   def _negative_sampler(self, etype: EdgeType) -> RandomNegativeSampler:
@@ -172,7 +186,7 @@ class NeighborSampler(BaseSampler):
     return self._neg_samplers[etype]
 
   def sample_from_edges(
-    self, inputs: EdgeSamplerInput, **kwargs
+    self, inputs: EdgeSamplerInput, random: Optional[RandomStream] = None, **kwargs
   ) -> Union[SamplerOutput, HeteroSamplerOutput]:
     """Samples the neighborhood of both endpoints of seed edges, with
     optional negative sampling.
@@ -185,17 +199,26 @@ class NeighborSampler(BaseSampler):
     returns ``src_index``, ``dst_pos_index`` and ``dst_neg_index``. With a
     ``NegativeSampling.weight``, negative destinations follow that node
     distribution instead (not checked against the graph).
+
+    Args:
+      inputs: the seed edges and negative sampling.
+      random: the batch's random stream (default: the sampler's).
     """
+    random = random or self.random
     batch = self.engine.link_batch(inputs)
     strict = None
     if batch.strict_negatives is not None:
       num, src = batch.strict_negatives
-      strict = self._negative_sampler(batch.etype).sample(num, padding=True, src=src)
-    seeds, parts = self.engine.link_seeds(batch, strict)
-    res = self._sample(seeds)
+      strict = self._negative_sampler(batch.etype).sample(
+        num, padding=True, src=src, rng_seed=random.kernel_seed()
+      )
+    seeds, parts = self.engine.link_seeds(batch, strict, random)
+    res = self._sample(seeds, random)
     return self.engine.link_output(batch, res, parts)
 
-  def subgraph(self, inputs: NodeSamplerInput) -> SamplerOutput:
+  def subgraph(
+    self, inputs: NodeSamplerInput, random: Optional[RandomStream] = None
+  ) -> SamplerOutput:
     """The subgraph induced by the seeds and (with ``num_neighbors``) their
     sampled neighbors: every edge of the graph among those nodes.
 
@@ -204,13 +227,17 @@ class NeighborSampler(BaseSampler):
     and edges come row by row of the graph in message-passing order (``row``
     the neighbor-side end). A seed without edges has no neighbors.
     Homogeneous graphs only.
+
+    Args:
+      inputs: the seeds.
+      random: the batch's random stream (default: the sampler's).
     """
     if self.is_hetero:
       raise ValueError('subgraph sampling supports homogeneous graphs only')
     _, seeds = self.engine.node_seeds(inputs)
     reached = seeds
     if self.num_hops:
-      reached = self._sample({HOMO_NODE_TYPE: seeds}).node[HOMO_NODE_TYPE]
+      reached = self._sample({HOMO_NODE_TYPE: seeds}, random or self.random).node[HOMO_NODE_TYPE]
     nodes, mapping = self.engine.subgraph_nodes(seeds, reached)
     topo = self.graphs[HOMO_EDGE_TYPE].device_topology()
     rows, cols, eids = torch.ops.glt.induced_subgraph(

@@ -2,6 +2,7 @@
 their sizes, which side of an edge type its seeds are on) and its
 randomness (``RandomStream``)."""
 
+import hashlib
 from typing import Dict, List, Optional
 
 import torch
@@ -185,9 +186,38 @@ class SamplingSchema:
     return {etype: values for etype in self.edge_types}
 
 
+SEED_BOUND = 2**62
+r"""Seeds (of streams and of kernel calls) lie in ``[0, SEED_BOUND)``."""
+
+
+def mix_seed(seed: int, *keys: int) -> int:
+  r"""A seed in ``[0, SEED_BOUND)`` made of ``seed`` and ``keys``: distinct
+  keys give unrelated seeds (a hash, not a sum), the same ones the same seed
+  in every process and run.
+
+  Args:
+    seed: the seed to derive from.
+    keys: what the derived seed is for (an epoch, a batch position, a
+      partition, ...).
+  """
+  text = ','.join(str(int(k)) for k in (seed, *keys)).encode()
+  return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), 'little') % SEED_BOUND
+
+
+def draw_seed() -> int:
+  r"""A seed drawn from torch's global generator (``torch.manual_seed``
+  governs it)."""
+  return int(torch.randint(0, SEED_BOUND, (1,)))
+
+
 class RandomStream:
   """A sampler's randomness: its own generator when seeded, else torch's
   global one (so ``torch.manual_seed`` governs it).
+
+  A loader gives each batch a stream of its own (``for_batch``), so that a
+  batch's draws depend on which batch it is, not on what was sampled before
+  it, in which process or in which order: the batches of a resumed loader
+  are those of the uninterrupted run.
 
   Args:
     seed: seeds the stream; None draws from torch's global generator.
@@ -197,9 +227,19 @@ class RandomStream:
     self.seed = seed
     self.generator = torch.Generator().manual_seed(seed) if seed is not None else None
 
+  @classmethod
+  def for_batch(cls, seed: int, *keys: int) -> 'RandomStream':
+    r"""The stream of one batch: seeded with ``mix_seed(seed, *keys)``.
+
+    Args:
+      seed: the loader's sampling seed.
+      keys: the batch's place, e.g. its epoch and its position in it.
+    """
+    return cls(mix_seed(seed, *keys))
+
   def kernel_seed(self) -> int:
     """A seed for one call of a C++ sampling kernel."""
-    return int(torch.randint(0, 2**62, (1,), generator=self.generator))
+    return int(torch.randint(0, SEED_BOUND, (1,), generator=self.generator))
 
   def randint(self, high: int, n: int) -> torch.Tensor:
     """``n`` uniform integers in ``[0, high)``."""

@@ -142,23 +142,28 @@ class DistNeighborSampler(ConcurrentEventLoop):
 
   # -- one hop -------------------------------------------------------------
 
-  async def _answer(self, request: HopRequest) -> NeighborOutput:
+  async def _answer(self, request: HopRequest, rng_seed: int) -> NeighborOutput:
     return await self.service.sample_neighbors(
       self.engine.schema.seed_type(request.etype),
       request.seeds,
       request.fanout,
       request.etype,
-      self.random,
+      rng_seed,
       self.with_edge,
       self.with_weight,
     )
 
-  async def _sample(self, seed_dict: Dict[NodeType, torch.Tensor]) -> HopResult:
+  async def _sample(
+    self, seed_dict: Dict[NodeType, torch.Tensor], random: RandomStream
+  ) -> HopResult:
     steps = self.engine.sample_steps(seed_dict)
     try:
       requests = next(steps)
       while True:
-        outs = await asyncio.gather(*[self._answer(r) for r in requests])
+        # The kernel seeds are drawn before the requests run, in request
+        # order: what a batch draws does not depend on when peers answer.
+        rng_seeds = [random.kernel_seed() for _ in requests]
+        outs = await asyncio.gather(*[self._answer(r, s) for r, s in zip(requests, rng_seeds)])
         requests = steps.send(list(outs))
     except StopIteration as done:
       return done.value
@@ -175,7 +180,12 @@ class DistNeighborSampler(ConcurrentEventLoop):
     return await self.service.has_edges(self.engine.schema.seed_type(etype), rows, cols, etype)
 
   async def _sample_negative(
-    self, etype: EdgeType, num: int, src: Optional[torch.Tensor] = None, trials: int = 5
+    self,
+    random: RandomStream,
+    etype: EdgeType,
+    num: int,
+    src: Optional[torch.Tensor] = None,
+    trials: int = 5,
   ) -> torch.Tensor:
     r"""``[2, n]`` (src, dst) pairs that are not edges, as the local
     ``RandomNegativeSampler.sample(num, padding=True, src=src)`` draws them:
@@ -189,28 +199,28 @@ class DistNeighborSampler(ConcurrentEventLoop):
       src = src.clone()
       num = src.numel()
     else:
-      src = self.random.randint(num_src, num)
-    dst = self.random.randint(num_dst, num)
+      src = random.randint(num_src, num)
+    dst = random.randint(num_dst, num)
     pending = torch.arange(num)
     for trial in range(trials):
       if pending.numel() == 0:
         break
       if trial > 0:
         if not fixed:
-          src[pending] = self.random.randint(num_src, pending.numel())
-        dst[pending] = self.random.randint(num_dst, pending.numel())
+          src[pending] = random.randint(num_src, pending.numel())
+        dst[pending] = random.randint(num_dst, pending.numel())
       pending = pending[await self._has_edge(etype, src[pending], dst[pending])]
     return torch.stack([src, dst])
 
   # -- subgraph ----------------------------------------------------------------
 
-  async def _subgraph(self, inputs: NodeSamplerInput) -> SamplerOutput:
+  async def _subgraph(self, inputs: NodeSamplerInput, random: RandomStream) -> SamplerOutput:
     if self.engine.schema.is_hetero:
       raise ValueError('subgraph sampling supports homogeneous graphs only')
     _, seeds = self.engine.node_seeds(inputs)
     reached = seeds
     if self.engine.num_hops:
-      reached = (await self._sample({HOMO_NODE_TYPE: seeds})).node[HOMO_NODE_TYPE]
+      reached = (await self._sample({HOMO_NODE_TYPE: seeds}, random)).node[HOMO_NODE_TYPE]
     # As on one machine (and in GLT): the nodes sorted, each seed's index.
     nodes, mapping = self.engine.subgraph_nodes(seeds, reached)
     # Every partition holds the edges of its own rows: each finds those
@@ -226,17 +236,17 @@ class DistNeighborSampler(ConcurrentEventLoop):
 
   # -- batches -----------------------------------------------------------------
 
-  async def _sample_from_nodes(self, inputs: NodeSamplerInput):
+  async def _sample_from_nodes(self, inputs: NodeSamplerInput, random: RandomStream):
     ntype, seeds = self.engine.node_seeds(inputs)
-    return self.engine.node_output(await self._sample({ntype: seeds}), ntype)
+    return self.engine.node_output(await self._sample({ntype: seeds}, random), ntype)
 
-  async def _sample_from_edges(self, inputs: EdgeSamplerInput):
+  async def _sample_from_edges(self, inputs: EdgeSamplerInput, random: RandomStream):
     batch = self.engine.link_batch(inputs)
     strict = None
     if batch.strict_negatives is not None:
-      strict = await self._sample_negative(batch.etype, *batch.strict_negatives)
-    seeds, parts = self.engine.link_seeds(batch, strict)
-    return self.engine.link_output(batch, await self._sample(seeds), parts)
+      strict = await self._sample_negative(random, batch.etype, *batch.strict_negatives)
+    seeds, parts = self.engine.link_seeds(batch, strict, random)
+    return self.engine.link_output(batch, await self._sample(seeds, random), parts)
 
   async def _message(self, out, input_id: Optional[torch.Tensor]) -> SampleMessage:
     r"""The message of a sampler output, with its features and labels when
@@ -261,18 +271,26 @@ class DistNeighborSampler(ConcurrentEventLoop):
     return encode(batch)
 
   async def _sample_message(
-    self, sampling_type: SamplingType, inputs, input_id: Optional[torch.Tensor]
+    self,
+    sampling_type: SamplingType,
+    inputs,
+    input_id: Optional[torch.Tensor],
+    random: RandomStream,
   ) -> SampleMessage:
     if sampling_type == SamplingType.NODE:
-      out = await self._sample_from_nodes(NodeSamplerInput.cast(inputs))
+      out = await self._sample_from_nodes(NodeSamplerInput.cast(inputs), random)
     elif sampling_type == SamplingType.LINK:
-      out = await self._sample_from_edges(EdgeSamplerInput.cast(inputs))
+      out = await self._sample_from_edges(EdgeSamplerInput.cast(inputs), random)
     else:
-      out = await self._subgraph(NodeSamplerInput.cast(inputs))
+      out = await self._subgraph(NodeSamplerInput.cast(inputs), random)
     return await self._message(out, input_id)
 
   def sample_coroutine(
-    self, sampling_type: SamplingType, inputs, input_id: Optional[torch.Tensor] = None
+    self,
+    sampling_type: SamplingType,
+    inputs,
+    input_id: Optional[torch.Tensor] = None,
+    random: Optional[RandomStream] = None,
   ):
     r"""The coroutine that samples one batch of ``inputs`` (seed nodes for
     NODE and SUBGRAPH, seed edges for LINK) into a message.
@@ -282,10 +300,12 @@ class DistNeighborSampler(ConcurrentEventLoop):
       inputs: the seeds.
       input_id: the seeds' positions among their loader's seeds, which the
         message carries.
+      random: the batch's random stream (``RandomStream.for_batch``; default:
+        the sampler's, shared by the batches in flight).
     """
     if sampling_type not in (SamplingType.NODE, SamplingType.LINK, SamplingType.SUBGRAPH):
       raise ValueError(f'{sampling_type} sampling is not supported')
-    return self._sample_message(sampling_type, inputs, input_id)
+    return self._sample_message(sampling_type, inputs, input_id, random or self.random)
 
   def sample_from_nodes(
     self, inputs: NodeSamplerInput, timeout: Optional[float] = None, **kwargs

@@ -24,7 +24,7 @@ import torch
 from ...data.graph import DeviceTopology
 from ...sampler.base import NeighborOutput
 from ...sampler.multihop import sample_one_hop
-from ...sampler.schema import RandomStream, SamplingSchema, check_graphs
+from ...sampler.schema import RandomStream, SamplingSchema, check_graphs, mix_seed
 from ...typing import HOMO_EDGE_TYPE, EdgeType, NodeType
 from ..dist_dataset import DistDataset
 from ..dist_feature import DistFeature
@@ -70,8 +70,12 @@ class RpcSamplingCallee(RpcCalleeBase):
   def __init__(self, service: 'PartitionService'):
     self.service = service
 
-  def call(self, seeds, fanout, etype, with_edge=False, with_weight=False) -> NeighborOutput:
-    return self.service.sample_one_hop(seeds, fanout, etype, with_edge, with_weight)
+  def call(
+    self, seeds, fanout, etype, with_edge=False, with_weight=False, hop_seed=None
+  ) -> NeighborOutput:
+    service = self.service
+    rng_seed = None if hop_seed is None else mix_seed(hop_seed, service.partition_idx)
+    return service.sample_one_hop(seeds, fanout, etype, with_edge, with_weight, rng_seed)
 
 
 class RpcMethodCallee(RpcCalleeBase):
@@ -219,7 +223,7 @@ class PartitionService:
     seeds: torch.Tensor,
     fanout: int,
     etype: EdgeType,
-    random: RandomStream,
+    hop_seed: int,
     with_edge: bool = False,
     with_weight: bool = False,
   ) -> NeighborOutput:
@@ -231,30 +235,37 @@ class PartitionService:
       seeds: the seeds.
       fanout: neighbors per seed (-1: all).
       etype: the edge type.
-      random: the sampler's random stream: it draws the steps that run in
-        this process (peers draw from their own).
+      hop_seed: the hop's random seed: partition ``p`` draws its seeds'
+        neighbors with kernel seed ``mix_seed(hop_seed, p)``, wherever it
+        runs.
       with_edge: return the sampled edges' ids.
       with_weight: draw proportionally to edge weights.
     """
     if self.draws_hops_in_one_call:
-      # One call draws the hop, as sampling each partition's seeds apart (a
-      # kernel seed per partition with seeds, in partition order, as
-      # _on_owners runs them) and stitching them would.
+      # One call draws the hop, as sampling each partition's seeds apart
+      # (with its kernel seed) and stitching them would.
       self.host_peers.check()
       parts = self.dist_graph.node_book(seed_type).partitions(seeds)
       counts = torch.bincount(parts, minlength=self.num_partitions).tolist()
-      rng_seeds = [random.kernel_seed() if n else 0 for n in counts]
+      rng_seeds = [mix_seed(hop_seed, p) if n else 0 for p, n in enumerate(counts)]
       return self.sample_one_hop_partitioned(
         seeds, parts, fanout, etype, rng_seeds, with_edge, with_weight
       )
 
-    def here(partition, seeds, fanout, etype, with_edge, with_weight) -> NeighborOutput:
-      return self.sample_one_hop(
-        seeds, fanout, etype, with_edge, with_weight, random.kernel_seed(), partition
-      )
+    def here(partition, seeds, fanout, etype, with_edge, with_weight, hop_seed) -> NeighborOutput:
+      rng_seed = mix_seed(hop_seed, partition)
+      return self.sample_one_hop(seeds, fanout, etype, with_edge, with_weight, rng_seed, partition)
 
     parts = await self._on_owners(
-      seed_type, (seeds,), here, self._sampling_callee, fanout, etype, with_edge, with_weight
+      seed_type,
+      (seeds,),
+      here,
+      self._sampling_callee,
+      fanout,
+      etype,
+      with_edge,
+      with_weight,
+      hop_seed,
     )
     if not parts:
       empty = torch.empty(0, dtype=torch.int64)

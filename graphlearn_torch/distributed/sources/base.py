@@ -34,7 +34,10 @@ class BatchSource(ABC):
   (``batch.codec``) that carry their input ids.
 
   A loader makes its source, calls ``init`` once, then ``start_epoch`` and
-  ``next_message`` every epoch, and ``shutdown`` at the end."""
+  ``next_message`` every epoch, and ``shutdown`` at the end. Batches come in
+  their epoch's order, and each draws from its own random stream
+  (``RandomStream.for_batch(seed, epoch, position)``): an epoch started at
+  a later position yields exactly the rest of it."""
 
   @abstractmethod
   def init(self) -> None:
@@ -46,9 +49,19 @@ class BatchSource(ABC):
     r"""Batches per epoch."""
 
   @abstractmethod
-  def start_epoch(self) -> int:
-    r"""Starts an epoch (what is left of the last one is dropped); returns
-    how many batches it will yield."""
+  def start_epoch(
+    self, epoch: Optional[int] = None, start: int = 0, seed: Optional[int] = None
+  ) -> int:
+    r"""Starts epoch ``epoch`` (default: the one after the last) from batch
+    position ``start`` (what is left of the last one is dropped); returns
+    how many batches it will yield.
+
+    Args:
+      epoch: the epoch.
+      start: its first batch position to yield.
+      seed: the loader's seed from now on (default: the sampling config's),
+        e.g. a resumed loader's.
+    """
 
   @abstractmethod
   def next_message(self) -> Optional[SampleMessage]:

@@ -2,6 +2,7 @@
 
 import collections
 import concurrent.futures
+import dataclasses
 from typing import Optional, Union
 
 import torch
@@ -9,6 +10,7 @@ import torch
 from ...batch.seeds import SeedBatcher
 from ...channel import SampleMessage
 from ...sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
+from ...sampler.schema import RandomStream
 from ..dist_dataset import DistDataset
 from ..runtime.event_loop import result_within
 from ..runtime.rpc import init_rpc, rpc_is_initialized
@@ -42,12 +44,13 @@ class DistCollocatedSamplingProducer(BatchSource):
   ):
     self.data = data
     self.sampler_input = sampler_input
-    self.sampling_config = sampling_config
+    self.sampling_config = sampling_config.seeded()
     self.worker_options = worker_options
     self.device = device
     self.prefetch_size = worker_options.prefetch_size
     self.sampler: Optional[DistNeighborSampler] = None
-    self._batcher = SeedBatcher.from_config(len(sampler_input), sampling_config)
+    self._batcher = SeedBatcher.from_config(len(sampler_input), self.sampling_config)
+    self._epoch = -1
     self._batches = iter(())
     self._pending: collections.deque = collections.deque()
 
@@ -69,21 +72,28 @@ class DistCollocatedSamplingProducer(BatchSource):
   def __len__(self) -> int:
     return len(self._batcher)
 
-  def start_epoch(self) -> int:
+  def start_epoch(
+    self, epoch: Optional[int] = None, start: int = 0, seed: Optional[int] = None
+  ) -> int:
     self._drop_pending()
-    self._batches = iter(self._batcher)
+    if seed is not None:
+      self.sampling_config = dataclasses.replace(self.sampling_config, seed=seed)
+      self._batcher.seed = seed
+    self._epoch = self._epoch + 1 if epoch is None else epoch
+    self._batches = self._batcher.batches(self._epoch, start)
     self._sample_ahead(self.prefetch_size)
-    return len(self._batcher)
+    return len(self._batcher) - start
 
   def _sample_ahead(self, depth: int) -> None:
     r"""Starts the next batches until ``depth`` are in flight."""
     config = self.sampling_config
     while len(self._pending) < depth:
-      index = next(self._batches, None)
+      position, index = next(self._batches, (None, None))
       if index is None:
         return
+      random = RandomStream.for_batch(config.seed, self._epoch, position)
       coro = self.sampler.sample_coroutine(
-        config.sampling_type, self.sampler_input[index], input_id=index
+        config.sampling_type, self.sampler_input[index], index, random
       )
       self._pending.append(self.sampler.submit(coro))
 

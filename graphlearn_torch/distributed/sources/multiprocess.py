@@ -2,10 +2,13 @@
 
 The sampling processes form an RPC world of their own (every trainer's
 processes together) and send finished batches into the trainer's
-ShmChannel; each epoch, the trainer hands every process its share of the
-seed batches through a pipe.
+ShmChannel. The trainer hands the processes batches through pipes, a window
+of them ahead of the one it yields next (as torch's DataLoader hands its
+workers indices), and yields them in order: each batch draws from its own
+random stream, so the batches are the same whoever samples them.
 """
 
+import dataclasses
 import logging
 import multiprocessing
 import os
@@ -17,15 +20,16 @@ from enum import Enum
 from multiprocessing import connection as mp_connection
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
-from typing import List, Optional, Union
+from typing import Dict, List, Optional, Union
 
 import torch
 
 from ..._ext import cuda_kernels_available
-from ...batch.codec import encode_error, raise_if_error
+from ...batch.codec import batch_place, encode_error, place_batch, raise_if_error
 from ...batch.seeds import SeedBatcher
 from ...channel import ChannelBase, ChannelClosedError, SampleMessage, ShmChannel
 from ...sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
+from ...sampler.schema import RandomStream
 from ..dist_dataset import DistDataset
 from ..runtime.context import get_context, init_worker_group
 from ..runtime.rpc import init_rpc, shutdown_rpc
@@ -60,8 +64,13 @@ def worker_device(options, rank: int) -> Optional[torch.device]:
 
 
 class MpCommand(Enum):
-  SAMPLE_ALL = 0
-  STOP = 1
+  SAMPLE = 0  # (seed, epoch, [(position, seed positions), ...]): sample these batches
+  END_EPOCH = 1  # every batch of the epoch was handed out: report when sampled
+  STOP = 2  # (graceful): leave
+
+
+async def _placed(coro, epoch: int, position: int) -> SampleMessage:
+  return place_batch(await coro, epoch, position)
 
 
 def _sampling_worker_loop(
@@ -131,21 +140,25 @@ def _sampling_worker_loop(
           graceful = False
           return
         continue
-      command, batches = tasks.recv()
+      command, payload = tasks.recv()
       if command == MpCommand.STOP:
-        graceful = bool(batches)  # STOP carries whether to wait for the peers
+        graceful = bool(payload)  # STOP carries whether to wait for the peers
         return
-      for index in batches:
-        if trainer_gone.is_set():
-          break
-        coro = sampler.sample_coroutine(config.sampling_type, sampler_input[index], index)
-        sampler.add_task(coro, callback=deliver, on_error=report)
-      sampler.wait_all()
+      if command == MpCommand.SAMPLE:
+        seed, epoch, batches = payload
+        for position, index in batches:
+          if trainer_gone.is_set():
+            break
+          random = RandomStream.for_batch(seed, epoch, position)
+          coro = sampler.sample_coroutine(config.sampling_type, sampler_input[index], index, random)
+          sampler.add_task(_placed(coro, epoch, position), callback=deliver, on_error=report)
+      else:  # END_EPOCH
+        sampler.wait_all()
+        status.send(('sampled', rank, None))
       if trainer_gone.is_set():
         logger.error('sampling process %d: its trainer exited; stopping', rank)
         graceful = False
         return
-      status.send(('sampled', rank, None))
   except Exception:
     graceful = False
     text = traceback.format_exc()
@@ -184,17 +197,23 @@ class DistMpSamplingProducer(BatchSource):
   ):
     self.data = data
     self.sampler_input = sampler_input
-    self.sampling_config = sampling_config
+    self.sampling_config = sampling_config.seeded()
     self.worker_options = worker_options
     self.output_channel = output_channel
     self.num_workers = worker_options.num_workers
-    self._batcher = SeedBatcher.from_config(len(sampler_input), sampling_config)
+    self._batcher = SeedBatcher.from_config(len(sampler_input), self.sampling_config)
     # Pipes, not queues: they hold no named semaphores that a killed process
     # would leave behind in /dev/shm.
     self._procs: List[multiprocessing.Process] = []
     self._tasks: List[Connection] = []
     self._status: List[Connection] = []
-    self._remaining = 0  # batches of this epoch not yet received
+    self._epoch = -1
+    self._to_hand_out = iter(())  # (position, seed positions) not handed out yet
+    self._handed_out_all = True
+    self._in_flight = 0  # handed out and not yet yielded
+    self._arrived: Dict[int, SampleMessage] = {}  # came before their turn, by position
+    self._next_position = 0  # the batch to yield next
+    self._remaining = 0  # batches of this epoch not yet yielded
     self._sampled = 0  # processes that sampled all of their share this epoch
     self._failed = False
 
@@ -268,39 +287,115 @@ class DistMpSamplingProducer(BatchSource):
   def __len__(self) -> int:
     return len(self._batcher)
 
+  @property
+  def window(self) -> int:
+    r"""Batches handed out ahead of the one yielded next: enough to keep
+    every process's ``worker_concurrency`` busy with the channel's worth
+    done."""
+    opts = self.worker_options
+    return max(2 * opts.num_workers * opts.worker_concurrency, opts.num_workers)
+
   def produce_all(self) -> int:
-    r"""Hands out this epoch's batches (reshuffled) to the sampling
-    processes; returns how many batches will arrive."""
-    batches = list(self._batcher)
+    r"""Starts the next epoch (GLT's name); returns how many batches it
+    yields."""
+    return self.start_epoch()
+
+  def start_epoch(
+    self, epoch: Optional[int] = None, start: int = 0, seed: Optional[int] = None
+  ) -> int:
+    self._drop_unyielded()
+    if seed is not None:
+      self.sampling_config = dataclasses.replace(self.sampling_config, seed=seed)
+      self._batcher.seed = seed
     self._read_status()  # the last epoch's reports
     self._sampled = 0
-    for i, tasks in enumerate(self._tasks):
-      tasks.send((MpCommand.SAMPLE_ALL, batches[i :: self.num_workers]))
-    self._remaining = len(batches)
-    return len(batches)
+    self._epoch = self._epoch + 1 if epoch is None else epoch
+    self._to_hand_out = self._batcher.batches(epoch, start)
+    self._handed_out_all = False
+    self._next_position = start
+    self._remaining = len(self._batcher) - start
+    self._hand_out(self.window)
+    return self._remaining
 
-  def start_epoch(self) -> int:
-    while self._remaining > 0:  # the last epoch was left unfinished
-      self.next_message()
-    return self.produce_all()
+  def _hand_out(self, count: int) -> None:
+    r"""Hands the next ``count`` batches to the sampling processes (position
+    ``p`` to process ``p % num_workers``); after the last one, tells each
+    process the epoch is handed out."""
+    if self._handed_out_all:
+      return
+    shares: List[list] = [[] for _ in self._tasks]
+    for _ in range(count):
+      batch = next(self._to_hand_out, None)
+      if batch is None:
+        self._handed_out_all = True
+        break
+      shares[batch[0] % self.num_workers].append(batch)
+      self._in_flight += 1
+    for tasks, share in zip(self._tasks, shares):
+      if share:
+        tasks.send((MpCommand.SAMPLE, (self.sampling_config.seed, self._epoch, share)))
+      if self._handed_out_all:
+        tasks.send((MpCommand.END_EPOCH, None))
 
   def next_message(self) -> Optional[SampleMessage]:
     if self._remaining == 0:
       return None
     try:
-      msg = self.output_channel.recv(timeout_ms=batch_wait_ms(self.worker_options.rpc_timeout))
-      raise_if_error(msg)
+      msg = self._arrived.pop(self._next_position, None)
+      while msg is None:
+        msg = self._receive()
+        if batch_place(msg) != (self._epoch, self._next_position):
+          self._hold(msg)
+          msg = None
     except BaseException:
       self._failed = True  # the samplers cannot finish the epoch: shut down at once
       raise
+    self._in_flight -= 1
+    self._next_position += 1
     self._remaining -= 1
+    self._hand_out(1)
     return msg
+
+  def _receive(self) -> SampleMessage:
+    r"""The channel's next message (of any position).
+
+    Raises:
+      SamplingError: a sampling process sent an error.
+      TimeoutError: nothing came within the RPC timeout plus a margin.
+    """
+    msg = self.output_channel.recv(timeout_ms=batch_wait_ms(self.worker_options.rpc_timeout))
+    raise_if_error(msg)
+    return msg
+
+  def _hold(self, msg: SampleMessage) -> None:
+    r"""Keeps a batch that came before its turn, copied out of the channel:
+    the batches before it may need the memory it takes there."""
+    epoch, position = batch_place(msg)
+    if epoch != self._epoch or position < self._next_position:
+      raise RuntimeError(
+        f'a sampling process sent batch {position} of epoch {epoch} while batch '
+        f'{self._next_position} of epoch {self._epoch} was due'
+      )
+    self._arrived[position] = {key: value.clone() for key, value in msg.items()}
+
+  def _drop_unyielded(self) -> None:
+    r"""Receives and drops the batches handed out and not yet yielded (the
+    last epoch was left unfinished)."""
+    self._in_flight -= len(self._arrived)
+    self._arrived.clear()
+    try:
+      while self._in_flight > 0:
+        self._receive()
+        self._in_flight -= 1
+    except BaseException:
+      self._failed = True
+      raise
 
   def is_all_sampling_completed(self) -> bool:
     r"""Whether every sampling process has sampled all of its share of this
     epoch (its batches may still wait in the channel)."""
     self._read_status()
-    return self._sampled >= self.num_workers
+    return self._handed_out_all and self._sampled >= self.num_workers
 
   def _read_status(self) -> None:
     r"""Counts the sampling processes' end-of-epoch reports that arrived."""

@@ -2,11 +2,11 @@
 (server-client mode)."""
 
 import logging
-from typing import List, Optional, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
-from ...batch.codec import raise_if_error
+from ...batch.codec import batch_place, raise_if_error
 from ...channel import RemoteReceivingChannel, SampleMessage
 from ...sampler.base import EdgeSamplerInput, NodeSamplerInput, RemoteSamplerInput, SamplingConfig
 from ..runtime.client import async_request_server
@@ -42,10 +42,30 @@ class _Fetch:
     )  # fmt: skip
 
 
+def round_robin(sizes: Sequence[int], start: int) -> Tuple[List[int], int]:
+  r"""Where a round robin over servers stands after ``start`` batches: the
+  batches taken from each, and the server whose turn is next. It takes
+  server 0's first batch, then server 1's, ..., skipping servers with none
+  left.
+
+  Args:
+    sizes: each server's batches.
+    start: batches taken.
+  """
+  taken, turn = [0] * len(sizes), 0
+  for _ in range(start):
+    while taken[turn] >= sizes[turn]:
+      turn = (turn + 1) % len(sizes)
+    taken[turn] += 1
+    turn = (turn + 1) % len(sizes)
+  return taken, turn
+
+
 class RemoteBatchSource(BatchSource):
   r"""Has servers sample a client loader's batches: one sampling producer
   per server, created at ``init``, which samples ahead; the client pulls
-  ``prefetch_size`` batches ahead from each.
+  ``prefetch_size`` batches ahead from each, and yields the servers'
+  batches in turn (``round_robin``), each server's in their order.
 
   Args:
     sampler_input: seeds that are split evenly among the servers (batches'
@@ -66,9 +86,12 @@ class RemoteBatchSource(BatchSource):
     self.worker_options = worker_options
     self.servers: List[int] = []
     self.producer_ids: List[int] = []
-    self._num_batches = 0
+    self._sizes: List[int] = []  # each server's batches per epoch
     self._epoch = -1
     self._remaining = 0
+    self._next: List[int] = []  # each server's batch position due next
+    self._early: List[Dict[int, SampleMessage]] = []  # came before their turn
+    self._turn = 0
     self._channel: Optional[RemoteReceivingChannel] = None
 
   def _server_inputs(self) -> List[Tuple[int, object, int]]:
@@ -120,7 +143,7 @@ class RemoteBatchSource(BatchSource):
     except BaseException:
       self.shutdown()
       raise
-    self._num_batches = sum(n for _, n in sizes)
+    self._sizes = [n for _, n in sizes]
     self._channel = RemoteReceivingChannel(
       self.servers,
       self.producer_ids,
@@ -128,12 +151,14 @@ class RemoteBatchSource(BatchSource):
       fetch=_Fetch(self.worker_options.rpc_timeout),
     )
 
-  def _on_producers(self, method: str, *args) -> List:
-    r"""``method(producer id, *args)`` on each server, at once; the results
-    in server order. A failure names its server."""
+  def _on_producers(self, method: str, args: Optional[List[tuple]] = None) -> List:
+    r"""``method(producer id, *args[i])`` on each server ``i`` at once (no
+    more arguments by default); the results in server order. A failure
+    names its server."""
+    args = args if args is not None else [()] * len(self.servers)
     futures = [
-      (s, async_request_server(s, method, p, *args))
-      for s, p in zip(self.servers, self.producer_ids)
+      (s, async_request_server(s, method, p, *a))
+      for s, p, a in zip(self.servers, self.producer_ids, args)
     ]
     results = []
     for server, fut in futures:
@@ -146,23 +171,39 @@ class RemoteBatchSource(BatchSource):
     return results
 
   def __len__(self) -> int:
-    return self._num_batches
+    return sum(self._sizes)
 
-  def start_epoch(self) -> int:
+  def start_epoch(
+    self, epoch: Optional[int] = None, start: int = 0, seed: Optional[int] = None
+  ) -> int:
     timeout = self.worker_options.rpc_timeout
     if not self._channel.drain(timeout):  # the last epoch was left unfinished
       raise TimeoutError(f'the servers did not answer within {timeout} s')
-    self._epoch += 1
-    counts = self._on_producers('start_new_epoch_sampling', self._epoch)
+    self._epoch = self._epoch + 1 if epoch is None else epoch
+    taken, self._turn = round_robin(self._sizes, start)
+    args = [(self._epoch, t, seed) for t in taken]
+    counts = self._on_producers('start_new_epoch_sampling', args)
     self._channel.reset(counts)
+    self._next = taken
+    self._early = [{} for _ in self.servers]
     self._remaining = sum(counts)
     return self._remaining
 
   def next_message(self) -> Optional[SampleMessage]:
     if self._remaining == 0:
       return None
-    msg = self._channel.recv(timeout_ms=batch_wait_ms(self.worker_options.rpc_timeout))
-    raise_if_error(msg)
+    while self._next[self._turn] >= self._sizes[self._turn]:
+      self._turn = (self._turn + 1) % len(self._sizes)
+    i = self._turn
+    wait_ms = batch_wait_ms(self.worker_options.rpc_timeout)
+    early = self._early[i]
+    while self._next[i] not in early:
+      msg = self._channel.recv(timeout_ms=wait_ms, server=i)
+      raise_if_error(msg)
+      early[batch_place(msg)[1]] = msg
+    msg = early.pop(self._next[i])
+    self._next[i] += 1
+    self._turn = (i + 1) % len(self._sizes)
     self._remaining -= 1
     return msg
 

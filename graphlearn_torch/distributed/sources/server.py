@@ -2,18 +2,20 @@
 ahead of the client's requests (server-client mode)."""
 
 import collections
+import dataclasses
 import functools
 import os
 import threading
 import traceback
-from typing import Union
+from typing import Dict, Optional, Union
 
 import torch
 
-from ...batch.codec import encode_error
+from ...batch.codec import encode_error, place_batch
 from ...batch.seeds import SeedBatcher
 from ...channel import SampleMessage
 from ...sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
+from ...sampler.schema import RandomStream
 from ..runtime.context import get_context
 from ..sampling.neighbor_sampler import DistNeighborSampler
 from ..sampling.partition_service import PartitionService
@@ -50,7 +52,7 @@ class DistServerSamplingProducer:
     worker_options: RemoteDistSamplingWorkerOptions,
     input_offset: int = 0,
   ):
-    cfg = sampling_config
+    cfg = sampling_config.seeded()
     self.sampler_input = sampler_input
     self.sampling_config = cfg
     self.input_offset = int(input_offset)
@@ -65,35 +67,46 @@ class DistServerSamplingProducer:
     )
     self._batcher = SeedBatcher.from_config(len(sampler_input), cfg)
     self._lock = threading.Lock()
-    self._epoch = -1
-    self._todo: collections.deque = collections.deque()
-    self._ready: collections.deque = collections.deque()
-    self._ready_bytes = 0
-    self._waiters: collections.deque = collections.deque()
+    self._epoch, self._start = -1, 0
+    self._todo: collections.deque = collections.deque()  # (position, seed positions)
+    self._done: Dict[int, SampleMessage] = {}  # sampled, not fetched, by position
+    self._done_bytes = 0
+    self._next_position = 0  # the batch the next fetch gets
+    self._waiters: collections.deque = collections.deque()  # fetches, in order
     self._in_flight = 0
     self._closed = False
 
   def __len__(self) -> int:
     return len(self._batcher)
 
-  def start_epoch(self, epoch: int) -> int:
-    r"""Starts sampling epoch ``epoch`` (a repeated or older epoch is a
-    no-op); drops what is left of the last one. Returns the epoch's number
-    of batches."""
+  def start_epoch(self, epoch: int, start: int = 0, seed: Optional[int] = None) -> int:
+    r"""Starts sampling epoch ``epoch`` from batch position ``start`` (a
+    repeated or older epoch is a no-op); drops what is left of the last one.
+    Returns how many batches the epoch has from ``start`` on.
+
+    Args:
+      epoch: the epoch.
+      start: its first batch position to sample.
+      seed: the client loader's seed from now on (default: the config's).
+    """
     with self._lock:
       if self._closed:
         raise RuntimeError('the sampling producer is destroyed')
       if epoch <= self._epoch:
-        return len(self._batcher)
-      self._epoch = epoch
-      self._todo = collections.deque(self._batcher)
-      self._ready.clear()
-      self._ready_bytes = 0
+        return len(self._batcher) - self._start
+      if seed is not None:
+        self.sampling_config = dataclasses.replace(self.sampling_config, seed=seed)
+        self._batcher.seed = seed
+      self._epoch, self._start = epoch, start
+      self._todo = collections.deque(self._batcher.batches(epoch, start))
+      self._done.clear()
+      self._done_bytes = 0
+      self._next_position = start
       stale, self._waiters = self._waiters, collections.deque()
     for waiter in stale:
       waiter.set_exception(RuntimeError(f'epoch {epoch} started before this batch came'))
     self._fill()
-    return len(self._batcher)
+    return len(self._batcher) - start
 
   def _fill(self) -> None:
     r"""Starts batches while there is room in flight and in the buffer."""
@@ -101,55 +114,62 @@ class DistServerSamplingProducer:
       with self._lock:
         full = (
           self._in_flight >= self.concurrency
-          or self._in_flight + len(self._ready) >= self.buffer_capacity
-          or (self.buffer_size is not None and self._ready_bytes >= self.buffer_size)
+          or self._in_flight + len(self._done) >= self.buffer_capacity
+          or (self.buffer_size is not None and self._done_bytes >= self.buffer_size)
         )
         if self._closed or full or not self._todo:
           return
-        index = self._todo.popleft()
+        position, index = self._todo.popleft()
         self._in_flight += 1
         epoch = self._epoch
+      config = self.sampling_config
+      random = RandomStream.for_batch(config.seed, epoch, position, self.input_offset)
       coro = self.sampler.sample_coroutine(
-        self.sampling_config.sampling_type, self.sampler_input[index], index + self.input_offset
+        config.sampling_type, self.sampler_input[index], index + self.input_offset, random
       )
       self.sampler.add_task(
         coro,
-        callback=functools.partial(self._finished, epoch),
-        on_error=functools.partial(self._failed, epoch),
+        callback=functools.partial(self._finished, epoch, position),
+        on_error=functools.partial(self._failed, epoch, position),
       )
 
-  def _finished(self, epoch: int, msg: SampleMessage) -> None:
-    waiter = None
+  def _finished(self, epoch: int, position: int, msg: SampleMessage) -> None:
+    answered = []
     with self._lock:
       self._in_flight -= 1
-      if epoch != self._epoch or self._closed:
-        msg = None  # a batch of an abandoned epoch
-      elif self._waiters:
-        waiter = self._waiters.popleft()
-      else:
-        self._ready.append(msg)
-        self._ready_bytes += message_nbytes(msg)
-    if waiter is not None:
-      waiter.set_result(msg)
+      if epoch == self._epoch and not self._closed:  # else a batch of an abandoned epoch
+        self._done[position] = place_batch(msg, epoch, position)
+        self._done_bytes += message_nbytes(msg)
+        while self._waiters and self._next_position in self._done:
+          answered.append((self._waiters.popleft(), self._take_next()))
+    for waiter, ready in answered:
+      waiter.set_result(ready)
     self._fill()
 
-  def _failed(self, epoch: int, error: BaseException) -> None:
+  def _take_next(self) -> SampleMessage:
+    r"""Takes the batch due next out of the buffer (the lock is held)."""
+    msg = self._done.pop(self._next_position)
+    self._done_bytes -= message_nbytes(msg)
+    self._next_position += 1
+    return msg
+
+  def _failed(self, epoch: int, position: int, error: BaseException) -> None:
     text = ''.join(traceback.format_exception(type(error), error, error.__traceback__))
     where = f'server {get_context().rank} (pid {os.getpid()})'
     summary = f'{where} failed to sample a batch: {type(error).__name__}: {error}'
-    self._finished(epoch, encode_error(f'{summary}\n{text}'))
+    self._finished(epoch, position, encode_error(f'{summary}\n{text}'))
 
   def fetch(self) -> torch.futures.Future:
-    r"""A future of the next sampled batch of this epoch."""
+    r"""A future of this epoch's next batch, in batch order."""
     fut = torch.futures.Future()
     error = msg = None
     with self._lock:
+      unclaimed = len(self._batcher) - self._next_position - len(self._waiters)
       if self._closed:
         error = RuntimeError('the sampling producer is destroyed')
-      elif self._ready:
-        msg = self._ready.popleft()
-        self._ready_bytes -= message_nbytes(msg)
-      elif not self._todo and self._in_flight == len(self._waiters):
+      elif not self._waiters and self._next_position in self._done:
+        msg = self._take_next()
+      elif unclaimed <= 0:
         error = RuntimeError(f'every batch of epoch {self._epoch} was already fetched')
       else:
         self._waiters.append(fut)
@@ -165,8 +185,8 @@ class DistServerSamplingProducer:
     with self._lock:
       self._closed = True
       self._todo.clear()
-      self._ready.clear()
-      self._ready_bytes = 0
+      self._done.clear()
+      self._done_bytes = 0
       stale, self._waiters = self._waiters, collections.deque()
     for waiter in stale:
       waiter.set_exception(RuntimeError('the sampling producer was destroyed'))
