@@ -5,12 +5,18 @@ classification, and keeping the best epoch."""
 import argparse
 import logging
 import sys
+import threading
 import time
 from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
 from tqdm import tqdm
+
+# tqdm's default lock is a multiprocessing one: a named semaphore in
+# /dev/shm, which a job killed whole (SIGKILL) leaves behind. The examples'
+# bars are drawn by one thread of each process.
+tqdm.set_lock(threading.RLock())
 
 
 def add_training_args(
@@ -110,13 +116,18 @@ def train_epoch(
   forward: Forward,
   desc: str,
   progress: bool,
+  on_step: Optional[Callable[[int], None]] = None,
 ) -> Tuple[float, float]:
   r"""One epoch of node classification (cross-entropy on the seeds) with a
-  progress bar; returns ``(mean loss per seed, seconds)``."""
+  progress bar; returns ``(mean loss per seed, seconds)``.
+
+  Args:
+    on_step: called with the number of steps taken after each step.
+  """
   model.train()
   start, total_loss, seen = time.perf_counter(), 0.0, 0
   bar = tqdm(loader, desc=desc, leave=False, disable=not progress)
-  for batch in bar:
+  for step, batch in enumerate(bar, 1):
     opt.zero_grad()
     out, y = forward(batch)
     loss = F.cross_entropy(out, y)
@@ -125,6 +136,8 @@ def train_epoch(
     total_loss += loss.item() * y.numel()
     seen += y.numel()
     bar.set_postfix(loss=f'{loss.item():.4f}')
+    if on_step is not None:
+      on_step(step)
   return total_loss / max(seen, 1), time.perf_counter() - start
 
 

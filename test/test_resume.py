@@ -8,10 +8,17 @@ reaped also on failure."""
 
 import io
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 import traceback
+from pathlib import Path
 
 import pytest
 import torch
+from conftest import kill_sessions
 from test_dist_sampling import SPAWN, TIMEOUT_S, free_port, partition, run_spawned
 
 import graphlearn_torch as glt
@@ -292,3 +299,113 @@ def test_dist_loader_resumes_in_a_fresh_job(tmp_path, mode):
   for who, (_, want) in first.items():
     assert len(want) > TAKEN_AFTER
     assert_same_batches(resumed[who], want)
+
+
+# -- checkpoints and the whole job -------------------------------------------------
+
+
+def test_checkpoint_carries_the_loaders_and_the_random_state(tmp_path):
+  model = torch.nn.Linear(4, 2)
+  opt = torch.optim.Adam(model.parameters())
+  loader = local_loader('node', seed=None)
+  next(iter(loader))
+  glt.utils.save_ckpt(3, str(tmp_path), model, opt, epoch=0.1, loaders={'train': loader})
+  want_draw = torch.rand(3)
+  want = [flatten(next(loader)) for _ in range(2)]
+  fresh = local_loader('node', seed=None)
+  torch.manual_seed(99)
+  assert glt.utils.load_ckpt(3, str(tmp_path), model, opt, loaders={'train': fresh}) == 0.1
+  assert torch.equal(torch.rand(3), want_draw), "torch's random state restored"
+  assert_same_batches([flatten(next(iter(fresh))) for _ in range(1)] + [flatten(next(fresh))], want)
+  with pytest.raises(KeyError, match="no state of loaders \\['test'\\]"):
+    glt.utils.load_ckpt(3, str(tmp_path), model, opt, loaders={'train': fresh, 'test': fresh})
+
+
+EXAMPLE = Path(__file__).resolve().parents[1] / 'examples' / 'distributed'
+SEQ_PER_EPOCH = 1_000_000  # the example's checkpoint numbering (sage_common.Checkpoints)
+EXAMPLE_EPOCHS = 4
+KILL_AT = (2, 3)  # the job is killed once every trainer checkpointed epoch 2 after 3 steps
+
+
+def example_args(root, ckpt, ports):
+  return [
+    sys.executable, str(EXAMPLE / 'dist_train_sage_supervised.py'),
+    '--dataset_root_dir', str(root), '--synthetic_nodes', '4000', '--epochs',
+    str(EXAMPLE_EPOCHS), '--batch_size', '16', '--fanout', '5', '5', '--hidden', '16',
+    '--checkpoint', str(ckpt), '--checkpoint_every', '3', '--deterministic', '--timeout', '60',
+    '--training_pg_master_port', str(ports[0]), '--train_loader_master_port', str(ports[1]),
+    '--test_loader_master_port', str(ports[2]), '--no-progress',
+  ]  # fmt: skip
+
+
+def final_model(ckpt) -> dict:
+  seq = (EXAMPLE_EPOCHS + 1) * SEQ_PER_EPOCH
+  path = ckpt / 'rank0' / f'model_seq_{seq}.ckpt'
+  return torch.load(path, weights_only=True)['model_state_dict']
+
+
+def session_processes(sid: int) -> list:
+  r"""Live processes of session ``sid``."""
+  found = []
+  for entry in os.listdir('/proc'):
+    if entry.isdigit():
+      try:
+        with open(f'/proc/{entry}/stat') as f:
+          fields = f.read().rsplit(')', 1)[1].split()
+      except (FileNotFoundError, ProcessLookupError):
+        continue
+      if int(fields[3]) == sid and fields[0] not in ('Z', 'X'):
+        found.append(int(entry))
+  return found
+
+
+def run_to_end(cmd, timeout=300) -> str:
+  done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+  out = done.stdout + done.stderr
+  assert done.returncode == 0, out[-4000:]
+  return out
+
+
+def test_killed_job_resumes_to_the_uninterrupted_model(tmp_path):
+  r"""The worker-mode example, 2 trainers with a sampling process each,
+  checkpointing every 3 steps: SIGKILLed whole mid-run and restarted with
+  --resume, it ends with the parameters of an uninterrupted run, equal;
+  nothing of the killed job is left (processes, /dev/shm)."""
+  ports = [free_port() for _ in range(3)]
+  run_to_end(example_args(tmp_path, tmp_path / 'whole', ports))
+  want = final_model(tmp_path / 'whole')
+
+  before = set(os.listdir('/dev/shm'))
+  ckpt = tmp_path / 'killed'
+  mark = [
+    ckpt / f'rank{r}' / f'model_seq_{KILL_AT[0] * SEQ_PER_EPOCH + KILL_AT[1]}.ckpt' for r in (0, 1)
+  ]
+  job = subprocess.Popen(
+    example_args(tmp_path, ckpt, ports), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    start_new_session=True,
+  )  # fmt: skip
+  try:
+    deadline = time.monotonic() + 240
+    while not all(m.exists() for m in mark) and job.poll() is None:
+      assert time.monotonic() < deadline, 'the job never reached the checkpoint'
+      time.sleep(0.01)
+    assert job.poll() is None, f'the job ended before it was killed:\n{job.stderr.read()[-3000:]}'
+    os.killpg(job.pid, signal.SIGKILL)
+  finally:
+    kill_sessions([job])
+  deadline = time.monotonic() + 30
+  while session_processes(job.pid) and time.monotonic() < deadline:
+    time.sleep(0.1)
+  assert session_processes(job.pid) == [], 'every process of the killed job is gone'
+  assert not (ckpt / 'rank0' / f'model_seq_{(EXAMPLE_EPOCHS + 1) * SEQ_PER_EPOCH}.ckpt').exists()
+
+  out = run_to_end(example_args(tmp_path, ckpt, ports) + ['--resume'])
+  assert 'resumed from checkpoint' in out, out[-3000:]
+  got = final_model(ckpt)
+  assert got.keys() == want.keys()
+  for name in want:
+    assert torch.equal(got[name], want[name]), f'{name} differs from the uninterrupted run'
+  deadline = time.monotonic() + 15
+  while set(os.listdir('/dev/shm')) - before and time.monotonic() < deadline:
+    time.sleep(0.1)
+  assert set(os.listdir('/dev/shm')) - before == set(), 'nothing left in /dev/shm'

@@ -110,9 +110,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv=None, results=None):
   args = sage_common.parse_args(parser(), argv)
   root = sage_common.ensure_partitions(args)
-  torch.multiprocessing.spawn(
-    train, args=(args, root, results), nprocs=args.num_training_procs, join=True
-  )
+  glt.utils.spawn(train, args=(args, root, results), nprocs=args.num_training_procs)
 
 
 if __name__ == '__main__':

@@ -20,6 +20,7 @@ from .device import assign_device, ensure_device, get_available_device, resolve_
 from .mixin import CastMixin
 from .network import default_socket_ifname, interface_for
 from .singleton import singleton
+from .spawn import SpawnedProcessError, spawn
 from .tensor import (
   apply_to_all_tensor,
   convert_to_tensor,
@@ -67,6 +68,8 @@ __all__ = [
   'set_kernel_threads',
   'share_memory',
   'singleton',
+  'spawn',
+  'SpawnedProcessError',
   'squeeze',
   'tensor_equal_with_device',
   'UNITS',

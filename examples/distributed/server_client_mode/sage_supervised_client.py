@@ -89,7 +89,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv=None, results=None) -> None:
   args = sage_common.parse_args(parser(), argv)
   local = args.num_local_clients or args.num_clients
-  torch.multiprocessing.spawn(run_client, args=(args, results), nprocs=local, join=True)
+  glt.utils.spawn(run_client, args=(args, results), nprocs=local)
 
 
 if __name__ == '__main__':

@@ -18,8 +18,6 @@ import logging
 import os
 import sys
 
-import torch
-
 import graphlearn_torch as glt
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -67,7 +65,7 @@ def main(argv=None) -> None:
   args = sage_common.parse_args(parser(), argv)
   root = sage_common.ensure_partitions(args)
   local = args.num_local_servers or args.num_servers
-  torch.multiprocessing.spawn(run_server, args=(args, root), nprocs=local, join=True)
+  glt.utils.spawn(run_server, args=(args, root), nprocs=local)
 
 
 if __name__ == '__main__':
