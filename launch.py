@@ -48,6 +48,7 @@ import os
 import shlex
 import socket
 import sys
+import uuid
 from typing import Any, Dict, List, Optional, Tuple
 
 import click
@@ -222,12 +223,15 @@ class LaunchArgs:
     master_port: the first of the job's ports (worker mode uses it and the
       next two: DDP, train loader, test loader; server-client mode uses it
       for the servers and clients and the next one for the clients' DDP).
+    job_id: this launch's identity (``GLT_JOB_ID`` of every process): a
+      process of another job at the same ports is refused by name.
   """
 
   epochs: int
   batch_size: int
   master_addr: str
   master_port: int
+  job_id: str = dataclasses.field(default_factory=lambda: f'launch-{uuid.uuid4().hex[:12]}')
 
 
 def flags(values: Dict[str, Any]) -> List[str]:
@@ -287,6 +291,7 @@ def node_command(config: ClusterConfig, node: Node, launch: LaunchArgs) -> str:
   YAML value in it is quoted once for the shell that tmux starts and once
   more for the ssh shell."""
   env = {'CUDA_VISIBLE_DEVICES': node.visible_devices} if node.visible_devices else {}
+  env['GLT_JOB_ID'] = f'{config.job_name}-{launch.job_id}'
   env.update({str(k): str(v) for k, v in config.env.items()})
   for key in env:
     if not key.isidentifier():

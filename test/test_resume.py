@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -409,3 +410,22 @@ def test_killed_job_resumes_to_the_uninterrupted_model(tmp_path):
   while set(os.listdir('/dev/shm')) - before and time.monotonic() < deadline:
     time.sleep(0.1)
   assert set(os.listdir('/dev/shm')) - before == set(), 'nothing left in /dev/shm'
+
+
+def fail_or_wait(index, started_dir):
+  open(os.path.join(started_dir, str(index)), 'w').close()
+  if index == 1:
+    raise ValueError('process one fails')
+  threading.Event().wait(120)  # killed by spawn long before
+
+
+def test_spawn_raises_the_first_failure_and_kills_the_rest(tmp_path):
+  before = set(os.listdir('/dev/shm'))
+  started = time.monotonic()
+  with pytest.raises(
+    glt.utils.SpawnedProcessError, match='(?s)process 1 .*ValueError: process one fails'
+  ):
+    glt.utils.spawn(fail_or_wait, args=(str(tmp_path),), nprocs=2)
+  assert time.monotonic() - started < 60, 'the waiting process was killed, not waited for'
+  assert sorted(os.listdir(tmp_path)) == ['0', '1']
+  assert set(os.listdir('/dev/shm')) - before == set()

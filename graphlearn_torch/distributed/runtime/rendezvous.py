@@ -7,12 +7,21 @@ same TCP store, created with the caller's timeout: every process records its
 rank, name and world size in it, and a process that waits too long says which
 ranks never arrived, or that its rank was taken twice, or that the processes
 disagree on the world size.
+
+It also keeps jobs apart. Rank 0 records its job (``job_identity``) in the
+store, and marks the rendezvous complete once every rank arrived. A process
+that finds the rendezvous of another job (a different ``GLT_JOB_ID``), or
+one that is complete (a running job: a second run of the same script, say),
+is refused with an error naming both jobs, before it writes anything there:
+the running job goes on undisturbed.
 """
 
+import os
 import socket
+import sys
 import time
 from datetime import timedelta
-from typing import Dict, Iterator, List, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 from urllib.parse import quote, unquote, urlparse
 
 from torch.distributed import (
@@ -27,6 +36,23 @@ from ...utils.common import ephemeral_ports
 
 SCHEME = 'glt'
 _PREFIX = 'glt_rendezvous'
+_JOB_KEY = f'{_PREFIX}/job'
+_COMPLETE_KEY = f'{_PREFIX}/complete'
+JOB_ID_VARIABLES = ('GLT_JOB_ID', 'TORCHELASTIC_RUN_ID')
+r"""Where a process finds its job's identity: ``GLT_JOB_ID`` (``launch.py``
+sets it; users may), else torchrun's ``TORCHELASTIC_RUN_ID``."""
+
+
+def job_identity() -> Tuple[Optional[str], str]:
+  r"""``(job id, description)`` of this process's job: the id given in
+  ``JOB_ID_VARIABLES`` (None when none is), and what errors call the job:
+  the id, or where this process runs (script, pid, host)."""
+  for variable in JOB_ID_VARIABLES:
+    job_id = os.environ.get(variable)
+    if job_id:
+      return job_id, f"job '{job_id}'"
+  script = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else 'python'
+  return None, f'the job of {script} (pid {os.getpid()} on {socket.gethostname()})'
 
 
 def rendezvous_url(master_addr: str, master_port: int, timeout: float, name: str) -> str:
@@ -122,6 +148,32 @@ def _no_rank_0(host: str, port: int, rank: int, world_size: int, timeout: float)
   )
 
 
+def _check_job(store: Store, host: str, port: int, rank: int, deadline: float) -> None:
+  r"""Refuses to join another job's rendezvous (see the module's doc): a
+  different job id, or a rendezvous that is complete."""
+  job_id, description = job_identity()
+  if rank == 0:
+    store.set(_JOB_KEY, f'{job_id or ""}\n{description}')
+    return
+  try:
+    store.wait([_JOB_KEY], timedelta(seconds=max(deadline - time.monotonic(), 0.1)))
+    theirs_id, theirs = store.get(_JOB_KEY).decode().split('\n', 1)
+    complete = store.check([_COMPLETE_KEY])
+  except (DistStoreError, DistNetworkError):
+    return  # rank 0 is not there (yet): registering says so
+  if complete:
+    raise RuntimeError(
+      f'{description} (rank {rank}) cannot join the rendezvous at {host}:{port}: it belongs to '
+      f'{theirs}, which is running (every rank of it arrived). Give this job another master '
+      'port, or stop the other job first'
+    )
+  if job_id and theirs_id and job_id != theirs_id:
+    raise RuntimeError(
+      f'{description} (rank {rank}) cannot join the rendezvous at {host}:{port}: it belongs to '
+      f'{theirs}. Give this job another master port, or stop the other job first'
+    )
+
+
 def _missing(store: Store, world_size: int) -> List[int]:
   return [r for r in range(world_size) if not store.check([f'{_PREFIX}/name/{r}'])]
 
@@ -134,6 +186,7 @@ def _bounded_rendezvous(url: str, **kwargs) -> Iterator[Tuple[Store, int, int]]:
   host, port = parsed.hostname, parsed.port
   deadline = time.monotonic() + timeout
   store = _connect(host, port, rank, world_size, timeout)
+  _check_job(store, host, port, rank, deadline)
   try:
     joined = store.add(f'{_PREFIX}/rank/{rank}', 1)
     if joined == 1:
@@ -175,6 +228,8 @@ def _bounded_rendezvous(url: str, **kwargs) -> Iterator[Tuple[Store, int, int]]:
     raise RuntimeError(
       f'{name}: the processes at {host}:{port} disagree on the world size: {sizes} (rank: size)'
     )
+  if rank == 0:
+    store.set(_COMPLETE_KEY, '1')
   yield store, rank, world_size
   raise RuntimeError('the glt:// rendezvous cannot be repeated')
 
