@@ -39,7 +39,15 @@ Each node runs its script in a detached tmux session with ``node_rank``,
 ``num_nodes`` and the master address and ports filled in, its output going to
 ``<log_dir>/<job_name>-node<rank>.log`` and its exit code to ``.exit`` beside
 it. Every value from the YAML is shell-quoted before it reaches a remote
-shell. Needs paramiko, click and pyyaml (dependencies of graphlearn-torch).
+shell. Every process of a launch gets ``GLT_JOB_ID``, an id of its own, so a
+process of another launch at the same ports is refused by name. Needs
+paramiko, click and pyyaml (dependencies of graphlearn-torch).
+
+PyTorch RPC has no authentication: anything that can reach the job's ports
+(``master_port`` to ``master_port + 2`` at ``master_addr``, and the ephemeral
+ports TensorPipe and gloo listen on) can run code in its processes. Run jobs
+on a trusted network, or behind a firewall that admits only the cluster's
+machines.
 """
 
 import dataclasses

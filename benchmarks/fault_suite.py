@@ -1,9 +1,10 @@
 """The fault suite: runs each fault test of test/ once and prints, per fault,
-the time to the error the survivors see and what was left behind (stray
-processes, files in /dev/shm, channel memfds still open anywhere), for
-docs/reliability.md.
+the time to the error the survivors see (or, for a job killed whole, to its
+resumption), the batches a resumed run lost and repeated, and what was left
+behind (stray processes, files in /dev/shm, channel memfds still open
+anywhere), for docs/reliability.md.
 
-Usage: python benchmarks/fault_suite.py   (about 4 minutes on 2 cores)
+Usage: python benchmarks/fault_suite.py   (about 6 minutes on 2 cores)
 """
 
 import os
@@ -17,6 +18,16 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # (fault, pytest node, regex of the time to the error in its -s output or None)
 SCENARIOS = [
+  (
+    'worker mode: the whole job SIGKILLed mid-epoch, restarted with --resume',
+    'test_resume.py::test_killed_job_resumes_to_the_uninterrupted_model',
+    r'resumed after ([0-9.]+) s',
+  ),
+  (
+    'loaders: state taken mid-epoch, loaded in a fresh job (collocated, mp, server-client)',
+    'test_resume.py::test_dist_loader_resumes_in_a_fresh_job',
+    None,
+  ),
   (
     'worker mode: a trainer SIGKILLed mid-epoch',
     'test_dist_fault.py::test_killed_trainer_becomes_an_error_in_the_other',
@@ -94,6 +105,16 @@ SCENARIOS = [
     r'failed after ([0-9.]+) s',
   ),
   (
+    "start-up: a second run at a running job's port",
+    'test_job_identity.py::test_a_second_run_cannot_join_a_running_job',
+    None,
+  ),
+  (
+    'start-up: another GLT_JOB_ID during the rendezvous',
+    'test_job_identity.py::test_another_job_id_is_refused_during_the_rendezvous',
+    None,
+  ),
+  (
     'exit: a client without shutdown_client()',
     'test_startup_faults.py::test_a_client_that_just_exits_leaves_cleanly',
     None,
@@ -139,6 +160,18 @@ def channel_memfds() -> int:
   return count
 
 
+LOST_AND_REPEATED = r'lost (\d+), repeated (\d+)'
+
+
+def lost_and_repeated(output: str) -> str:
+  r"""``lost / repeated`` batches, summed over what a test printed; '-'
+  where it printed none."""
+  found = [(int(a), int(b)) for a, b in re.findall(LOST_AND_REPEATED, output)]
+  if not found:
+    return '-'
+  return f'{sum(a for a, _ in found)} / {sum(b for _, b in found)}'
+
+
 def time_to_error(times) -> str:
   if not times:
     return 'at once'
@@ -162,14 +195,18 @@ def main() -> None:
     left_shm = len(set(os.listdir('/dev/shm')) - shm)
     left_memfds = channel_memfds() - memfds
     result = 'passed' if done.returncode == 0 else f'FAILED (rc {done.returncode})'
-    rows.append((fault, time_to_error(times), left_procs, left_shm, left_memfds, result, wall))
+    batches = lost_and_repeated(done.stdout)
+    row = (fault, time_to_error(times), batches, left_procs, left_shm, left_memfds, result, wall)
+    rows.append(row)
     print(f'{fault}: {rows[-1][1]}, {result}', file=sys.stderr, flush=True)
-  columns = ['fault', 'time to the error', 'processes left', '/dev/shm files left']
-  columns += ['channel memfds left', 'test', 'wall']
+  columns = ['fault', 'time to the error (or resumption)', 'batches lost / repeated']
+  columns += ['processes left', '/dev/shm files left', 'channel memfds left', 'test', 'wall']
   print('| ' + ' | '.join(columns) + ' |')
   print('|' + '---|' * len(columns))
-  for fault, to_error, procs, shm, memfds, result, wall in rows:
-    print(f'| {fault} | {to_error} | {procs} | {shm} | {memfds} | {result} | {wall:.0f} s |')
+  for fault, to_error, batches, procs, shm, memfds, result, wall in rows:
+    print(
+      f'| {fault} | {to_error} | {batches} | {procs} | {shm} | {memfds} | {result} | {wall:.0f} s |'
+    )
 
 
 if __name__ == '__main__':

@@ -6,9 +6,11 @@ SubGraphLoader, and the Dist loaders collocated, multiprocess and
 server-client. Bad states are refused by name. Processes are spawned and
 reaped also on failure."""
 
+import datetime
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -299,7 +301,29 @@ def test_dist_loader_resumes_in_a_fresh_job(tmp_path, mode):
   assert resumed.keys() == first.keys()
   for who, (_, want) in first.items():
     assert len(want) > TAKEN_AFTER
+    lost, repeated = lost_and_repeated(resumed[who], want)
+    print(f'{mode} {who}: {len(want)} batches after the state; lost {lost}, repeated {repeated}')
     assert_same_batches(resumed[who], want)
+
+
+def lost_and_repeated(got, want):
+  r"""How many of the uninterrupted run's batches the resumed one lacks,
+  and how many it has beyond them (by their seeds' input ids, per epoch)."""
+
+  def keys(batches):
+    epoch, seen, out = 0, set(), []
+    for batch in batches:
+      key = tuple(batch['/input_id'].tolist())
+      if key in seen:  # a seed set seen this epoch again: the next epoch
+        epoch, seen = epoch + 1, set()
+      seen.add(key)
+      out.append((epoch, key))
+    return out
+
+  want_keys, got_keys = keys(want), keys(got)
+  lost = len(set(want_keys) - set(got_keys))
+  repeated = len(got_keys) - len(set(got_keys)) + len(set(got_keys) - set(want_keys))
+  return lost, repeated
 
 
 # -- checkpoints and the whole job -------------------------------------------------
@@ -400,12 +424,30 @@ def test_killed_job_resumes_to_the_uninterrupted_model(tmp_path):
   assert session_processes(job.pid) == [], 'every process of the killed job is gone'
   assert not (ckpt / 'rank0' / f'model_seq_{(EXAMPLE_EPOCHS + 1) * SEQ_PER_EPOCH}.ckpt').exists()
 
+  restarted = time.time()
   out = run_to_end(example_args(tmp_path, ckpt, ports) + ['--resume'])
-  assert 'resumed from checkpoint' in out, out[-3000:]
+  found = re.search(r'(\S+ \S+),(\d+) \[trainer \d\] resumed from checkpoint (\d+)', out)
+  assert found, out[-3000:]
+  at = datetime.datetime.strptime(found[1], '%Y-%m-%d %H:%M:%S').timestamp() + int(found[2]) / 1e3
+  seq = int(found[3])
+  print(f'resumed after {at - restarted:.1f} s from checkpoint {seq}')
   got = final_model(ckpt)
   assert got.keys() == want.keys()
   for name in want:
     assert torch.equal(got[name], want[name]), f'{name} differs from the uninterrupted run'
+  # Every checkpoint after the resume holds the uninterrupted run's model:
+  # no step was lost or taken twice on the way.
+  later = sorted(int(p.stem.split('_')[-1]) for p in (ckpt / 'rank0').glob('model_seq_*.ckpt'))
+  later = [s for s in later if s > seq]
+  for s in later:
+    a, b = (
+      torch.load(d / 'rank0' / f'model_seq_{s}.ckpt', weights_only=True)
+      for d in (ckpt, tmp_path / 'whole')
+    )
+    assert all(torch.equal(a['model_state_dict'][k], b['model_state_dict'][k]) for k in want), s
+  print(
+    f'{len(later)} checkpoints after the resume equal the uninterrupted run: lost 0, repeated 0'
+  )
   deadline = time.monotonic() + 15
   while set(os.listdir('/dev/shm')) - before and time.monotonic() < deadline:
     time.sleep(0.1)
@@ -429,3 +471,29 @@ def test_spawn_raises_the_first_failure_and_kills_the_rest(tmp_path):
   assert time.monotonic() - started < 60, 'the waiting process was killed, not waited for'
   assert sorted(os.listdir(tmp_path)) == ['0', '1']
   assert set(os.listdir('/dev/shm')) - before == set()
+
+
+def test_single_machine_example_resumes_to_the_same_model(tmp_path):
+  r"""train_sage_ogbn_products.py run for 2 epochs, then resumed to 4 from
+  its checkpoints, ends with the model (and best epoch) of a 4-epoch run."""
+  script = EXAMPLE.parent / 'train_sage_ogbn_products.py'
+
+  def run(ckpt, epochs, *more):
+    return run_to_end([
+      sys.executable, str(script), '--num_nodes', '2000', '--epochs', str(epochs),
+      '--batch_size', '64', '--fanout', '5', '5', '--hidden', '16', '--checkpoint', str(ckpt),
+      '--checkpoint_every', '4', '--deterministic', '--no-progress', *more,
+    ])  # fmt: skip
+
+  whole = run(tmp_path / 'whole', 4)
+  run(tmp_path / 'parts', 2)
+  resumed = run(tmp_path / 'parts', 4, '--resume')
+  assert 'resumed from checkpoint 3000000' in resumed, resumed[-2000:]
+  best = re.compile(r'best val accuracy .*')
+  assert best.findall(resumed) == best.findall(whole), 'the same best epoch'
+  seq = 5 * SEQ_PER_EPOCH
+  a, b = (
+    torch.load(d / f'model_seq_{seq}.ckpt', weights_only=True)['model_state_dict']
+    for d in (tmp_path / 'whole', tmp_path / 'parts')
+  )
+  assert all(torch.equal(a[k], b[k]) for k in a)

@@ -48,23 +48,6 @@ def add_training_args(p: argparse.ArgumentParser) -> None:
   p.add_argument('--timeout', type=float, default=60, help='seconds any wait may take')
   p.add_argument('--in_channel', type=int, default=None, help='feature size (checked)')
   p.add_argument('--out_channel', type=int, default=None, help='classes (checked)')
-  p.add_argument(
-    '--checkpoint',
-    default=None,
-    help='a directory: every trainer saves its model, optimizer and loaders there every '
-    '--checkpoint_every steps and after every epoch',
-  )
-  p.add_argument('--checkpoint_every', type=int, default=50, help='training steps')
-  p.add_argument(
-    '--resume',
-    action='store_true',
-    help='go on from the latest checkpoint in --checkpoint that every trainer saved',
-  )
-  p.add_argument(
-    '--deterministic',
-    action='store_true',
-    help='deterministic torch kernels: a resumed run ends with the same model',
-  )
 
 
 def add_gpu_args(p: argparse.ArgumentParser) -> None:
@@ -185,17 +168,12 @@ def node_loader(args, rank: int, data, seeds, shuffle: bool, worker_options, dev
   )
 
 
-SEQ_PER_EPOCH = 1_000_000
-r"""Checkpoint ``epoch * SEQ_PER_EPOCH + step``: ``step`` training steps of
-``epoch`` taken (0: epoch ``epoch - 1`` done, its test included)."""
-
-
-class Checkpoints:
-  r"""A trainer's checkpoints in ``<directory>/rank<rank>``: its model,
-  optimizer, loaders and random state (``glt.utils.save_ckpt``). Every
-  trainer saves at the same points, so the latest one that all of them saved
-  is a state of the whole job: the steps of an epoch below the smallest
-  trainer's batch count, and each epoch's end.
+class Checkpoints(example_args.Checkpoints):
+  r"""A trainer's checkpoints in ``<directory>/rank<rank>``
+  (``example_args.Checkpoints``). Every trainer saves at the same points
+  (steps of an epoch that every trainer takes, and each epoch's end), and a
+  resumed job goes on from the latest that all of them saved: a state of the
+  whole job.
 
   Args:
     directory: where the trainers' directories are.
@@ -203,54 +181,21 @@ class Checkpoints:
     every: training steps between checkpoints.
     model: the model (unwrapped from DDP).
     optimizer: its optimizer.
-    loaders: the loaders by name.
+    loaders: the loaders by name (``'train'`` among them).
   """
 
   def __init__(self, directory: str, rank: int, every: int, model, optimizer, loaders):
-    self.directory = os.path.join(directory, f'rank{rank}')
-    self.every = every
-    self.model, self.optimizer, self.loaders = model, optimizer, loaders
-    # A step taken by every trainer (the job's smallest batch count)
-    counts = torch.tensor([len(loaders['train'])])
+    super().__init__(os.path.join(directory, f'rank{rank}'), every, model, optimizer, loaders)
+
+  def steps_every_process_takes(self, steps: int) -> int:
+    counts = torch.tensor([steps])
     torch.distributed.all_reduce(counts, torch.distributed.ReduceOp.MIN)
-    self.steps_everyone_takes = int(counts)
+    return int(counts)
 
-  def _save(self, epoch: int, step: int) -> None:
-    seq = epoch * SEQ_PER_EPOCH + step
-    glt.utils.save_ckpt(seq, self.directory, self.model, self.optimizer, epoch, self.loaders)
-
-  def at_step(self, epoch: int, step: int) -> None:
-    r"""Saves after ``step`` steps of ``epoch`` if it is a checkpoint."""
-    if step % self.every == 0 and step < self.steps_everyone_takes:
-      self._save(epoch, step)
-
-  def at_epoch_end(self, epoch: int) -> None:
-    r"""Saves after epoch ``epoch`` (its test included)."""
-    self._save(epoch + 1, 0)
-
-  def _saved(self) -> set:
-    found = set()
-    if os.path.isdir(self.directory):
-      for name in os.listdir(self.directory):
-        if name.startswith('model_seq_') and name.endswith('.ckpt'):
-          found.add(int(name[len('model_seq_') : -len('.ckpt')]))
-    return found
-
-  def resume(self) -> tuple:
-    r"""Loads the latest checkpoint every trainer saved (collective);
-    returns ``(epoch, steps taken in it)`` to go on from, ``(1, 0)`` when
-    there is none."""
+  def saved_by_all(self, saved: set) -> set:
     everyone = [None] * torch.distributed.get_world_size()
-    torch.distributed.all_gather_object(everyone, self._saved())
-    common = set.intersection(*everyone)
-    if not common:
-      log.info('no checkpoint that every trainer saved in %s: starting over', self.directory)
-      return 1, 0
-    seq = max(common)
-    glt.utils.load_ckpt(seq, self.directory, self.model, self.optimizer, self.loaders)
-    epoch, step = divmod(seq, SEQ_PER_EPOCH)
-    log.info('resumed from checkpoint %d: epoch %d after %d steps', seq, epoch, step)
-    return epoch, step
+    torch.distributed.all_gather_object(everyone, saved)
+    return set.intersection(*everyone)
 
 
 @torch.no_grad()
@@ -296,7 +241,7 @@ def train_ddp(
     loaders = {'train': train_loader, 'test': test_loader}
     ckpts = Checkpoints(args.checkpoint, rank, args.checkpoint_every, model.module, opt, loaders)
     if args.resume:
-      first_epoch, steps_taken = ckpts.resume()
+      first_epoch, steps_taken = ckpts.resume(log)
   for epoch in range(first_epoch, args.epochs + 1):
     taken = steps_taken if epoch == first_epoch else 0
 
