@@ -9,7 +9,7 @@ never the batches, nor what was sampled ahead and not yet yielded."""
 
 import enum
 import hashlib
-from typing import Any, Dict, Iterable, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Optional, Tuple, Union
 
 import torch
 
@@ -82,16 +82,24 @@ class LoaderProgress:
   the loaded epoch from its first batch not yet yielded.
 
   Args:
-    identity: what a loaded state must match (``num_batches``,
-      ``batch_size``, ``dataset`` and, where they apply, ``world_size``,
-      ``rank``, ``servers``; see ``fingerprint``).
+    num_batches: batches per epoch.
+    identity: what a loaded state must match besides ``num_batches``
+      (``batch_size``, ``dataset`` and, where they apply, ``world_size``,
+      ``rank``, ``servers``; see ``fingerprint``), or a function that says
+      it (called once, when a state is first taken or loaded: a
+      fingerprint of many seeds takes a while).
     seed: the loader's seed (shuffling and sampling); None draws one from
       torch's global generator (``torch.manual_seed`` governs it).
   """
 
-  def __init__(self, identity: Dict[str, Any], seed: Optional[int] = None):
-    self.identity = dict(identity)
-    self.num_batches = int(identity['num_batches'])
+  def __init__(
+    self,
+    num_batches: int,
+    identity: Union[Dict[str, Any], Callable[[], Dict[str, Any]]],
+    seed: Optional[int] = None,
+  ):
+    self.num_batches = int(num_batches)
+    self._identity = identity
     self.seed = draw_seed() if seed is None else int(seed)
     self.epoch = -1  # the epoch in progress (or last run); -1 before the first
     self.yielded = 0  # its batches yielded so far
@@ -108,6 +116,13 @@ class LoaderProgress:
     self.extra = {}
     return self.epoch, 0
 
+  @property
+  def identity(self) -> Dict[str, Any]:
+    r"""What a loaded state must match."""
+    if callable(self._identity):
+      self._identity = self._identity()
+    return {'num_batches': self.num_batches, **self._identity}
+
   def count_yielded(self) -> None:
     r"""Counts one more batch yielded to the user."""
     self.yielded += 1
@@ -118,7 +133,7 @@ class LoaderProgress:
     return {
       'format': STATE_FORMAT,
       'version': STATE_VERSION,
-      'identity': dict(self.identity),
+      'identity': self.identity,
       'seed': self.seed,
       'epoch': self.epoch,
       'yielded': self.yielded,
@@ -142,13 +157,13 @@ class LoaderProgress:
         f'the loader state is of format version {state.get("version")!r}; this version of '
         f'graphlearn_torch reads version {STATE_VERSION}'
       )
-    theirs = state.get('identity', {})
-    for key in sorted(set(self.identity) | set(theirs)):
-      if theirs.get(key) != self.identity.get(key):
+    theirs, ours = state.get('identity', {}), self.identity
+    for key in sorted(set(ours) | set(theirs)):
+      if theirs.get(key) != ours.get(key):
         what = _IDENTITY_NAMES.get(key, f'another {key}')
         raise ValueError(
           f'the loader state was taken from a loader of {what}: its {key} is '
-          f"{theirs.get(key)!r}, this loader's {self.identity.get(key)!r}"
+          f"{theirs.get(key)!r}, this loader's {ours.get(key)!r}"
         )
     epoch, yielded = int(state['epoch']), int(state['yielded'])
     if not 0 <= yielded <= self.num_batches:

@@ -6,6 +6,7 @@ from .base import (
   DeferredTensor,
   QueueTimeoutError,
   SampleMessage,
+  message_nbytes,
 )
 from .mp_channel import MpChannel
 from .remote_channel import RemoteReceivingChannel
@@ -19,5 +20,6 @@ __all__ = [
   'QueueTimeoutError',
   'RemoteReceivingChannel',
   'SampleMessage',
+  'message_nbytes',
   'ShmChannel',
 ]

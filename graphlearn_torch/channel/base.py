@@ -38,6 +38,11 @@ r"""A sampled batch on its way to the trainer: named tensors (on their way
 into a :class:`ShmChannel`, some may be :class:`DeferredTensor`)."""
 
 
+def message_nbytes(msg: SampleMessage) -> int:
+  r"""The bytes of a message's tensors."""
+  return sum(t.numel() * t.element_size() for t in msg.values())
+
+
 class QueueTimeoutError(TimeoutError):
   r"""Nothing arrived (recv), or no room freed up (send), within the timeout."""
 

@@ -1,6 +1,7 @@
 """DistLoader: batches sampled across partitions, collated to PyG data."""
 
 import dataclasses
+import functools
 from typing import Any, Dict, List, Optional, Union
 
 import torch
@@ -139,16 +140,16 @@ class DistLoader:
     source.init()
     self._source = source
     self._epoch_started = False
-    self._progress = LoaderProgress(self._identity(ctx), sampling_config.seed)
+    identity = functools.partial(self._identity, ctx.world_size, ctx.rank)
+    self._progress = LoaderProgress(len(source), identity, sampling_config.seed)
 
-  def _identity(self, ctx) -> Dict[str, Any]:
+  def _identity(self, world_size: int, rank: int) -> Dict[str, Any]:
     r"""What a state loaded into this loader must match."""
     identity = {
       'dataset': fingerprint(self.data, [self.input_data]),
-      'num_batches': len(self._source),
       'batch_size': self.sampling_config.batch_size,
-      'world_size': ctx.world_size,
-      'rank': ctx.rank,
+      'world_size': world_size,
+      'rank': rank,
     }
     if isinstance(self._source, RemoteBatchSource):
       identity['servers'] = list(self._source.servers)
@@ -159,9 +160,7 @@ class DistLoader:
     if isinstance(opts, RemoteDistSamplingWorkerOptions):
       return RemoteBatchSource(self.input_data, self.sampling_config, opts)
     if isinstance(opts, MpDistSamplingWorkerOptions):
-      channel = ShmChannel(
-        max(8, 2 * opts.num_workers * opts.worker_concurrency), opts.channel_size
-      )
+      channel = ShmChannel(opts.channel_capacity, opts.channel_size)
       if opts.pin_memory:
         channel.pin_memory()
       return DistMpSamplingProducer(self.data, self.input_data, self.sampling_config, opts, channel)

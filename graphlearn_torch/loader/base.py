@@ -53,12 +53,11 @@ class BaseLoader(ABC):
     if seed is None:
       seed = getattr(sampler, 'seed', None)
     self._batcher = SeedBatcher(num_seeds, batch_size, shuffle, drop_last, seed)
-    identity = {
-      'dataset': fingerprint(data, inputs),
-      'num_batches': len(self._batcher),
-      'batch_size': batch_size,
-    }
-    self._progress = LoaderProgress(identity, self._batcher.seed)
+    self._progress = LoaderProgress(
+      len(self._batcher),
+      lambda: {'dataset': fingerprint(data, inputs), 'batch_size': batch_size},
+      self._batcher.seed,
+    )
     self._batches: Optional[Iterator[Tuple[int, torch.Tensor]]] = None
 
   def __len__(self) -> int:

@@ -27,7 +27,7 @@ import torch
 from ..._ext import cuda_kernels_available
 from ...batch.codec import batch_place, encode_error, place_batch, raise_if_error
 from ...batch.seeds import SeedBatcher
-from ...channel import ChannelBase, ChannelClosedError, SampleMessage, ShmChannel
+from ...channel import ChannelBase, ChannelClosedError, SampleMessage, ShmChannel, message_nbytes
 from ...sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
 from ...sampler.schema import RandomStream
 from ..dist_dataset import DistDataset
@@ -65,7 +65,7 @@ def worker_device(options, rank: int) -> Optional[torch.device]:
 
 class MpCommand(Enum):
   SAMPLE = 0  # (seed, epoch, [(position, seed positions), ...]): sample these batches
-  END_EPOCH = 1  # every batch of the epoch was handed out: report when sampled
+  END_EPOCH = 1  # (epoch): every batch of it was handed out: report when sampled
   STOP = 2  # (graceful): leave
 
 
@@ -149,12 +149,13 @@ def _sampling_worker_loop(
         for position, index in batches:
           if trainer_gone.is_set():
             break
+          index = torch.from_numpy(index)
           random = RandomStream.for_batch(seed, epoch, position)
           coro = sampler.sample_coroutine(config.sampling_type, sampler_input[index], index, random)
           sampler.add_task(_placed(coro, epoch, position), callback=deliver, on_error=report)
       else:  # END_EPOCH
         sampler.wait_all()
-        status.send(('sampled', rank, None))
+        status.send(('sampled', rank, payload))
       if trainer_gone.is_set():
         logger.error('sampling process %d: its trainer exited; stopping', rank)
         graceful = False
@@ -210,8 +211,15 @@ class DistMpSamplingProducer(BatchSource):
     self._epoch = -1
     self._to_hand_out = iter(())  # (position, seed positions) not handed out yet
     self._handed_out_all = True
-    self._in_flight = 0  # handed out and not yet yielded
+    self._next_to_hand_out = 0  # the position handed out next
+    self._in_flight = 0  # handed out and not yet received
+    self._per_worker = [0] * self.num_workers  # of those, each process's
+    self._worker_of: Dict[int, int] = {}  # the process of each, by position
     self._arrived: Dict[int, SampleMessage] = {}  # came before their turn, by position
+    self._held_in_channel: Dict[int, int] = {}  # those in the channel's memory: their bytes
+    self._held_bytes = 0
+    shm_size = getattr(output_channel, 'shm_size', None)  # a channel of bounded memory
+    self._hold_budget = shm_size // 3 if shm_size is not None else float('inf')
     self._next_position = 0  # the batch to yield next
     self._remaining = 0  # batches of this epoch not yet yielded
     self._sampled = 0  # processes that sampled all of their share this epoch
@@ -288,12 +296,12 @@ class DistMpSamplingProducer(BatchSource):
     return len(self._batcher)
 
   @property
-  def window(self) -> int:
-    r"""Batches handed out ahead of the one yielded next: enough to keep
-    every process's ``worker_concurrency`` busy with the channel's worth
-    done."""
+  def depth(self) -> int:
+    r"""Batches handed out and not yet received: every process's
+    ``worker_concurrency`` in flight, and a channel's worth done (as deep as
+    a whole epoch handed out at once and bounded by the channel)."""
     opts = self.worker_options
-    return max(2 * opts.num_workers * opts.worker_concurrency, opts.num_workers)
+    return opts.num_workers * opts.worker_concurrency + opts.channel_capacity
 
   def produce_all(self) -> int:
     r"""Starts the next epoch (GLT's name); returns how many batches it
@@ -310,50 +318,60 @@ class DistMpSamplingProducer(BatchSource):
     self._read_status()  # the last epoch's reports
     self._sampled = 0
     self._epoch = self._epoch + 1 if epoch is None else epoch
-    self._to_hand_out = self._batcher.batches(epoch, start)
+    self._to_hand_out = self._batcher.batches(self._epoch, start)
     self._handed_out_all = False
-    self._next_position = start
+    self._next_to_hand_out = self._next_position = start
     self._remaining = len(self._batcher) - start
-    self._hand_out(self.window)
+    self._hand_out()
     return self._remaining
 
-  def _hand_out(self, count: int) -> None:
-    r"""Hands the next ``count`` batches to the sampling processes (position
-    ``p`` to process ``p % num_workers``); after the last one, tells each
-    process the epoch is handed out."""
+  def _hand_out(self) -> None:
+    r"""Hands out batches while fewer than ``depth`` are in flight and fewer
+    than twice that lie ahead of the one to yield (which bounds the batches
+    that come before their turn), each to the process with the fewest in
+    flight; after the last one, tells each process the epoch is handed out."""
     if self._handed_out_all:
       return
     shares: List[list] = [[] for _ in self._tasks]
-    for _ in range(count):
+    while (
+      self._in_flight < self.depth and self._next_to_hand_out - self._next_position < 2 * self.depth
+    ):
       batch = next(self._to_hand_out, None)
       if batch is None:
         self._handed_out_all = True
         break
-      shares[batch[0] % self.num_workers].append(batch)
+      worker = min(range(self.num_workers), key=self._per_worker.__getitem__)
+      position, index = batch
+      # numpy, pickled by value: a tensor in a pipe goes through a shared
+      # memory file and the resource sharer's socket, milliseconds a batch
+      shares[worker].append((position, index.numpy()))
+      self._per_worker[worker] += 1
+      self._worker_of[position] = worker
       self._in_flight += 1
+      self._next_to_hand_out += 1
     for tasks, share in zip(self._tasks, shares):
       if share:
         tasks.send((MpCommand.SAMPLE, (self.sampling_config.seed, self._epoch, share)))
       if self._handed_out_all:
-        tasks.send((MpCommand.END_EPOCH, None))
+        tasks.send((MpCommand.END_EPOCH, self._epoch))
 
   def next_message(self) -> Optional[SampleMessage]:
     if self._remaining == 0:
       return None
     try:
-      msg = self._arrived.pop(self._next_position, None)
+      msg = self._take_held(self._next_position)
       while msg is None:
         msg = self._receive()
         if batch_place(msg) != (self._epoch, self._next_position):
           self._hold(msg)
           msg = None
+          self._hand_out()  # the workers go on while this batch waits
     except BaseException:
       self._failed = True  # the samplers cannot finish the epoch: shut down at once
       raise
-    self._in_flight -= 1
     self._next_position += 1
     self._remaining -= 1
-    self._hand_out(1)
+    self._hand_out()
     return msg
 
   def _receive(self) -> SampleMessage:
@@ -365,28 +383,44 @@ class DistMpSamplingProducer(BatchSource):
     """
     msg = self.output_channel.recv(timeout_ms=batch_wait_ms(self.worker_options.rpc_timeout))
     raise_if_error(msg)
+    self._in_flight -= 1
+    self._per_worker[self._worker_of.pop(batch_place(msg)[1])] -= 1
     return msg
 
   def _hold(self, msg: SampleMessage) -> None:
-    r"""Keeps a batch that came before its turn, copied out of the channel:
-    the batches before it may need the memory it takes there."""
+    r"""Keeps a batch that came before its turn. It stays in the channel's
+    memory while the batches kept there take at most a third of it, which
+    leaves the batch due next room to be written however the rest is
+    fragmented (first-fit blocks of at most a batch each); beyond that it is
+    copied out."""
     epoch, position = batch_place(msg)
     if epoch != self._epoch or position < self._next_position:
       raise RuntimeError(
         f'a sampling process sent batch {position} of epoch {epoch} while batch '
         f'{self._next_position} of epoch {self._epoch} was due'
       )
-    self._arrived[position] = {key: value.clone() for key, value in msg.items()}
+    size = message_nbytes(msg)
+    if self._held_bytes + size <= self._hold_budget:
+      self._held_bytes += size
+      self._held_in_channel[position] = size
+    else:
+      msg = {key: value.clone() for key, value in msg.items()}
+    self._arrived[position] = msg
+
+  def _take_held(self, position: int) -> Optional[SampleMessage]:
+    r"""The batch at ``position`` if it came before its turn, else None."""
+    self._held_bytes -= self._held_in_channel.pop(position, 0)
+    return self._arrived.pop(position, None)
 
   def _drop_unyielded(self) -> None:
     r"""Receives and drops the batches handed out and not yet yielded (the
     last epoch was left unfinished)."""
-    self._in_flight -= len(self._arrived)
     self._arrived.clear()
+    self._held_in_channel.clear()
+    self._held_bytes = 0
     try:
       while self._in_flight > 0:
         self._receive()
-        self._in_flight -= 1
     except BaseException:
       self._failed = True
       raise
@@ -402,7 +436,8 @@ class DistMpSamplingProducer(BatchSource):
     for status in self._status:
       try:
         while status.poll():
-          if status.recv()[0] == 'sampled':
+          kind, _, epoch = status.recv()
+          if kind == 'sampled' and epoch == self._epoch:
             self._sampled += 1
       except (EOFError, OSError):  # a dead process: next_message reports it
         pass

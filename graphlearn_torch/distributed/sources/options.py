@@ -147,6 +147,12 @@ class MpDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):
     self.channel_size = channel_size if channel_size is not None else (256 << 20) * num_workers
     self.pin_memory = pin_memory
 
+  @property
+  def channel_capacity(self) -> int:
+    r"""Batches the trainer's channel holds: twice those in flight, at
+    least 8."""
+    return max(8, 2 * self.num_workers * self.worker_concurrency)
+
 
 class RemoteDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):
   r"""Sample on servers (server-client mode): the loader asks each of its

@@ -13,17 +13,13 @@ import torch
 
 from ...batch.codec import encode_error, place_batch
 from ...batch.seeds import SeedBatcher
-from ...channel import SampleMessage
+from ...channel import SampleMessage, message_nbytes
 from ...sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
 from ...sampler.schema import RandomStream
 from ..runtime.context import get_context
 from ..sampling.neighbor_sampler import DistNeighborSampler
 from ..sampling.partition_service import PartitionService
 from .options import RemoteDistSamplingWorkerOptions
-
-
-def message_nbytes(msg: SampleMessage) -> int:
-  return sum(t.numel() * t.element_size() for t in msg.values())
 
 
 class DistServerSamplingProducer:
