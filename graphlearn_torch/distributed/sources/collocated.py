@@ -2,7 +2,6 @@
 
 import collections
 import concurrent.futures
-import dataclasses
 from typing import Optional, Union
 
 import torch
@@ -77,8 +76,7 @@ class DistCollocatedSamplingProducer(BatchSource):
   ) -> int:
     self._drop_pending()
     if seed is not None:
-      self.sampling_config = dataclasses.replace(self.sampling_config, seed=seed)
-      self._batcher.seed = seed
+      self._batcher.seed = seed  # shuffles and seeds the batches' streams
     self._epoch = self._epoch + 1 if epoch is None else epoch
     self._batches = self._batcher.batches(self._epoch, start)
     self._sample_ahead(self.prefetch_size)
@@ -91,7 +89,7 @@ class DistCollocatedSamplingProducer(BatchSource):
       position, index = next(self._batches, (None, None))
       if index is None:
         return
-      random = RandomStream.for_batch(config.seed, self._epoch, position)
+      random = RandomStream.for_batch(self._batcher.seed, self._epoch, position)
       coro = self.sampler.sample_coroutine(
         config.sampling_type, self.sampler_input[index], index, random
       )

@@ -8,7 +8,6 @@ workers indices), and yields them in order: each batch draws from its own
 random stream, so the batches are the same whoever samples them.
 """
 
-import dataclasses
 import logging
 import multiprocessing
 import os
@@ -313,8 +312,7 @@ class DistMpSamplingProducer(BatchSource):
   ) -> int:
     self._drop_unyielded()
     if seed is not None:
-      self.sampling_config = dataclasses.replace(self.sampling_config, seed=seed)
-      self._batcher.seed = seed
+      self._batcher.seed = seed  # shuffles and seeds the batches' streams
     self._read_status()  # the last epoch's reports
     self._sampled = 0
     self._epoch = self._epoch + 1 if epoch is None else epoch
@@ -351,7 +349,7 @@ class DistMpSamplingProducer(BatchSource):
       self._next_to_hand_out += 1
     for tasks, share in zip(self._tasks, shares):
       if share:
-        tasks.send((MpCommand.SAMPLE, (self.sampling_config.seed, self._epoch, share)))
+        tasks.send((MpCommand.SAMPLE, (self._batcher.seed, self._epoch, share)))
       if self._handed_out_all:
         tasks.send((MpCommand.END_EPOCH, self._epoch))
 

@@ -2,7 +2,6 @@
 ahead of the client's requests (server-client mode)."""
 
 import collections
-import dataclasses
 import functools
 import os
 import threading
@@ -91,8 +90,7 @@ class DistServerSamplingProducer:
       if epoch <= self._epoch:
         return len(self._batcher) - self._start
       if seed is not None:
-        self.sampling_config = dataclasses.replace(self.sampling_config, seed=seed)
-        self._batcher.seed = seed
+        self._batcher.seed = seed  # shuffles and seeds the batches' streams
       self._epoch, self._start = epoch, start
       self._todo = collections.deque(self._batcher.batches(epoch, start))
       self._done.clear()
@@ -119,7 +117,7 @@ class DistServerSamplingProducer:
         self._in_flight += 1
         epoch = self._epoch
       config = self.sampling_config
-      random = RandomStream.for_batch(config.seed, epoch, position, self.input_offset)
+      random = RandomStream.for_batch(self._batcher.seed, epoch, position, self.input_offset)
       coro = self.sampler.sample_coroutine(
         config.sampling_type, self.sampler_input[index], index + self.input_offset, random
       )
