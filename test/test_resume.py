@@ -195,6 +195,22 @@ def test_bad_states_are_refused_by_name():
     local_loader('hetero').load_state_dict(state)
 
 
+def test_a_state_of_another_world_size_rank_or_servers_is_refused():
+  from graphlearn_torch.batch import LoaderProgress
+
+  ours = {'dataset': 'd', 'batch_size': 8, 'world_size': 2, 'rank': 0, 'servers': [0, 1]}
+  state = LoaderProgress(10, ours, seed=1).state_dict()
+  for key, value, what in (
+    ('world_size', 4, 'another world size'),
+    ('rank', 1, 'another rank'),
+    ('servers', [0], 'other servers'),
+  ):
+    loaded = LoaderProgress(10, {**ours, key: value}, seed=2)
+    with pytest.raises(ValueError, match=f'{what}: its {key} is'):
+      loaded.load_state_dict(state)
+    assert loaded.seed == 2, 'nothing taken from a refused state'
+
+
 # -- distributed loaders ----------------------------------------------------------
 
 
