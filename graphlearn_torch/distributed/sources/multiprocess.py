@@ -211,8 +211,7 @@ class DistMpSamplingProducer(BatchSource):
     self._to_hand_out = iter(())  # (position, seed positions) not handed out yet
     self._handed_out_all = True
     self._next_to_hand_out = 0  # the position handed out next
-    self._in_flight = 0  # handed out and not yet received
-    self._per_worker = [0] * self.num_workers  # of those, each process's
+    self._per_worker = [0] * self.num_workers  # handed out, not yet received, by process
     self._worker_of: Dict[int, int] = {}  # the process of each, by position
     self._arrived: Dict[int, SampleMessage] = {}  # came before their turn, by position
     self._held_in_channel: Dict[int, int] = {}  # those in the channel's memory: their bytes
@@ -302,6 +301,11 @@ class DistMpSamplingProducer(BatchSource):
     opts = self.worker_options
     return opts.num_workers * opts.worker_concurrency + opts.channel_capacity
 
+  @property
+  def _in_flight(self) -> int:
+    r"""Batches handed out and not yet received."""
+    return sum(self._per_worker)
+
   def produce_all(self) -> int:
     r"""Starts the next epoch (GLT's name); returns how many batches it
     yields."""
@@ -345,7 +349,6 @@ class DistMpSamplingProducer(BatchSource):
       shares[worker].append((position, index.numpy()))
       self._per_worker[worker] += 1
       self._worker_of[position] = worker
-      self._in_flight += 1
       self._next_to_hand_out += 1
     for tasks, share in zip(self._tasks, shares):
       if share:
@@ -381,7 +384,6 @@ class DistMpSamplingProducer(BatchSource):
     """
     msg = self.output_channel.recv(timeout_ms=batch_wait_ms(self.worker_options.rpc_timeout))
     raise_if_error(msg)
-    self._in_flight -= 1
     self._per_worker[self._worker_of.pop(batch_place(msg)[1])] -= 1
     return msg
 
