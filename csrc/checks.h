@@ -3,6 +3,7 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
 #include <ATen/MemoryOverlap.h>
 
 #include <algorithm>
@@ -156,6 +157,35 @@ inline at::Tensor checked_sampling_args(const at::Tensor& indptr, const at::Tens
   auto seed_t = seeds.contiguous();
   check_range(seed_t, num_rows, "seeds");
   return seed_t;
+}
+
+// Times are int64 or float64: AT_DISPATCH over those two, as scalar_t.
+#define GLT_DISPATCH_TIME_TYPES(TYPE, NAME, ...)           \
+  AT_DISPATCH_SWITCH(TYPE, NAME, AT_DISPATCH_CASE(at::kLong, __VA_ARGS__) \
+                                     AT_DISPATCH_CASE(at::kDouble, __VA_ARGS__))
+
+// sample_neighbors_temporal: the edges' times (one per entry of indices,
+// int64 or float64, contiguous) and the seeds' (one per seed, of the edges'
+// dtype); returns the seeds' times, contiguous. That each row's times are
+// sorted is the caller's to keep (a row that is not gets a wrong window,
+// never a read out of bounds).
+inline at::Tensor checked_time_args(const at::Tensor& edge_time, const at::Tensor& indices,
+                                    const at::Tensor& seed_time, const at::Tensor& seeds) {
+  const auto dtype = edge_time.scalar_type();
+  TORCH_CHECK_VALUE(dtype == at::kLong || dtype == at::kDouble,
+                    "edge_time must be int64 or float64, got ", dtype);
+  TORCH_CHECK_VALUE(edge_time.dim() == 1 && edge_time.is_contiguous() &&
+                        edge_time.numel() == indices.numel(),
+                    "edge_time must be a contiguous 1-D tensor with one entry per edge (",
+                    indices.numel(), "), got shape ", edge_time.sizes());
+  check_device(edge_time, "edge_time", indices.device());
+  TORCH_CHECK_VALUE(seed_time.scalar_type() == dtype, "seed_time must have edge_time's dtype (",
+                    dtype, "), got ", seed_time.scalar_type());
+  TORCH_CHECK_VALUE(seed_time.dim() == 1 && seed_time.numel() == seeds.numel(),
+                    "seed_time must be 1-D with one entry per seed (", seeds.numel(),
+                    "), got shape ", seed_time.sizes());
+  check_device(seed_time, "seed_time", indices.device());
+  return seed_time.contiguous();
 }
 
 // sample_negative's node counts and fixed ends.

@@ -11,6 +11,7 @@ from conftest import random_edges
 from kernel_harness import load_harness
 from scipy import stats
 from test_kernel_bodies import csr, flat, run_hops, star
+from test_temporal_kernel import temporal_csr
 
 import graphlearn_torch
 from graphlearn_torch._ext import ops
@@ -54,6 +55,23 @@ def test_sample_neighbors_equals_the_host_harness(harness, dtype, replace, weigh
   seeds = torch.randint(0, 300, (500,))
   want = harness.sample_neighbors(indptr, indices, eids, weights, seeds, k, replace, 7)
   got = OPS.sample_neighbors(*cuda(indptr, indices, eids, weights, seeds), k, replace, 7)
+  assert got[0].is_cuda
+  assert_all_equal(got, want)
+
+
+@pytest.mark.parametrize('dtype', [torch.int64, torch.int32])
+@pytest.mark.parametrize('time_dtype', [torch.int64, torch.float64])
+@pytest.mark.parametrize('weighted', [False, True])
+@pytest.mark.parametrize('last', [False, True])
+@pytest.mark.parametrize('k', [-1, 3, 40])
+def test_temporal_sampling_equals_the_host_harness(harness, dtype, time_dtype, weighted, last, k):
+  indptr, indices, eids, weights, time = temporal_csr(300, 300, 20000, 2, dtype, time_dtype)
+  seeds = torch.randint(0, 300, (500,))
+  seed_time = torch.randint(-1, 55, (500,)).to(time_dtype)
+  w = weights if weighted else None
+  args = (indptr, indices, eids, w, time, seeds, seed_time)
+  want = harness.sample_neighbors_temporal(*args, k, False, last, 7)
+  got = OPS.sample_neighbors_temporal(*cuda(*args), k, False, last, 7)
   assert got[0].is_cuda
   assert_all_equal(got, want)
 
@@ -133,6 +151,7 @@ def test_every_op_has_a_cuda_kernel():
   for op in (
     'coo_to_csr',
     'sample_neighbors',
+    'sample_neighbors_temporal',
     'sample_negative',
     'has_edge',
     'induced_subgraph',

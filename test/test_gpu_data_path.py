@@ -188,6 +188,32 @@ def test_each_graph_mode_samples_correctly(mode, edge_dir, fanout, replace):
 
 @gpu
 @pytest.mark.parametrize('mode', ['ZERO_COPY', 'CUDA'])
+@pytest.mark.parametrize('edge_dir', ['out', 'in'])
+@pytest.mark.parametrize('level', ['node_time', 'edge_time'])
+def test_temporal_sampling_on_the_gpu_equals_the_cpu(mode, edge_dir, level):
+  # 'last' (and fanout -1) draw no random numbers: the GPU's batches must be
+  # the CPU's, node for node, through the CUDA inducer's disjoint keys.
+  g = torch.Generator().manual_seed(4)
+  times = {'node_time': torch.randint(0, 40, (60,), generator=g)}
+  if level == 'edge_time':
+    times = {'edge_time': torch.randint(0, 40, (500,), generator=g)}
+  seeds = torch.randint(0, 60, (20,), generator=g)
+  seed_time = torch.randint(0, 40, (20,), generator=g)
+  outs = []
+  for m in ('CPU', mode):
+    ds, _, _ = homo_dataset(m, edge_dir=edge_dir)
+    sampler = NeighborSampler(
+      ds.graph, [3, -1], device='cpu', with_edge=True, edge_dir=edge_dir,
+      temporal_strategy='last', **times,
+    )  # fmt: skip
+    outs.append(sampler.sample_from_nodes(NodeSamplerInput(seeds, time=seed_time)))
+  cpu, gpu_out = outs
+  for field in ('node', 'row', 'col', 'edge', 'seed_index'):
+    assert torch.equal(getattr(cpu, field), getattr(gpu_out, field)), field
+
+
+@gpu
+@pytest.mark.parametrize('mode', ['ZERO_COPY', 'CUDA'])
 def test_loaders_give_gpu_batches(mode):
   ds, ei, x = homo_dataset(mode, split_ratio=0.3, with_gpu=True)
   keys = set((ei[0] * 60 + ei[1]).tolist())

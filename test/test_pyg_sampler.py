@@ -208,9 +208,7 @@ def test_link_loader_triplet():
 @pytest.mark.parametrize(
   'kwargs, named',
   [
-    ({'disjoint': True}, 'disjoint'),
-    ({'time_attr': 'time'}, 'time_attr'),
-    ({'subgraph_type': 'induced'}, 'subgraph_type'),
+    ({'directed': False}, 'directed=False'),
     ({'sample_direction': 'backward'}, 'backward'),
   ],
 )
@@ -250,3 +248,106 @@ def test_readme_pyg_loader_form_runs():
   batch = namespace['batch']
   assert batch.batch_size <= 8 and namespace['out'].size(0) == batch.batch_size
   assert torch.equal(data.edge_index[0, batch.e_id], batch.n_id[batch.edge_index[0]])
+
+
+# -- temporal, disjoint, induced (PyG's semantics) -------------------------------
+
+
+def temporal_hetero_data(seed=3) -> HeteroData:
+  """users -rates-> movies (and back), with node times."""
+  g = torch.Generator().manual_seed(seed)
+  data = HeteroData()
+  data['user'].num_nodes, data['movie'].num_nodes = 30, 20
+  data['user'].time = torch.randint(0, 50, (30,), generator=g)
+  data['movie'].time = torch.randint(0, 50, (20,), generator=g)
+  data['user'].x = torch.arange(30, dtype=torch.float).view(-1, 1)
+  data['movie'].x = torch.arange(20, dtype=torch.float).view(-1, 1)
+  u = torch.randint(0, 30, (150,), generator=g)
+  m = torch.randint(0, 20, (150,), generator=g)
+  data['user', 'rates', 'movie'].edge_index = torch.stack([u, m])
+  data['movie', 'rev_rates', 'user'].edge_index = torch.stack([m, u])
+  return data
+
+
+def test_pyg_node_loader_temporal_hetero():
+  data = temporal_hetero_data()
+  sampler = glt.sampler.PyGNeighborSampler(data, [4, 3], time_attr='time')
+  assert sampler.disjoint, 'temporal sampling is disjoint, as in PyG'
+  input_time = torch.randint(0, 50, (30,))
+  loader = NodeLoader(
+    data, sampler, input_nodes='user', input_time=input_time, batch_size=8, shuffle=True
+  )
+  for batch in loader:
+    user = batch['user']
+    n = user.batch_size
+    assert torch.equal(user.seed_time, input_time[user.input_id])
+    assert torch.equal(user.batch[:n], torch.arange(n))
+    for ntype in ('user', 'movie'):
+      store = batch[ntype]
+      bound = user.seed_time[store.batch]
+      # Seeds are bounded by their own time only through their neighbors.
+      sampled = torch.arange(store.num_nodes) >= (n if ntype == 'user' else 0)
+      assert bool((data[ntype].time[store.n_id][sampled] <= bound[sampled]).all())
+      assert torch.equal(store.x.view(-1).long(), store.n_id)
+
+
+def test_pyg_link_loader_temporal_binary():
+  data = temporal_hetero_data(4)
+  sampler = glt.sampler.PyGNeighborSampler(data, [3, 2], time_attr='time')
+  etype = ('user', 'rates', 'movie')
+  label_index = data[etype].edge_index[:, :40]
+  label_time = torch.randint(10, 50, (40,))
+  loader = LinkLoader(
+    data, sampler, edge_label_index=(etype, label_index), edge_label_time=label_time,
+    neg_sampling=NegativeSampling('binary', 1), batch_size=10,
+  )  # fmt: skip
+  for batch in loader:
+    store = batch[etype]
+    n = store.input_id.numel()
+    assert torch.equal(store.edge_label_time, label_time[store.input_id].repeat(2))
+    assert store.edge_label_index.size(1) == 2 * n
+    for ntype in ('user', 'movie'):
+      bound = store.edge_label_time[batch[ntype].batch]
+      nodes = batch[ntype].n_id
+      seeds_of_type = 2 * n  # positives' and negatives' ends come first
+      t = data[ntype].time[nodes][seeds_of_type:]
+      assert bool((t <= bound[seeds_of_type:]).all())
+
+
+def test_pyg_edge_level_time_and_last():
+  data = random_data(7)
+  data.edge_time = torch.randint(0, 100, (E,))
+  sampler = glt.sampler.PyGNeighborSampler(
+    data, [2], time_attr='edge_time', temporal_strategy='last'
+  )
+  seeds = torch.arange(N)
+  input_time = torch.randint(0, 100, (N,))
+  batch = next(
+    iter(NodeLoader(data, sampler, input_nodes=seeds, input_time=input_time, batch_size=N))
+  )
+  src, dst = data.edge_index
+  for i in range(N):
+    # in-edges of seed i (PyG samples along incoming edges) no later than its time
+    allowed = [
+      e for e in (dst == i).nonzero().view(-1).tolist() if data.edge_time[e] <= input_time[i]
+    ]
+    allowed.sort(key=lambda e: (int(data.edge_time[e]), int(src[e]), e))
+    got = sorted(batch.e_id[batch.edge_index[1] == i].tolist())
+    assert got == sorted(allowed[-2:])
+
+
+def test_pyg_disjoint_and_induced():
+  data = random_data(8)
+  disjoint = glt.sampler.PyGNeighborSampler(data, [2, 2], disjoint=True)
+  batch = next(iter(NodeLoader(data, disjoint, input_nodes=torch.arange(6), batch_size=6)))
+  assert batch.batch.numel() == batch.num_nodes
+  row, col = batch.edge_index
+  assert torch.equal(batch.batch[row], batch.batch[col])
+  induced = glt.sampler.PyGNeighborSampler(data, [2, 2], subgraph_type='induced')
+  batch = next(iter(NodeLoader(data, induced, input_nodes=torch.arange(6), batch_size=6)))
+  nodes = set(batch.n_id.tolist())
+  src, dst = data.edge_index
+  want = {e for e in range(E) if int(src[e]) in nodes and int(dst[e]) in nodes}
+  assert set(batch.e_id.tolist()) == want
+  with pytest.raises(ValueError, match='induced.*cannot be disjoint'):
+    glt.sampler.PyGNeighborSampler(data, [2], subgraph_type='induced', disjoint=True)

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -122,7 +123,18 @@ class HopDraws {
   // Seeds of one topology: seed i draws from stream i under `rng_seed`.
   HopDraws(const kernels::CsrView<index_t>& g, const int64_t* seeds, int64_t num_seeds, int64_t k,
            bool replace, int64_t rng_seed)
-      : HopDraws({g}, nullptr, nullptr, seeds, num_seeds, k, replace, {rng_seed}) {}
+      : HopDraws({g}, nullptr, nullptr, num_seeds, k, replace, {rng_seed}) {
+    plan(seeds, WholeRow{});
+  }
+
+  // Seeds of one topology, each drawn among the candidate edges
+  // `window(i, seed, &begin, &end)` gives it (a temporal window).
+  template <typename Window>
+  HopDraws(const kernels::CsrView<index_t>& g, const int64_t* seeds, int64_t num_seeds, int64_t k,
+           bool replace, int64_t rng_seed, const Window& window)
+      : HopDraws({g}, nullptr, nullptr, num_seeds, k, replace, {rng_seed}) {
+    plan(seeds, window);
+  }
 
   // Seeds of several partitions: seed i is a row of views[part[i]] and
   // draws from stream stream[i] (its rank among that partition's seeds)
@@ -132,33 +144,8 @@ class HopDraws {
   HopDraws(std::vector<kernels::CsrView<index_t>> views, const int32_t* part, const int64_t* stream,
            const int64_t* seeds, int64_t num_seeds, int64_t k, bool replace,
            std::vector<int64_t> rng_seeds)
-      : views_(std::move(views)),
-        part_(part),
-        stream_(stream),
-        num_seeds_(num_seeds),
-        k_(k),
-        replace_(replace),
-        rng_seeds_(std::move(rng_seeds)),
-        with_edge_(false),
-        first_(num_seeds),
-        degree_(num_seeds),
-        offsets_(num_seeds + 1, 0) {
-    for (const auto& g : views_) with_edge_ |= g.edge_ids != nullptr;
-    counts = at::empty({num_seeds}, at::kLong);
-    int64_t* cnt = counts.data_ptr<int64_t>();
-    glt::cpu::parallel_for(0, num_seeds, 1024, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        if (i + kPrefetchAhead < end)
-          __builtin_prefetch(&view(i + kPrefetchAhead).indptr[seeds[i + kPrefetchAhead]]);
-        const auto& g = view(i);
-        first_[i] = g.indptr[seeds[i]];
-        degree_[i] = g.indptr[seeds[i] + 1] - first_[i];
-        cnt[i] = kernels::sample_count(g, seeds[i], k, replace);
-      }
-    });
-    for (int64_t i = 0; i < num_seeds; ++i) offsets_[i + 1] = offsets_[i] + cnt[i];
-    nbrs = at::empty({total()}, at::kLong);
-    eids = at::empty({with_edge_ ? total() : 0}, at::kLong);
+      : HopDraws(std::move(views), part, stream, num_seeds, k, replace, std::move(rng_seeds)) {
+    plan(seeds, WholeRow{});
   }
 
   int64_t total() const { return offsets_[num_seeds_]; }
@@ -184,6 +171,55 @@ class HopDraws {
  private:
   const kernels::CsrView<index_t>& view(int64_t i) const {
     return part_ ? views_[part_[i]] : views_[0];
+  }
+
+  // A seed's candidate edges: its whole row.
+  struct WholeRow {
+    void operator()(int64_t, int64_t, int64_t*, int64_t*) const {}
+  };
+
+  HopDraws(std::vector<kernels::CsrView<index_t>> views, const int32_t* part, const int64_t* stream,
+           int64_t num_seeds, int64_t k, bool replace, std::vector<int64_t> rng_seeds)
+      : views_(std::move(views)),
+        part_(part),
+        stream_(stream),
+        num_seeds_(num_seeds),
+        k_(k),
+        replace_(replace),
+        rng_seeds_(std::move(rng_seeds)),
+        with_edge_(false),
+        first_(num_seeds),
+        degree_(num_seeds),
+        offsets_(num_seeds + 1, 0) {
+    for (const auto& g : views_) with_edge_ |= g.edge_ids != nullptr;
+  }
+
+  // Plans the hop: every seed's candidate edges (its row, or its window)
+  // and count, and the outputs' room.
+  template <typename Window>
+  void plan(const int64_t* seeds, const Window& window) {
+    counts = at::empty({num_seeds_}, at::kLong);
+    int64_t* cnt = counts.data_ptr<int64_t>();
+    glt::cpu::parallel_for(0, num_seeds_, 1024, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        if (i + kPrefetchAhead < end)
+          __builtin_prefetch(&view(i + kPrefetchAhead).indptr[seeds[i + kPrefetchAhead]]);
+        const auto& g = view(i);
+        int64_t first, last;
+        if constexpr (std::is_same_v<Window, WholeRow>) {
+          first = g.indptr[seeds[i]];
+          last = g.indptr[seeds[i] + 1];
+        } else {
+          window(i, seeds[i], &first, &last);
+        }
+        first_[i] = first;
+        degree_[i] = last - first;
+        cnt[i] = kernels::sample_count(g, first, last, k_, replace_);
+      }
+    });
+    for (int64_t i = 0; i < num_seeds_; ++i) offsets_[i + 1] = offsets_[i] + cnt[i];
+    nbrs = at::empty({total()}, at::kLong);
+    eids = at::empty({with_edge_ ? total() : 0}, at::kLong);
   }
 
   // draw() for one topology, or for several (kPartitioned): the first pass

@@ -35,24 +35,45 @@ GLT_HOST_DEVICE int64_t positive_degree(const CsrView<index_t>& g, int64_t begin
   return n;
 }
 
-// How many neighbors seed (row) `s` gets.
+// How many neighbors a seed whose candidate edges are [begin, end) gets.
 template <typename index_t>
-GLT_HOST_DEVICE int64_t sample_count(const CsrView<index_t>& g, int64_t s, int64_t k,
-                                     bool replace) {
-  const int64_t begin = g.indptr[s], end = g.indptr[s + 1];
+GLT_HOST_DEVICE int64_t sample_count(const CsrView<index_t>& g, int64_t begin, int64_t end,
+                                     int64_t k, bool replace) {
   if (k < 0) return end - begin;
   const int64_t deg = g.weights ? positive_degree(g, begin, end) : end - begin;
   if (replace) return deg > 0 ? k : 0;
   return deg < k ? deg : k;
 }
 
-// Draws the `count` edge positions of seed `s` into pos[0, count); `keys` is
-// scratch of `count` doubles (weighted sampling without replacement).
+// The candidate edges of row `s` for a seed of time `t` when the row's
+// entries are sorted by `edge_time`: [begin, end) holds those of time <= t
+// (found by binary search: the bound is checked in the draw, nothing is
+// filtered afterwards); with `last` and k >= 0, only the k latest of them.
+template <typename index_t, typename stamp_t>
+GLT_HOST_DEVICE void temporal_window(const index_t* indptr, const stamp_t* edge_time, int64_t s,
+                                     stamp_t t, int64_t k, bool last, int64_t* begin,
+                                     int64_t* end) {
+  const int64_t first = indptr[s];
+  int64_t lo = first, hi = indptr[s + 1];
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (edge_time[mid] <= t) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  *begin = last && k >= 0 && lo - first > k ? lo - k : first;
+  *end = lo;
+}
+
+// Draws the `count` edge positions of a seed whose candidate edges are
+// [begin, end) into pos[0, count); `keys` is scratch of `count` doubles
+// (weighted sampling without replacement).
 template <typename index_t>
-GLT_HOST_DEVICE void sample_positions(const CsrView<index_t>& g, int64_t s, int64_t k,
-                                      int64_t count, bool replace, device::Philox& rng,
-                                      int64_t* pos, double* keys) {
-  const int64_t begin = g.indptr[s], end = g.indptr[s + 1];
+GLT_HOST_DEVICE void sample_positions(const CsrView<index_t>& g, int64_t begin, int64_t end,
+                                      int64_t k, int64_t count, bool replace,
+                                      device::Philox& rng, int64_t* pos, double* keys) {
   const int64_t deg = end - begin;
   if (count == 0) return;
   if (k < 0 || (!g.weights && !replace && count == deg)) {
@@ -117,12 +138,13 @@ GLT_HOST_DEVICE void sample_positions(const CsrView<index_t>& g, int64_t s, int6
 // Samples every seed: returns (neighbors, count per seed, edge ids or an
 // empty tensor). `indptr`, `indices` (of index_t), `seeds` (int64) and the
 // optional `edge_ids` (int64) and `weights` (float) are on the backend's
-// device and checked by the caller.
-template <typename index_t, typename Backend>
+// device and checked by the caller. `window(i, s, &begin, &end)` gives the
+// candidate edges of seed i (row s): its whole row, or a temporal window.
+template <typename index_t, typename Backend, typename Window>
 std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_impl(
     const Backend& backend, const at::Tensor& indptr, const at::Tensor& indices,
     const at::Tensor* edge_ids, const at::Tensor* weights, const at::Tensor& seeds, int64_t k,
-    bool replace, int64_t rng_seed) {
+    bool replace, int64_t rng_seed, Window window) {
   const CsrView<index_t> g{indptr.data_ptr<index_t>(), indices.data_ptr<index_t>(),
                            edge_ids ? edge_ids->data_ptr<int64_t>() : nullptr,
                            weights ? weights->data_ptr<float>() : nullptr};
@@ -130,10 +152,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_impl(
   const int64_t n = seeds.numel();
   auto counts = at::empty({n}, long_opts);
   if (n == 0) return {at::empty({0}, long_opts), counts, at::empty({0}, long_opts)};
+  auto bounds = at::empty({2 * n}, long_opts);
   const int64_t* seed = seeds.data_ptr<int64_t>();
   int64_t* cnt = counts.data_ptr<int64_t>();
-  backend.for_each(
-      n, [=] GLT_HOST_DEVICE(int64_t i) { cnt[i] = sample_count(g, seed[i], k, replace); });
+  int64_t* bound = bounds.data_ptr<int64_t>();
+  backend.for_each(n, [=] GLT_HOST_DEVICE(int64_t i) {
+    window(i, seed[i], bound + 2 * i, bound + 2 * i + 1);
+    cnt[i] = sample_count(g, bound[2 * i], bound[2 * i + 1], k, replace);
+  });
   auto offsets = at::zeros({n + 1}, long_opts);
   offsets.narrow(0, 1, n).copy_(counts.cumsum(0));
   const int64_t total = offsets[n].item<int64_t>();
@@ -152,7 +178,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_impl(
     device::Philox rng(key, static_cast<uint64_t>(i));
     const int64_t o = off[i], m = cnt[i];
     int64_t* p = scratch + o;
-    sample_positions(g, seed[i], k, m, replace, rng, p, key_scratch ? key_scratch + o : nullptr);
+    sample_positions(g, bound[2 * i], bound[2 * i + 1], k, m, replace, rng, p,
+                     key_scratch ? key_scratch + o : nullptr);
     for (int64_t j = 0; j < m; ++j) {
       out_nbr[o + j] = static_cast<int64_t>(g.indices[p[j]]);
       if (out_eid) out_eid[o + j] = g.edge_ids[p[j]];
@@ -172,8 +199,43 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors(
   const at::Tensor* eids = edge_ids.has_value() ? &*edge_ids : nullptr;
   const at::Tensor* weights = edge_weights.has_value() ? &*edge_weights : nullptr;
   return AT_DISPATCH_INDEX_TYPES(indptr.scalar_type(), "sample_neighbors", [&] {
+    const index_t* ptr = indptr.data_ptr<index_t>();
+    auto whole_row = [=] GLT_HOST_DEVICE(int64_t, int64_t s, int64_t* begin, int64_t* end) {
+      *begin = ptr[s];
+      *end = ptr[s + 1];
+    };
     return sample_neighbors_impl<index_t>(backend, indptr, indices, eids, weights, seed_t,
-                                          num_neighbors, replace, rng_seed);
+                                          num_neighbors, replace, rng_seed, whole_row);
+  });
+}
+
+// The temporal op for any backend (csrc/ops/sample_neighbors_temporal.cpp):
+// inputs checked, then the kernel with each seed's temporal window.
+template <typename Backend>
+std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_temporal(
+    const Backend& backend, const at::Tensor& indptr, const at::Tensor& indices,
+    const std::optional<at::Tensor>& edge_ids, const std::optional<at::Tensor>& edge_weights,
+    const at::Tensor& edge_time, const at::Tensor& seeds, const at::Tensor& seed_time,
+    int64_t num_neighbors, bool replace, bool last, int64_t rng_seed) {
+  const auto seed_t =
+      checked_sampling_args(indptr, indices, edge_ids, edge_weights, seeds, num_neighbors);
+  const auto seed_time_t = checked_time_args(edge_time, indices, seed_time, seed_t);
+  const at::Tensor* eids = edge_ids.has_value() ? &*edge_ids : nullptr;
+  const at::Tensor* weights = edge_weights.has_value() ? &*edge_weights : nullptr;
+  return AT_DISPATCH_INDEX_TYPES(indptr.scalar_type(), "sample_neighbors_temporal", [&] {
+    using idx_t = index_t;
+    // scalar_t: the times' type.
+    return GLT_DISPATCH_TIME_TYPES(edge_time.scalar_type(), "sample_neighbors_temporal", [&] {
+      const idx_t* ptr = indptr.data_ptr<idx_t>();
+      const scalar_t* times = edge_time.data_ptr<scalar_t>();
+      const scalar_t* bound = seed_time_t.data_ptr<scalar_t>();
+      const int64_t k = num_neighbors;
+      auto window = [=] GLT_HOST_DEVICE(int64_t i, int64_t s, int64_t* begin, int64_t* end) {
+        temporal_window(ptr, times, s, bound[i], k, last, begin, end);
+      };
+      return sample_neighbors_impl<idx_t>(backend, indptr, indices, eids, weights, seed_t,
+                                          num_neighbors, replace, rng_seed, window);
+    });
   });
 }
 

@@ -44,6 +44,18 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
           return glt::kernels::sample_neighbors(HostBackend{}, indptr, indices, edge_ids,
                                                 edge_weights, seeds, k, replace, rng_seed);
         }));
+  m.def("sample_neighbors_temporal",
+        torch::wrap_pybind_function(
+            [](const at::Tensor& indptr, const at::Tensor& indices,
+               const std::optional<at::Tensor>& edge_ids,
+               const std::optional<at::Tensor>& edge_weights, const at::Tensor& edge_time,
+               const at::Tensor& seeds, const at::Tensor& seed_time, int64_t k, bool replace,
+               bool last, int64_t rng_seed) {
+              return glt::kernels::sample_neighbors_temporal(HostBackend{}, indptr, indices,
+                                                             edge_ids, edge_weights, edge_time,
+                                                             seeds, seed_time, k, replace, last,
+                                                             rng_seed);
+            }));
   m.def("coo_to_csr", torch::wrap_pybind_function([](const at::Tensor& row, const at::Tensor& col,
                                                      int64_t num_rows, int64_t num_cols) {
           return glt::kernels::coo_to_csr(HostBackend{}, row, col, num_rows, num_cols);

@@ -55,12 +55,16 @@ def place_link_labels(
   if 'edge_label_index' in meta:
     index = meta['edge_label_index']
     res[label_type].edge_label_index = index.flip(0) if edge_dir == 'out' else index
-    if 'edge_label' in meta:
-      res[label_type].edge_label = meta['edge_label']
+    for key in ('edge_label', 'edge_label_time'):
+      if key in meta:
+        res[label_type][key] = meta[key]
   else:
     res[src_t].src_index = meta['src_index']
     res[dst_t].dst_pos_index = meta['dst_pos_index']
     res[dst_t].dst_neg_index = meta['dst_neg_index']
+    if 'seed_time' in meta:  # on both ends' types, as PyG's LinkLoader
+      res[src_t].seed_time = meta['seed_time']
+      res[dst_t].seed_time = meta['seed_time']
   return label_type
 
 
@@ -74,7 +78,8 @@ def label_batch(
 ) -> Union[Data, HeteroData]:
   """Puts the fields that say what a batch was sampled for on its PyG data:
   ``batch_size`` and ``input_id`` (on the seeds' type), ``mapping`` for a
-  subgraph, the labels of a link batch.
+  subgraph, ``seed_time`` in temporal sampling, the labels (and their
+  times) of a link batch.
 
   Args:
     res: the batch.
@@ -89,6 +94,7 @@ def label_batch(
   store = res if isinstance(res, Data) else res[input_type]
   store.batch_size = input_id.numel()
   store.input_id = input_id
-  if 'mapping' in metadata:
-    store.mapping = metadata['mapping']
+  for key in ('mapping', 'seed_time'):
+    if key in metadata:
+      store[key] = metadata[key]
   return res

@@ -34,7 +34,8 @@ def to_pyg(batch: SampledBatch, **kwargs) -> Union[Data, HeteroData]:
 
   Homogeneous batches carry ``x``, ``y``, ``edge_index``, ``n_id`` (and
   GLT's ``node``), ``e_id`` (and ``edge``), ``edge_attr``, ``batch`` (the
-  seeds), ``num_sampled_nodes`` and ``num_sampled_edges``; heterogeneous
+  seeds; in disjoint sampling each node's seed, PyG's batch vector),
+  ``num_sampled_nodes`` and ``num_sampled_edges``; heterogeneous
   ones the same per type, plus GLT's batch-level hop-count dicts.
 
   Args:
@@ -59,7 +60,9 @@ def to_pyg(batch: SampledBatch, **kwargs) -> Union[Data, HeteroData]:
     if edge.eids is not None:
       data.e_id = edge.eids
       data.edge = data.e_id
-    if node.batch is not None:
+    if node.seed_index is not None:
+      data.batch = node.seed_index  # disjoint: PyG's batch vector
+    elif node.batch is not None:
       data.batch = node.batch
     return data
 
@@ -87,6 +90,8 @@ def to_pyg(batch: SampledBatch, **kwargs) -> Union[Data, HeteroData]:
     if node.batch is not None:
       data[ntype].batch = node.batch
       data[ntype].batch_size = node.batch.numel()
+    if node.seed_index is not None:
+      data[ntype].batch = node.seed_index  # disjoint: PyG's batch vector
   for etype, edge in batch.edges.items():
     store = data[etype]
     store.edge_index = torch.stack([edge.rows, edge.cols])

@@ -30,6 +30,8 @@ class NodeBatch:
     num_sampled: the nodes added in each hop (hop 0: the seeds).
     x: their features.
     y: their labels.
+    seed_index: disjoint sampling: the seed whose subgraph holds each node
+      (PyG's ``batch``).
   """
 
   ids: torch.Tensor
@@ -37,6 +39,7 @@ class NodeBatch:
   num_sampled: Optional[HopCounts] = None
   x: Optional[torch.Tensor] = None
   y: Optional[torch.Tensor] = None
+  seed_index: Optional[torch.Tensor] = None
 
 
 @dataclass
@@ -97,15 +100,22 @@ class SampledBatch:
     if not isinstance(out, HeteroSamplerOutput):
       return cls(
         hetero=False,
-        nodes={HOMO_NODE_TYPE: NodeBatch(out.node, out.batch, out.num_sampled_nodes)},
+        nodes={
+          HOMO_NODE_TYPE: NodeBatch(
+            out.node, out.batch, out.num_sampled_nodes, seed_index=out.seed_index
+          )
+        },
         edges={HOMO_EDGE_TYPE: EdgeBatch(out.row, out.col, out.edge, out.num_sampled_edges)},
         metadata=metadata,
       )
     if every_type:
       out = out.with_every_type()
     seeds = out.batch or {}
+    seed_index = out.seed_index or {}
     nodes = {
-      t: NodeBatch(ids, seeds.get(t), (out.num_sampled_nodes or {}).get(t))
+      t: NodeBatch(
+        ids, seeds.get(t), (out.num_sampled_nodes or {}).get(t), seed_index=seed_index.get(t)
+      )
       for t, ids in out.node.items()
     }
     edges = {

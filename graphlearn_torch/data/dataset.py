@@ -10,37 +10,11 @@ from ..typing import EdgeType, NodeIndex, NodeLabel, NodeType, TensorDataType
 from ..utils.tensor import convert_to_tensor, squeeze
 from .feature import DeviceGroup, Feature
 from .graph import Graph, Topology
+from .per_type import HOMO, by_type, per_type, unwrap
 from .split import random_split
+from .temporal import checked_times
 
 logger = logging.getLogger(__name__)
-
-_HOMO = None  # the key of the single type of a homogeneous dataset
-
-
-def _by_type(value, hetero: bool, what: str) -> Dict:
-  """Views a per-type argument as a dict; a homogeneous one has the key None."""
-  if hetero:
-    if value is None:
-      return {}
-    if not isinstance(value, dict):
-      raise TypeError(f'{what} must be a dict keyed by type for a heterogeneous dataset')
-    return value
-  if isinstance(value, dict):
-    raise TypeError(f'{what} is a dict but the dataset is homogeneous')
-  return {} if value is None else {_HOMO: value}
-
-
-def _per_type(value, keys) -> Dict:
-  """Broadcasts a scalar setting to every key, or passes a dict through."""
-  if isinstance(value, dict):
-    return value
-  return {k: value for k in keys}
-
-
-def _unwrap(d: Dict, hetero: bool):
-  if hetero:
-    return d
-  return d.get(_HOMO)
 
 
 class Dataset:
@@ -77,6 +51,9 @@ class Dataset:
     self._label_id2idx = None
     self.edge_dir = edge_dir
     self.train_idx = self.val_idx = self.test_idx = None
+    # Times for temporal sampling (init_node_time / init_edge_time).
+    self.node_time = None
+    self.edge_time = None
     if node_split is not None:
       self.init_node_split(node_split)
 
@@ -98,7 +75,7 @@ class Dataset:
   def num_nodes(self, ntype: Optional[NodeType] = None) -> int:
     """The number of nodes of a type as the graph, features and labels tell."""
     count = 0
-    for etype, graph in _by_type(self.graph, self.is_hetero, 'graph').items():
+    for etype, graph in by_type(self.graph, self.is_hetero, 'graph').items():
       topo = graph.topo
       src_count, dst_count = (
         (topo.row_count, topo.col_count)
@@ -116,7 +93,7 @@ class Dataset:
 
   def _grow_graphs(self, ntype: Optional[NodeType], num_nodes: int) -> None:
     """Adds empty rows so every node of ``ntype`` can be a sampling seed."""
-    for etype, graph in _by_type(self.graph, self.is_hetero, 'graph').items():
+    for etype, graph in by_type(self.graph, self.is_hetero, 'graph').items():
       if self._seed_side(etype) == ntype:
         graph.topo.resize(num_rows=num_nodes)
 
@@ -150,16 +127,16 @@ class Dataset:
     if edge_index is None:
       return self
     hetero = isinstance(edge_index, dict)
-    edges = _by_type(edge_index, hetero, 'edge_index')
-    eids = _by_type(edge_ids, hetero, 'edge_ids')
-    weights = _by_type(edge_weights, hetero, 'edge_weights')
-    layouts = _per_type(layout, edges.keys())
+    edges = by_type(edge_index, hetero, 'edge_index')
+    eids = by_type(edge_ids, hetero, 'edge_ids')
+    weights = by_type(edge_weights, hetero, 'edge_weights')
+    layouts = per_type(layout, edges.keys())
     for etype in edges:
       if hetero and not (isinstance(etype, tuple) and len(etype) == 3):
         raise ValueError(f'edge types must be (src, rel, dst) tuples, got {etype!r}')
 
     # Node counts per type, so every topology of a type agrees on them.
-    counts: Dict[Optional[NodeType], int] = dict(_by_type(num_nodes, hetero, 'num_nodes'))
+    counts: Dict[Optional[NodeType], int] = dict(by_type(num_nodes, hetero, 'num_nodes'))
     given = dict(counts)
     topo_layout = 'CSR' if self.edge_dir == 'out' else 'CSC'
     graphs = {}
@@ -170,27 +147,27 @@ class Dataset:
         if topo_layout == 'CSR'
         else (topo.col_count, topo.row_count)
       )
-      src_t, dst_t = (etype[0], etype[-1]) if hetero else (_HOMO, _HOMO)
+      src_t, dst_t = (etype[0], etype[-1]) if hetero else (HOMO, HOMO)
       for ntype, needed in ((src_t, src_count), (dst_t, dst_count)):
         if ntype in given and needed > given[ntype]:
-          what = 'num_nodes' if ntype == _HOMO else f'num_nodes[{ntype!r}]'
+          what = 'num_nodes' if ntype == HOMO else f'num_nodes[{ntype!r}]'
           raise ValueError(
-            f'{what} is {given[ntype]}, but the edges{"" if ntype == _HOMO else f" of {etype}"} '
+            f'{what} is {given[ntype]}, but the edges{"" if ntype == HOMO else f" of {etype}"} '
             f'hold node id {needed - 1}: give the real node count'
           )
       counts[src_t] = max(counts.get(src_t, 0), src_count)
       counts[dst_t] = max(counts.get(dst_t, 0), dst_count)
       graphs[etype] = topo
     if self.node_features is not None:
-      for ntype, feat in _by_type(self.node_features, hetero, 'node_features').items():
+      for ntype, feat in by_type(self.node_features, hetero, 'node_features').items():
         if feat.id2index is None:
           counts[ntype] = max(counts.get(ntype, 0), feat.size(0))
     for etype, topo in graphs.items():
-      src_t, dst_t = (etype[0], etype[-1]) if hetero else (_HOMO, _HOMO)
+      src_t, dst_t = (etype[0], etype[-1]) if hetero else (HOMO, HOMO)
       rows, cols = (src_t, dst_t) if topo_layout == 'CSR' else (dst_t, src_t)
       topo.resize(counts[rows], counts[cols])
       graphs[etype] = Graph(topo, graph_mode, device)
-    self.graph = _unwrap(graphs, hetero)
+    self.graph = unwrap(graphs, hetero)
     self._check_feature_rows()
     self._check_labels()
     return self
@@ -229,21 +206,21 @@ class Dataset:
     reordered = set()
     if sort_func is not None and id2idx is None:
       tables, maps = {}, {}
-      ratios = _per_type(split_ratio, _by_type(node_feature_data, hetero, 'node_feature_data'))
-      for ntype, table in _by_type(node_feature_data, hetero, 'node_feature_data').items():
+      ratios = per_type(split_ratio, by_type(node_feature_data, hetero, 'node_feature_data'))
+      for ntype, table in by_type(node_feature_data, hetero, 'node_feature_data').items():
         tables[ntype], maps[ntype] = sort_func(
           convert_to_tensor(table), ratios.get(ntype, 0.0), self._rows_topology(ntype)
         )
         if maps[ntype] is not None:
           reordered.add(ntype)
-      node_feature_data, id2idx = _unwrap(tables, hetero), _unwrap(maps, hetero)
-    self.node_features = _unwrap(
+      node_feature_data, id2idx = unwrap(tables, hetero), unwrap(maps, hetero)
+    self.node_features = unwrap(
       self._build_features(
         node_feature_data, id2idx, split_ratio, device_group_list, device, with_gpu, dtype, hetero
       ),
       hetero,
     )
-    for ntype, feat in _by_type(self.node_features, hetero, 'node_features').items():
+    for ntype, feat in by_type(self.node_features, hetero, 'node_features').items():
       if feat.id2index is None or ntype in reordered:
         self._grow_graphs(ntype, feat.size(0))
     self._check_feature_rows()
@@ -251,7 +228,7 @@ class Dataset:
 
   def _rows_topology(self, ntype: Optional[NodeType]) -> Optional[Topology]:
     """A topology whose rows are the nodes of ``ntype`` (None without one)."""
-    for etype, graph in _by_type(self.graph, self.is_hetero, 'graph').items():
+    for etype, graph in by_type(self.graph, self.is_hetero, 'graph').items():
       if self._seed_side(etype) == ntype:
         return graph.topo
     return None
@@ -270,7 +247,7 @@ class Dataset:
     if edge_feature_data is None:
       return self
     hetero = isinstance(edge_feature_data, dict)
-    self.edge_features = _unwrap(
+    self.edge_features = unwrap(
       self._build_features(
         edge_feature_data, id2idx, split_ratio, device_group_list, device, with_gpu, dtype, hetero
       ),
@@ -280,9 +257,9 @@ class Dataset:
 
   @staticmethod
   def _build_features(data, id2idx, split_ratio, groups, device, with_gpu, dtype, hetero):
-    tables = _by_type(data, hetero, 'feature data')
-    maps = _by_type(id2idx, hetero, 'id2idx')
-    ratios = _per_type(split_ratio, tables.keys())
+    tables = by_type(data, hetero, 'feature data')
+    maps = by_type(id2idx, hetero, 'id2idx')
+    ratios = per_type(split_ratio, tables.keys())
     out = {}
     for key, table in tables.items():
       table = convert_to_tensor(table)
@@ -301,7 +278,7 @@ class Dataset:
     if self.graph is None or self.node_features is None:
       return
     hetero = self.is_hetero
-    for ntype, feat in _by_type(self.node_features, hetero, 'node_features').items():
+    for ntype, feat in by_type(self.node_features, hetero, 'node_features').items():
       need = self.num_nodes(ntype)
       if feat.num_ids < need:
         what = f"node type '{ntype}'" if hetero else 'the graph'
@@ -327,11 +304,25 @@ class Dataset:
     """Labels given by position must cover every node of the graph."""
     if self.node_labels is None or self._label_id2idx is not None or self.graph is None:
       return
-    for ntype, y in _by_type(self.node_labels, self.is_hetero, 'node_labels').items():
+    for ntype, y in by_type(self.node_labels, self.is_hetero, 'node_labels').items():
       needed = self.num_nodes(ntype)
       if y.size(0) < needed:
-        what = 'the graph' if ntype is _HOMO else f'node type {ntype!r}'
+        what = 'the graph' if ntype is HOMO else f'node type {ntype!r}'
         raise ValueError(f'{y.size(0)} node labels for the {needed} nodes of {what}')
+
+  def init_node_time(self, node_time: Union[TensorDataType, Dict[NodeType, TensorDataType]]):
+    """Sets each node's time (a tensor, or a dict by node type) for temporal
+    sampling: with a loader's ``time_attr='node_time'``, a seed of time t
+    reaches only nodes of time <= t (``data.temporal``)."""
+    self.node_time = checked_times(node_time, 'node_time')
+    return self
+
+  def init_edge_time(self, edge_time: Union[TensorDataType, Dict[EdgeType, TensorDataType]]):
+    """Sets each edge's time by edge id (a tensor, or a dict by edge type)
+    for temporal sampling: with a loader's ``time_attr='edge_time'``, a seed
+    of time t takes only edges of time <= t."""
+    self.edge_time = checked_times(edge_time, 'edge_time')
+    return self
 
   def init_node_split(self, node_split: Tuple[NodeIndex, NodeIndex, NodeIndex] = None):
     """Sets ``(train_idx, val_idx, test_idx)`` (tensors, or dicts by node type)."""
@@ -450,6 +441,7 @@ class Dataset:
       share(self.node_labels),
       share(self._label_id2idx),
       tuple(share(x) for x in (self.train_idx, self.val_idx, self.test_idx)),
+      (share(self.node_time), share(self.edge_time)),
     )
 
   @classmethod
@@ -461,10 +453,11 @@ class Dataset:
         return x[0].from_ipc_handle(x[1])
       return x
 
-    edge_dir, graph, nfeat, efeat, labels, label_map, split = ipc_handle
+    edge_dir, graph, nfeat, efeat, labels, label_map, split, times = ipc_handle
     ds = cls(rebuild(graph), rebuild(nfeat), rebuild(efeat), labels, edge_dir)
     ds._label_id2idx = label_map
     ds.train_idx, ds.val_idx, ds.test_idx = split
+    ds.node_time, ds.edge_time = times
     return ds
 
   def __repr__(self) -> str:

@@ -1,5 +1,6 @@
 """Graph topology (COO in, CSR or CSC out) and the Graph that samplers read."""
 
+import copy
 import logging
 from dataclasses import dataclass
 from multiprocessing.reduction import ForkingPickler
@@ -69,6 +70,7 @@ class TopologyHostHandle:
     indices: the column ids' handle.
     edge_ids: the edge ids' handle.
     edge_weights: the edge weights' handle, or None.
+    edge_time: the entries' times' handle (a temporal copy's), or None.
   """
 
   layout: str
@@ -77,6 +79,7 @@ class TopologyHostHandle:
   indices: HostTensorHandle
   edge_ids: HostTensorHandle
   edge_weights: Optional[HostTensorHandle]
+  edge_time: Optional[HostTensorHandle] = None
 
   @property
   def pid(self) -> int:
@@ -96,7 +99,7 @@ def index_dtype(num_edges: int, num_cols: int) -> torch.dtype:
   return torch.int32 if num_edges <= int32_max and num_cols <= int32_max else torch.int64
 
 
-_TENSORS = ('indptr', 'indices', 'edge_ids', 'edge_weights')
+_TENSORS = ('indptr', 'indices', 'edge_ids', 'edge_weights', 'edge_time')
 
 
 class Topology:
@@ -116,7 +119,8 @@ class Topology:
       when not given. Nodes with larger ids than any edge need it.
 
   Within a row, entries are sorted by neighbor id; ``edge_ids`` and
-  ``edge_weights`` follow the edges through the sort. ``indptr`` and
+  ``edge_weights`` follow the edges through the sort (but in a temporal
+  sampler's copy, ``data.temporal.time_sorted``: by ``edge_time``). ``indptr`` and
   ``indices`` are stored as int32 when every entry fits (fewer than 2^31
   edges and columns): half the memory, and fewer cache lines for the
   sampler to read. The COO, CSR and CSC exports are int64.
@@ -190,6 +194,7 @@ class Topology:
     self._indices = indices
     self._edge_ids = edge_ids[perm]
     self._edge_weights = edge_weights[perm] if edge_weights is not None else None
+    self._edge_time: Optional[torch.Tensor] = None  # see data.temporal.time_sorted
     self._num_cols = num_cols
     self._host: Dict[str, HostSharedTensor] = {}  # see host_share
 
@@ -217,6 +222,12 @@ class Topology:
   @property
   def edge_weights(self) -> Optional[torch.Tensor]:
     return self._edge_weights
+
+  @property
+  def edge_time(self) -> Optional[torch.Tensor]:
+    """Each entry's time, by which the rows are sorted (a temporal copy's;
+    None otherwise)."""
+    return self._edge_time
 
   @property
   def degrees(self) -> torch.Tensor:
@@ -262,6 +273,18 @@ class Topology:
     colptr, rows, eids, weights = self._to_layout('CSC')
     return rows, colptr, eids, weights
 
+  def with_entry_time(self, time: torch.Tensor, order: Optional[torch.Tensor] = None):
+    """A copy with each entry's time ``time`` (``edge_time``) and each row's
+    entries in ``order`` (stored positions; None: as stored, the tensors
+    shared): ``data.temporal.time_sorted``'s copy."""
+    out = copy.copy(self)
+    out._host = {}
+    for name in ('indices', 'edge_ids', 'edge_weights') if order is not None else ():
+      tensor = getattr(self, '_' + name)
+      setattr(out, '_' + name, tensor[order] if tensor is not None else None)
+    out._edge_time = time.contiguous()
+    return out
+
   def resize(self, num_rows: Optional[int] = None, num_cols: Optional[int] = None) -> None:
     """Grows the node counts: empty rows up to ``num_rows`` (nodes without
     edges of this type) and a column count of at least ``num_cols``."""
@@ -271,7 +294,8 @@ class Topology:
     self._num_cols = max(self._num_cols, num_cols or 0)
 
   def share_memory_(self) -> 'Topology':
-    for t in (self._indptr, self._indices, self._edge_ids, self._edge_weights):
+    for name in _TENSORS:
+      t = getattr(self, '_' + name)
       if t is not None:
         t.share_memory_()
     return self
@@ -349,12 +373,14 @@ class DeviceTopology(NamedTuple):
     indices: column ids.
     edge_ids: edge ids, one per stored edge.
     edge_weights: edge weights (or None).
+    edge_time: each entry's time, by which the rows are sorted, or None.
   """
 
   indptr: torch.Tensor
   indices: torch.Tensor
   edge_ids: torch.Tensor
   edge_weights: Optional[torch.Tensor]
+  edge_time: Optional[torch.Tensor] = None
 
 
 class Graph:
@@ -406,7 +432,7 @@ class Graph:
     topo = self.topo
     if self._placed is not None and self._placed_from is topo.indptr:
       return self._placed
-    tensors = (topo.indptr, topo.indices, topo.edge_ids, topo.edge_weights)
+    tensors = (topo.indptr, topo.indices, topo.edge_ids, topo.edge_weights, topo.edge_time)
     if self.mode == 'CUDA':
       placed = [t.to(self.sampling_device) if t is not None else None for t in tensors]
     elif self.mode == 'ZERO_COPY':

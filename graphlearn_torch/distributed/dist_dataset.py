@@ -336,6 +336,7 @@ class DistDataset(Dataset):
       node_split=(plain.train_idx, plain.val_idx, plain.test_idx),
     )
     ds._label_id2idx = plain.label_id2idx
+    ds.node_time, ds.edge_time = plain.node_time, plain.edge_time
     return ds
 
 

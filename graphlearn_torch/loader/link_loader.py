@@ -10,6 +10,7 @@ from ..sampler.base import BaseSampler, EdgeSamplerInput, NegativeSampling, Samp
 from ..sampler.schema import RandomStream
 from ..typing import EdgeType, InputEdges
 from .base import BaseLoader, check_kwargs
+from .node_loader import seed_times
 
 
 def get_edge_label_index(
@@ -107,6 +108,9 @@ class LinkLoader(BaseLoader):
     device: where batches go (CUDA falls back to the CPU without a GPU).
     edge_dir: the sampling direction of the sampler.
     batch_size, shuffle, drop_last, seed: batching (see NodeLoader).
+    edge_label_time: each seed edge's time (temporal sampling: both ends,
+      and the edge's negatives, reach only the past of it); batches then
+      carry ``edge_label_time`` (binary) or ``seed_time`` (triplet).
   """
 
   def __init__(
@@ -128,8 +132,13 @@ class LinkLoader(BaseLoader):
       k: kwargs.pop(k) for k in ('batch_size', 'shuffle', 'drop_last', 'seed') if k in kwargs
     }
     kwargs.pop('with_edge', None)
+    self.edge_label_time = seed_times(
+      kwargs.pop('edge_label_time', None), self.edge_label_index, 'edge_label_time'
+    )
     check_kwargs(self, kwargs)
     inputs = (self.input_type, self.edge_label_index, self.edge_label, self.neg_sampling)
+    if self.edge_label_time is not None:
+      inputs += (self.edge_label_time,)
     super().__init__(
       data, link_sampler, self.edge_label_index.size(1), device, inputs=inputs, **batching
     )
@@ -137,8 +146,9 @@ class LinkLoader(BaseLoader):
   def _sample_batch(self, index: torch.Tensor, random: RandomStream) -> Union[Data, HeteroData]:
     edges = self.edge_label_index[:, index]
     label = self.edge_label[index] if self.edge_label is not None else None
+    time = self.edge_label_time[index] if self.edge_label_time is not None else None
     out = self.sampler.sample_from_edges(
-      EdgeSamplerInput(edges[0], edges[1], label, self.input_type, self.neg_sampling),
+      EdgeSamplerInput(edges[0], edges[1], label, self.input_type, self.neg_sampling, time),
       random=random,
     )
     return self._collate_fn(out, index, SamplingType.LINK, self.input_type, self.edge_dir)

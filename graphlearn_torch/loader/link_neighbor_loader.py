@@ -33,6 +33,18 @@ class LinkNeighborLoader(LinkLoader):
     device: where batches go (CUDA falls back to the CPU without a GPU).
     seed: seeds sampling and shuffling.
     replace: sample neighbors with replacement.
+    edge_label_time: each seed edge's time (temporal sampling); batches
+      carry ``edge_label_time`` (or ``seed_time`` for triplets).
+    time_attr: temporal sampling: 'node_time' or 'edge_time', the
+      dataset's times (``Dataset.init_node_time`` / ``init_edge_time``) to
+      sample by, as PyG's ``time_attr`` names a node or edge attribute.
+    temporal_strategy: 'uniform' or 'last' (the most recent neighbors).
+    disjoint: every seed grows a subgraph of its own; the batch's
+      ``batch`` then gives each node's seed (PyG's). Temporal sampling is
+      always disjoint.
+    subgraph_type: 'directional', 'bidirectional' or 'induced' (PyG's).
+    is_sorted: the neighbors are in time order already (checked, not
+      sorted).
   """
 
   def __init__(
@@ -52,6 +64,12 @@ class LinkNeighborLoader(LinkLoader):
     device: torch.device = torch.device('cuda:0'),
     seed: Optional[int] = None,
     replace: bool = False,
+    edge_label_time: Optional[torch.Tensor] = None,
+    time_attr: Optional[str] = None,
+    temporal_strategy: str = 'uniform',
+    disjoint: bool = False,
+    subgraph_type: str = 'directional',
+    is_sorted: bool = False,
     **kwargs,
   ):
     if neighbor_sampler is None:
@@ -65,6 +83,11 @@ class LinkNeighborLoader(LinkLoader):
         strategy=strategy,
         seed=seed,
         replace=replace,
+        time_attr=time_attr,
+        temporal_strategy=temporal_strategy,
+        disjoint=disjoint,
+        subgraph_type=subgraph_type,
+        is_sorted=is_sorted,
       )
     super().__init__(
       data,
@@ -78,5 +101,6 @@ class LinkNeighborLoader(LinkLoader):
       shuffle=shuffle,
       drop_last=drop_last,
       seed=seed,
+      edge_label_time=edge_label_time,
       **kwargs,
     )

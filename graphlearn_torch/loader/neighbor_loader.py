@@ -39,6 +39,17 @@ class NeighborLoader(NodeLoader):
     as_pyg_v1: yield ``(batch_size, n_id, adjs)`` as PyG 1.x did (homogeneous).
     seed: seeds both sampling and shuffling for reproducible batches.
     replace: sample neighbors with replacement.
+    input_time: each seed's time (temporal sampling); batches carry ``seed_time``.
+    time_attr: temporal sampling: 'node_time' or 'edge_time', the
+      dataset's times (``Dataset.init_node_time`` / ``init_edge_time``) to
+      sample by, as PyG's ``time_attr`` names a node or edge attribute.
+    temporal_strategy: 'uniform' or 'last' (the most recent neighbors).
+    disjoint: every seed grows a subgraph of its own; the batch's
+      ``batch`` then gives each node's seed (PyG's). Temporal sampling is
+      always disjoint.
+    subgraph_type: 'directional', 'bidirectional' or 'induced' (PyG's).
+    is_sorted: the neighbors are in time order already (checked, not
+      sorted).
   """
 
   def __init__(
@@ -57,6 +68,12 @@ class NeighborLoader(NodeLoader):
     as_pyg_v1: bool = False,
     seed: Optional[int] = None,
     replace: bool = False,
+    input_time: Optional[torch.Tensor] = None,
+    time_attr: Optional[str] = None,
+    temporal_strategy: str = 'uniform',
+    disjoint: bool = False,
+    subgraph_type: str = 'directional',
+    is_sorted: bool = False,
     **kwargs,
   ):
     if neighbor_sampler is None:
@@ -69,9 +86,14 @@ class NeighborLoader(NodeLoader):
         strategy=strategy,
         seed=seed,
         replace=replace,
+        time_attr=time_attr,
+        temporal_strategy=temporal_strategy,
+        disjoint=disjoint,
+        subgraph_type=subgraph_type,
+        is_sorted=is_sorted,
       )
-    if as_pyg_v1 and neighbor_sampler.is_hetero:
-      raise ValueError('as_pyg_v1 supports homogeneous graphs only')
+    if as_pyg_v1 and (neighbor_sampler.is_hetero or getattr(neighbor_sampler, 'disjoint', False)):
+      raise ValueError('as_pyg_v1 supports homogeneous, non-disjoint sampling only')
     self.as_pyg_v1 = as_pyg_v1
     super().__init__(
       data,
@@ -83,6 +105,7 @@ class NeighborLoader(NodeLoader):
       drop_last=drop_last,
       seed=seed,
       with_edge=with_edge,
+      input_time=input_time,
       **kwargs,
     )
 

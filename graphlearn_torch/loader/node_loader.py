@@ -63,6 +63,24 @@ def resolve_input_nodes(
   return ntype, nodes
 
 
+def seed_times(time, seeds: torch.Tensor, what: str) -> Optional[torch.Tensor]:
+  """A loader's seed times (``input_time``, ``edge_label_time``): one per
+  seed, 1-D (checked again, with the graph's times, by the sampler).
+
+  Args:
+    time: the times, or None.
+    seeds: the seeds (ids, or a ``[2, n]`` edge index).
+    what: the argument's name, for the errors.
+  """
+  if time is None:
+    return None
+  time = torch.as_tensor(time)
+  num = seeds.size(-1)
+  if time.dim() != 1 or time.numel() != num:
+    raise ValueError(f'{what} must hold one time per seed ({num}), got shape {tuple(time.shape)}')
+  return time
+
+
 class NodeLoader(BaseLoader):
   """Iterates over mini-batches of seed nodes, sampled and collated to PyG.
 
@@ -75,6 +93,8 @@ class NodeLoader(BaseLoader):
     shuffle: reshuffle the seeds every epoch.
     drop_last: drop the last incomplete batch.
     seed: seeds the shuffling.
+    input_time: each seed's time (temporal sampling: a seed reaches only
+      the past of its time); batches then carry ``seed_time``.
   """
 
   def __init__(
@@ -90,17 +110,19 @@ class NodeLoader(BaseLoader):
       k: kwargs.pop(k) for k in ('batch_size', 'shuffle', 'drop_last', 'seed') if k in kwargs
     }
     self.with_edge = kwargs.pop('with_edge', False)
+    self.input_time = seed_times(kwargs.pop('input_time', None), self.input_nodes, 'input_time')
     check_kwargs(self, kwargs)
+    inputs = (self.input_type, self.input_nodes)
+    if self.input_time is not None:
+      inputs += (self.input_time,)
     super().__init__(
-      data,
-      node_sampler,
-      self.input_nodes.numel(),
-      device,
-      inputs=(self.input_type, self.input_nodes),
-      **batching,
+      data, node_sampler, self.input_nodes.numel(), device, inputs=inputs, **batching
     )
 
   def _sample_batch(self, index: torch.Tensor, random: RandomStream) -> Union[Data, HeteroData]:
     seeds = self.input_nodes[index]
-    out = self.sampler.sample_from_nodes(NodeSamplerInput(seeds, self.input_type), random=random)
+    time = self.input_time[index] if self.input_time is not None else None
+    out = self.sampler.sample_from_nodes(
+      NodeSamplerInput(seeds, self.input_type, time), random=random
+    )
     return self._collate_fn(out, index, SamplingType.NODE, self.input_type)

@@ -19,9 +19,10 @@ from .base import (
   SamplingType,
 )
 from .link import LinkBatch
-from .multihop import HopRequest, MultiHopSampler, sample_one_hop
+from .multihop import HopRequest, MultiHopSampler
 from .negative_sampler import RandomNegativeSampler
 from .neighbor_sampler import NeighborSampler
+from .one_hop import sample_one_hop
 from .pyg_sampler import PyGNeighborSampler
 from .schema import RandomStream, SamplingSchema
 

@@ -33,25 +33,32 @@ class NodeSamplerInput(CastMixin):
   Args:
     node: the seed node ids.
     input_type: their node type (None for a homogeneous graph).
+    time: each seed's time (temporal sampling: PyG's ``input_time``).
   """
 
   node: torch.Tensor
   input_type: Optional[NodeType] = None
+  time: Optional[torch.Tensor] = None
 
   def __getitem__(self, index) -> 'NodeSamplerInput':
     if not isinstance(index, torch.Tensor):
       index = torch.as_tensor(index, dtype=torch.long)
-    return NodeSamplerInput(self.node[index], self.input_type)
+    time = self.time[index] if self.time is not None else None
+    return NodeSamplerInput(self.node[index], self.input_type, time)
 
   def __len__(self) -> int:
     return self.node.numel()
 
   def share_memory(self) -> 'NodeSamplerInput':
     self.node.share_memory_()
+    if self.time is not None:
+      self.time.share_memory_()
     return self
 
   def to(self, device: torch.device) -> 'NodeSamplerInput':
     self.node = self.node.to(device)
+    if self.time is not None:
+      self.time = self.time.to(device)
     return self
 
 
@@ -116,6 +123,8 @@ class EdgeSamplerInput(CastMixin):
     label: optional edge labels.
     input_type: the edge type (None for a homogeneous graph).
     neg_sampling: negative sampling settings.
+    time: each seed edge's time (temporal sampling: PyG's
+      ``edge_label_time``).
   """
 
   row: torch.Tensor
@@ -123,6 +132,7 @@ class EdgeSamplerInput(CastMixin):
   label: Optional[torch.Tensor] = None
   input_type: Optional[EdgeType] = None
   neg_sampling: Optional[NegativeSampling] = None
+  time: Optional[torch.Tensor] = None
 
   def __getitem__(self, index) -> 'EdgeSamplerInput':
     if not isinstance(index, torch.Tensor):
@@ -133,6 +143,7 @@ class EdgeSamplerInput(CastMixin):
       self.label[index] if self.label is not None else None,
       self.input_type,
       self.neg_sampling,
+      self.time[index] if self.time is not None else None,
     )
 
   def __len__(self) -> int:
@@ -141,8 +152,9 @@ class EdgeSamplerInput(CastMixin):
   def share_memory(self) -> 'EdgeSamplerInput':
     self.row.share_memory_()
     self.col.share_memory_()
-    if self.label is not None:
-      self.label.share_memory_()
+    for t in (self.label, self.time):
+      if t is not None:
+        t.share_memory_()
     if self.neg_sampling is not None:
       self.neg_sampling.share_memory()
     return self
@@ -151,6 +163,8 @@ class EdgeSamplerInput(CastMixin):
     self.row, self.col = self.row.to(device), self.col.to(device)
     if self.label is not None:
       self.label = self.label.to(device)
+    if self.time is not None:
+      self.time = self.time.to(device)
     if self.neg_sampling is not None:
       self.neg_sampling.to(device)
     return self
@@ -224,11 +238,14 @@ class SamplerOutput(CastMixin):
     row: local source (neighbor) index per edge.
     col: local destination (seed-side) index per edge.
     edge: global edge ids (with ``with_edge``).
-    batch: the seed each node belongs to (disjoint sampling only).
+    batch: the seed nodes (GLT's field).
     num_sampled_nodes: nodes added per hop (hop 0: the seeds).
-    num_sampled_edges: edges added per hop.
+    num_sampled_edges: edges added per hop (None where the edges are not
+      hop by hop: induced or bidirectional subgraphs).
     device: where the tensors live.
     metadata: extra outputs (seed positions, link labels, ...).
+    seed_index: disjoint sampling: the index of the seed whose subgraph
+      holds each node (what PyG's disjoint samplers call ``batch``).
   """
 
   node: torch.Tensor
@@ -240,13 +257,14 @@ class SamplerOutput(CastMixin):
   num_sampled_edges: Optional[List[int]] = None
   device: Optional[torch.device] = None
   metadata: Optional[Any] = None
+  seed_index: Optional[torch.Tensor] = None
 
 
 @dataclass
 class HeteroSamplerOutput(CastMixin):
   """A sampled subgraph of a heterogeneous graph: SamplerOutput's fields as
-  dicts keyed by node type (node, batch, num_sampled_nodes) or by the output
-  edge type (row, col, edge, num_sampled_edges).
+  dicts keyed by node type (node, batch, num_sampled_nodes, seed_index) or
+  by the output edge type (row, col, edge, num_sampled_edges).
 
   Args:
     edge_types: the output edge types.
@@ -264,6 +282,7 @@ class HeteroSamplerOutput(CastMixin):
   input_type: Optional[Union[NodeType, EdgeType]] = None
   device: Optional[torch.device] = None
   metadata: Optional[Any] = None
+  seed_index: Optional[Dict[NodeType, torch.Tensor]] = None
 
   def get_edge_index(self) -> Dict[EdgeType, torch.Tensor]:
     return {etype: torch.stack([self.row[etype], self.col[etype]]) for etype in self.row}
@@ -291,6 +310,7 @@ class HeteroSamplerOutput(CastMixin):
       input_type=self.input_type,
       device=self.device,
       metadata=self.metadata,
+      seed_index=fill(self.seed_index, ntypes),
     )
 
 
@@ -384,6 +404,8 @@ class HopResult:
       seeds).
     num_sampled_edges: per output edge type, the edges added in each hop.
     seed_local: per node type of the seeds, each input seed's local index.
+    seed_index: disjoint sampling: per node type, the index of the seed
+      whose subgraph holds each node (None otherwise).
   """
 
   node: Dict[NodeType, torch.Tensor]
@@ -393,3 +415,4 @@ class HopResult:
   num_sampled_nodes: Dict[NodeType, List[int]]
   num_sampled_edges: Dict[EdgeType, List[int]]
   seed_local: Dict[NodeType, torch.Tensor]
+  seed_index: Optional[Dict[NodeType, torch.Tensor]] = None

@@ -29,6 +29,7 @@ class LinkBatch:
     col: their destinations.
     label: their labels (or None).
     neg: the negative sampling asked for (or None).
+    time: their times (temporal sampling), or None.
   """
 
   etype: EdgeType
@@ -36,6 +37,7 @@ class LinkBatch:
   col: torch.Tensor
   label: Optional[torch.Tensor]
   neg: Optional[NegativeSampling]
+  time: Optional[torch.Tensor] = None
 
   @property
   def num_negatives(self) -> int:
@@ -56,6 +58,12 @@ class LinkBatch:
     if self.neg.is_binary():
       return self.num_negatives, None
     return 0, self.row.repeat_interleave(int(self.neg.amount))
+
+
+def label_count(batch: LinkBatch) -> int:
+  """The number of labelled pairs of a binary link batch (its edges and
+  negatives)."""
+  return batch.row.numel() + batch.num_negatives
 
 
 class LinkSampling:
@@ -88,7 +96,12 @@ class LinkSampling:
       raise ValueError(
         f'seed edges need as many sources as targets: {row.numel()} vs {col.numel()}'
       )
-    return LinkBatch(etype, row, col, inputs.label, inputs.neg_sampling)
+    time = inputs.time
+    if time is not None:
+      time = torch.as_tensor(time).view(-1)
+      if time.numel() != row.numel():
+        raise ValueError(f'{time.numel()} edge times for {row.numel()} seed edges')
+    return LinkBatch(etype, row, col, inputs.label, inputs.neg_sampling, time)
 
   def link_seeds(
     self,
@@ -134,6 +147,30 @@ class LinkSampling:
     parts = {t: [p.numel() for p in ps] for t, ps in merged.items()}
     return {t: torch.cat(ps) for t, ps in merged.items()}, parts
 
+  def link_seed_time(self, batch: LinkBatch) -> Optional[Dict[NodeType, torch.Tensor]]:
+    """The seed edges' times laid out as ``link_seeds`` lays out their seed
+    nodes, by node type: both ends of an edge take its time, and so do its
+    negatives (binary negatives in turn over the edges, as PyG; triplet
+    negatives those of their source). None when the batch has no times.
+
+    Args:
+      batch: from ``link_batch``.
+    """
+    time, neg = batch.time, batch.neg
+    if time is None:
+      return None
+    src_t, dst_t = batch.etype[0], batch.etype[-1]
+    if neg is None or neg.is_binary():
+      n = batch.row.numel() + batch.num_negatives
+      spread = time.repeat(-(-n // max(time.numel(), 1)))[:n]
+      pieces = [(src_t, spread), (dst_t, spread)]
+    else:
+      pieces = [(src_t, time), (dst_t, time), (dst_t, time.repeat_interleave(int(neg.amount)))]
+    merged = {}
+    for t, piece in pieces:
+      merged.setdefault(t, []).append(piece)
+    return {t: torch.cat(ps) for t, ps in merged.items()}
+
   def link_output(
     self, batch: LinkBatch, res: HopResult, parts: Dict[NodeType, List[int]]
   ) -> Union[SamplerOutput, HeteroSamplerOutput]:
@@ -161,6 +198,8 @@ class LinkSampling:
       if label is not None:
         metadata['edge_label'] = label
       metadata['edge_label_index'] = torch.stack([split(src_t)[0], split(dst_t)[-1]])
+      if batch.time is not None:
+        metadata['edge_label_time'] = self.link_seed_time(batch)[src_t][: label_count(batch)]
     else:
       local_dst = split(dst_t)
       metadata['src_index'] = split(src_t)[0]
@@ -168,4 +207,10 @@ class LinkSampling:
       dst_neg = local_dst[-1]
       amount = int(neg.amount)
       metadata['dst_neg_index'] = dst_neg if amount == 1 else dst_neg.view(-1, amount)
+      if batch.time is not None:
+        metadata['seed_time'] = batch.time
+    if res.seed_index is not None:
+      # Disjoint: each node's seed edge (both ends and the negatives of an
+      # edge share its subgraph's number modulo the positives, as in PyG).
+      res.seed_index = {t: s % max(batch.row.numel(), 1) for t, s in res.seed_index.items()}
     return self.to_output(res, batch.etype if self.schema.is_hetero else None, metadata)

@@ -48,7 +48,9 @@ from .base import (
   NodeSamplerInput,
   SamplerOutput,
 )
+from .disjoint import DisjointKeys
 from .link import LinkSampling
+from .one_hop import sample_one_hop  # noqa: F401  (its home before one_hop.py)
 from .schema import RandomStream, SamplingSchema
 
 # Node types up to this size get an id-indexed inducer map (4 bytes a node).
@@ -57,11 +59,13 @@ DENSE_INDUCER_MAX_NODES = 1 << 26
 
 class HopRequest(NamedTuple):
   """One draw of a hop: up to ``fanout`` neighbors (-1: all) of each of
-  ``seeds`` along edge type ``etype``."""
+  ``seeds`` along edge type ``etype``; in temporal sampling, each seed only
+  among the edges (neighbors) of time <= its ``seed_time``."""
 
   etype: EdgeType
   seeds: torch.Tensor
   fanout: int
+  seed_time: Optional[torch.Tensor] = None
 
 
 def hop_counts(counts: List[int], device: torch.device) -> torch.Tensor:
@@ -83,41 +87,6 @@ def _extended(values: torch.Tensor, n: int) -> Tuple[torch.Tensor, torch.Tensor]
   grown = torch.empty(values.numel() + n, dtype=values.dtype, device=values.device)
   grown[: values.numel()] = values
   return grown, grown[values.numel() :]
-
-
-def sample_one_hop(
-  topo: DeviceTopology,
-  seeds: torch.Tensor,
-  fanout: int,
-  rng_seed: int,
-  with_edge: bool = False,
-  with_weight: bool = False,
-  replace: bool = False,
-) -> NeighborOutput:
-  """One hop from a topology held here: up to ``fanout`` neighbors (-1: all)
-  of each of ``seeds`` (rows of ``topo``), on the topology's device.
-
-  Args:
-    topo: the edge type's topology where the kernels read it
-      (``Graph.device_topology()``).
-    seeds: row ids (moved to the topology's device).
-    fanout: neighbors per seed, -1 for all.
-    rng_seed: the kernel's random seed (each seed draws from its own stream).
-    with_edge: return the sampled edges' ids.
-    with_weight: draw proportionally to the edge weights.
-    replace: draw with replacement.
-  """
-  nbr, nbr_num, eid = torch.ops.glt.sample_neighbors(
-    topo.indptr,
-    topo.indices,
-    topo.edge_ids if with_edge else None,
-    topo.edge_weights if with_weight else None,
-    seeds.to(topo.indptr.device),
-    int(fanout),
-    replace,
-    rng_seed,
-  )
-  return NeighborOutput(nbr, nbr_num, eid if with_edge else None)
 
 
 @dataclass
@@ -161,6 +130,8 @@ class MultiHopSampler(LinkSampling):
     device: where outputs go.
     sample_device: where the hops and the inducer run (the graph's device:
       the CPU, or the GPU of a 'CUDA' or 'ZERO_COPY' graph).
+    disjoint: every seed grows a subgraph of its own (``DisjointKeys``);
+      outputs carry each node's seed in ``seed_index``.
   """
 
   def __init__(
@@ -171,6 +142,7 @@ class MultiHopSampler(LinkSampling):
     random: Optional[RandomStream] = None,
     device: torch.device = torch.device('cpu'),
     sample_device: torch.device = torch.device('cpu'),
+    disjoint: bool = False,
   ):
     self.schema = schema
     self.num_neighbors = num_neighbors
@@ -179,6 +151,7 @@ class MultiHopSampler(LinkSampling):
     self.random = random if random is not None else RandomStream()
     self.device = device
     self.sample_device = torch.device(sample_device)
+    self.disjoint = disjoint
     self._inducers: queue.SimpleQueue = queue.SimpleQueue()
 
   def __getstate__(self):
@@ -201,11 +174,15 @@ class MultiHopSampler(LinkSampling):
   def create_inducer(self):
     """A new inducer on the sampling device: one id space per node type; on
     the CPU an id-indexed map (4 bytes a node) where that stays small, else a
-    hash table; on a GPU hash tables (``CudaInducer``)."""
+    hash table (always for disjoint sampling's keys); on a GPU hash tables
+    (``CudaInducer``)."""
     if self.sample_device.type == 'cuda':
       return ops.CudaInducer(len(self.schema.node_types), self.sample_device.index)
     sizes = [self.schema.num_nodes[t] for t in self.schema.node_types]
-    return ops.Inducer(len(sizes), [n if n <= DENSE_INDUCER_MAX_NODES else 0 for n in sizes])
+    dense = not self.disjoint
+    return ops.Inducer(
+      len(sizes), [n if dense and n <= DENSE_INDUCER_MAX_NODES else 0 for n in sizes]
+    )
 
   @contextlib.contextmanager
   def inducer(self) -> Iterator:
@@ -227,28 +204,37 @@ class MultiHopSampler(LinkSampling):
     seed_dict: Dict[NodeType, torch.Tensor],
     inducer=None,
     local: Optional[LocalDraws] = None,
+    seed_time: Optional[Dict[NodeType, torch.Tensor]] = None,
   ) -> Generator[List[HopRequest], List[NeighborOutput], HopResult]:
     """Multi-hop sampling with the one-hop draws left to the caller.
 
     Yields, once per hop, the hop's requests and takes back their
     NeighborOutputs in the same order; returns the deduplicated and
     relabelled result. With ``local``, the inducer draws every hop itself
-    and nothing is yielded. ``inducer`` (default: one from the pool,
-    returned when the generator ends or is closed) must not be shared by
-    two unfinished runs.
+    and nothing is yielded (not in disjoint sampling). ``inducer`` (default:
+    one from the pool, returned when the generator ends or is closed) must
+    not be shared by two unfinished runs.
 
     Args:
       seed_dict: checked seed ids by node type.
       inducer: the inducer to use.
       local: the topologies to draw from here (CPU inducers only).
+      seed_time: the seeds' times by node type (temporal sampling, which is
+        disjoint): every request then carries its seeds' times.
     """
     if self.fanouts is None:
       raise ValueError('the sampler has no num_neighbors')
+    if seed_time is not None and not self.disjoint:
+      raise ValueError('temporal sampling is disjoint: the engine needs disjoint=True')
     if inducer is None:
       with self.inducer() as pooled:
-        return (yield from self.sample_steps(seed_dict, pooled, local))
+        return (yield from self.sample_steps(seed_dict, pooled, local, seed_time))
     schema = self.schema
     empty = torch.empty(0, dtype=torch.int64, device=self.sample_device)
+    keys = DisjointKeys(schema, seed_dict, seed_time) if self.disjoint else None
+    if keys is not None:
+      local = None
+      seed_dict = keys.seed_keys
     seeds = [seed_dict.get(t, empty) for t in schema.node_types]
     frontier = dict(zip(schema.node_types, inducer.init_nodes(seeds)))
     seed_local = {t: inducer.local_ids(schema.type_index[t], s) for t, s in seed_dict.items()}
@@ -262,16 +248,33 @@ class MultiHopSampler(LinkSampling):
     num_edges = {out_etypes[e]: [0] * self.num_hops for e in schema.edge_types}
 
     for hop in range(self.num_hops):
-      requests = [
-        HopRequest(etype, frontier[schema.seed_type(etype)], fanout[hop])
+      asked = [
+        (etype, frontier[schema.seed_type(etype)], fanout[hop])
         for etype, fanout in self.fanouts.items()
         if fanout[hop] != 0 and frontier[schema.seed_type(etype)].numel() > 0
       ]
+      if keys is None:
+        requests = [HopRequest(etype, f, fanout) for etype, f, fanout in asked]
+      else:
+        split = [keys.split(schema.seed_type(etype), f) for etype, f, _ in asked]
+        requests = [
+          HopRequest(etype, ids, fanout, keys.seed_time(index))
+          for (etype, _, fanout), (ids, index) in zip(asked, split)
+        ]
       if local is not None:
         outs, new_nodes = self._draw_and_induce(inducer, requests, local, rows, cols)
       else:
         outs = (yield requests) if requests else []
-        new_nodes = self._induce(inducer, requests, outs, rows, cols)
+        if len(outs) != len(requests):
+          raise ValueError(f'{len(requests)} hop requests got {len(outs)} answers')
+        srcs, nbrs = [r.seeds for r in requests], [out.nbr for out in outs]
+        if keys is not None:
+          srcs = [f for _, f, _ in asked]
+          nbrs = [
+            keys.keys(schema.nbr_type(r.etype), out.nbr, index.repeat_interleave(out.nbr_num))
+            for r, out, (_, index) in zip(requests, outs, split)
+          ]
+        new_nodes = self._induce(inducer, requests, srcs, nbrs, outs, rows, cols)
       for request, out in zip(requests, outs):
         key = out_etypes[request.etype]
         if out.edge is not None:
@@ -289,22 +292,28 @@ class MultiHopSampler(LinkSampling):
       # taking cores from our kernels' threads.
       return torch.ops.glt.concat(parts) if parts[0].is_cpu else torch.cat(parts)
 
+    node = {t: cat(v) for t, v in nodes.items()}
+    seed_index = None
+    if keys is not None:
+      split_nodes = {t: keys.split(t, v) for t, v in node.items()}
+      node = {t: ids for t, (ids, _) in split_nodes.items()}
+      seed_index = {t: index for t, (_, index) in split_nodes.items()}
     return HopResult(
-      node={t: cat(v) for t, v in nodes.items()},
+      node=node,
       row=rows,
       col=cols,
       edge={k: cat(v) for k, v in edges.items()} if self.with_edge else None,
       num_sampled_nodes=num_nodes,
       num_sampled_edges=num_edges,
       seed_local=seed_local,
+      seed_index=seed_index,
     )
 
-  def _induce(self, inducer, requests, outs, rows, cols) -> List[torch.Tensor]:
-    """Adds a hop's answers to ``inducer``; extends ``rows`` and ``cols``
-    (by output edge type) with their local indices. Returns the nodes new
-    to each type."""
-    if len(outs) != len(requests):
-      raise ValueError(f'{len(requests)} hop requests got {len(outs)} answers')
+  def _induce(self, inducer, requests, srcs, nbrs, outs, rows, cols) -> List[torch.Tensor]:
+    """Adds a hop's answers to ``inducer`` (``srcs`` and ``nbrs``: the
+    requests' seeds and the answers' neighbors as the inducer keys them);
+    extends ``rows`` and ``cols`` (by output edge type) with their local
+    indices. Returns the nodes new to each type."""
     schema = self.schema
     # Message passing runs neighbor -> the node it was sampled for: the
     # inducer's local seed indices are the output's cols, its neighbors' rows.
@@ -318,8 +327,8 @@ class MultiHopSampler(LinkSampling):
     new_nodes, _, _ = inducer.induce_next(
       [schema.type_index[schema.seed_type(r.etype)] for r in requests],
       [schema.type_index[schema.nbr_type(r.etype)] for r in requests],
-      [r.seeds for r in requests],
-      [out.nbr for out in outs],
+      srcs,
+      nbrs,
       [out.nbr_num for out in outs],
       row_outs=seed_outs,
       col_outs=nbr_outs,
@@ -363,6 +372,7 @@ class MultiHopSampler(LinkSampling):
     seed_dict: Dict[NodeType, torch.Tensor],
     answer: HopAnswer,
     local: Optional[LocalDraws] = None,
+    seed_time: Optional[Dict[NodeType, torch.Tensor]] = None,
   ) -> HopResult:
     """Samples every hop, each request answered by ``answer`` in turn, or
     drawn by the inducer from ``local`` where one is given and the inducer
@@ -372,8 +382,9 @@ class MultiHopSampler(LinkSampling):
       seed_dict: checked seed ids by node type.
       answer: one hop's draw.
       local: the topologies ``answer`` draws from, when they are on the CPU.
+      seed_time: the seeds' times by node type (temporal sampling).
     """
-    steps = self.sample_steps(seed_dict, local=local)
+    steps = self.sample_steps(seed_dict, local=local, seed_time=seed_time)
     try:
       requests = next(steps)
       while True:
@@ -413,6 +424,7 @@ class MultiHopSampler(LinkSampling):
       return x.to(self.device) if isinstance(x, torch.Tensor) else x
 
     seeds = {t: nodes[: res.num_sampled_nodes[t][0]] for t, nodes in res.node.items()}
+    edge_counts = res.num_sampled_edges
     if not self.schema.is_hetero:
       return SamplerOutput(
         node=dev(res.node[HOMO_NODE_TYPE]),
@@ -421,9 +433,10 @@ class MultiHopSampler(LinkSampling):
         edge=dev(res.edge[HOMO_EDGE_TYPE]) if res.edge is not None else None,
         batch=dev(seeds[HOMO_NODE_TYPE]),
         num_sampled_nodes=res.num_sampled_nodes[HOMO_NODE_TYPE],
-        num_sampled_edges=res.num_sampled_edges[HOMO_EDGE_TYPE],
+        num_sampled_edges=edge_counts[HOMO_EDGE_TYPE] if edge_counts is not None else None,
         device=self.device,
         metadata=dev(metadata),
+        seed_index=dev(res.seed_index[HOMO_NODE_TYPE]) if res.seed_index is not None else None,
       )
     ntypes = [t for t, nodes in res.node.items() if nodes.numel() > 0]
     etypes = [e for e, rows in res.row.items() if rows.numel() > 0]
@@ -436,11 +449,18 @@ class MultiHopSampler(LinkSampling):
       edge=dev({e: res.edge[e] for e in etypes}) if res.edge is not None else None,
       batch=dev({t: s for t, s in seeds.items() if s.numel() > 0}),
       num_sampled_nodes={t: hop_counts(res.num_sampled_nodes[t], self.device) for t in ntypes},
-      num_sampled_edges={e: hop_counts(res.num_sampled_edges[e], self.device) for e in etypes},
+      num_sampled_edges=(
+        {e: hop_counts(edge_counts[e], self.device) for e in etypes}
+        if edge_counts is not None
+        else None
+      ),
       edge_types=list(res.row),
       input_type=input_type,
       device=self.device,
       metadata=dev(metadata),
+      seed_index=(
+        dev({t: res.seed_index[t] for t in ntypes}) if res.seed_index is not None else None
+      ),
     )
 
   def node_output(

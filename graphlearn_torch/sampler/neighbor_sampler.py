@@ -15,9 +15,12 @@ from .base import (
   NodeSamplerInput,
   SamplerOutput,
 )
-from .multihop import HopRequest, LocalDraws, MultiHopSampler, sample_one_hop
+from .multihop import HopRequest, LocalDraws, MultiHopSampler
 from .negative_sampler import RandomNegativeSampler
+from .one_hop import sample_one_hop
 from .schema import RandomStream, SamplingSchema, check_graphs
+from .subgraph_types import SUBGRAPH_TYPES, bidirectional, induced_edges
+from .temporal import TemporalSampling, TimeArg
 
 STRATEGIES = ('random',)
 
@@ -47,6 +50,22 @@ class NeighborSampler(BaseSampler):
     seed: seeds this sampler's random stream; None draws from torch's global
       generator, so ``torch.manual_seed`` governs it.
     replace: sample with replacement.
+    node_time: temporal sampling by node time (PyG's ``time_attr`` naming a
+      node attribute): a time per node, or a dict by node type. A seed of
+      time t reaches only neighbors of time <= t.
+    edge_time: temporal sampling by edge time: a time per edge id, or a
+      dict by edge type. A seed of time t takes only edges of time <= t.
+    temporal_strategy: 'uniform' (among the allowed neighbors) or 'last'
+      (the most recent ones).
+    disjoint: every seed grows a subgraph of its own; outputs carry each
+      node's seed in ``seed_index``. Temporal sampling is always disjoint
+      (as in PyG).
+    subgraph_type: 'directional' (the sampled edges), 'bidirectional' (each
+      sampled edge in both directions, as PyG's ``to_bidirectional``) or
+      'induced' (every edge of the graph among the sampled nodes; not
+      disjoint).
+    is_sorted: each row's neighbors are in time order already: checked
+      rather than sorted.
   """
 
   def __init__(
@@ -61,6 +80,12 @@ class NeighborSampler(BaseSampler):
     edge_dir: Literal['in', 'out'] = 'out',
     seed: Optional[int] = None,
     replace: bool = False,
+    node_time: TimeArg = None,
+    edge_time: TimeArg = None,
+    temporal_strategy: str = 'uniform',
+    disjoint: bool = False,
+    subgraph_type: str = 'directional',
+    is_sorted: bool = False,
   ):
     if strategy not in STRATEGIES:
       raise ValueError(f'strategy must be one of {STRATEGIES}, got {strategy!r}')
@@ -88,8 +113,25 @@ class NeighborSampler(BaseSampler):
         f'every edge type must be sampled on one device, got {sorted(map(str, devices))}'
       )
     self.sample_device = devices.pop()
+    self.temporal: Optional[TemporalSampling] = None
+    if node_time is not None or edge_time is not None:
+      self.temporal = TemporalSampling(
+        self.graphs, self.schema, node_time, edge_time, temporal_strategy, is_sorted
+      )
+    self.disjoint = bool(disjoint) or self.temporal is not None
+    self.subgraph_type = str(getattr(subgraph_type, 'value', subgraph_type))
+    if self.subgraph_type not in SUBGRAPH_TYPES:
+      raise ValueError(f'subgraph_type must be one of {SUBGRAPH_TYPES}, got {subgraph_type!r}')
+    if self.subgraph_type == 'induced' and self.disjoint:
+      raise ValueError("subgraph_type='induced' cannot be disjoint (nor temporal), as in PyG")
     self.engine = MultiHopSampler(
-      self.schema, num_neighbors, with_edge, self.random, self.device, self.sample_device
+      self.schema,
+      num_neighbors,
+      with_edge,
+      self.random,
+      self.device,
+      self.sample_device,
+      disjoint=self.disjoint,
     )
     self._inducer = None
     self._neg_samplers: Dict[EdgeType, RandomNegativeSampler] = {}
@@ -134,32 +176,69 @@ class NeighborSampler(BaseSampler):
       self.replace,
     )
 
-  def _sample(self, seed_dict: Dict[NodeType, torch.Tensor], random: RandomStream):
+  def _answer(self, request: HopRequest, random: RandomStream) -> NeighborOutput:
+    """One hop from this sampler's topologies: drawn within each seed's
+    time where the request carries times and its edge type has them."""
+    temporal = request.seed_time is not None and request.etype in self.temporal.graphs
+    graph = self.temporal.graphs[request.etype] if temporal else self.graphs[request.etype]
+    return sample_one_hop(
+      graph.device_topology(),
+      request.seeds,
+      request.fanout,
+      random.kernel_seed(),
+      self.with_edge,
+      self.with_weight,
+      self.replace,
+      request.seed_time if temporal else None,
+      temporal and self.temporal.last,
+    )
+
+  def _sample(
+    self,
+    seed_dict: Dict[NodeType, torch.Tensor],
+    random: RandomStream,
+    seed_time: Optional[Dict[NodeType, torch.Tensor]] = None,
+  ):
     """The engine's multi-hop result, drawn from ``random``: on the CPU each
-    hop is drawn and relabelled in one pass (``LocalDraws``), elsewhere
-    answered hop by hop."""
+    hop is drawn and relabelled in one pass (``LocalDraws``; not in disjoint
+    sampling), elsewhere answered hop by hop. With ``subgraph_type``
+    'induced', the edges are every edge among the nodes sampled."""
 
     def answer(request: HopRequest) -> NeighborOutput:
-      return sample_one_hop(
-        self.graphs[request.etype].device_topology(),
-        request.seeds,
-        request.fanout,
-        random.kernel_seed(),
+      return self._answer(request, random)
+
+    local = None
+    if self.sample_device.type == 'cpu' and not self.disjoint:
+      local = LocalDraws(
+        {etype: g.device_topology() for etype, g in self.graphs.items()},
+        random,
         self.with_edge,
         self.with_weight,
         self.replace,
       )
+    res = self.engine.sample(seed_dict, answer, local, seed_time)
+    if self.subgraph_type == 'induced':
+      res = induced_edges(res, self.schema, self.graphs, self.with_edge)
+    return res
 
-    if self.sample_device.type != 'cpu':
-      return self.engine.sample(seed_dict, answer)
-    local = LocalDraws(
-      {etype: g.device_topology() for etype, g in self.graphs.items()},
-      random,
-      self.with_edge,
-      self.with_weight,
-      self.replace,
-    )
-    return self.engine.sample(seed_dict, answer, local)
+  def _seed_time(self, seeds: Dict[NodeType, torch.Tensor], given) -> Optional[Dict]:
+    """The seeds' times by node type in temporal sampling (``given``: by
+    node type, or None for PyG's default); None otherwise."""
+    if self.temporal is None:
+      if given is not None:
+        raise ValueError(
+          'seed times were given (input_time / edge_label_time), but the sampler has no time '
+          'attribute: give time_attr (or node_time / edge_time)'
+        )
+      return None
+    return {
+      t: self.temporal.seed_time(t, s, given[t] if given is not None else None)
+      for t, s in seeds.items()
+    }
+
+  def _finish(self, out):
+    """The output in the asked subgraph type (bidirectional edges)."""
+    return bidirectional(out) if self.subgraph_type == 'bidirectional' else out
 
   def sample_from_nodes(
     self, inputs: NodeSamplerInput, random: Optional[RandomStream] = None, **kwargs
@@ -167,16 +246,24 @@ class NeighborSampler(BaseSampler):
     """Samples the multi-hop neighborhood of the seed nodes.
 
     Returns a SamplerOutput for a homogeneous graph, a HeteroSamplerOutput
-    otherwise. Seeds come first in ``node`` (deduplicated, in order);
-    ``metadata['seed_local']`` gives each input seed's local index.
+    otherwise. Seeds come first in ``node`` (deduplicated, in order; in
+    disjoint sampling every seed is its own node); ``metadata['seed_local']``
+    gives each input seed's local index, and in temporal sampling
+    ``metadata['seed_time']`` the seeds' times.
 
     Args:
-      inputs: the seeds.
+      inputs: the seeds (and, in temporal sampling, their times).
       random: the batch's random stream (default: the sampler's).
     """
+    inputs = NodeSamplerInput.cast(inputs)
     ntype, seeds = self.engine.node_seeds(inputs)
-    res = self._sample({ntype: seeds}, random or self.random)
-    return self.engine.node_output(res, ntype)
+    given = {ntype: inputs.time} if inputs.time is not None else None
+    seed_time = self._seed_time({ntype: seeds}, given)
+    res = self._sample({ntype: seeds}, random or self.random, seed_time)
+    out = self.engine.node_output(res, ntype)
+    if seed_time is not None:
+      out.metadata['seed_time'] = seed_time[ntype].to(self.device)
+    return self._finish(out)
 
   def _negative_sampler(self, etype: EdgeType) -> RandomNegativeSampler:
     if etype not in self._neg_samplers:
@@ -213,8 +300,9 @@ class NeighborSampler(BaseSampler):
         num, padding=True, src=src, rng_seed=random.kernel_seed()
       )
     seeds, parts = self.engine.link_seeds(batch, strict, random)
-    res = self._sample(seeds, random)
-    return self.engine.link_output(batch, res, parts)
+    seed_time = self._seed_time(seeds, self.engine.link_seed_time(batch))
+    res = self._sample(seeds, random, seed_time)
+    return self._finish(self.engine.link_output(batch, res, parts))
 
   def subgraph(
     self, inputs: NodeSamplerInput, random: Optional[RandomStream] = None
@@ -234,6 +322,8 @@ class NeighborSampler(BaseSampler):
     """
     if self.is_hetero:
       raise ValueError('subgraph sampling supports homogeneous graphs only')
+    if self.disjoint:
+      raise ValueError('subgraph sampling is neither disjoint nor temporal')
     _, seeds = self.engine.node_seeds(inputs)
     reached = seeds
     if self.num_hops:
@@ -312,8 +402,19 @@ def build_neighbor_sampler(
   strategy: str = 'random',
   seed: Optional[int] = None,
   replace: bool = False,
+  time_attr: Optional[str] = None,
+  **options,
 ) -> NeighborSampler:
-  """The NeighborSampler a loader builds for a dataset (its graph and edge_dir)."""
+  """The NeighborSampler a loader builds for a dataset (its graph and
+  edge_dir; its node or edge times where ``time_attr`` names them).
+
+  Args:
+    data: the dataset.
+    time_attr: 'node_time' or 'edge_time': the dataset's times to sample
+      by (``Dataset.init_node_time`` / ``init_edge_time``), or None.
+    **options: the sampler's other options (``temporal_strategy``,
+      ``disjoint``, ``subgraph_type``, ``is_sorted``).
+  """
   if data.graph is None:
     raise ValueError('the dataset has no graph: call init_graph first')
   return NeighborSampler(
@@ -327,4 +428,28 @@ def build_neighbor_sampler(
     edge_dir=data.edge_dir,
     seed=seed,
     replace=replace,
+    **dataset_times(data, time_attr),
+    **options,
   )
+
+
+def dataset_times(data, time_attr: Optional[str]) -> Dict[str, object]:
+  """``{'node_time': ...}`` or ``{'edge_time': ...}``: the dataset's times
+  that ``time_attr`` names, as NeighborSampler takes them ({} for None).
+
+  Args:
+    data: the dataset.
+    time_attr: 'node_time', 'edge_time' or None.
+  """
+  if time_attr is None:
+    return {}
+  if time_attr not in TIME_ATTRS:
+    raise ValueError(f"time_attr names the dataset's times: one of {TIME_ATTRS}, got {time_attr!r}")
+  times = getattr(data, time_attr, None)
+  if times is None:
+    init = 'init_node_time' if time_attr == 'node_time' else 'init_edge_time'
+    raise ValueError(f'time_attr={time_attr!r}, but the dataset has none: call {init} first')
+  return {time_attr: times}
+
+
+TIME_ATTRS = ('node_time', 'edge_time')

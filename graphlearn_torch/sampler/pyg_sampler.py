@@ -46,15 +46,19 @@ class PyGNeighborSampler(pyg.BaseSampler):
       pair whose graph store answers ``get_edge_index`` in COO.
     num_neighbors: neighbors per hop (-1: all), as PyG takes it: a list, a
       dict of lists by edge type, or a ``NumNeighbors``.
-    subgraph_type: 'directional' only (PyG's default).
+    subgraph_type: 'directional' (PyG's default), 'bidirectional' or
+      'induced' (not disjoint), as PyG defines them.
     replace: sample with replacement.
-    disjoint: must be False (no per-seed subgraphs).
-    temporal_strategy: accepted for PyG's signature; temporal sampling is
-      not supported (``time_attr`` must be None).
-    time_attr: must be None.
+    disjoint: every seed grows a subgraph of its own; batches carry PyG's
+      ``batch`` vector. Temporal sampling is always disjoint, as in PyG.
+    temporal_strategy: 'uniform' or 'last' (the most recent neighbors).
+    time_attr: temporal sampling: a node attribute (a seed of time t
+      reaches only nodes of time <= t) or an edge attribute (only edges of
+      time <= t) of ``data`` (``Data``/``HeteroData``).
     weight_attr: an edge attribute of ``data`` to sample neighbors by (with
       probability proportional to it).
-    is_sorted: accepted for PyG's signature (the input is sorted here).
+    is_sorted: the neighbors are in time order already (checked, not
+      sorted).
     share_memory: move the sampling topology to shared memory, for data
       loader workers started by 'spawn'.
     directed: must be True (PyG's deprecated flag for induced subgraphs).
@@ -80,10 +84,6 @@ class PyGNeighborSampler(pyg.BaseSampler):
     seed: Optional[int] = None,
   ):
     unsupported = {
-      "subgraph_type other than 'directional'": SubgraphType(subgraph_type)
-      != SubgraphType.directional,
-      'disjoint=True': disjoint,
-      'time_attr (temporal sampling)': time_attr is not None,
       'directed=False': not directed,
       "sample_direction='backward'": sample_direction != 'forward',
     }
@@ -110,7 +110,13 @@ class PyGNeighborSampler(pyg.BaseSampler):
       edge_dir='in',
       seed=seed,
       replace=replace,
+      temporal_strategy=temporal_strategy,
+      disjoint=disjoint,
+      subgraph_type=SubgraphType(subgraph_type).value,
+      is_sorted=is_sorted,
+      **_times_of(data, time_attr),
     )
+    self.disjoint = self.sampler.disjoint
 
   @property
   def edge_permutation(self):
@@ -126,16 +132,15 @@ class PyGNeighborSampler(pyg.BaseSampler):
     ``metadata`` is ``(input_id, seed_time)``).
 
     Args:
-      index: the batch's seeds from PyG's ``NodeLoader``.
+      index: the batch's seeds (and their times) from PyG's ``NodeLoader``.
     """
-    _no_time(index.time)
-    out = self.sampler.sample_from_nodes(NodeSamplerInput(index.node, index.input_type))
+    out = self.sampler.sample_from_nodes(NodeSamplerInput(index.node, index.input_type, index.time))
     if not torch.equal(out.metadata['seed_local'], torch.arange(index.node.numel())):
       raise ValueError(
         'a batch holds the same seed node twice; PyG batches need each seed once '
         '(deduplicate input_nodes)'
       )
-    return self._to_pyg(out, (index.input_id, None))
+    return self._to_pyg(out, (index.input_id, index.time))
 
   def sample_from_edges(
     self, index: pyg.EdgeSamplerInput, neg_sampling: Optional[pyg.NegativeSampling] = None
@@ -149,28 +154,35 @@ class PyGNeighborSampler(pyg.BaseSampler):
       index: the batch's seed edges from PyG's ``LinkLoader``.
       neg_sampling: PyG's negative sampling settings.
     """
-    _no_time(index.time)
     neg = None
     if neg_sampling is not None:
       if neg_sampling.src_weight is not None:
         raise NotImplementedError('negative sampling by src_weight is not supported')
       neg = NegativeSampling(neg_sampling.mode.value, neg_sampling.amount, neg_sampling.dst_weight)
     out = self.sampler.sample_from_edges(
-      EdgeSamplerInput(index.row, index.col, index.label, index.input_type, neg)
+      EdgeSamplerInput(index.row, index.col, index.label, index.input_type, neg, index.time)
     )
     meta = out.metadata
     if neg is not None and neg.is_triplet():
       fields = (meta['src_index'], meta['dst_pos_index'], meta['dst_neg_index'])
+      src_time = meta.get('seed_time')
     else:
       fields = (meta['edge_label_index'], meta.get('edge_label'))
-    return self._to_pyg(out, (index.input_id, *fields, None))
+      src_time = meta.get('edge_label_time')
+    return self._to_pyg(out, (index.input_id, *fields, src_time))
 
   def _to_pyg(self, out, metadata: tuple) -> Union[pyg.SamplerOutput, pyg.HeteroSamplerOutput]:
     # PyG counts per hop in lists: nodes for the seeds and every hop, edges
     # for every hop, for every type (zeros where a type was not reached).
-    def counts(values, length: int) -> List[int]:
+    # (None where the subgraph type drops them, as PyG's).
+    def counts(values, length: int) -> Optional[List[int]]:
+      if values is None:
+        return None
       values = [int(v) for v in values]
       return values + [0] * (length - len(values))
+
+    def by_type(values, keys, length: int):
+      return None if values is None else {k: counts(values[k], length) for k in keys}
 
     if not isinstance(out, HeteroSamplerOutput):
       return pyg.SamplerOutput(
@@ -178,6 +190,7 @@ class PyGNeighborSampler(pyg.BaseSampler):
         row=out.row,
         col=out.col,
         edge=out.edge,
+        batch=out.seed_index,
         num_sampled_nodes=counts(out.num_sampled_nodes, self.num_hops + 1),
         num_sampled_edges=counts(out.num_sampled_edges, self.num_hops),
         metadata=metadata,
@@ -188,15 +201,34 @@ class PyGNeighborSampler(pyg.BaseSampler):
       row=out.row,
       col=out.col,
       edge=out.edge,
-      num_sampled_nodes={t: counts(out.num_sampled_nodes[t], self.num_hops + 1) for t in out.node},
-      num_sampled_edges={t: counts(out.num_sampled_edges[t], self.num_hops) for t in out.row},
+      batch=out.seed_index,
+      num_sampled_nodes=by_type(out.num_sampled_nodes, out.node, self.num_hops + 1),
+      num_sampled_edges=by_type(out.num_sampled_edges, out.row, self.num_hops),
       metadata=metadata,
     )
 
 
-def _no_time(time: Optional[torch.Tensor]) -> None:
-  if time is not None:
-    raise NotImplementedError('temporal sampling (seed times) is not supported')
+def _times_of(data: PyGData, time_attr: Optional[str]) -> dict:
+  r"""``{'node_time': ...}`` or ``{'edge_time': ...}``: the attribute
+  ``time_attr`` of ``data`` as NeighborSampler takes it (by type for a
+  ``HeteroData``; edge times by position in ``edge_index``), or {}."""
+  if time_attr is None:
+    return {}
+  if not isinstance(data, (Data, HeteroData)):
+    raise NotImplementedError('time_attr is supported for Data and HeteroData')
+  if isinstance(data, Data):
+    if data.is_node_attr(time_attr):
+      return {'node_time': data[time_attr]}
+    if data.is_edge_attr(time_attr):
+      return {'edge_time': data[time_attr]}
+    raise ValueError(f"the time attribute '{time_attr}' is neither a node nor an edge attribute")
+  node_time = {t: data[t][time_attr] for t in data.node_types if time_attr in data[t]}
+  edge_time = {e: data[e][time_attr] for e in data.edge_types if time_attr in data[e]}
+  if node_time and edge_time:
+    raise ValueError(f"the time attribute '{time_attr}' holds both node and edge times")
+  if not node_time and not edge_time:
+    raise ValueError(f"the time attribute '{time_attr}' is neither a node nor an edge attribute")
+  return {'node_time': node_time} if node_time else {'edge_time': edge_time}
 
 
 def _homo_num_nodes(feature_store: FeatureStore, graph_store: GraphStore) -> Optional[int]:

@@ -23,7 +23,7 @@ import torch
 
 from ...data.graph import DeviceTopology
 from ...sampler.base import NeighborOutput
-from ...sampler.multihop import sample_one_hop
+from ...sampler.one_hop import sample_one_hop
 from ...sampler.schema import RandomStream, SamplingSchema, check_graphs, mix_seed
 from ...typing import HOMO_EDGE_TYPE, EdgeType, NodeType
 from ..dist_dataset import DistDataset

@@ -1,0 +1,173 @@
+"""glt::sample_neighbors_temporal, the CPU kernel and the CUDA kernel's body
+(run by the host harness), against brute force: no edge later than its
+seed's time, 'last' exactly the k latest allowed edges, fanout -1 every
+allowed edge, 'uniform' uniform over the allowed edges (chi-square), and
+the inputs checked by name."""
+
+from collections import Counter
+
+import numpy as np
+import pytest
+import torch
+from conftest import random_edges
+from kernel_harness import load_harness
+from scipy import stats
+
+import graphlearn_torch  # noqa: F401  (registers torch.ops.glt)
+
+OPS = torch.ops.glt
+
+
+@pytest.fixture(scope='module')
+def harness():
+  h = load_harness()
+  h.set_num_threads(4)
+  return h
+
+
+def temporal_csr(num_rows, num_cols, num_edges, seed, dtype=torch.int64, time_dtype=torch.int64):
+  """A random CSR topology whose rows are sorted by edge time (ties by
+  input position), with distinct edge ids, weights and times in [0, 50)."""
+  ei = random_edges(num_rows, num_cols, num_edges, seed)
+  rng = np.random.default_rng(seed)
+  time = torch.from_numpy(rng.integers(0, 50, num_edges)).to(time_dtype)
+  # Sort by (row, time): a stable sort by time, then by row.
+  by_time = torch.sort(time, stable=True).indices
+  order = by_time[torch.sort(ei[0][by_time], stable=True).indices]
+  rows, cols = ei[0][order], ei[1][order]
+  indptr = torch.zeros(num_rows + 1, dtype=torch.int64)
+  indptr[1:] = torch.bincount(rows, minlength=num_rows).cumsum(0)
+  eids = order * 7 + 3
+  weights = torch.from_numpy(rng.random(num_edges)).float()[order]
+  return indptr.to(dtype), cols.to(dtype), eids, weights, time[order].contiguous()
+
+
+def allowed(indptr, time, s, t):
+  """The positions of row s whose time is <= t, in row order."""
+  return [p for p in range(int(indptr[s]), int(indptr[s + 1])) if time[p] <= t]
+
+
+KERNELS = ['cpu', 'harness']
+
+
+def run(kernel, harness, *args):
+  fn = OPS.sample_neighbors_temporal if kernel == 'cpu' else harness.sample_neighbors_temporal
+  return fn(*args)
+
+
+@pytest.mark.parametrize('kernel', KERNELS)
+@pytest.mark.parametrize('dtype', [torch.int64, torch.int32])
+@pytest.mark.parametrize('time_dtype', [torch.int64, torch.float64])
+@pytest.mark.parametrize('replace', [False, True])
+@pytest.mark.parametrize('weighted', [False, True])
+@pytest.mark.parametrize('last', [False, True])
+@pytest.mark.parametrize('k', [-1, 1, 3, 40])
+def test_draws_only_allowed_edges(harness, kernel, dtype, time_dtype, replace, weighted, last, k):
+  indptr, indices, eids, weights, time = temporal_csr(60, 60, 1500, 3, dtype, time_dtype)
+  seeds = torch.tensor([0, 5, 5, 59, 17, 33, 2, 40])
+  seed_time = torch.tensor([10, 0, 49, 25, -1, 100, 30, 7]).to(time_dtype)
+  w = weights if weighted else None
+  nbr, num, eid = run(
+    kernel, harness, indptr, indices, eids, w, time, seeds, seed_time, k, replace, last, 5
+  )
+  assert nbr.numel() == int(num.sum()) == eid.numel()
+  start = 0
+  for s, t, n in zip(seeds.tolist(), seed_time.tolist(), num.tolist()):
+    ok = allowed(indptr, time, s, t)
+    if last and k >= 0:
+      ok = ok[-k:] if k else []
+    candidates = [p for p in ok if not weighted or k == -1 or float(weights[p]) > 0]
+    if k == -1:
+      want = len(ok)
+    elif replace:
+      want = k if candidates else 0
+    else:
+      want = min(k, len(candidates))
+    assert n == want
+    by_eid = {int(eids[p]): p for p in candidates}
+    got = eid[start : start + n].tolist()
+    for e, v in zip(got, nbr[start : start + n].tolist()):
+      assert e in by_eid, 'an edge later than its seed, or outside the window'
+      assert int(indices[by_eid[e]]) == v
+    if k == -1 or (last and not replace and not weighted):
+      # Every allowed edge (fanout -1), or exactly the k latest ('last').
+      assert sorted(got) == sorted(by_eid), 'not the allowed (latest) edges'
+    elif not replace:
+      assert len(set(got)) == len(got)
+    start += n
+
+
+@pytest.mark.parametrize('last', [False, True])
+def test_counts_of_the_harness_equal_the_cpu_kernel(harness, last):
+  indptr, indices, eids, weights, time = temporal_csr(200, 200, 8000, 5)
+  seeds = torch.randint(0, 200, (300,))
+  seed_time = torch.randint(0, 60, (300,))
+  args = (indptr, indices, eids, None, time, seeds, seed_time, 4, False, last, 9)
+  cpu = OPS.sample_neighbors_temporal(*args)
+  host = harness.sample_neighbors_temporal(*args)
+  assert torch.equal(cpu[1], host[1])
+  if last:  # without randomness: the same edges
+    assert torch.equal(cpu[2], host[2])
+
+
+@pytest.mark.parametrize('kernel', KERNELS)
+def test_uniform_draws_are_uniform_over_the_allowed_edges(harness, kernel):
+  # One row of 20 edges with times 0..19; a seed of time 9 may take 10.
+  indptr = torch.tensor([0, 20])
+  indices = torch.arange(20)
+  time = torch.arange(20)
+  counts = Counter()
+  for t in range(3000):
+    nbr, _, _ = run(
+      kernel,
+      harness,
+      indptr,
+      indices,
+      None,
+      None,
+      time,
+      torch.tensor([0]),
+      torch.tensor([9]),
+      3,
+      False,
+      False,
+      t,
+    )
+    counts.update(nbr.tolist())
+  assert set(counts) <= set(range(10))
+  assert stats.chisquare([counts[v] for v in range(10)]).pvalue > 1e-3
+
+
+@pytest.mark.parametrize('kernel', KERNELS)
+def test_draws_depend_on_the_seed_only(harness, kernel):
+  indptr, indices, eids, _, time = temporal_csr(100, 100, 3000, 8)
+  seeds = torch.randint(0, 100, (64,))
+  seed_time = torch.randint(0, 50, (64,))
+  runs = [
+    run(kernel, harness, indptr, indices, eids, None, time, seeds, seed_time, 3, False, False, 21)
+    for _ in range(2)
+  ]
+  assert all(torch.equal(a, b) for a, b in zip(*runs))
+
+
+@pytest.mark.parametrize('kernel', KERNELS)
+def test_bad_inputs_are_named(harness, kernel):
+  indptr, indices, eids, _, time = temporal_csr(10, 10, 40, 2)
+  seeds = torch.tensor([1, 2])
+  good = torch.tensor([5, 5])
+
+  def call(edge_time=time, seed_time=good, s=seeds, k=2):
+    return run(
+      kernel, harness, indptr, indices, eids, None, edge_time, s, seed_time, k, False, False, 0
+    )
+
+  with pytest.raises(ValueError, match='seed_time must have edge_time'):
+    call(seed_time=good.double())
+  with pytest.raises(ValueError, match='seed_time must be 1-D with one entry per seed'):
+    call(seed_time=torch.tensor([5]))
+  with pytest.raises(ValueError, match='edge_time must be int64 or float64'):
+    call(edge_time=time.int(), seed_time=good.int())
+  with pytest.raises(ValueError, match='one entry per edge'):
+    call(edge_time=time[:-1])
+  with pytest.raises(ValueError, match='seeds holds ids outside'):
+    call(s=torch.tensor([1, 10]))
