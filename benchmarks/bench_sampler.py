@@ -30,6 +30,11 @@ of the dated reference. GLT_PYTHON in the environment does the same.
 measures DGL 2.1's fused sampler and GraphBolt (sampling and gather) the same
 way (benchmarks/dgl_peer.py; ``make dgl-peer``). DGL_PYTHON does the same.
 
+  python benchmarks/bench_sampler.py --temporal
+
+also measures temporal sampling (issue 47): node times random and in id
+order, 'uniform' and 'last', beside the non-temporal sampler in this run.
+
   python benchmarks/bench_sampler.py --contention [--glt-python ...]
 
 measures the sampler and the gather (at the largest thread count) quiet,
@@ -92,20 +97,27 @@ def make_seed_batches(num_nodes: int, batches: int, batch_size: int, seed: int):
   return [torch.randperm(num_nodes, generator=g)[:batch_size] for _ in range(min(batches, 8))]
 
 
-def time_batches(sampler, seed_batches, batches: int, sync: Callable[[], None] = lambda: None):
+def time_batches(
+  sampler, seed_batches, batches: int, sync: Callable[[], None] = lambda: None, seed_times=None
+):
   """``(batches/s, sampled edges/s, nodes per batch, edges per batch, the
   first 8 outputs)`` of ``batches`` batches of ``sampler`` after 3 warm-up
   ones, the seed batches taken in turn; ``sync`` waits for a device's work
-  (``torch.cuda.synchronize`` for a GPU sampler)."""
-  for s in seed_batches[:3]:  # warm-up
-    sampler.sample_from_nodes(glt.sampler.NodeSamplerInput(s))
+  (``torch.cuda.synchronize`` for a GPU sampler); ``seed_times``: each seed
+  batch's times (temporal sampling)."""
+
+  def inputs(i):
+    time = seed_times[i % len(seed_times)] if seed_times is not None else None
+    return glt.sampler.NodeSamplerInput(seed_batches[i % len(seed_batches)], time=time)
+
+  for i in range(3):  # warm-up
+    sampler.sample_from_nodes(inputs(i))
   sync()
   edges = nodes = 0
   outs = []
   t = time.perf_counter()
   for i in range(batches):
-    seeds = seed_batches[i % len(seed_batches)]
-    out = sampler.sample_from_nodes(glt.sampler.NodeSamplerInput(seeds))
+    out = sampler.sample_from_nodes(inputs(i))
     edges += out.row.numel()
     nodes += out.node.numel()
     if i < 8:
@@ -120,6 +132,64 @@ def bench_sampling(ds, seed_batches, batches: int, fanout, seed: int):
   bps, eps, nodes_pb, edges_pb, outs = time_batches(sampler, seed_batches, batches)
   draws = draws_per_s(sampler, outs, fanout, repeat=max(1, batches // len(outs)))
   return bps, eps, nodes_pb, edges_pb, outs, draws
+
+
+def bench_temporal(ds, seed_batches, args) -> None:
+  """Temporal sampling (node-level time, PyG's semantics) beside the
+  non-temporal sampler on the same graph and seeds, in sampled edges/s:
+  random node times (the time-sorted copy of the topology is built) and
+  node times in id order (the rows are in time order already: no copy),
+  each with the seeds' times drawn uniformly over the times (half of a
+  row allowed on average) and with every neighbor allowed; 'uniform' and
+  'last'. Disjoint sampling without time is the second row: temporal
+  sampling is disjoint, so it samples more (no node shared by two seeds)."""
+  num_nodes = ds.num_nodes()
+  g = torch.Generator().manual_seed(args.seed)
+  random_time = torch.randint(0, num_nodes, (num_nodes,), generator=g)
+  orders = {'random node times': random_time, 'node times in id order': torch.arange(num_nodes)}
+
+  def row(name, sampler, seed_times=None, build_s=None):
+    bps, eps, _, edges_pb, _ = time_batches(
+      sampler, seed_batches, args.batches, seed_times=seed_times
+    )
+    return name, bps, eps, edges_pb, build_s
+
+  def sampler_of(**kw):
+    return glt.sampler.NeighborSampler(
+      ds.graph, args.fanout, device='cpu', edge_dir='in', seed=args.seed, **kw
+    )
+
+  rows = [
+    row('not temporal', sampler_of()),
+    row('disjoint, not temporal', sampler_of(disjoint=True)),
+  ]
+  for order, node_time in orders.items():
+    for strategy in ('uniform', 'last'):
+      t = time.perf_counter()
+      sampler = sampler_of(node_time=node_time, temporal_strategy=strategy)
+      build_s = time.perf_counter() - t
+      for bound, times in (
+        (
+          'seed times uniform',
+          [torch.randint(0, num_nodes, s.shape, generator=g) for s in seed_batches],
+        ),
+        ('every neighbor allowed', [torch.full(s.shape, num_nodes) for s in seed_batches]),
+      ):
+        rows.append(row(f"'{strategy}', {order}, {bound}", sampler, times, build_s))
+  base = rows[0][2]
+  print(
+    f'\ntemporal sampling: fanout {args.fanout}, batch {args.batch_size}, {args.batches} batches'
+  )
+  print(
+    '| sampler | batches/s | sampled edges/s | edges/batch | vs not temporal '
+    '| time-sorted copy built in |'
+  )
+  print('|---|--:|--:|--:|--:|--:|')
+  for name, bps, eps, edges_pb, build_s in rows:
+    built = f'{build_s:.1f} s' if build_s is not None else '-'
+    print(
+      f'| {name} | {bps:.1f} | {eps / 1e6:.2f} M | {edges_pb:,.0f} | {eps / base:.2f}x | {built} |'
+    )
 
 
 def draws_per_s(sampler, outs, fanout, repeat: int) -> float:
@@ -410,6 +480,11 @@ def main():
     help='also measure beside 1 and 2 busy processes, as shares of quiet',
   )
   p.add_argument(
+    '--temporal',
+    action='store_true',
+    help='also measure temporal sampling (node times, both strategies) beside non-temporal',
+  )
+  p.add_argument(
     '--baseline-tree',
     default='',
     help='with --contention: also measure our library as this source tree (built) has it',
@@ -506,6 +581,8 @@ def main():
       f'{draws / draws1:.2f}x | {reads / 1e6:.2f} M | {reads / reads1:.2f}x | {eps / reads:.2f} |'
     )
 
+  if args.temporal:
+    bench_temporal(ds, seed_batches, args)
   if args.contention:
     bench_contention(ds, seed_batches, args, threads[-1])
     bench_collocated_trainers(ds, seed_batches, args, threads[-1])

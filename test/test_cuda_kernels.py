@@ -76,6 +76,16 @@ def test_temporal_sampling_equals_the_host_harness(harness, dtype, time_dtype, w
   assert_all_equal(got, want)
 
 
+def test_disjoint_keys_equal_the_host_harness(harness):
+  bits = 20
+  seed_keys = (torch.arange(3000) << bits) | torch.randint(0, 1 << bits, (3000,))
+  nbr_nums = torch.randint(0, 16, (3000,))
+  nbrs = torch.randint(0, 1 << bits, (int(nbr_nums.sum()),))
+  want = harness.disjoint_keys(seed_keys, nbrs, nbr_nums, bits)
+  got = OPS.disjoint_keys(*cuda(seed_keys, nbrs, nbr_nums), bits)
+  assert got.is_cuda and torch.equal(got.cpu(), want)
+
+
 @pytest.mark.parametrize('replace', [False, True])
 def test_uniform_sampling_on_the_gpu_is_uniform(replace):
   indptr, indices, _ = star(10)
@@ -152,6 +162,7 @@ def test_every_op_has_a_cuda_kernel():
     'coo_to_csr',
     'sample_neighbors',
     'sample_neighbors_temporal',
+    'disjoint_keys',
     'sample_negative',
     'has_edge',
     'induced_subgraph',

@@ -15,6 +15,7 @@ from test_dist_sampling import free_port
 from test_examples_partition import write_fake_ogbn_arxiv, write_fake_ogbn_mag
 from test_server_client import run_example_pair
 
+import graphlearn_torch as glt
 from graphlearn_torch._ext import cuda_kernels_available
 
 EXAMPLES = Path(__file__).resolve().parents[1] / 'examples'
@@ -22,6 +23,7 @@ ALL = [
   'train_sage_ogbn_products.py',
   'train_rgcn_mag.py',
   'link_pred_sage.py',
+  'temporal_link_pred.py',
   'partition_dataset.py',
   'distributed/dist_train_sage_supervised.py',
   'distributed/server_client_mode/sage_supervised_server.py',
@@ -132,6 +134,31 @@ def test_rgcn_mag_reads_the_ogb_layout(tmp_path):
 def test_link_prediction_smoke():
   out = run_example('link_pred_sage.py', '--smoke')
   final(r'test ROC-AUC ([0-9.]+)', out)
+
+
+def test_temporal_link_prediction_smoke():
+  out = run_example('temporal_link_pred.py', '--smoke')
+  assert 'no batch saw the future' in out
+  assert 0.0 <= final(r'test ROC-AUC ([0-9.]+)', out) <= 1.0
+
+
+def test_temporal_link_prediction_leak_check_can_fail():
+  # The example's check on a batch whose seed times are moved into the past:
+  # its sampled edges are then later than their seeds, and it must say so.
+  sys.path.insert(0, str(EXAMPLES))
+  try:
+    import temporal_link_pred as example
+  finally:
+    sys.path.remove(str(EXAMPLES))
+  args = example.parser().parse_args([])
+  vars(args).update(example.SMOKE)
+  data = example.purchases_graph(args)
+  sampler = glt.sampler.PyGNeighborSampler(data, [5, 5], time_attr='time')
+  batch = next(iter(example.loader(data, sampler, data[example.BUYS].time > 50, args, False)))
+  example.check_no_leakage(batch, data)
+  batch[example.BUYS].edge_label_time = batch[example.BUYS].edge_label_time - 40
+  with pytest.raises(AssertionError, match='leakage'):
+    example.check_no_leakage(batch, data)
 
 
 def test_partition_smoke(tmp_path):

@@ -1,8 +1,9 @@
-"""glt::sample_neighbors_temporal, the CPU kernel and the CUDA kernel's body
-(run by the host harness), against brute force: no edge later than its
-seed's time, 'last' exactly the k latest allowed edges, fanout -1 every
-allowed edge, 'uniform' uniform over the allowed edges (chi-square), and
-the inputs checked by name."""
+"""glt::sample_neighbors_temporal and glt::disjoint_keys, the CPU kernels
+and the CUDA kernels' bodies (run by the host harness), against brute force:
+no edge later than its seed's time, 'last' exactly the k latest allowed
+edges, fanout -1 every allowed edge, 'uniform' uniform over the allowed
+edges (chi-square), each neighbor keyed into its seed's subgraph, and the
+inputs checked by name."""
 
 from collections import Counter
 
@@ -171,3 +172,26 @@ def test_bad_inputs_are_named(harness, kernel):
     call(edge_time=time[:-1])
   with pytest.raises(ValueError, match='seeds holds ids outside'):
     call(s=torch.tensor([1, 10]))
+
+
+# -- disjoint keys ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize('kernel', KERNELS)
+def test_disjoint_keys_put_each_neighbor_in_its_seeds_subgraph(harness, kernel):
+  bits = 5
+  seed_keys = torch.tensor([(0 << bits) | 3, (1 << bits) | 3, (7 << bits) | 31, (2 << bits) | 0])
+  nbr_nums = torch.tensor([2, 0, 3, 1])
+  nbrs = torch.tensor([4, 5, 0, 31, 9, 3])
+  fn = OPS.disjoint_keys if kernel == 'cpu' else harness.disjoint_keys
+  got = fn(seed_keys, nbrs, nbr_nums, bits)
+  seed_of = torch.tensor([0, 0, 7, 7, 7, 2])  # brute force: each neighbor's seed
+  assert torch.equal(got, (seed_of << bits) | nbrs)
+  with pytest.raises(ValueError, match='nbrs holds ids outside'):
+    fn(seed_keys, torch.tensor([4, 5, 0, 32, 9, 3]), nbr_nums, bits)
+  with pytest.raises(ValueError, match='nbr_nums sums to 6 but nbrs holds 5'):
+    fn(seed_keys, nbrs[:5], nbr_nums, bits)
+  with pytest.raises(ValueError, match='nbr_nums has 3 entries for 4 seeds'):
+    fn(seed_keys, nbrs, nbr_nums[:3], bits)
+  with pytest.raises(ValueError, match='bits must be in'):
+    fn(seed_keys, nbrs, nbr_nums, 63)

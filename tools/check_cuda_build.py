@@ -13,7 +13,8 @@ import sysconfig
 import torch
 
 OPS = ('coo_to_csr', 'sample_neighbors', 'sample_neighbors_temporal', 'sample_negative',
-       'has_edge', 'induced_subgraph', 'gather_rows', 'unified_gather')  # fmt: skip
+       'has_edge', 'induced_subgraph', 'gather_rows', 'unified_gather',
+       'disjoint_keys')  # fmt: skip
 BINDINGS = ('CudaInducer', 'uva_view', 'enable_peer_access')
 
 

@@ -62,8 +62,13 @@ class IdMap {
  private:
   void grow();
   void insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local);
-  std::vector<int64_t> keys_;
-  std::vector<int64_t> vals_;
+  // A hash table slot: a key and its local id side by side, so that a probe
+  // reads one cache line.
+  struct Slot {
+    int64_t key;
+    int64_t val;
+  };
+  std::vector<Slot> slots_;
   uint64_t mask_;
   int shift_;
   int64_t size_;

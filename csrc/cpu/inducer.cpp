@@ -54,8 +54,7 @@ void KeyLog::reserve(int64_t n) {
 }
 
 IdMap::IdMap()
-    : keys_(1 << kInitialBits, kEmpty),
-      vals_(1 << kInitialBits),
+    : slots_(1 << kInitialBits, Slot{kEmpty, 0}),
       mask_((1 << kInitialBits) - 1),
       shift_(64 - kInitialBits),
       size_(0) {}
@@ -78,17 +77,16 @@ int64_t IdMap::insert(int64_t key, bool* inserted) {
     }
     return slot;
   }
-  if (2 * (size_ + 1) > static_cast<int64_t>(keys_.size())) grow();
+  if (2 * (size_ + 1) > static_cast<int64_t>(slots_.size())) grow();
   uint64_t i = slot_of(key, shift_);
   while (true) {
-    const int64_t k = keys_[i];
-    if (k == key) {
+    Slot& slot = slots_[i];
+    if (slot.key == key) {
       *inserted = false;
-      return vals_[i];
+      return slot.val;
     }
-    if (k == kEmpty) {
-      keys_[i] = key;
-      vals_[i] = size_;
+    if (slot.key == kEmpty) {
+      slot = Slot{key, size_};
       inserted_.push_back(key);
       *inserted = true;
       return size_++;
@@ -105,9 +103,9 @@ int64_t IdMap::find(int64_t key) const {
   }
   uint64_t i = slot_of(key, shift_);
   while (true) {
-    const int64_t k = keys_[i];
-    if (k == key) return vals_[i];
-    if (k == kEmpty) return -1;
+    const Slot& slot = slots_[i];
+    if (slot.key == key) return slot.val;
+    if (slot.key == kEmpty) return -1;
     i = (i + 1) & mask_;
   }
 }
@@ -158,7 +156,15 @@ void IdMap::insert_all(const int64_t* keys, int64_t n, int64_t* local) {
 
 void IdMap::insert_in_order(const int64_t* keys, int64_t n, int64_t* local) {
   if (dense_.empty()) {
+    // Room for every key first, so that no insert grows the table: then the
+    // slots of the keys ahead can be prefetched (a table past the caches
+    // costs a miss a key, which the prefetches overlap).
+    reserve(size_ + n);
+    const Slot* table = slots_.data();
     for (int64_t i = 0; i < n; ++i) {
+      if (i + kInsertPrefetchAhead < n) {
+        __builtin_prefetch(&table[slot_of(keys[i + kInsertPrefetchAhead], shift_)], 1);
+      }
       bool inserted;
       local[i] = insert(keys[i], &inserted);
     }
@@ -251,22 +257,19 @@ void IdMap::insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local) 
 void IdMap::reserve(int64_t n) {
   inserted_.reserve(n);
   if (!dense_.empty()) return;
-  while (2 * n > static_cast<int64_t>(keys_.size())) grow();
+  while (2 * n > static_cast<int64_t>(slots_.size())) grow();
 }
 
 void IdMap::grow() {
-  std::vector<int64_t> old_keys(keys_.size() * 2, kEmpty);
-  std::vector<int64_t> old_vals(vals_.size() * 2);
-  old_keys.swap(keys_);
-  old_vals.swap(vals_);
-  mask_ = keys_.size() - 1;
+  std::vector<Slot> old(slots_.size() * 2, Slot{kEmpty, 0});
+  old.swap(slots_);
+  mask_ = slots_.size() - 1;
   --shift_;
-  for (size_t j = 0; j < old_keys.size(); ++j) {
-    if (old_keys[j] == kEmpty) continue;
-    uint64_t i = slot_of(old_keys[j], shift_);
-    while (keys_[i] != kEmpty) i = (i + 1) & mask_;
-    keys_[i] = old_keys[j];
-    vals_[i] = old_vals[j];
+  for (const Slot& slot : old) {
+    if (slot.key == kEmpty) continue;
+    uint64_t i = slot_of(slot.key, shift_);
+    while (slots_[i].key != kEmpty) i = (i + 1) & mask_;
+    slots_[i] = slot;
   }
 }
 
@@ -287,7 +290,7 @@ void IdMap::clear() {
       });
     }
   } else {
-    std::fill(keys_.begin(), keys_.end(), kEmpty);
+    std::fill(slots_.begin(), slots_.end(), Slot{kEmpty, 0});
   }
   inserted_.clear();
   size_ = 0;

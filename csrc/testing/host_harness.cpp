@@ -5,6 +5,7 @@
 #include <omp.h>
 #include <torch/extension.h>
 
+#include "../kernels/disjoint_keys.h"
 #include "../kernels/graph_ops.h"
 #include "../kernels/inducer.h"
 #include "../kernels/sample_neighbors.h"
@@ -56,6 +57,11 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
                                                              seeds, seed_time, k, replace, last,
                                                              rng_seed);
             }));
+  m.def("disjoint_keys", torch::wrap_pybind_function([](const at::Tensor& seed_keys,
+                                                        const at::Tensor& nbrs,
+                                                        const at::Tensor& nbr_nums, int64_t bits) {
+          return glt::kernels::disjoint_keys(HostBackend{}, seed_keys, nbrs, nbr_nums, bits);
+        }));
   m.def("coo_to_csr", torch::wrap_pybind_function([](const at::Tensor& row, const at::Tensor& col,
                                                      int64_t num_rows, int64_t num_cols) {
           return glt::kernels::coo_to_csr(HostBackend{}, row, col, num_rows, num_cols);

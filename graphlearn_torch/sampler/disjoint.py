@@ -10,11 +10,11 @@ from .schema import SamplingSchema
 
 
 class DisjointKeys:
-  """Disjoint sampling's node keys: every seed grows a subgraph of its own,
-  so a node met from two seeds is two nodes. The inducer tells them apart by
-  key: ``seed * num_nodes + id``, where ``seed`` numbers the batch's seeds
-  over their types in input order (PyG's numbering). In temporal sampling
-  every key also carries its seed's time.
+  """The inducer keys a node of disjoint sampling by its seed and its id:
+  ``(seed << bits) | id``, where ``seed`` numbers the batch's seeds over
+  their types in input order (PyG's numbering) and ``bits`` holds the
+  largest node type's ids. In temporal sampling every seed also has a time,
+  which its subgraph's nodes carry on.
 
   Args:
     schema: the graph's types and sizes.
@@ -22,11 +22,17 @@ class DisjointKeys:
     seed_time: the seeds' times by node type (temporal sampling), or None.
   """
 
-  def __init__(self, schema: SamplingSchema, seed_dict: Dict[NodeType, torch.Tensor], seed_time):
-    self.num_nodes = {t: max(int(schema.num_nodes[t]), 1) for t in schema.node_types}
+  def __init__(
+    self,
+    schema: SamplingSchema,
+    seed_dict: Dict[NodeType, torch.Tensor],
+    seed_time: Optional[Dict[NodeType, torch.Tensor]],
+  ):
+    largest = max(schema.num_nodes.values(), default=1)
+    self.bits = max(int(largest - 1).bit_length(), 1)
+    self.mask = (1 << self.bits) - 1
     num_seeds = sum(s.numel() for s in seed_dict.values())
-    largest = max(self.num_nodes.values(), default=1)
-    if num_seeds * largest >= 2**63:
+    if num_seeds >= 2 ** (63 - self.bits):
       raise ValueError(
         f'disjoint sampling of {num_seeds} seeds over {largest} nodes overflows its int64 keys'
       )
@@ -34,20 +40,22 @@ class DisjointKeys:
     offset = 0
     for t, seeds in seed_dict.items():
       index = torch.arange(offset, offset + seeds.numel(), device=seeds.device)
-      self.seed_keys[t] = index * self.num_nodes[t] + seeds
+      self.seed_keys[t] = (index << self.bits) | seeds
       offset += seeds.numel()
     self.time = None
-    if seed_time is not None:
-      self.time = torch.cat([seed_time[t] for t in seed_dict]) if seed_dict else None
+    if seed_time is not None and seed_dict:
+      self.time = torch.cat([seed_time[t] for t in seed_dict])
 
-  def split(self, ntype: NodeType, keys: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-    """``(node ids, seed index)`` of keys of ``ntype``."""
-    n = self.num_nodes[ntype]
-    return keys % n, torch.div(keys, n, rounding_mode='floor')
+  def split(self, keys: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``(node ids, seed index)`` of ``keys``."""
+    return keys & self.mask, keys >> self.bits
 
-  def keys(self, ntype: NodeType, ids: torch.Tensor, seed_index: torch.Tensor) -> torch.Tensor:
-    """The keys of nodes ``ids`` of ``ntype`` in the subgraphs of ``seed_index``."""
-    return seed_index * self.num_nodes[ntype] + ids
+  def neighbor_keys(
+    self, seed_keys: torch.Tensor, nbrs: torch.Tensor, nbr_nums: torch.Tensor
+  ) -> torch.Tensor:
+    """The keys of one hop's neighbors (``nbr_nums[i]`` of them sampled for
+    the node keyed ``seed_keys[i]``): in their seed's subgraph."""
+    return torch.ops.glt.disjoint_keys(seed_keys, nbrs, nbr_nums, self.bits)
 
   def seed_time(self, seed_index: torch.Tensor) -> Optional[torch.Tensor]:
     """The time of each of ``seed_index``'s seeds (None: not temporal)."""

@@ -256,7 +256,7 @@ class MultiHopSampler(LinkSampling):
       if keys is None:
         requests = [HopRequest(etype, f, fanout) for etype, f, fanout in asked]
       else:
-        split = [keys.split(schema.seed_type(etype), f) for etype, f, _ in asked]
+        split = [keys.split(f) for _, f, _ in asked]
         requests = [
           HopRequest(etype, ids, fanout, keys.seed_time(index))
           for (etype, _, fanout), (ids, index) in zip(asked, split)
@@ -270,10 +270,7 @@ class MultiHopSampler(LinkSampling):
         srcs, nbrs = [r.seeds for r in requests], [out.nbr for out in outs]
         if keys is not None:
           srcs = [f for _, f, _ in asked]
-          nbrs = [
-            keys.keys(schema.nbr_type(r.etype), out.nbr, index.repeat_interleave(out.nbr_num))
-            for r, out, (_, index) in zip(requests, outs, split)
-          ]
+          nbrs = [keys.neighbor_keys(f, out.nbr, out.nbr_num) for f, out in zip(srcs, outs)]
         new_nodes = self._induce(inducer, requests, srcs, nbrs, outs, rows, cols)
       for request, out in zip(requests, outs):
         key = out_etypes[request.etype]
@@ -295,7 +292,7 @@ class MultiHopSampler(LinkSampling):
     node = {t: cat(v) for t, v in nodes.items()}
     seed_index = None
     if keys is not None:
-      split_nodes = {t: keys.split(t, v) for t, v in node.items()}
+      split_nodes = {t: keys.split(v) for t, v in node.items()}
       node = {t: ids for t, (ids, _) in split_nodes.items()}
       seed_index = {t: index for t, (_, index) in split_nodes.items()}
     return HopResult(
