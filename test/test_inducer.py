@@ -118,3 +118,46 @@ def test_a_negative_id_is_named_by_the_hash_table_inducer():
   inducer.init_nodes([torch.tensor([0])])
   with pytest.raises(ValueError, match='node id -3 is out of range'):
     inducer.induce_next([0], [0], [torch.tensor([0])], [torch.tensor([1, -3])], [torch.tensor([2])])
+
+
+def disjoint_hops(seed, bits=15, shuffle=False, one_big_seed=False):
+  """Disjoint keys ((seed << bits) | id): 300 seeds, then three hops, each
+  from the nodes the last one added; their keys come seed by seed, as a
+  disjoint hop's do, or shuffled; one seed may grow far past its share."""
+  g = torch.Generator().manual_seed(seed)
+  n = 300
+  seeds = (torch.arange(n) << bits) | torch.randint(0, 1 << bits, (n,), generator=g)
+  frontier, hops, known = seeds.tolist(), [], set(seeds.tolist())
+  for _ in range(3):
+    srcs = torch.tensor(frontier)
+    if shuffle:
+      srcs = srcs[torch.randperm(srcs.numel(), generator=g)]
+    nums = torch.randint(0, 8, (srcs.numel(),), generator=g)
+    if one_big_seed:
+      nums[(srcs >> bits) == 7] = 400
+    ids = torch.randint(0, 64, (int(nums.sum()),), generator=g)  # repeats within a seed
+    nbrs = ((srcs >> bits).repeat_interleave(nums) << bits) | ids
+    hops.append((srcs, nbrs, nums))
+    frontier = [v for v in dict.fromkeys(nbrs.tolist()) if v not in known]
+    known.update(frontier)
+  return seeds, hops
+
+
+@pytest.mark.parametrize('shuffle', [False, True])
+@pytest.mark.parametrize('one_big_seed', [False, True])
+def test_disjoint_keys_relabel_as_a_sequential_one(shuffle, one_big_seed):
+  # The grouped hash map (each seed's keys in a region of its own) gives the
+  # first-appearance relabelling of a plain dict, whatever the key order
+  # and however unevenly the seeds grow.
+  seeds, hops = disjoint_hops(3, shuffle=shuffle, one_big_seed=one_big_seed)
+  want = reference_hops(seeds, hops)
+  inducer = ops.Inducer(1, [], 15)
+  assert run(inducer, seeds, hops) == want
+  assert run(inducer, seeds, hops) == want, 'a reused inducer'
+
+
+def test_disjoint_bits_need_hash_maps():
+  with pytest.raises(ValueError, match='disjoint keys need hash maps'):
+    ops.Inducer(1, [100], 15)
+  with pytest.raises(ValueError, match='disjoint_bits must be in'):
+    ops.Inducer(1, [], 63)

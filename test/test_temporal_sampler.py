@@ -15,6 +15,8 @@ import graphlearn_torch as glt
 from graphlearn_torch.data import Graph, Topology
 from graphlearn_torch.sampler import NeighborSampler, NodeSamplerInput
 from graphlearn_torch.sampler.base import EdgeSamplerInput, NegativeSampling
+from graphlearn_torch.sampler.schema import RandomStream
+from graphlearn_torch.typing import HOMO_NODE_TYPE
 
 NUM_NODES = 40
 
@@ -424,3 +426,23 @@ def test_disjoint_loader_batch_vector():
   assert batch.batch.numel() == batch.num_nodes
   row, col = batch.edge_index
   assert torch.equal(batch.batch[row], batch.batch[col])
+
+
+@pytest.mark.parametrize('times', [None, 'node_time', 'edge_time'])
+@pytest.mark.parametrize('strategy', ['uniform', 'last'])
+def test_fused_draws_equal_answered_hops(times, strategy):
+  # On the CPU the inducer draws each hop itself (disjoint keys and time
+  # windows inside sample_induce_next); the same streams answered hop by hop
+  # (sample_one_hop, glt::disjoint_keys, induce_next) give the same batch.
+  edge_index, node_time, edge_time = random_graph(13, num_edges=700)
+  given = {'node_time': node_time, 'edge_time': edge_time}
+  options = {times: given[times], 'temporal_strategy': strategy} if times else {'disjoint': True}
+  sampler = sampler_of(edge_index, num_neighbors=[4, 3], **options)
+  seed_dict = {HOMO_NODE_TYPE: torch.randint(0, NUM_NODES, (24,))}
+  seed_time = {HOMO_NODE_TYPE: torch.randint(0, 30, (24,))} if times else None
+  fused = sampler._sample(seed_dict, RandomStream(5), seed_time)
+  random = RandomStream(5)
+  answered = sampler.engine.sample(seed_dict, lambda r: sampler._answer(r, random), None, seed_time)
+  for field in ('node', 'row', 'col', 'edge', 'seed_index'):
+    a, b = getattr(fused, field), getattr(answered, field)
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), field

@@ -37,6 +37,12 @@ class IdMap {
   IdMap();
   // Switches to an id-indexed array for ids in [0, num_ids).
   void use_dense(int64_t num_ids);
+  // Keys of the hash table are (group << bits) | id (disjoint sampling: a
+  // group is a seed's subgraph) in `num_groups` groups: each group's keys
+  // hash into a region of the table of its own (overflowing into the next),
+  // so that keys that arrive group by group, as a disjoint hop's do, probe
+  // a few cached lines. 0 bits: plain hashing.
+  void group_keys(int bits, int64_t num_groups);
   // Local id of `key`; inserts it with the next local id if absent.
   int64_t insert(int64_t key, bool* inserted);
   // Inserts keys[0, n) in order: local[i] is the local id of keys[i]; the
@@ -61,16 +67,26 @@ class IdMap {
 
  private:
   void grow();
+  // The first slot `key` probes.
+  uint64_t slot(int64_t key) const;
+  // The region size of a group (grouped keys), from the table's size.
+  void size_regions();
   void insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local);
   // A hash table slot: a key and its local id side by side, so that a probe
-  // reads one cache line.
+  // reads one cache line, and the generation (clear()) that wrote it: a slot
+  // of an older generation is empty, so clearing the table writes nothing.
   struct Slot {
     int64_t key;
-    int64_t val;
+    int32_t val;
+    uint32_t generation;
   };
   std::vector<Slot> slots_;
+  uint32_t generation_ = 1;  // slots of any other generation are empty
   uint64_t mask_;
   int shift_;
+  int group_bits_ = 0;      // grouped keys: the id bits (0: plain hashing)
+  int64_t num_groups_ = 1;  // grouped keys: how many groups
+  int region_bits_ = 0;     // grouped keys: log2 of a group's region
   int64_t size_;
   // id -> local id; kAbsent when absent (and, inside insert_all, a claim
   // -1 - i by the first position i that holds the id)

@@ -12,7 +12,6 @@
 namespace glt::cpu {
 namespace {
 
-constexpr int64_t kEmpty = -1;
 constexpr int kInitialBits = 10;
 // An absent id in a dense map: below every claim -1 - i (i < INT32_MAX) and
 // every local id.
@@ -35,6 +34,8 @@ inline uint64_t slot_of(int64_t key, int shift) {
   return (static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ULL) >> shift;
 }
 
+inline int floor_log2(uint64_t x) { return x ? 63 - __builtin_clzll(x) : 0; }
+
 }  // namespace
 
 int64_t* KeyLog::extend(int64_t n) {
@@ -54,10 +55,30 @@ void KeyLog::reserve(int64_t n) {
 }
 
 IdMap::IdMap()
-    : slots_(1 << kInitialBits, Slot{kEmpty, 0}),
+    : slots_(1 << kInitialBits, Slot{0, 0, 0}),
       mask_((1 << kInitialBits) - 1),
       shift_(64 - kInitialBits),
       size_(0) {}
+
+uint64_t IdMap::slot(int64_t key) const {
+  if (group_bits_ == 0) return slot_of(key, shift_);
+  const uint64_t group = static_cast<uint64_t>(key) >> group_bits_;
+  const int64_t id = key & ((int64_t{1} << group_bits_) - 1);
+  const uint64_t offset = region_bits_ ? slot_of(id, 64 - region_bits_) : 0;
+  return ((group << region_bits_) + offset) & mask_;
+}
+
+void IdMap::size_regions() {
+  region_bits_ = floor_log2((mask_ + 1) / static_cast<uint64_t>(num_groups_));
+}
+
+void IdMap::group_keys(int bits, int64_t num_groups) {
+  TORCH_CHECK_VALUE(size_ == 0, "group_keys needs an empty map");
+  TORCH_CHECK_VALUE(bits >= 0 && bits <= 62, "bits must be in [0, 62], got ", bits);
+  group_bits_ = bits;
+  num_groups_ = std::max<int64_t>(num_groups, 1);
+  size_regions();
+}
 
 void IdMap::use_dense(int64_t num_ids) {
   TORCH_CHECK_VALUE(size_ == 0, "use_dense needs an empty map");
@@ -78,18 +99,19 @@ int64_t IdMap::insert(int64_t key, bool* inserted) {
     return slot;
   }
   if (2 * (size_ + 1) > static_cast<int64_t>(slots_.size())) grow();
-  uint64_t i = slot_of(key, shift_);
+  TORCH_CHECK_VALUE(size_ < INT32_MAX, "too many nodes in one batch");
+  uint64_t i = slot(key);
   while (true) {
     Slot& slot = slots_[i];
-    if (slot.key == key) {
-      *inserted = false;
-      return slot.val;
-    }
-    if (slot.key == kEmpty) {
-      slot = Slot{key, size_};
+    if (slot.generation != generation_) {
+      slot = Slot{key, static_cast<int32_t>(size_), generation_};
       inserted_.push_back(key);
       *inserted = true;
       return size_++;
+    }
+    if (slot.key == key) {
+      *inserted = false;
+      return slot.val;
     }
     i = (i + 1) & mask_;
   }
@@ -101,11 +123,11 @@ int64_t IdMap::find(int64_t key) const {
     const int32_t local = dense_[key];
     return local < 0 ? -1 : local;
   }
-  uint64_t i = slot_of(key, shift_);
+  uint64_t i = slot(key);
   while (true) {
     const Slot& slot = slots_[i];
+    if (slot.generation != generation_) return -1;
     if (slot.key == key) return slot.val;
-    if (slot.key == kEmpty) return -1;
     i = (i + 1) & mask_;
   }
 }
@@ -122,7 +144,7 @@ at::Tensor IdMap::keys_from(int64_t first) const {
 }
 
 void IdMap::check_keys(const int64_t* keys, int64_t n) const {
-  // A negative key is a hash table's empty slot.
+  // Ids are non-negative (a hash table's keys too: a negative one is an error).
   const uint64_t bound = dense_.empty() ? INT64_MAX : dense_.size();
   std::atomic<bool> outside{false};
   glt::cpu::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
@@ -163,7 +185,7 @@ void IdMap::insert_in_order(const int64_t* keys, int64_t n, int64_t* local) {
     const Slot* table = slots_.data();
     for (int64_t i = 0; i < n; ++i) {
       if (i + kInsertPrefetchAhead < n) {
-        __builtin_prefetch(&table[slot_of(keys[i + kInsertPrefetchAhead], shift_)], 1);
+        __builtin_prefetch(&table[slot(keys[i + kInsertPrefetchAhead])], 1);
       }
       bool inserted;
       local[i] = insert(keys[i], &inserted);
@@ -261,15 +283,16 @@ void IdMap::reserve(int64_t n) {
 }
 
 void IdMap::grow() {
-  std::vector<Slot> old(slots_.size() * 2, Slot{kEmpty, 0});
+  std::vector<Slot> old(slots_.size() * 2, Slot{0, 0, 0});
   old.swap(slots_);
   mask_ = slots_.size() - 1;
   --shift_;
-  for (const Slot& slot : old) {
-    if (slot.key == kEmpty) continue;
-    uint64_t i = slot_of(slot.key, shift_);
-    while (slots_[i].key != kEmpty) i = (i + 1) & mask_;
-    slots_[i] = slot;
+  size_regions();
+  for (const Slot& old_slot : old) {
+    if (old_slot.generation != generation_) continue;
+    uint64_t i = slot(old_slot.key);
+    while (slots_[i].generation == generation_) i = (i + 1) & mask_;
+    slots_[i] = old_slot;
   }
 }
 
@@ -290,15 +313,28 @@ void IdMap::clear() {
       });
     }
   } else {
-    std::fill(slots_.begin(), slots_.end(), Slot{kEmpty, 0});
+    // A new generation empties every slot; only when it wraps are they
+    // written (to generation 0, which is never current).
+    if (++generation_ == 0) {
+      std::fill(slots_.begin(), slots_.end(), Slot{0, 0, 0});
+      generation_ = 1;
+    }
   }
   inserted_.clear();
   size_ = 0;
 }
 
-Inducer::Inducer(int64_t num_node_types, const std::vector<int64_t>& num_nodes) {
+Inducer::Inducer(int64_t num_node_types, const std::vector<int64_t>& num_nodes,
+                 int64_t disjoint_bits)
+    : disjoint_bits_(disjoint_bits) {
   TORCH_CHECK_VALUE(num_node_types >= 1, "an Inducer needs at least one node type, got ",
                     num_node_types);
+  TORCH_CHECK_VALUE(disjoint_bits >= 0 && disjoint_bits <= 62,
+                    "disjoint_bits must be in [0, 62], got ", disjoint_bits);
+  TORCH_CHECK_VALUE(disjoint_bits == 0 || num_nodes.empty() ||
+                        std::all_of(num_nodes.begin(), num_nodes.end(),
+                                    [](int64_t n) { return n <= 0; }),
+                    "disjoint keys need hash maps: give no num_nodes with disjoint_bits");
   TORCH_CHECK_VALUE(num_nodes.empty() || static_cast<int64_t>(num_nodes.size()) == num_node_types,
                     "num_nodes needs one entry per node type (", num_node_types, "), got ",
                     num_nodes.size());
@@ -324,6 +360,11 @@ std::vector<at::Tensor> Inducer::init_nodes(const std::vector<at::Tensor>& seeds
                     "init_nodes expects one seed tensor per node type (", num_node_types(),
                     "), got ", seeds.size());
   reset();
+  if (disjoint_bits_ > 0) {
+    int64_t num_seeds = 0;
+    for (const auto& s : seeds) num_seeds += s.numel();
+    for (auto& m : maps_) m.group_keys(static_cast<int>(disjoint_bits_), num_seeds);
+  }
   std::vector<at::Tensor> out;
   for (size_t t = 0; t < seeds.size(); ++t) {
     check_index(seeds[t], "seeds");

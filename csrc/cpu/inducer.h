@@ -16,7 +16,11 @@ namespace glt::cpu {
 class Inducer {
  public:
   // `num_nodes[t]` > 0 gives type t an id-indexed map over [0, num_nodes[t]).
-  explicit Inducer(int64_t num_node_types, const std::vector<int64_t>& num_nodes = {});
+  // `disjoint_bits` > 0: the nodes are disjoint sampling's keys
+  // (seed << disjoint_bits) | id, and each batch's hash maps keep every
+  // seed's keys in a region of their own (IdMap::group_keys).
+  explicit Inducer(int64_t num_node_types, const std::vector<int64_t>& num_nodes = {},
+                   int64_t disjoint_bits = 0);
 
   // Registers the seeds; returns them per type without duplicates, in order.
   std::vector<at::Tensor> init_nodes(const std::vector<at::Tensor>& seeds);
@@ -47,7 +51,12 @@ class Inducer {
   // batch as sample_neighbors then induce_next. Everything is checked
   // before anything is inserted, but a neighbor id out of range (a corrupt
   // topology) may be met after part of the hop was inserted: the inducer
-  // then forgets all nodes (reset) before it raises.
+  // then forgets all nodes (reset) before it raises. Temporal requests give
+  // edge_times[e] (each entry's time, the rows sorted by it) and
+  // seed_times[e] (one per seed) and draw as sample_neighbors_temporal does
+  // (`last`: the latest allowed entries). An inducer of disjoint keys takes
+  // `srcs[e]` as keys, draws from their ids' rows and keys each neighbor
+  // into its seed's subgraph as it inserts it.
   std::tuple<std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>,
              std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>>
   sample_induce_next(const std::vector<int64_t>& src_types, const std::vector<int64_t>& nbr_types,
@@ -58,7 +67,10 @@ class Inducer {
                      const std::vector<int64_t>& fanouts, bool replace,
                      const std::vector<int64_t>& rng_seeds,
                      const std::vector<at::Tensor>& row_prefixes,
-                     const std::vector<at::Tensor>& col_prefixes);
+                     const std::vector<at::Tensor>& col_prefixes,
+                     const std::vector<std::optional<at::Tensor>>& edge_times = {},
+                     const std::vector<std::optional<at::Tensor>>& seed_times = {},
+                     bool last = false);
 
   // Local ids of known nodes of type `node_type` (-1 for unknown ones).
   at::Tensor local_ids(int64_t node_type, const at::Tensor& ids) const;
@@ -81,6 +93,7 @@ class Inducer {
   // its type last added (whose local ids are consecutive); else -1.
   int64_t first_local_id_if_added(int64_t t, const at::Tensor& srcs) const;
   std::vector<IdMap> maps_;
+  int64_t disjoint_bits_ = 0;
   struct Added {
     at::Tensor nodes;
     int64_t version = 0;

@@ -59,7 +59,10 @@ Inducer::sample_induce_next(const std::vector<int64_t>& src_types,
                             const std::vector<int64_t>& fanouts, bool replace,
                             const std::vector<int64_t>& rng_seeds,
                             const std::vector<at::Tensor>& row_prefixes,
-                            const std::vector<at::Tensor>& col_prefixes) {
+                            const std::vector<at::Tensor>& col_prefixes,
+                            const std::vector<std::optional<at::Tensor>>& edge_times,
+                            const std::vector<std::optional<at::Tensor>>& seed_times,
+                            bool last) {
   const size_t num_requests = srcs.size();
   for (size_t size : {src_types.size(), nbr_types.size(), indptrs.size(), indices.size(),
                       edge_ids.size(), edge_weights.size(), fanouts.size(), rng_seeds.size(),
@@ -68,12 +71,31 @@ Inducer::sample_induce_next(const std::vector<int64_t>& src_types,
                       "sample_induce_next expects one entry per request (", num_requests,
                       ") in each list, got a list of ", size);
   }
+  for (size_t size : {edge_times.size(), seed_times.size()}) {
+    TORCH_CHECK_VALUE(size == 0 || size == num_requests,
+                      "sample_induce_next expects edge_times and seed_times empty or with one "
+                      "entry per request (",
+                      num_requests, "), got a list of ", size);
+  }
+  // Disjoint keys: the rows drawn are the keys' ids; the neighbors are keyed
+  // into their seed's subgraph as they are inserted.
+  const int64_t id_mask = disjoint_bits_ > 0 ? (int64_t{1} << disjoint_bits_) - 1 : -1;
   std::vector<CheckedRequest> args;
+  std::vector<at::Tensor> keys, times;
   for (size_t e = 0; e < num_requests; ++e) {
     check_type(src_types[e]);
     check_type(nbr_types[e]);
-    args.push_back(checked_request(indptrs[e], indices[e], edge_ids[e], edge_weights[e], srcs[e],
+    check_index(srcs[e], "srcs");
+    keys.push_back(srcs[e].contiguous());
+    const at::Tensor ids = disjoint_bits_ > 0 ? at::bitwise_and(keys.back(), id_mask) : keys.back();
+    args.push_back(checked_request(indptrs[e], indices[e], edge_ids[e], edge_weights[e], ids,
                                    fanouts[e], row_prefixes[e], col_prefixes[e]));
+    const bool timed = !edge_times.empty() && edge_times[e].has_value();
+    TORCH_CHECK_VALUE(timed == (!seed_times.empty() && seed_times[e].has_value()),
+                      "request ", e, " has edge_times or seed_times but not both");
+    times.push_back(timed ? checked_time_args(*edge_times[e], indices[e], *seed_times[e],
+                                              args.back().seeds)
+                          : at::Tensor());
   }
 
   std::vector<int64_t> first_fresh(maps_.size());
@@ -87,44 +109,75 @@ Inducer::sample_induce_next(const std::vector<int64_t>& src_types,
             indptrs[e].data_ptr<index_t>(), indices[e].data_ptr<index_t>(),
             edge_ids[e].has_value() ? edge_ids[e]->data_ptr<int64_t>() : nullptr,
             edge_weights[e].has_value() ? edge_weights[e]->data_ptr<float>() : nullptr};
-        draws::HopDraws<index_t> hop(g, seeds.data_ptr<int64_t>(), seeds.numel(), fanouts[e],
-                                     replace, rng_seeds[e]);
-        const int64_t total = hop.total();
-        const at::Tensor row = extended(args[e].row_prefix, total);
-        const at::Tensor col = extended(args[e].col_prefix, total);
-        int64_t* row_tail = row.data_ptr<int64_t>() + args[e].row_prefix.numel();
-        int64_t* col_tail = col.data_ptr<int64_t>() + args[e].col_prefix.numel();
-        write_rows(src_types[e], srcs[e], seeds, hop.offsets(), row_tail);
+        auto draw_and_insert = [&](draws::HopDraws<index_t>& hop) {
+          const int64_t total = hop.total();
+          const at::Tensor row = extended(args[e].row_prefix, total);
+          const at::Tensor col = extended(args[e].col_prefix, total);
+          int64_t* row_tail = row.data_ptr<int64_t>() + args[e].row_prefix.numel();
+          int64_t* col_tail = col.data_ptr<int64_t>() + args[e].col_prefix.numel();
+          write_rows(src_types[e], srcs[e], keys[e], hop.offsets(), row_tail);
 
-        IdMap& map = maps_[nbr_types[e]];
-        const int64_t* nbr = hop.nbrs.template data_ptr<int64_t>();
-        if (map.inserts_in_parallel(total)) {
-          // Enough threads that the parallel insert beats overlapping one
-          // thread's inserts with the others' draws.
-          glt::cpu::parallel_for(0, hop.num_chunks(), 1, [&](int64_t first, int64_t last) {
-            draws::Scratch scratch;
-            for (int64_t c = first; c < last; ++c) hop.draw(c, scratch);
-          });
-          map.insert_all(nbr, total, col_tail);
-        } else {
-          const int64_t threads = kernel_threads();
-          std::vector<draws::Scratch> scratch(threads);
+          IdMap& map = maps_[nbr_types[e]];
+          const int64_t* nbr = hop.nbrs.template data_ptr<int64_t>();
+          const int64_t* src_key = keys[e].data_ptr<int64_t>();
           const int64_t* offsets = hop.offsets();
-          produce_consume_in_order(
-              hop.num_chunks(), threads,
-              [&](int64_t chunk, int64_t worker) { hop.draw(chunk, scratch[worker]); },
-              [&](int64_t chunk) {
-                const int64_t lo = offsets[hop.chunk_begin(chunk)];
-                const int64_t hi = offsets[hop.chunk_end(chunk)];
-                map.check_keys(nbr + lo, hi - lo);
-                map.insert_in_order(nbr + lo, hi - lo, col_tail + lo);
-              });
+          // The keys of the neighbors of seeds [first, last), at
+          // nbr_key[offsets[first] - base ...].
+          std::vector<int64_t> key_buffer;
+          auto keyed = [&](int64_t first, int64_t last, int64_t base) -> const int64_t* {
+            if (disjoint_bits_ == 0) return nbr + offsets[first];
+            key_buffer.resize(offsets[last] - offsets[first]);
+            for (int64_t i = first; i < last; ++i) {
+              const int64_t seed = src_key[i] & ~id_mask;
+              for (int64_t p = offsets[i]; p < offsets[i + 1]; ++p) {
+                key_buffer[p - base] = seed | nbr[p];
+              }
+            }
+            return key_buffer.data();
+          };
+          if (map.inserts_in_parallel(total)) {
+            // Enough threads that the parallel insert beats overlapping one
+            // thread's inserts with the others' draws.
+            glt::cpu::parallel_for(0, hop.num_chunks(), 1, [&](int64_t first, int64_t last) {
+              draws::Scratch scratch;
+              for (int64_t c = first; c < last; ++c) hop.draw(c, scratch);
+            });
+            map.insert_all(keyed(0, seeds.numel(), 0), total, col_tail);
+          } else {
+            const int64_t threads = kernel_threads();
+            std::vector<draws::Scratch> scratch(threads);
+            produce_consume_in_order(
+                hop.num_chunks(), threads,
+                [&](int64_t chunk, int64_t worker) { hop.draw(chunk, scratch[worker]); },
+                [&](int64_t chunk) {
+                  const int64_t first = hop.chunk_begin(chunk), last = hop.chunk_end(chunk);
+                  const int64_t lo = offsets[first], hi = offsets[last];
+                  const int64_t* chunk_keys = keyed(first, last, lo);
+                  map.check_keys(chunk_keys, hi - lo);
+                  map.insert_in_order(chunk_keys, hi - lo, col_tail + lo);
+                });
+          }
+          rows.push_back(row);
+          cols.push_back(col);
+          nbrs.push_back(hop.nbrs);
+          nbr_nums.push_back(hop.counts);
+          eids.push_back(hop.eids);
+        };
+        if (!times[e].defined()) {
+          draws::HopDraws<index_t> hop(g, seeds.data_ptr<int64_t>(), seeds.numel(), fanouts[e],
+                                       replace, rng_seeds[e]);
+          draw_and_insert(hop);
+          return;
         }
-        rows.push_back(row);
-        cols.push_back(col);
-        nbrs.push_back(hop.nbrs);
-        nbr_nums.push_back(hop.counts);
-        eids.push_back(hop.eids);
+        using idx_t = index_t;
+        GLT_DISPATCH_TIME_TYPES(edge_times[e]->scalar_type(), "sample_induce_next", [&] {
+          const draws::TemporalWindow<idx_t, scalar_t> window{
+              g.indptr, edge_times[e]->data_ptr<scalar_t>(), times[e].data_ptr<scalar_t>(),
+              fanouts[e], last};
+          draws::HopDraws<idx_t> hop(g, seeds.data_ptr<int64_t>(), seeds.numel(), fanouts[e],
+                                     replace, rng_seeds[e], window);
+          draw_and_insert(hop);
+        });
       });
     }
   } catch (...) {

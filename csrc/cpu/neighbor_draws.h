@@ -104,6 +104,30 @@ void sample_one(const kernels::CsrView<index_t>& g, int64_t begin, int64_t deg, 
   for (int64_t j = 0; j < count; ++j) emit(keyed[j].second);
 }
 
+// A seed's candidate edges in temporal sampling: the entries of its row of
+// time <= the seed's (kernels::temporal_window), and the lines that finds
+// them read, to prefetch ahead of it.
+template <typename index_t, typename stamp_t>
+struct TemporalWindow {
+  const index_t* indptr;
+  const stamp_t* edge_time;  // each entry's time, each row sorted by it
+  const stamp_t* seed_time;  // each seed's time
+  int64_t k;
+  bool last;
+
+  void operator()(int64_t i, int64_t s, int64_t* begin, int64_t* end) const {
+    kernels::temporal_window(indptr, edge_time, s, seed_time[i], k, last, begin, end);
+  }
+  // The row's last entry (read first) and its middle (the search's first
+  // probe); indptr[s] should be cached already.
+  void prefetch(int64_t s) const {
+    const int64_t begin = indptr[s], end = indptr[s + 1];
+    if (begin == end) return;
+    __builtin_prefetch(&edge_time[end - 1]);
+    __builtin_prefetch(&edge_time[begin + (end - begin) / 2]);
+  }
+};
+
 // One hop's draws: up to `k` neighbors (-1: all) of each of `num_seeds`
 // seeds (rows of `g`, in range). Planning takes a parallel pass over the
 // seeds (their first edge and count) and allocates the outputs; each chunk
@@ -206,6 +230,10 @@ class HopDraws {
           __builtin_prefetch(&view(i + kPrefetchAhead).indptr[seeds[i + kPrefetchAhead]]);
         const auto& g = view(i);
         int64_t first, last;
+        if constexpr (!std::is_same_v<Window, WholeRow>) {
+          // Its row's bounds were prefetched half the distance ago.
+          if (i + kPrefetchAhead / 2 < end) window.prefetch(seeds[i + kPrefetchAhead / 2]);
+        }
         if constexpr (std::is_same_v<Window, WholeRow>) {
           first = g.indptr[seeds[i]];
           last = g.indptr[seeds[i] + 1];

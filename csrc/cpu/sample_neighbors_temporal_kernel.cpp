@@ -22,11 +22,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_temporal_typed(
       indptr.data_ptr<index_t>(), indices.data_ptr<index_t>(),
       edge_ids.has_value() ? edge_ids->data_ptr<int64_t>() : nullptr,
       edge_weights.has_value() ? edge_weights->data_ptr<float>() : nullptr};
-  const stamp_t* times = edge_time.data_ptr<stamp_t>();
-  const stamp_t* bound = seed_time.data_ptr<stamp_t>();
-  auto window = [&](int64_t i, int64_t s, int64_t* begin, int64_t* end) {
-    kernels::temporal_window(g.indptr, times, s, bound[i], k, last, begin, end);
-  };
+  const draws::TemporalWindow<index_t, stamp_t> window{
+      g.indptr, edge_time.data_ptr<stamp_t>(), seed_time.data_ptr<stamp_t>(), k, last};
   draws::HopDraws<index_t> hop(g, seeds.data_ptr<int64_t>(), seeds.numel(), k, replace, rng_seed,
                                window);
   glt::cpu::parallel_for(0, hop.num_chunks(), 1, [&](int64_t first, int64_t end) {

@@ -55,6 +55,7 @@ GLT_HOST_DEVICE void temporal_window(const index_t* indptr, const stamp_t* edge_
                                      int64_t* end) {
   const int64_t first = indptr[s];
   int64_t lo = first, hi = indptr[s + 1];
+  if (lo < hi && edge_time[hi - 1] <= t) lo = hi;  // the whole row: no search
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo) / 2;
     if (edge_time[mid] <= t) {

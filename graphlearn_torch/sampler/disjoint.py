@@ -29,7 +29,7 @@ class DisjointKeys:
     seed_time: Optional[Dict[NodeType, torch.Tensor]],
   ):
     largest = max(schema.num_nodes.values(), default=1)
-    self.bits = max(int(largest - 1).bit_length(), 1)
+    self.bits = self.bits_of(schema)
     self.mask = (1 << self.bits) - 1
     num_seeds = sum(s.numel() for s in seed_dict.values())
     if num_seeds >= 2 ** (63 - self.bits):
@@ -45,6 +45,11 @@ class DisjointKeys:
     self.time = None
     if seed_time is not None and seed_dict:
       self.time = torch.cat([seed_time[t] for t in seed_dict])
+
+  @staticmethod
+  def bits_of(schema: SamplingSchema) -> int:
+    """The id bits of a schema's keys: enough for its largest node type."""
+    return max(int(max(schema.num_nodes.values(), default=1) - 1).bit_length(), 1)
 
   def split(self, keys: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     """``(node ids, seed index)`` of ``keys``."""

@@ -103,6 +103,9 @@ class LocalDraws:
     with_edge: return the sampled edges' ids.
     with_weight: draw proportionally to the edge weights.
     replace: draw with replacement.
+    temporal: the time-sorted topology of each edge type with a time, which
+      a request that carries its seeds' times draws from.
+    last: temporal requests take the latest allowed neighbors.
   """
 
   topologies: Dict[EdgeType, DeviceTopology]
@@ -110,6 +113,8 @@ class LocalDraws:
   with_edge: bool = False
   with_weight: bool = False
   replace: bool = False
+  temporal: Optional[Dict[EdgeType, DeviceTopology]] = None
+  last: bool = False
 
 
 HopAnswer = Callable[[HopRequest], NeighborOutput]
@@ -174,15 +179,14 @@ class MultiHopSampler(LinkSampling):
   def create_inducer(self):
     """A new inducer on the sampling device: one id space per node type; on
     the CPU an id-indexed map (4 bytes a node) where that stays small, else a
-    hash table (always for disjoint sampling's keys); on a GPU hash tables
-    (``CudaInducer``)."""
+    hash table (always for disjoint sampling's keys, each seed's in a region
+    of its own); on a GPU hash tables (``CudaInducer``)."""
     if self.sample_device.type == 'cuda':
       return ops.CudaInducer(len(self.schema.node_types), self.sample_device.index)
     sizes = [self.schema.num_nodes[t] for t in self.schema.node_types]
-    dense = not self.disjoint
-    return ops.Inducer(
-      len(sizes), [n if dense and n <= DENSE_INDUCER_MAX_NODES else 0 for n in sizes]
-    )
+    if self.disjoint:
+      return ops.Inducer(len(sizes), [], DisjointKeys.bits_of(self.schema))
+    return ops.Inducer(len(sizes), [n if n <= DENSE_INDUCER_MAX_NODES else 0 for n in sizes])
 
   @contextlib.contextmanager
   def inducer(self) -> Iterator:
@@ -211,7 +215,7 @@ class MultiHopSampler(LinkSampling):
     Yields, once per hop, the hop's requests and takes back their
     NeighborOutputs in the same order; returns the deduplicated and
     relabelled result. With ``local``, the inducer draws every hop itself
-    and nothing is yielded (not in disjoint sampling). ``inducer`` (default:
+    and nothing is yielded. ``inducer`` (default:
     one from the pool, returned when the generator ends or is closed) must
     not be shared by two unfinished runs.
 
@@ -233,7 +237,6 @@ class MultiHopSampler(LinkSampling):
     empty = torch.empty(0, dtype=torch.int64, device=self.sample_device)
     keys = DisjointKeys(schema, seed_dict, seed_time) if self.disjoint else None
     if keys is not None:
-      local = None
       seed_dict = keys.seed_keys
     seeds = [seed_dict.get(t, empty) for t in schema.node_types]
     frontier = dict(zip(schema.node_types, inducer.init_nodes(seeds)))
@@ -262,7 +265,8 @@ class MultiHopSampler(LinkSampling):
           for (etype, _, fanout), (ids, index) in zip(asked, split)
         ]
       if local is not None:
-        outs, new_nodes = self._draw_and_induce(inducer, requests, local, rows, cols)
+        srcs = [f for _, f, _ in asked]  # the keys, in disjoint sampling
+        outs, new_nodes = self._draw_and_induce(inducer, requests, srcs, local, rows, cols)
       else:
         outs = (yield requests) if requests else []
         if len(outs) != len(requests):
@@ -333,19 +337,22 @@ class MultiHopSampler(LinkSampling):
     return new_nodes
 
   def _draw_and_induce(
-    self, inducer, requests, local: LocalDraws, rows, cols
+    self, inducer, requests, srcs, local: LocalDraws, rows, cols
   ) -> Tuple[List[NeighborOutput], List[torch.Tensor]]:
     """Draws a hop's requests from ``local`` and adds them to ``inducer``
     in one pass (``Inducer.sample_induce_next``), as ``_induce`` does with
-    ``sample_one_hop``'s answers. Returns the answers and the nodes new to
-    each type."""
+    ``sample_one_hop``'s answers (``srcs``: the requests' seeds as the
+    inducer keys them). Returns the answers and the nodes new to each
+    type."""
     schema = self.schema
     keys = [schema.out_edge_type(r.etype) for r in requests]
-    topos = [local.topologies[r.etype] for r in requests]
+    temporal = local.temporal or {}
+    timed = [r.seed_time is not None and r.etype in temporal for r in requests]
+    topos = [temporal[r.etype] if t else local.topologies[r.etype] for r, t in zip(requests, timed)]
     new_nodes, seed_locals, nbr_locals, nbrs, nbr_nums, edges = inducer.sample_induce_next(
       src_types=[schema.type_index[schema.seed_type(r.etype)] for r in requests],
       nbr_types=[schema.type_index[schema.nbr_type(r.etype)] for r in requests],
-      srcs=[r.seeds for r in requests],
+      srcs=srcs,
       indptrs=[t.indptr for t in topos],
       indices=[t.indices for t in topos],
       edge_ids=[t.edge_ids if local.with_edge else None for t in topos],
@@ -355,6 +362,9 @@ class MultiHopSampler(LinkSampling):
       rng_seeds=[local.random.kernel_seed() for _ in requests],
       row_prefixes=[cols[k] for k in keys],
       col_prefixes=[rows[k] for k in keys],
+      edge_times=[t.edge_time if on else None for t, on in zip(topos, timed)],
+      seed_times=[r.seed_time if on else None for r, on in zip(requests, timed)],
+      last=local.last,
     )
     for key, seed_local, nbr_local in zip(keys, seed_locals, nbr_locals):
       cols[key], rows[key] = seed_local, nbr_local

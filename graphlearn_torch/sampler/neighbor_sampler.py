@@ -200,21 +200,24 @@ class NeighborSampler(BaseSampler):
     seed_time: Optional[Dict[NodeType, torch.Tensor]] = None,
   ):
     """The engine's multi-hop result, drawn from ``random``: on the CPU each
-    hop is drawn and relabelled in one pass (``LocalDraws``; not in disjoint
-    sampling), elsewhere answered hop by hop. With ``subgraph_type``
+    hop is drawn and relabelled in one pass (``LocalDraws``), elsewhere
+    answered hop by hop. With ``subgraph_type``
     'induced', the edges are every edge among the nodes sampled."""
 
     def answer(request: HopRequest) -> NeighborOutput:
       return self._answer(request, random)
 
     local = None
-    if self.sample_device.type == 'cpu' and not self.disjoint:
+    if self.sample_device.type == 'cpu':
+      temporal = self.temporal.graphs if self.temporal is not None else {}
       local = LocalDraws(
         {etype: g.device_topology() for etype, g in self.graphs.items()},
         random,
         self.with_edge,
         self.with_weight,
         self.replace,
+        {etype: g.device_topology() for etype, g in temporal.items()},
+        self.temporal is not None and self.temporal.last,
       )
     res = self.engine.sample(seed_dict, answer, local, seed_time)
     if self.subgraph_type == 'induced':
