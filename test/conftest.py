@@ -55,3 +55,14 @@ def cora_root() -> Path:
   if not (root / 'ind.cora.graph').exists():
     pytest.skip(f'Cora is not at {root}')
   return root
+
+
+@pytest.fixture(scope='module')
+def harness():
+  """The host harness (the CUDA kernels' bodies, compiled for the CPU by
+  kernel_harness.py), on 4 threads."""
+  from kernel_harness import load_harness
+
+  h = load_harness()
+  h.set_num_threads(4)
+  return h

@@ -8,7 +8,6 @@ from collections import Counter
 import pytest
 import torch
 from conftest import random_edges
-from kernel_harness import load_harness
 from scipy import stats
 from test_kernel_bodies import csr, flat, run_hops, star
 from test_temporal_kernel import temporal_csr
@@ -28,13 +27,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 OPS = torch.ops.glt
-
-
-@pytest.fixture(scope='module')
-def harness():
-  h = load_harness()
-  h.set_num_threads(4)
-  return h
 
 
 def cuda(*tensors):

@@ -11,19 +11,11 @@ import numpy as np
 import pytest
 import torch
 from conftest import random_edges
-from kernel_harness import load_harness
 from scipy import stats
 
 import graphlearn_torch  # noqa: F401  (registers torch.ops.glt)
 
 OPS = torch.ops.glt
-
-
-@pytest.fixture(scope='module')
-def harness():
-  h = load_harness()
-  h.set_num_threads(4)
-  return h
 
 
 def temporal_csr(num_rows, num_cols, num_edges, seed, dtype=torch.int64, time_dtype=torch.int64):
