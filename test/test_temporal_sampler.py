@@ -349,7 +349,8 @@ def temporal_dataset(edge_dir='out'):
   edge_index, node_time, edge_time = random_graph(12, num_edges=500)
   ds = glt.data.Dataset(edge_dir=edge_dir)
   ds.init_graph(edge_index, graph_mode='CPU', num_nodes=NUM_NODES)
-  ds.init_node_features(torch.arange(NUM_NODES, dtype=torch.float32).view(-1, 1))
+  # with_gpu=False: on a GPU machine the rows would be gathered into GPU memory.
+  ds.init_node_features(torch.arange(NUM_NODES, dtype=torch.float32).view(-1, 1), with_gpu=False)
   ds.init_node_time(node_time)
   ds.init_edge_time(edge_time)
   return ds, edge_index, node_time, edge_time
