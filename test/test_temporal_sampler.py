@@ -447,3 +447,22 @@ def test_fused_draws_equal_answered_hops(times, strategy):
   for field in ('node', 'row', 'col', 'edge', 'seed_index'):
     a, b = getattr(fused, field), getattr(answered, field)
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), field
+
+
+def test_triplet_negatives_take_their_edges_time():
+  ds, edge_index, node_time, _ = temporal_dataset()
+  time = torch.randint(0, 30, (edge_index.size(1),))
+  loader = glt.loader.LinkNeighborLoader(
+    ds, [3, 2], edge_label_index=edge_index, edge_label_time=time, time_attr='node_time',
+    neg_sampling='triplet', batch_size=16, device='cpu', seed=2,
+  )  # fmt: skip
+  for batch in loader:
+    n = batch.input_id.numel()
+    assert torch.equal(batch.seed_time, time[batch.input_id])
+    # Each node's subgraph is a seed edge's (both ends and its negative).
+    bound = batch.seed_time[batch.batch]
+    row, col = batch.edge_index
+    assert bool((node_time[batch.n_id[row]] <= bound[row]).all())
+    assert torch.equal(batch.batch[batch.src_index], torch.arange(n))
+    assert torch.equal(batch.batch[batch.dst_pos_index], torch.arange(n))
+    assert torch.equal(batch.batch[batch.dst_neg_index], torch.arange(n))
