@@ -36,6 +36,17 @@ from .partition_service import PartitionService
 _EDGE_STRATEGY = {'out': 'by_src', 'in': 'by_dst'}
 
 
+def refuse_seed_times(inputs) -> None:
+  r"""Raises for seeds with times: temporal sampling runs on one machine
+  (``NeighborSampler``, ``PyGNeighborSampler``); distributed temporal
+  sampling needs times in the partitions, which they do not hold yet."""
+  if getattr(inputs, 'time', None) is not None:
+    raise NotImplementedError(
+      'distributed temporal sampling is not supported yet: the seeds have times, but partitions '
+      'hold no node or edge times; sample on one machine (NeighborSampler or PyGNeighborSampler)'
+    )
+
+
 class DistNeighborSampler(ConcurrentEventLoop):
   r"""Neighbor sampling across the partitions of a DistDataset: the
   distributed driver of the multi-hop engine (``sampler.multihop``).
@@ -237,10 +248,12 @@ class DistNeighborSampler(ConcurrentEventLoop):
   # -- batches -----------------------------------------------------------------
 
   async def _sample_from_nodes(self, inputs: NodeSamplerInput, random: RandomStream):
+    refuse_seed_times(inputs)
     ntype, seeds = self.engine.node_seeds(inputs)
     return self.engine.node_output(await self._sample({ntype: seeds}, random), ntype)
 
   async def _sample_from_edges(self, inputs: EdgeSamplerInput, random: RandomStream):
+    refuse_seed_times(inputs)
     batch = self.engine.link_batch(inputs)
     strict = None
     if batch.strict_negatives is not None:
