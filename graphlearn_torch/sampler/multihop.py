@@ -215,9 +215,9 @@ class MultiHopSampler(LinkSampling):
     Yields, once per hop, the hop's requests and takes back their
     NeighborOutputs in the same order; returns the deduplicated and
     relabelled result. With ``local``, the inducer draws every hop itself
-    and nothing is yielded. ``inducer`` (default:
-    one from the pool, returned when the generator ends or is closed) must
-    not be shared by two unfinished runs.
+    and nothing is yielded. ``inducer`` (default: one from the pool,
+    returned when the generator ends or is closed) must not be shared by
+    two unfinished runs.
 
     Args:
       seed_dict: checked seed ids by node type.
@@ -264,16 +264,15 @@ class MultiHopSampler(LinkSampling):
           HopRequest(etype, ids, fanout, keys.seed_time(index))
           for (etype, _, fanout), (ids, index) in zip(asked, split)
         ]
+      srcs = [f for _, f, _ in asked]  # as the inducer keys them
       if local is not None:
-        srcs = [f for _, f, _ in asked]  # the keys, in disjoint sampling
         outs, new_nodes = self._draw_and_induce(inducer, requests, srcs, local, rows, cols)
       else:
         outs = (yield requests) if requests else []
         if len(outs) != len(requests):
           raise ValueError(f'{len(requests)} hop requests got {len(outs)} answers')
-        srcs, nbrs = [r.seeds for r in requests], [out.nbr for out in outs]
+        nbrs = [out.nbr for out in outs]
         if keys is not None:
-          srcs = [f for _, f, _ in asked]
           nbrs = [keys.neighbor_keys(f, out.nbr, out.nbr_num) for f, out in zip(srcs, outs)]
         new_nodes = self._induce(inducer, requests, srcs, nbrs, outs, rows, cols)
       for request, out in zip(requests, outs):
