@@ -269,14 +269,19 @@ def temporal_hetero_data(seed=3) -> HeteroData:
   return data
 
 
-def test_pyg_node_loader_temporal_hetero():
+@pytest.mark.parametrize('num_workers, context', [(0, None), (2, 'spawn')])
+def test_pyg_node_loader_temporal_hetero(num_workers, context):
   data = temporal_hetero_data()
-  sampler = glt.sampler.PyGNeighborSampler(data, [4, 3], time_attr='time')
+  # Spawned workers get the time-sorted topologies through shared memory.
+  sampler = glt.sampler.PyGNeighborSampler(
+    data, [4, 3], time_attr='time', share_memory=context == 'spawn'
+  )
   assert sampler.disjoint, 'temporal sampling is disjoint, as in PyG'
   input_time = torch.randint(0, 50, (30,))
   loader = NodeLoader(
-    data, sampler, input_nodes='user', input_time=input_time, batch_size=8, shuffle=True
-  )
+    data, sampler, input_nodes='user', input_time=input_time, batch_size=8, shuffle=True,
+    num_workers=num_workers, filter_per_worker=num_workers > 0, multiprocessing_context=context,
+  )  # fmt: skip
   for batch in loader:
     user = batch['user']
     n = user.batch_size
