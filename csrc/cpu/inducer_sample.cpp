@@ -138,10 +138,7 @@ Inducer::sample_induce_next(const std::vector<int64_t>& src_types,
           if (map.inserts_in_parallel(total)) {
             // Enough threads that the parallel insert beats overlapping one
             // thread's inserts with the others' draws.
-            glt::cpu::parallel_for(0, hop.num_chunks(), 1, [&](int64_t first, int64_t last) {
-              draws::Scratch scratch;
-              for (int64_t c = first; c < last; ++c) hop.draw(c, scratch);
-            });
+            hop.draw_all();
             map.insert_all(keyed(0, seeds.numel(), 0), total, col_tail);
           } else {
             const int64_t threads = kernel_threads();

@@ -179,6 +179,14 @@ class HopDraws {
   int64_t chunk_begin(int64_t chunk) const { return chunk * kChunkSeeds; }
   int64_t chunk_end(int64_t chunk) const { return std::min(num_seeds_, (chunk + 1) * kChunkSeeds); }
 
+  // Draws every chunk, chunks in parallel.
+  void draw_all() {
+    glt::cpu::parallel_for(0, num_chunks(), 1, [&](int64_t first, int64_t last) {
+      Scratch scratch;
+      for (int64_t c = first; c < last; ++c) draw(c, scratch);
+    });
+  }
+
   // Draws the neighbors of the seeds of one chunk.
   void draw(int64_t chunk, Scratch& scratch) {
     if (part_) {

@@ -20,10 +20,7 @@ namespace {
 
 template <typename index_t>
 std::tuple<at::Tensor, at::Tensor, at::Tensor> draw_all(draws::HopDraws<index_t>&& hop) {
-  glt::cpu::parallel_for(0, hop.num_chunks(), 1, [&](int64_t first, int64_t last) {
-    draws::Scratch scratch;
-    for (int64_t c = first; c < last; ++c) hop.draw(c, scratch);
-  });
+  hop.draw_all();
   return {hop.nbrs, hop.counts, hop.eids};
 }
 

@@ -7,7 +7,6 @@
 
 #include "../checks.h"
 #include "neighbor_draws.h"
-#include "parallel.h"
 
 namespace glt::cpu {
 namespace {
@@ -26,10 +25,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_temporal_typed(
       g.indptr, edge_time.data_ptr<stamp_t>(), seed_time.data_ptr<stamp_t>(), k, last};
   draws::HopDraws<index_t> hop(g, seeds.data_ptr<int64_t>(), seeds.numel(), k, replace, rng_seed,
                                window);
-  glt::cpu::parallel_for(0, hop.num_chunks(), 1, [&](int64_t first, int64_t end) {
-    draws::Scratch scratch;
-    for (int64_t c = first; c < end; ++c) hop.draw(c, scratch);
-  });
+  hop.draw_all();
   return {hop.nbrs, hop.counts, hop.eids};
 }
 

@@ -60,10 +60,11 @@ class LinkBatch:
     return 0, self.row.repeat_interleave(int(self.neg.amount))
 
 
-def label_count(batch: LinkBatch) -> int:
-  """The number of labelled pairs of a binary link batch (its edges and
-  negatives)."""
-  return batch.row.numel() + batch.num_negatives
+def binary_pair_time(batch: LinkBatch) -> torch.Tensor:
+  """The times of a binary link batch's labelled pairs: its edges' times,
+  then the negatives', which take the edges' in turn (as PyG)."""
+  n = batch.row.numel() + batch.num_negatives
+  return batch.time.repeat(-(-n // max(batch.time.numel(), 1)))[:n]
 
 
 class LinkSampling:
@@ -161,9 +162,8 @@ class LinkSampling:
       return None
     src_t, dst_t = batch.etype[0], batch.etype[-1]
     if neg is None or neg.is_binary():
-      n = batch.row.numel() + batch.num_negatives
-      spread = time.repeat(-(-n // max(time.numel(), 1)))[:n]
-      pieces = [(src_t, spread), (dst_t, spread)]
+      pairs = binary_pair_time(batch)
+      pieces = [(src_t, pairs), (dst_t, pairs)]
     else:
       pieces = [(src_t, time), (dst_t, time), (dst_t, time.repeat_interleave(int(neg.amount)))]
     merged = {}
@@ -199,7 +199,7 @@ class LinkSampling:
         metadata['edge_label'] = label
       metadata['edge_label_index'] = torch.stack([split(src_t)[0], split(dst_t)[-1]])
       if batch.time is not None:
-        metadata['edge_label_time'] = self.link_seed_time(batch)[src_t][: label_count(batch)]
+        metadata['edge_label_time'] = binary_pair_time(batch)
     else:
       local_dst = split(dst_t)
       metadata['src_index'] = split(src_t)[0]
