@@ -466,17 +466,3 @@ def test_triplet_negatives_take_their_edges_time():
     assert torch.equal(batch.batch[batch.src_index], torch.arange(n))
     assert torch.equal(batch.batch[batch.dst_pos_index], torch.arange(n))
     assert torch.equal(batch.batch[batch.dst_neg_index], torch.arange(n))
-
-
-def test_distributed_sampling_refuses_seed_times():
-  # Partitions hold no times yet: seeds with times are refused, not sampled
-  # as if they had none.
-  from graphlearn_torch.distributed.sampling.neighbor_sampler import refuse_seed_times
-
-  refuse_seed_times(NodeSamplerInput(torch.tensor([1])))
-  with pytest.raises(NotImplementedError, match='distributed temporal sampling'):
-    refuse_seed_times(NodeSamplerInput(torch.tensor([1]), time=torch.tensor([3])))
-  with pytest.raises(NotImplementedError, match='distributed temporal sampling'):
-    refuse_seed_times(
-      EdgeSamplerInput(torch.tensor([1]), torch.tensor([2]), time=torch.tensor([3]))
-    )

@@ -48,7 +48,8 @@ from .runtime.rpc import (
 )
 from .runtime.service import rpc_service_request_async
 from .sampling.neighbor_sampler import DistNeighborSampler
-from .sampling.partition_service import PartitionService, RpcSamplingCallee
+from .sampling.partition_service import PartitionService
+from .sampling.peer_requests import RpcSamplingCallee
 from .sources.base import BatchSource
 from .sources.collocated import DistCollocatedSamplingProducer
 from .sources.multiprocess import DistMpSamplingProducer, MpCommand

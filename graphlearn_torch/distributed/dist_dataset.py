@@ -222,6 +222,8 @@ class DistDataset(Dataset):
       self.edge_features, self._edge_feat_pb = _partial_features(edge_feat_data, edge_pb, *partial)
 
     self._load_labels_and_splits(root_dir, reader, whole_node_label_file, hetero)
+    if reader is not None:
+      self._load_times(reader, hetero)
     self._load_args = dict(
       root_dir=root_dir,
       partition_idx=partition_idx,
@@ -277,6 +279,19 @@ class DistDataset(Dataset):
       ids = {t: x for t, x in ids.items() if x is not None}
       splits.append((ids if hetero else next(iter(ids.values()))) if ids else None)
     self.train_idx, self.val_idx, self.test_idx = splits
+
+  def _load_times(self, reader: PartitionReader, hetero: bool) -> None:
+    """The partition's node and edge times (whole, memory-mapped), where
+    it has them: ``node_time`` / ``edge_time`` as ``init_node_time`` /
+    ``init_edge_time`` set them."""
+    for kind, types, init in (
+      ('node_time', reader.node_types(), self.init_node_time),
+      ('edge_time', reader.edge_types(), self.init_edge_time),
+    ):
+      times = {t: reader.times(kind, t) for t in types}
+      times = {t: v for t, v in times.items() if v is not None}
+      if times:
+        init(times if hetero else next(iter(times.values())))
 
   def random_node_split(self, num_val: Union[float, int], num_test: Union[float, int]):
     """Splits the nodes this partition owns (``id_filter`` of its node book)

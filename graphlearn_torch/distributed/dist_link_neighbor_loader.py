@@ -5,6 +5,7 @@ from typing import Literal, Optional
 import torch
 
 from ..loader.link_loader import check_edge_label, get_edge_label_index
+from ..loader.node_loader import seed_times
 from ..sampler.base import EdgeSamplerInput, NegativeSampling, SamplingConfig, SamplingType
 from ..typing import InputEdges, NumNeighbors
 from .dist_dataset import DistDataset
@@ -39,6 +40,15 @@ class DistLinkNeighborLoader(DistLoader):
     to_device: where batches go.
     random_seed: seeds sampling, negatives and shuffling.
     worker_options: where sampling runs (default: collocated).
+    edge_label_time: each seed edge's time (temporal sampling); batches
+      carry ``edge_label_time`` (or ``seed_time`` for triplets).
+    time_attr: temporal sampling by the partitions' 'node_time' or
+      'edge_time' (written by the partitioner), as PyG's ``time_attr``.
+    temporal_strategy: 'uniform' or 'last' (the most recent neighbors).
+    disjoint: every seed grows a subgraph of its own; the batch's ``batch``
+      vector gives each node's seed edge. Temporal sampling is always
+      disjoint.
+    subgraph_type: 'directional', 'bidirectional' or 'induced' (PyG's).
   """
 
   def __init__(
@@ -58,6 +68,11 @@ class DistLinkNeighborLoader(DistLoader):
     to_device: Optional[torch.device] = None,
     random_seed: Optional[int] = None,
     worker_options: Optional[_BasicDistSamplingWorkerOptions] = None,
+    edge_label_time: Optional[torch.Tensor] = None,
+    time_attr: Optional[str] = None,
+    temporal_strategy: str = 'uniform',
+    disjoint: bool = False,
+    subgraph_type: str = 'directional',
   ):
     input_type, edges = get_edge_label_index(data, edge_label_index)
     neg_sampling = NegativeSampling.cast(neg_sampling)
@@ -74,6 +89,11 @@ class DistLinkNeighborLoader(DistLoader):
       with_weight=with_weight,
       edge_dir=edge_dir,
       seed=random_seed,
+      time_attr=time_attr,
+      temporal_strategy=temporal_strategy,
+      disjoint=disjoint,
+      subgraph_type=subgraph_type,
     )
-    seeds = EdgeSamplerInput(edges[0], edges[1], edge_label, input_type, neg_sampling)
+    time = seed_times(edge_label_time, edges, 'edge_label_time')
+    seeds = EdgeSamplerInput(edges[0], edges[1], edge_label, input_type, neg_sampling, time)
     super().__init__(data, seeds, config, to_device, worker_options)

@@ -4,7 +4,8 @@ from typing import Literal, Optional
 
 import torch
 
-from ..sampler.base import SamplingConfig, SamplingType
+from ..loader.node_loader import seed_times
+from ..sampler.base import NodeSamplerInput, SamplingConfig, SamplingType
 from ..typing import InputNodes, NumNeighbors
 from .dist_dataset import DistDataset
 from .dist_loader import DistLoader, node_input
@@ -40,6 +41,14 @@ class DistNeighborLoader(DistLoader):
     to_device: where batches go.
     random_seed: seeds sampling and shuffling.
     worker_options: where sampling runs (default: collocated).
+    input_time: each seed's time (temporal sampling); batches carry
+      ``seed_time``.
+    time_attr: temporal sampling by the partitions' 'node_time' or
+      'edge_time' (written by the partitioner), as PyG's ``time_attr``.
+    temporal_strategy: 'uniform' or 'last' (the most recent neighbors).
+    disjoint: every seed grows a subgraph of its own; the batch's ``batch``
+      vector gives each node's seed. Temporal sampling is always disjoint.
+    subgraph_type: 'directional', 'bidirectional' or 'induced' (PyG's).
   """
 
   def __init__(
@@ -57,6 +66,11 @@ class DistNeighborLoader(DistLoader):
     to_device: Optional[torch.device] = None,
     random_seed: Optional[int] = None,
     worker_options: Optional[_BasicDistSamplingWorkerOptions] = None,
+    input_time: Optional[torch.Tensor] = None,
+    time_attr: Optional[str] = None,
+    temporal_strategy: str = 'uniform',
+    disjoint: bool = False,
+    subgraph_type: str = 'directional',
   ):
     config = SamplingConfig(
       SamplingType.NODE,
@@ -70,5 +84,16 @@ class DistNeighborLoader(DistLoader):
       with_weight=with_weight,
       edge_dir=edge_dir,
       seed=random_seed,
+      time_attr=time_attr,
+      temporal_strategy=temporal_strategy,
+      disjoint=disjoint,
+      subgraph_type=subgraph_type,
     )
-    super().__init__(data, node_input(data, input_nodes), config, to_device, worker_options)
+    inputs = node_input(data, input_nodes)
+    if input_time is not None:
+      if not isinstance(inputs, NodeSamplerInput):
+        raise ValueError('input_time needs the seeds as ids, not seeds that servers read')
+      inputs = NodeSamplerInput(
+        inputs.node, inputs.input_type, seed_times(input_time, inputs.node, 'input_time')
+      )
+    super().__init__(data, inputs, config, to_device, worker_options)

@@ -7,7 +7,7 @@ sha256 and is completed last, so an interrupted run is recognised.
 
 import json
 import os
-from typing import Dict, List, Optional, Union
+from typing import Callable, Dict, List, Optional, Tuple, Union
 
 import torch
 
@@ -24,7 +24,9 @@ from .npy import NpyWriter, append_npy, numpy_dtype, read_header, sha256_file, w
 from .partition_book import GLTPartitionBook, PartitionBook, RangePartitionBook
 
 FORMAT_NAME = 'graphlearn_torch.partition'
-FORMAT_VERSION = 1
+# 2: node and edge times (``node_time.npy``, ``edge_time.npy``) for temporal
+# sampling; a version 1 partition (no times) loads as before.
+FORMAT_VERSION = 2
 META_FILE = 'META.json'
 
 
@@ -197,6 +199,54 @@ def save_graph_cache(
     weights,
   )
   _save_graph(output_dir, graph_path(None, etype), whole)
+
+
+def write_edge_rows(
+  output_dir: str,
+  base: str,
+  edge_index: Tuple[torch.Tensor, torch.Tensor],
+  weights: Optional[torch.Tensor],
+  eids: Optional[torch.Tensor],
+  renumber: Callable,
+  chunk_size: int,
+) -> None:
+  """Writes the edges ``eids`` (all when None) as ``base/rows.npy``,
+  ``cols.npy``, ``eids.npy`` (and ``weights.npy``), ``chunk_size`` edges at
+  a time, recorded in META.json.
+
+  Args:
+    output_dir: the partition root.
+    base: the graph directory, relative to it.
+    edge_index: ``(rows, cols)`` of every edge of the type.
+    weights: every edge's weight, or None.
+    eids: the edges to write (positions), or None for all.
+    renumber: ``f(rows, cols) -> (rows, cols)`` in the ids as written.
+    chunk_size: edges gathered and written at a time.
+  """
+  rows, cols = edge_index
+  count = rows.numel() if eids is None else eids.numel()
+  names = ['rows', 'cols', 'eids'] + (['weights'] if weights is not None else [])
+  dtypes = [torch.int64] * 3 + [torch.float32]
+  writers = {
+    n: NpyWriter(os.path.join(output_dir, base, f'{n}.npy'), (count,), d)
+    for n, d in zip(names, dtypes)
+  }
+  try:
+    for s in range(0, count, chunk_size):
+      sel = (
+        torch.arange(s, min(s + chunk_size, count)) if eids is None else eids[s : s + chunk_size]
+      )
+      src, dst = renumber(rows[sel].to(torch.int64), cols[sel].to(torch.int64))
+      writers['rows'].write(src)
+      writers['cols'].write(dst)
+      writers['eids'].write(sel)
+      if weights is not None:
+        writers['weights'].write(weights[sel].to(torch.float32))
+  except BaseException:
+    for w in writers.values():
+      w.abort()
+    raise
+  record_files(output_dir, {os.path.join(base, f'{n}.npy'): w.close() for n, w in writers.items()})
 
 
 def write_feature_rows(

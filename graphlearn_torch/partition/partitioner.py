@@ -26,20 +26,21 @@ from ..typing import (
   NodeType,
   TensorDataType,
 )
+from ..utils.times import checked_time
 from .format import (
   META_FILE,
   book_path,
   feature_path,
   graph_path,
-  record_files,
   save_meta,
   save_npy,
   split_path,
   type_key,
+  write_edge_rows,
   write_feature_rows,
 )
 from .hotness import EDGE_CHUNK, expected_reads
-from .npy import NpyWriter, as_tensor
+from .npy import as_tensor
 from .summary import PartitionSummary, split_edge_index
 
 logger = logging.getLogger(__name__)
@@ -81,6 +82,11 @@ class PartitionerBase(ABC):
       cache_memory_budget is not given).
     cache_num_neighbors: the fanout by which hotness is estimated (default
       [15, 10, 5]).
+    node_time: each node's time (or a dict by node type), for temporal
+      sampling by node time: written whole to ``node_time.npy``, as labels.
+    edge_time: each edge's time by edge position (or a dict by edge type),
+      for temporal sampling by edge time: written whole to
+      ``edge_time.npy``, by edge id.
   """
 
   name = 'base'
@@ -105,6 +111,8 @@ class PartitionerBase(ABC):
     cache_memory_budget: Optional[Union[int, Dict[NodeType, int]]] = None,
     cache_ratio: Optional[Union[float, Dict[NodeType, float]]] = None,
     cache_num_neighbors: Optional[List[int]] = None,
+    node_time: Optional[Union[TensorDataType, Dict[NodeType, TensorDataType]]] = None,
+    edge_time: Optional[Union[TensorDataType, Dict[EdgeType, TensorDataType]]] = None,
   ):
     if not 1 <= int(num_parts) < 2**15:
       raise ValueError(f'num_parts must be in [1, 32767], got {num_parts}')
@@ -156,6 +164,14 @@ class PartitionerBase(ABC):
     self.node_labels = {
       t: as_tensor(y) for t, y in by_type(node_labels, 'node_labels', HOMO_NODE_TYPE).items()
     }
+    self.node_time = {
+      t: checked_time(as_tensor(v), f'node_time of {t!r}' if hetero else 'node_time')
+      for t, v in by_type(node_time, 'node_time', HOMO_NODE_TYPE).items()
+    }
+    self.edge_time = {
+      e: checked_time(as_tensor(v), f'edge_time of {e!r}' if hetero else 'edge_time')
+      for e, v in by_type(edge_time, 'edge_time', HOMO_EDGE_TYPE).items()
+    }
     self.node_split: Dict[str, Dict[NodeType, torch.Tensor]] = {}
     for name, ids in zip(SPLITS, node_split or (None, None, None)):
       self.node_split[name] = {
@@ -181,6 +197,9 @@ class PartitionerBase(ABC):
     for ntype, n in self.num_nodes.items():
       if n < 0:
         raise ValueError(f'num_nodes of {ntype!r} is negative: {n}')
+    for etype in self.edge_time:
+      if etype not in self.edge_index:
+        raise ValueError(f'edge_time names edge type {etype} missing from edge_index')
     for etype, (rows, cols) in self.edge_index.items():
       for side, ids, ntype in (('source', rows, etype[0]), ('destination', cols, etype[-1])):
         if ntype not in self.num_nodes:
@@ -191,12 +210,20 @@ class PartitionerBase(ABC):
             f'[{int(ids.min())}, {int(ids.max())}]'
           )
       num_edges = rows.numel()
-      for what, table in (('edge_feat', self.edge_feat), ('edge_weights', self.edge_weights)):
+      for what, table in (
+        ('edge_feat', self.edge_feat),
+        ('edge_weights', self.edge_weights),
+        ('edge_time', self.edge_time),
+      ):
         if etype in table and table[etype].size(0) != num_edges:
           raise ValueError(
             f'{what} of {etype} has {table[etype].size(0)} rows for {num_edges} edges'
           )
-    for what, table in (('node_feat', self.node_feat), ('node_labels', self.node_labels)):
+    for what, table in (
+      ('node_feat', self.node_feat),
+      ('node_labels', self.node_labels),
+      ('node_time', self.node_time),
+    ):
       for ntype, t in table.items():
         if ntype not in self.num_nodes:
           raise ValueError(f'{what} names node type {ntype!r} missing from num_nodes')
@@ -346,6 +373,16 @@ class PartitionerBase(ABC):
     num_edges = {}
     for etype, (rows, cols) in self.edge_index.items():
       src_t, dst_t = etype[0], etype[-1]
+
+      def write_edges(partition_idx, eids, etype=etype):
+        """Writes the edges ``eids`` (None: all) of ``etype`` into a
+        partition's graph directory (None: the whole graph's)."""
+        write_edge_rows(
+          out, graph_path(partition_idx, self._dir(etype)), self.edge_index[etype],
+          self.edge_weights.get(etype), eids,
+          lambda r, c: (renumber(etype[0], r), renumber(etype[-1], c)), self.chunk_size * 16,
+        )  # fmt: skip
+
       num_edges[type_key(etype)] = rows.numel()
       assign = torch.empty(rows.numel(), dtype=torch.int16)
       cut = 0
@@ -360,7 +397,7 @@ class PartitionerBase(ABC):
       for p in parts:
         eids = torch.nonzero(assign == p).view(-1)
         counts.append(eids.numel())
-        self._write_edges(graph_path(p, self._dir(etype)), etype, eids, renumber)
+        write_edges(p, eids)
         if with_feature and etype in self.edge_feat:
           write_feature_rows(
             out,
@@ -376,7 +413,7 @@ class PartitionerBase(ABC):
       del assign
       summary.edges[type_key(etype)] = counts
       if graph_caching:
-        self._write_edges(graph_path(None, self._dir(etype)), etype, None, renumber)
+        write_edges(None, None)
         bar.update(1)
 
     # Node features and caches.
@@ -404,11 +441,14 @@ class PartitionerBase(ABC):
       if cache is not None:
         summary.cache_nodes[type_key(ntype)] = [c.numel() for c in cache]
 
-    # Labels and seed splits.
-    for ntype, labels in self.node_labels.items():
-      if ntype in original_ids:
-        labels = labels[original_ids[ntype]]
-      save_npy(out, book_path('labels', self._dir(ntype)), labels)
+    # Labels, times and seed splits.
+    for kind, table in (('labels', self.node_labels), ('node_time', self.node_time)):
+      for ntype, values in table.items():
+        if ntype in original_ids:
+          values = values[original_ids[ntype]]
+        save_npy(out, book_path(kind, self._dir(ntype)), values)
+    for etype, times in self.edge_time.items():
+      save_npy(out, book_path('edge_time', self._dir(etype)), times)  # edge ids are not renumbered
     for name, split in self.node_split.items():
       for ntype, ids in split.items():
         owner = node_pb[ntype][ids]
@@ -434,6 +474,8 @@ class PartitionerBase(ABC):
       node_ranges=node_ranges or None,
       graph_caching=bool(graph_caching),
       with_feature=bool(with_feature),
+      node_time=[type_key(t) for t in self.node_time] or None,
+      edge_time=[type_key(e) for e in self.edge_time] or None,
       complete=True,
     )
     bar.update(1)
@@ -441,32 +483,3 @@ class PartitionerBase(ABC):
     summary.seconds = time.perf_counter() - start
     logger.info('partitioned into %s\n%s', out, summary.format())
     return summary
-
-  # -- streaming writers ----------------------------------------------------------------
-
-  def _write_edges(self, base: str, etype, eids: Optional[torch.Tensor], renumber) -> None:
-    """Writes the edges ``eids`` (all when None) of ``etype`` under ``base``."""
-    rows, cols = self.edge_index[etype]
-    weights = self.edge_weights.get(etype)
-    count = rows.numel() if eids is None else eids.numel()
-    step = self.chunk_size * 16
-    names = ['rows', 'cols', 'eids'] + (['weights'] if weights is not None else [])
-    dtypes = [torch.int64] * 3 + [torch.float32]
-    writers = {
-      n: NpyWriter(os.path.join(self.output_dir, base, f'{n}.npy'), (count,), d)
-      for n, d in zip(names, dtypes)
-    }
-    try:
-      for s in range(0, count, step):
-        sel = torch.arange(s, min(s + step, count)) if eids is None else eids[s : s + step]
-        writers['rows'].write(renumber(etype[0], rows[sel].to(torch.int64)))
-        writers['cols'].write(renumber(etype[-1], cols[sel].to(torch.int64)))
-        writers['eids'].write(sel)
-        if weights is not None:
-          writers['weights'].write(weights[sel].to(torch.float32))
-    except BaseException:
-      for w in writers.values():
-        w.abort()
-      raise
-    records = {os.path.join(base, f'{n}.npy'): w.close() for n, w in writers.items()}
-    record_files(self.output_dir, records)

@@ -212,6 +212,26 @@ class PartitionReader:
         )
     return tensor
 
+  def times(self, kind: str, type_) -> Optional[torch.Tensor]:
+    """The whole time array of a type (format version 2), or None when the
+    partition has none: 'node_time' by node id, 'edge_time' by edge id.
+
+    Args:
+      kind: 'node_time' or 'edge_time'.
+      type_: the node or edge type (None for a homogeneous partition).
+    """
+    relpath = book_path(kind, self.dir_of(type_))
+    times = self.load(relpath, required=False)
+    if times is None:
+      return None
+    count = self.num_nodes(type_) if kind == 'node_time' else self.num_edges(type_)
+    if times.dim() != 1 or (count is not None and times.numel() != count):
+      raise PartitionFileError(
+        f'{self._path(relpath)} holds shape {tuple(times.shape)} for {count} '
+        f'{"nodes" if kind == "node_time" else "edges"}; {RERUN}'
+      )
+    return times
+
   def graph(self, partition_idx: Optional[int], etype) -> GraphPartitionData:
     base = graph_path(partition_idx, self.dir_of(etype))
     src, dst = (etype[0], etype[-1]) if self.hetero else (None, None)

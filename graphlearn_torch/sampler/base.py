@@ -358,6 +358,11 @@ class SamplingConfig:
   with_weight: bool
   edge_dir: str
   seed: Optional[int]
+  # Temporal and disjoint sampling (see NeighborSampler).
+  time_attr: Optional[str] = None
+  temporal_strategy: str = 'uniform'
+  disjoint: bool = False
+  subgraph_type: str = 'directional'
 
   def seeded(self) -> 'SamplingConfig':
     """This configuration with a seed: itself when it has one, else a copy

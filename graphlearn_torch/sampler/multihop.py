@@ -470,11 +470,24 @@ class MultiHopSampler(LinkSampling):
     )
 
   def node_output(
-    self, res: HopResult, ntype: NodeType
+    self,
+    res: HopResult,
+    ntype: NodeType,
+    seed_time: Optional[Dict[NodeType, torch.Tensor]] = None,
   ) -> Union[SamplerOutput, HeteroSamplerOutput]:
     """The output of a batch of seed nodes of ``ntype``:
-    ``metadata['seed_local']`` gives each input seed's local index."""
-    return self.to_output(res, ntype, {'seed_local': res.seed_local[ntype]})
+    ``metadata['seed_local']`` gives each input seed's local index, and in
+    temporal sampling ``metadata['seed_time']`` the seeds' times.
+
+    Args:
+      res: the sampled hops.
+      ntype: the seeds' node type.
+      seed_time: the seeds' times by node type (temporal sampling), or None.
+    """
+    metadata = {'seed_local': res.seed_local[ntype]}
+    if seed_time is not None:
+      metadata['seed_time'] = seed_time[ntype]
+    return self.to_output(res, ntype, metadata)
 
   # -- subgraphs --------------------------------------------------------------
 

@@ -19,8 +19,8 @@ from .multihop import HopRequest, LocalDraws, MultiHopSampler
 from .negative_sampler import RandomNegativeSampler
 from .one_hop import sample_one_hop
 from .schema import RandomStream, SamplingSchema, check_graphs
-from .subgraph_types import SUBGRAPH_TYPES, bidirectional, induced_edges
-from .temporal import TemporalSampling, TimeArg
+from .subgraph_types import bidirectional, checked_subgraph_type, induced_edges
+from .temporal import TemporalSampling, TimeArg, batch_seed_time, dataset_times
 
 STRATEGIES = ('random',)
 
@@ -119,11 +119,7 @@ class NeighborSampler(BaseSampler):
         self.graphs, self.schema, node_time, edge_time, temporal_strategy, is_sorted
       )
     self.disjoint = bool(disjoint) or self.temporal is not None
-    self.subgraph_type = str(getattr(subgraph_type, 'value', subgraph_type))
-    if self.subgraph_type not in SUBGRAPH_TYPES:
-      raise ValueError(f'subgraph_type must be one of {SUBGRAPH_TYPES}, got {subgraph_type!r}')
-    if self.subgraph_type == 'induced' and self.disjoint:
-      raise ValueError("subgraph_type='induced' cannot be disjoint (nor temporal), as in PyG")
+    self.subgraph_type = checked_subgraph_type(subgraph_type, self.disjoint)
     self.engine = MultiHopSampler(
       self.schema,
       num_neighbors,
@@ -221,23 +217,14 @@ class NeighborSampler(BaseSampler):
       )
     res = self.engine.sample(seed_dict, answer, local, seed_time)
     if self.subgraph_type == 'induced':
-      res = induced_edges(res, self.schema, self.graphs, self.with_edge)
-    return res
-
-  def _seed_time(self, seeds: Dict[NodeType, torch.Tensor], given) -> Optional[Dict]:
-    """The seeds' times by node type in temporal sampling (``given``: by
-    node type, or None for PyG's default); None otherwise."""
-    if self.temporal is None:
-      if given is not None:
-        raise ValueError(
-          'seed times were given (input_time / edge_label_time), but the sampler has no time '
-          'attribute: give time_attr (or node_time / edge_time)'
+      every_neighbor = {
+        etype: sample_one_hop(
+          g.device_topology(), res.node[self.schema.seed_type(etype)], -1, 0, self.with_edge
         )
-      return None
-    return {
-      t: self.temporal.seed_time(t, s, given[t] if given is not None else None)
-      for t, s in seeds.items()
-    }
+        for etype, g in self.graphs.items()
+      }
+      res = induced_edges(res, self.schema, every_neighbor, self.with_edge)
+    return res
 
   def _finish(self, out):
     """The output in the asked subgraph type (bidirectional edges)."""
@@ -261,12 +248,9 @@ class NeighborSampler(BaseSampler):
     inputs = NodeSamplerInput.cast(inputs)
     ntype, seeds = self.engine.node_seeds(inputs)
     given = {ntype: inputs.time} if inputs.time is not None else None
-    seed_time = self._seed_time({ntype: seeds}, given)
+    seed_time = batch_seed_time(self.temporal, {ntype: seeds}, given)
     res = self._sample({ntype: seeds}, random or self.random, seed_time)
-    out = self.engine.node_output(res, ntype)
-    if seed_time is not None:
-      out.metadata['seed_time'] = seed_time[ntype].to(self.device)
-    return self._finish(out)
+    return self._finish(self.engine.node_output(res, ntype, seed_time))
 
   def _negative_sampler(self, etype: EdgeType) -> RandomNegativeSampler:
     if etype not in self._neg_samplers:
@@ -303,7 +287,7 @@ class NeighborSampler(BaseSampler):
         num, padding=True, src=src, rng_seed=random.kernel_seed()
       )
     seeds, parts = self.engine.link_seeds(batch, strict, random)
-    seed_time = self._seed_time(seeds, self.engine.link_seed_time(batch))
+    seed_time = batch_seed_time(self.temporal, seeds, self.engine.link_seed_time(batch))
     res = self._sample(seeds, random, seed_time)
     return self._finish(self.engine.link_output(batch, res, parts))
 
@@ -434,25 +418,3 @@ def build_neighbor_sampler(
     **dataset_times(data, time_attr),
     **options,
   )
-
-
-def dataset_times(data, time_attr: Optional[str]) -> Dict[str, object]:
-  """``{'node_time': ...}`` or ``{'edge_time': ...}``: the dataset's times
-  that ``time_attr`` names, as NeighborSampler takes them ({} for None).
-
-  Args:
-    data: the dataset.
-    time_attr: 'node_time', 'edge_time' or None.
-  """
-  if time_attr is None:
-    return {}
-  if time_attr not in TIME_ATTRS:
-    raise ValueError(f"time_attr names the dataset's times: one of {TIME_ATTRS}, got {time_attr!r}")
-  times = getattr(data, time_attr, None)
-  if times is None:
-    init = 'init_node_time' if time_attr == 'node_time' else 'init_edge_time'
-    raise ValueError(f'time_attr={time_attr!r}, but the dataset has none: call {init} first')
-  return {time_attr: times}
-
-
-TIME_ATTRS = ('node_time', 'edge_time')

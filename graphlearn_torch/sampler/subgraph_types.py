@@ -9,12 +9,31 @@ from typing import Dict, Union
 import torch
 import torch_geometric.sampler as pyg
 
-from ..data.graph import Graph
 from ..typing import EdgeType
-from .base import HeteroSamplerOutput, HopResult, SamplerOutput
+from .base import HeteroSamplerOutput, HopResult, NeighborOutput, SamplerOutput
 from .schema import SamplingSchema
 
 SUBGRAPH_TYPES = ('directional', 'bidirectional', 'induced')
+
+
+def checked_subgraph_type(subgraph_type, disjoint: bool) -> str:
+  """A sampler's subgraph type as a string (PyG's ``SubgraphType`` or its
+  value), checked.
+
+  Args:
+    subgraph_type: 'directional', 'bidirectional' or 'induced'.
+    disjoint: whether the sampler is disjoint (or temporal).
+
+  Raises:
+    ValueError: an unknown type, or 'induced' with disjoint sampling (as
+      in PyG).
+  """
+  name = str(getattr(subgraph_type, 'value', subgraph_type))
+  if name not in SUBGRAPH_TYPES:
+    raise ValueError(f'subgraph_type must be one of {SUBGRAPH_TYPES}, got {subgraph_type!r}')
+  if name == 'induced' and disjoint:
+    raise ValueError("subgraph_type='induced' cannot be disjoint (nor temporal), as in PyG")
+  return name
 
 
 def bidirectional(
@@ -41,18 +60,6 @@ def bidirectional(
   )
 
 
-def _entries_of(indptr: torch.Tensor, rows: torch.Tensor):
-  """``(positions, row index)``: every stored entry of ``rows`` (ids
-  within the topology's rows), row by row, and the index in ``rows`` of the
-  row each belongs to."""
-  start = indptr[rows]
-  degree = indptr[rows + 1] - start
-  owner = torch.arange(rows.numel(), device=rows.device).repeat_interleave(degree)
-  first = (degree.cumsum(0) - degree).repeat_interleave(degree)
-  positions = torch.arange(owner.numel(), device=rows.device) - first + start[owner]
-  return positions, owner
-
-
 def _local_ids(nodes: torch.Tensor, ids: torch.Tensor):
   """``(found, local)``: which ``ids`` are among ``nodes`` (unique), and
   the position in ``nodes`` of each found one."""
@@ -63,9 +70,12 @@ def _local_ids(nodes: torch.Tensor, ids: torch.Tensor):
 
 
 def induced_edges(
-  res: HopResult, schema: SamplingSchema, graphs: Dict[EdgeType, Graph], with_edge: bool
+  res: HopResult,
+  schema: SamplingSchema,
+  neighbors: Dict[EdgeType, NeighborOutput],
+  with_edge: bool,
 ) -> HopResult:
-  """The sampled nodes of ``res`` with every edge of ``graphs`` between two
+  """The sampled nodes of ``res`` with every edge of the graph between two
   of them (PyG's ``subgraph_type='induced'``), row by row of the seed-side
   nodes in their order, in message-passing order (row: the neighbor side).
   Edge hop counts are dropped (the edges are not drawn hop by hop).
@@ -73,24 +83,22 @@ def induced_edges(
   Args:
     res: the sampled hops (not disjoint).
     schema: the sampler's schema.
-    graphs: each edge type's graph.
+    neighbors: per edge type, every neighbor (fanout -1, in stored order)
+      of each of the sampled nodes of its seed side
+      (``res.node[schema.seed_type(etype)]``), wherever they were drawn.
     with_edge: return the edges' ids.
   """
   rows, cols, edges = {}, {}, {}
-  for etype, g in graphs.items():
+  for etype, out in neighbors.items():
     key = schema.out_edge_type(etype)
-    topo = g.topo
-    seeds = res.node[schema.seed_type(etype)].cpu()
-    nbrs = res.node[schema.nbr_type(etype)].cpu()
-    seeds_here = seeds < topo.row_count
-    positions, owner = _entries_of(topo.indptr.long(), seeds[seeds_here])
-    owner = seeds_here.nonzero().view(-1)[owner]
-    found, nbr_local = _local_ids(nbrs, topo.indices[positions].long())
     device = res.node[schema.seed_type(etype)].device
+    nbr, nbr_num = out.nbr.cpu(), out.nbr_num.cpu()
+    owner = torch.arange(nbr_num.numel()).repeat_interleave(nbr_num)
+    found, nbr_local = _local_ids(res.node[schema.nbr_type(etype)].cpu(), nbr)
     rows[key] = nbr_local.to(device)
     cols[key] = owner[found].to(device)
     if with_edge:
-      edges[key] = topo.edge_ids[positions[found]].to(device)
+      edges[key] = out.edge.cpu()[found].to(device)
   return dataclasses.replace(
     res, row=rows, col=cols, edge=edges if with_edge else None, num_sampled_edges=None
   )

@@ -15,11 +15,13 @@ from typing import Dict, Optional, Union
 import torch
 
 from ..data.graph import Graph
-from ..data.temporal import checked_time, entry_time, time_sorted
+from ..data.temporal import entry_time, time_sorted
 from ..typing import HOMO_EDGE_TYPE, HOMO_NODE_TYPE, EdgeType, NodeType
+from ..utils.times import checked_time
 from .schema import SamplingSchema
 
 TEMPORAL_STRATEGIES = ('uniform', 'last')
+TIME_ATTRS = ('node_time', 'edge_time')
 
 TimeArg = Optional[Union[torch.Tensor, Dict]]
 
@@ -128,3 +130,54 @@ class TemporalSampling:
       raise ValueError(f"the seeds' times are {time.dtype}, the graph's times int64")
     time = checked_time(time, "the seeds' times", seeds.numel())
     return time.to(self.dtype).to(seeds.device)
+
+
+def batch_seed_time(
+  temporal: Optional[TemporalSampling],
+  seeds: Dict[NodeType, torch.Tensor],
+  given: Optional[Dict[NodeType, torch.Tensor]],
+) -> Optional[Dict[NodeType, torch.Tensor]]:
+  """A batch's seed times by node type in temporal sampling (None when the
+  sampler is not temporal).
+
+  Args:
+    temporal: the sampler's temporal sampling, or None.
+    seeds: the batch's seeds by node type.
+    given: their times by node type (``input_time``, ``edge_label_time``),
+      or None for PyG's default (each seed's own node time).
+
+  Raises:
+    ValueError: times given to a sampler without a time attribute.
+  """
+  if temporal is None:
+    if given is not None:
+      raise ValueError(
+        'seed times were given (input_time / edge_label_time), but the sampler has no time '
+        'attribute: give time_attr (or node_time / edge_time)'
+      )
+    return None
+  return {
+    t: temporal.seed_time(t, s, given[t] if given is not None else None) for t, s in seeds.items()
+  }
+
+
+def dataset_times(data, time_attr: Optional[str]) -> Dict[str, object]:
+  """``{'node_time': ...}`` or ``{'edge_time': ...}``: the dataset's times
+  that ``time_attr`` names, as NeighborSampler takes them ({} for None).
+
+  Args:
+    data: the dataset.
+    time_attr: 'node_time', 'edge_time' or None.
+
+  Raises:
+    ValueError: an unknown ``time_attr``, or a dataset without those times.
+  """
+  if time_attr is None:
+    return {}
+  if time_attr not in TIME_ATTRS:
+    raise ValueError(f"time_attr names the dataset's times: one of {TIME_ATTRS}, got {time_attr!r}")
+  times = getattr(data, time_attr, None)
+  if times is None:
+    init = 'init_node_time' if time_attr == 'node_time' else 'init_edge_time'
+    raise ValueError(f'time_attr={time_attr!r}, but the dataset has none: call {init} first')
+  return {time_attr: times}

@@ -12,7 +12,7 @@ died, so no failed request would tell.
 import logging
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Union
 
 from ...data import Feature, Graph, Topology
@@ -38,12 +38,15 @@ class PartitionHandles:
     node_features: its node feature table's handle (a dict by type when
       heterogeneous), or None.
     edge_features: its edge feature table's, or None.
+    temporal: its time-sorted topologies' handles (temporal sampling), by
+      the times they are sorted by ('node_time', 'edge_time') and edge type.
   """
 
   pid: int
   topologies: Dict[EdgeType, TopologyHostHandle]
   node_features: Optional[FeatureHandles]
   edge_features: Optional[FeatureHandles]
+  temporal: Dict[str, Dict[EdgeType, TopologyHostHandle]] = field(default_factory=dict)
 
 
 def _share(features: Optional[Features]) -> Optional[FeatureHandles]:
@@ -60,6 +63,15 @@ def _map(handles: Optional[FeatureHandles]) -> Optional[Features]:
   if isinstance(handles, dict):
     return {t: Feature.from_host_handle(h) for t, h in handles.items()}
   return Feature.from_host_handle(handles)
+
+
+def _map_topologies(
+  handles: Dict[EdgeType, TopologyHostHandle],
+) -> Dict[EdgeType, DeviceTopology]:
+  return {
+    etype: Graph(Topology.from_host_handle(h), mode='CPU').device_topology()
+    for etype, h in handles.items()
+  }
 
 
 class RpcHostShareCallee(RpcCalleeBase):
@@ -84,6 +96,8 @@ class HostPeers:
     graphs: this partition's graphs by edge type.
     node_features: its node feature table (a dict by type), or None.
     edge_features: its edge feature table, or None.
+    temporal_graphs: its time-sorted graphs (temporal sampling) by the times
+      they are sorted by ('node_time', 'edge_time') and edge type.
   """
 
   def __init__(
@@ -93,14 +107,17 @@ class HostPeers:
     graphs: Dict[EdgeType, Graph],
     node_features: Optional[Features] = None,
     edge_features: Optional[Features] = None,
+    temporal_graphs: Optional[Dict[str, Dict[EdgeType, Graph]]] = None,
   ):
     self.partition_idx = partition_idx
     self.num_partitions = num_partitions
     self.graphs = graphs
     self.node_features = node_features
     self.edge_features = edge_features
+    self.temporal_graphs = temporal_graphs or {}
     # partition -> what is mapped of it from this host
     self.topologies: Dict[int, Dict[EdgeType, DeviceTopology]] = {}
+    self.temporal_topologies: Dict[int, Dict[str, Dict[EdgeType, DeviceTopology]]] = {}
     self.peer_node_features: Dict[int, Features] = {}
     self.peer_edge_features: Dict[int, Features] = {}
     self._lock = threading.Lock()  # two peers asking at once move the tables once
@@ -123,6 +140,10 @@ class HostPeers:
         topologies={etype: g.topo.host_share() for etype, g in self.graphs.items()},
         node_features=_share(self.node_features),
         edge_features=_share(self.edge_features),
+        temporal={
+          time_attr: {etype: g.topo.host_share() for etype, g in graphs.items()}
+          for time_attr, graphs in self.temporal_graphs.items()
+        },
       )
 
   def connect(self, router: RpcDataPartitionRouter) -> List[int]:
@@ -158,10 +179,8 @@ class HostPeers:
           f'this one {sorted(self.graphs)}'
         )
       try:
-        topologies = {
-          etype: Graph(Topology.from_host_handle(h), mode='CPU').device_topology()
-          for etype, h in handles.topologies.items()
-        }
+        topologies = _map_topologies(handles.topologies)
+        temporal = {attr: _map_topologies(h) for attr, h in handles.temporal.items()}
         node_features = _map(handles.node_features)
         edge_features = _map(handles.edge_features)
         for worker, answer in answers:
@@ -171,6 +190,7 @@ class HostPeers:
         continue
       if sample_here:
         self.topologies[p] = topologies
+        self.temporal_topologies[p] = temporal
       if node_features is not None:
         self.peer_node_features[p] = node_features
       if edge_features is not None:

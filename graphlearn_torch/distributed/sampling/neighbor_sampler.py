@@ -28,23 +28,14 @@ from ...sampler.base import (
 )
 from ...sampler.multihop import HopRequest, MultiHopSampler
 from ...sampler.schema import RandomStream
+from ...sampler.subgraph_types import bidirectional, checked_subgraph_type, induced_edges
+from ...sampler.temporal import TEMPORAL_STRATEGIES, batch_seed_time
 from ...typing import HOMO_NODE_TYPE, EdgeType, NodeType, NumNeighbors
 from ..dist_dataset import DistDataset
 from ..runtime.event_loop import ConcurrentEventLoop, wrap_torch_future
 from .partition_service import PartitionService
 
 _EDGE_STRATEGY = {'out': 'by_src', 'in': 'by_dst'}
-
-
-def refuse_seed_times(inputs) -> None:
-  r"""Raises for seeds with times: temporal sampling runs on one machine
-  (``NeighborSampler``, ``PyGNeighborSampler``); distributed temporal
-  sampling needs times in the partitions, which they do not hold yet."""
-  if getattr(inputs, 'time', None) is not None:
-    raise NotImplementedError(
-      'distributed temporal sampling is not supported yet: the seeds have times, but partitions '
-      'hold no node or edge times; sample on one machine (NeighborSampler or PyGNeighborSampler)'
-    )
 
 
 class DistNeighborSampler(ConcurrentEventLoop):
@@ -77,6 +68,13 @@ class DistNeighborSampler(ConcurrentEventLoop):
       as :class:`~graphlearn_torch.channel.DeferredTensor` entries, gathered
       when the message is written: for batches bound for a ``ShmChannel``,
       which gathers them straight into its shared memory.
+    time_attr: temporal sampling by the partitions' 'node_time' or
+      'edge_time' (PyG's ``time_attr``; see ``NeighborSampler``): a seed of
+      time t reaches only the past, across partitions.
+    temporal_strategy: 'uniform' or 'last' (the most recent neighbors).
+    disjoint: every seed grows a subgraph of its own (always, when
+      temporal); outputs carry each node's seed in ``seed_index``.
+    subgraph_type: 'directional', 'bidirectional' or 'induced' (PyG's).
   """
 
   def __init__(
@@ -95,8 +93,16 @@ class DistNeighborSampler(ConcurrentEventLoop):
     seed: int = None,
     service: Optional[PartitionService] = None,
     defer_feature_rows: bool = False,
+    time_attr: Optional[str] = None,
+    temporal_strategy: str = 'uniform',
+    disjoint: bool = False,
+    subgraph_type: str = 'directional',
   ):
     super().__init__(concurrency)
+    if temporal_strategy not in TEMPORAL_STRATEGIES:
+      raise ValueError(
+        f'temporal_strategy must be one of {TEMPORAL_STRATEGIES}, got {temporal_strategy!r}'
+      )
     if use_all2all:
       raise ValueError('use_all2all is not supported: features are fetched by RPC')
     if edge_dir != data.edge_dir:
@@ -124,8 +130,15 @@ class DistNeighborSampler(ConcurrentEventLoop):
     self.partition_idx = data.partition_idx
     self.service = service if service is not None else PartitionService(data)
     self.service.check_sampling(edge_dir, with_weight)
+    self.time_attr = time_attr
+    self.temporal = None if time_attr is None else self.service.temporal_sampling(time_attr)
+    self.last = temporal_strategy == 'last'
+    self.disjoint = bool(disjoint) or self.temporal is not None
+    self.subgraph_type = checked_subgraph_type(subgraph_type, self.disjoint)
     self.random = RandomStream(seed)
-    self.engine = MultiHopSampler(self.service.schema, num_neighbors, with_edge, self.random)
+    self.engine = MultiHopSampler(
+      self.service.schema, num_neighbors, with_edge, self.random, disjoint=self.disjoint
+    )
 
   @classmethod
   def from_config(
@@ -148,6 +161,10 @@ class DistNeighborSampler(ConcurrentEventLoop):
       edge_dir=config.edge_dir,
       collect_features=config.collect_features,
       seed=config.seed if seed is None else seed,
+      time_attr=config.time_attr,
+      temporal_strategy=config.temporal_strategy,
+      disjoint=config.disjoint,
+      subgraph_type=config.subgraph_type,
       **kwargs,
     )
 
@@ -162,12 +179,18 @@ class DistNeighborSampler(ConcurrentEventLoop):
       rng_seed,
       self.with_edge,
       self.with_weight,
+      request.seed_time,
+      self.time_attr,
+      self.last,
     )
 
   async def _sample(
-    self, seed_dict: Dict[NodeType, torch.Tensor], random: RandomStream
+    self,
+    seed_dict: Dict[NodeType, torch.Tensor],
+    random: RandomStream,
+    seed_time: Optional[Dict[NodeType, torch.Tensor]] = None,
   ) -> HopResult:
-    steps = self.engine.sample_steps(seed_dict)
+    steps = self.engine.sample_steps(seed_dict, seed_time=seed_time)
     try:
       requests = next(steps)
       while True:
@@ -177,9 +200,32 @@ class DistNeighborSampler(ConcurrentEventLoop):
         outs = await asyncio.gather(*[self._answer(r, s) for r, s in zip(requests, rng_seeds)])
         requests = steps.send(list(outs))
     except StopIteration as done:
-      return done.value
+      res = done.value
     finally:
       steps.close()
+    if self.subgraph_type == 'induced':
+      res = await self._induced(res)
+    return res
+
+  async def _induced(self, res: HopResult) -> HopResult:
+    r"""``res`` with every edge of the graph among its nodes (PyG's
+    'induced' subgraph type): every neighbor of its nodes, drawn by the
+    partitions that own them, kept where it is a node of ``res`` too."""
+    schema = self.engine.schema
+    etypes = [e for e in schema.edge_types if res.node[schema.seed_type(e)].numel()]
+    outs = await asyncio.gather(
+      *[
+        self.service.sample_neighbors(
+          schema.seed_type(e), res.node[schema.seed_type(e)], -1, e, 0, self.with_edge
+        )
+        for e in etypes
+      ]
+    )
+    return induced_edges(res, schema, dict(zip(etypes, outs)), self.with_edge)
+
+  def _finish(self, out):
+    r"""The output in the asked subgraph type (bidirectional edges)."""
+    return bidirectional(out) if self.subgraph_type == 'bidirectional' else out
 
   # -- negative sampling -----------------------------------------------------
 
@@ -228,6 +274,8 @@ class DistNeighborSampler(ConcurrentEventLoop):
   async def _subgraph(self, inputs: NodeSamplerInput, random: RandomStream) -> SamplerOutput:
     if self.engine.schema.is_hetero:
       raise ValueError('subgraph sampling supports homogeneous graphs only')
+    if self.disjoint:
+      raise ValueError('subgraph sampling is neither disjoint nor temporal')
     _, seeds = self.engine.node_seeds(inputs)
     reached = seeds
     if self.engine.num_hops:
@@ -248,18 +296,21 @@ class DistNeighborSampler(ConcurrentEventLoop):
   # -- batches -----------------------------------------------------------------
 
   async def _sample_from_nodes(self, inputs: NodeSamplerInput, random: RandomStream):
-    refuse_seed_times(inputs)
     ntype, seeds = self.engine.node_seeds(inputs)
-    return self.engine.node_output(await self._sample({ntype: seeds}, random), ntype)
+    given = {ntype: inputs.time} if inputs.time is not None else None
+    seed_time = batch_seed_time(self.temporal, {ntype: seeds}, given)
+    res = await self._sample({ntype: seeds}, random, seed_time)
+    return self._finish(self.engine.node_output(res, ntype, seed_time))
 
   async def _sample_from_edges(self, inputs: EdgeSamplerInput, random: RandomStream):
-    refuse_seed_times(inputs)
     batch = self.engine.link_batch(inputs)
     strict = None
     if batch.strict_negatives is not None:
       strict = await self._sample_negative(random, batch.etype, *batch.strict_negatives)
     seeds, parts = self.engine.link_seeds(batch, strict, random)
-    return self.engine.link_output(batch, await self._sample(seeds, random), parts)
+    seed_time = batch_seed_time(self.temporal, seeds, self.engine.link_seed_time(batch))
+    res = await self._sample(seeds, random, seed_time)
+    return self._finish(self.engine.link_output(batch, res, parts))
 
   async def _message(self, out, input_id: Optional[torch.Tensor]) -> SampleMessage:
     r"""The message of a sampler output, with its features and labels when

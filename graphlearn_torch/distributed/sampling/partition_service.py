@@ -17,7 +17,7 @@ topologies and feature tables are mapped from the host's shared memory
 (``HostPeers``) and their steps run in place, as this partition's own.
 """
 
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 
@@ -25,68 +25,25 @@ from ...data.graph import DeviceTopology
 from ...sampler.base import NeighborOutput
 from ...sampler.one_hop import sample_one_hop
 from ...sampler.schema import RandomStream, SamplingSchema, check_graphs, mix_seed
+from ...sampler.temporal import TIME_ATTRS, TemporalSampling
 from ...typing import HOMO_EDGE_TYPE, EdgeType, NodeType
 from ..dist_dataset import DistDataset
 from ..dist_feature import DistFeature
 from ..dist_graph import DistGraph
 from ..runtime.event_loop import wrap_torch_future
 from ..runtime.rpc import (
-  RpcCalleeBase,
   RpcDataPartitionRouter,
   rpc_register,
   rpc_request_async,
   rpc_sync_data_partitions,
 )
 from .host_peers import HostPeers
-
-
-def stitch_neighbors(
-  num_seeds: int, parts: List[Tuple[torch.Tensor, NeighborOutput]], with_edge: bool
-) -> NeighborOutput:
-  r"""One NeighborOutput in seed order from per-partition pieces.
-
-  Args:
-    num_seeds: seeds of the hop.
-    parts: ``(positions of its seeds, their NeighborOutput)`` per partition.
-    with_edge: whether the pieces carry edge ids.
-  """
-  if len(parts) == 1 and parts[0][0].numel() == num_seeds:
-    pos, out = parts[0]
-    if bool((pos == torch.arange(num_seeds)).all()):
-      return out
-  nbr, nbr_num, edge = torch.ops.glt.stitch_neighbors(
-    num_seeds,
-    [pos for pos, _ in parts],
-    [out.nbr_num for _, out in parts],
-    [out.nbr for _, out in parts],
-    [out.edge for _, out in parts] if with_edge else [],
-  )
-  return NeighborOutput(nbr, nbr_num, edge)
-
-
-class RpcSamplingCallee(RpcCalleeBase):
-  r"""Samples one hop from this partition's seeds for a peer."""
-
-  def __init__(self, service: 'PartitionService'):
-    self.service = service
-
-  def call(
-    self, seeds, fanout, etype, with_edge=False, with_weight=False, hop_seed=None
-  ) -> NeighborOutput:
-    service = self.service
-    rng_seed = None if hop_seed is None else mix_seed(hop_seed, service.partition_idx)
-    return service.sample_one_hop(seeds, fanout, etype, with_edge, with_weight, rng_seed)
-
-
-class RpcMethodCallee(RpcCalleeBase):
-  r"""Runs one of the service's local steps for a peer (an edge check, the
-  edges among a peer's nodes)."""
-
-  def __init__(self, method):
-    self.method = method
-
-  def call(self, *args):
-    return self.method(*args)
+from .peer_requests import (
+  RpcMethodCallee,
+  RpcSamplingCallee,
+  RpcTemporalSamplingCallee,
+  stitch_neighbors,
+)
 
 
 class PartitionService:
@@ -112,6 +69,13 @@ class PartitionService:
     check_graphs(graphs, self.edge_dir)
     self.schema = SamplingSchema.from_graphs(graphs, self.edge_dir, self.dist_graph.is_hetero)
     self.schema.pad_rows(graphs)
+    # Temporal sampling: the time-sorted copy of the graphs, for each kind
+    # of times the partition holds (a hop's request names the kind).
+    self.temporal: Dict[str, TemporalSampling] = {
+      time_attr: TemporalSampling(graphs, self.schema, **{time_attr: getattr(data, time_attr)})
+      for time_attr in TIME_ATTRS
+      if getattr(data, time_attr, None) is not None
+    }
     # Peers' hops draw from torch's global generator, as unseeded sampling does.
     self._random = RandomStream()
 
@@ -119,12 +83,18 @@ class PartitionService:
     # table's all-gather only after registering, so no request finds a
     # callee missing.
     self._sampling_callee = rpc_register(RpcSamplingCallee(self))
+    self._temporal_sampling_callee = rpc_register(RpcTemporalSamplingCallee(self))
     self._edge_check_callee = rpc_register(RpcMethodCallee(self.has_edge))
     self._subgraph_callee = rpc_register(RpcMethodCallee(self.subgraph_edges))
     self.node_feature = self._dist_feature(data.node_features, data.node_feat_pb)
     self.edge_feature = self._dist_feature(data.edge_features, data.edge_feat_pb)
     self.host_peers = HostPeers(
-      self.partition_idx, self.num_partitions, graphs, data.node_features, data.edge_features
+      self.partition_idx,
+      self.num_partitions,
+      graphs,
+      data.node_features,
+      data.edge_features,
+      {time_attr: t.graphs for time_attr, t in self.temporal.items()},
     )
     self._router = RpcDataPartitionRouter(
       rpc_sync_data_partitions(data.num_partitions, data.partition_idx)
@@ -153,16 +123,45 @@ class PartitionService:
     along ``edge_dir`` (with weights)."""
     check_graphs(self.dist_graph.local_graphs(), edge_dir, with_weight)
 
-  def runs_here(self, partition: int) -> bool:
+  def runs_here(self, partition: int, time_attr: Optional[str] = None) -> bool:
     r"""Whether ``partition``'s steps run in this process: it is this
-    partition, or one mapped from this host (``HostPeers``)."""
-    return partition == self.partition_idx or partition in self.host_peers.topologies
+    partition, or one mapped from this host (``HostPeers``; for temporal
+    steps, with its copy sorted by ``time_attr``)."""
+    if partition == self.partition_idx:
+      return True
+    if time_attr is None:
+      return partition in self.host_peers.topologies
+    return time_attr in self.host_peers.temporal_topologies.get(partition, {})
 
-  def _topology(self, etype: EdgeType, partition: Optional[int]) -> DeviceTopology:
+  def temporal_sampling(self, time_attr: str) -> TemporalSampling:
+    r"""The partition's temporal sampling by its ``time_attr`` times.
+
+    Raises:
+      ValueError: the partition holds no such times.
+    """
+    if time_attr not in TIME_ATTRS:
+      raise ValueError(
+        f"time_attr names the partition's times: one of {TIME_ATTRS}, got {time_attr!r}"
+      )
+    if time_attr not in self.temporal:
+      raise ValueError(
+        f'time_attr={time_attr!r}, but the partition holds no {time_attr}: partition the graph '
+        f'with {time_attr}=... (or call DistDataset.init_{time_attr} on every partition)'
+      )
+    return self.temporal[time_attr]
+
+  def _topology(
+    self, etype: EdgeType, partition: Optional[int], time_attr: Optional[str] = None
+  ) -> DeviceTopology:
+    if not self.dist_graph.is_hetero:
+      etype = HOMO_EDGE_TYPE
     if partition is None or partition == self.partition_idx:
+      if time_attr is not None:
+        return self.temporal_sampling(time_attr).graphs[etype].device_topology()
       return self.dist_graph.get_local_graph(etype).device_topology()
-    topologies = self.host_peers.topologies[partition]
-    return topologies[etype if self.dist_graph.is_hetero else HOMO_EDGE_TYPE]
+    if time_attr is not None:
+      return self.host_peers.temporal_topologies[partition][time_attr][etype]
+    return self.host_peers.topologies[partition][etype]
 
   # -- a request, on the partitions that own its nodes ---------------------------
 
@@ -173,14 +172,16 @@ class PartitionService:
     run_here: Callable,
     callee_id: int,
     *args,
+    time_attr: Optional[str] = None,
   ) -> List[Tuple[torch.Tensor, object]]:
     r"""Runs a request on the partitions that own ``tensors[0]``'s nodes.
 
     Splits the positions of ``tensors`` by owner; pieces of partitions whose
     steps run in other processes go out first (one request per partition,
     ``callee_id(*pieces, *args)``), then the pieces of this partition and of
-    those mapped from this host run here (``run_here(p, *pieces, *args)``).
-    Returns ``(positions, result)`` per partition that had any.
+    those mapped from this host (``runs_here(p, time_attr)``) run here
+    (``run_here(p, *pieces, *args)``). Returns ``(positions, result)`` per
+    partition that had any.
     """
     self.host_peers.check()
     positions, owned = self.dist_graph.node_book(ntype).group(tensors[0], self.num_partitions)
@@ -192,7 +193,7 @@ class PartitionService:
     for p, pos in enumerate(positions):
       if not pos.numel():
         continue
-      if self.runs_here(p):
+      if self.runs_here(p, time_attr):
         here.append(p)
       else:
         worker = self._router.get_to_worker(p)
@@ -226,9 +227,14 @@ class PartitionService:
     hop_seed: int,
     with_edge: bool = False,
     with_weight: bool = False,
+    seed_time: Optional[torch.Tensor] = None,
+    time_attr: Optional[str] = None,
+    last: bool = False,
   ) -> NeighborOutput:
     r"""One hop from ``seeds`` (of node type ``seed_type``), each seed's
-    neighbors drawn by the partition that owns it, in seed order.
+    neighbors drawn by the partition that owns it, in seed order; in
+    temporal sampling (``seed_time``) each seed only among the edges
+    (neighbors) of time <= its time, where ``etype`` has times.
 
     Args:
       seed_type: the seeds' node type.
@@ -240,7 +246,24 @@ class PartitionService:
         runs.
       with_edge: return the sampled edges' ids.
       with_weight: draw proportionally to edge weights.
+      seed_time: each seed's time (temporal sampling), or None.
+      time_attr: the partition's times to bound by: 'node_time' or
+        'edge_time' (with ``seed_time``).
+      last: take the latest allowed neighbors (temporal 'last').
     """
+    if seed_time is not None and etype in self.temporal_sampling(time_attr).graphs:
+      return await self._sample_temporal(
+        seed_type,
+        seeds,
+        seed_time,
+        fanout,
+        etype,
+        hop_seed,
+        with_edge,
+        with_weight,
+        time_attr,
+        last,
+      )
     if self.draws_hops_in_one_call:
       # One call draws the hop, as sampling each partition's seeds apart
       # (with its kernel seed) and stitching them would.
@@ -267,9 +290,45 @@ class PartitionService:
       with_weight,
       hop_seed,
     )
-    if not parts:
-      empty = torch.empty(0, dtype=torch.int64)
-      return NeighborOutput(empty, empty, empty if with_edge else None)
+    return stitch_neighbors(seeds.numel(), parts, with_edge)
+
+  async def _sample_temporal(
+    self,
+    seed_type: NodeType,
+    seeds: torch.Tensor,
+    seed_time: torch.Tensor,
+    fanout: int,
+    etype: EdgeType,
+    hop_seed: int,
+    with_edge: bool,
+    with_weight: bool,
+    time_attr: str,
+    last: bool,
+  ) -> NeighborOutput:
+    r"""``sample_neighbors`` of a temporal hop: each partition's seeds
+    drawn apart (kernel seed ``mix_seed(hop_seed, p)``) from its
+    time-sorted copy, here or over RPC, and stitched."""
+
+    def here(p, seeds, seed_time, fanout, etype, with_edge, with_weight, hop_seed, time_attr, last):
+      rng_seed = mix_seed(hop_seed, p)
+      return self.sample_one_hop(
+        seeds, fanout, etype, with_edge, with_weight, rng_seed, p, seed_time, time_attr, last
+      )
+
+    parts = await self._on_owners(
+      seed_type,
+      (seeds, seed_time),
+      here,
+      self._temporal_sampling_callee,
+      fanout,
+      etype,
+      with_edge,
+      with_weight,
+      hop_seed,
+      time_attr,
+      last,
+      time_attr=time_attr,
+    )
     return stitch_neighbors(seeds.numel(), parts, with_edge)
 
   async def has_edges(
@@ -330,9 +389,12 @@ class PartitionService:
     with_weight: bool = False,
     rng_seed: Optional[int] = None,
     partition: Optional[int] = None,
+    seed_time: Optional[torch.Tensor] = None,
+    time_attr: Optional[str] = None,
+    last: bool = False,
   ) -> NeighborOutput:
     r"""``fanout`` neighbors (-1: all) along ``etype`` of seeds that one
-    partition owns.
+    partition owns (temporal: among those of time <= each seed's time).
 
     Args:
       seeds: the seeds.
@@ -344,13 +406,21 @@ class PartitionService:
         global generator).
       partition: the seeds' partition, this one or one that ``runs_here``
         (default: this one).
+      seed_time: each seed's time (temporal sampling), or None.
+      time_attr: the times to bound by ('node_time' or 'edge_time'; with
+        ``seed_time``).
+      last: take the latest allowed neighbors.
     """
     if rng_seed is None:
       rng_seed = self._random.kernel_seed()
-    topo = self._topology(etype, partition)
+    timed = seed_time is not None
+    topo = self._topology(etype, partition, time_attr if timed else None)
     # On the graph's device (a GPU for 'CUDA' and 'ZERO_COPY' partitions);
     # the pieces of a hop meet on the CPU.
-    return sample_one_hop(topo, seeds, fanout, rng_seed, with_edge, with_weight).to('cpu')
+    out = sample_one_hop(
+      topo, seeds, fanout, rng_seed, with_edge, with_weight, False, seed_time, timed and last
+    )
+    return out.to('cpu')
 
   def sample_one_hop_partitioned(
     self,

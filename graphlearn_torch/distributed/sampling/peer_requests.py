@@ -1,0 +1,87 @@
+"""What peers ask of a partition over RPC: the callees a ``PartitionService``
+registers (one hop, a temporal hop, its other steps), and the stitching of
+the answers of several partitions into one hop in seed order."""
+
+from typing import List, Tuple
+
+import torch
+
+from ...sampler.base import NeighborOutput
+from ...sampler.schema import mix_seed
+from ..runtime.rpc import RpcCalleeBase
+
+
+def stitch_neighbors(
+  num_seeds: int, parts: List[Tuple[torch.Tensor, NeighborOutput]], with_edge: bool
+) -> NeighborOutput:
+  r"""One NeighborOutput in seed order from per-partition pieces.
+
+  Args:
+    num_seeds: seeds of the hop.
+    parts: ``(positions of its seeds, their NeighborOutput)`` per partition.
+    with_edge: whether the pieces carry edge ids.
+  """
+  if not parts:
+    empty = torch.empty(0, dtype=torch.int64)
+    return NeighborOutput(empty, empty, empty if with_edge else None)
+  if len(parts) == 1 and parts[0][0].numel() == num_seeds:
+    pos, out = parts[0]
+    if bool((pos == torch.arange(num_seeds)).all()):
+      return out
+  nbr, nbr_num, edge = torch.ops.glt.stitch_neighbors(
+    num_seeds,
+    [pos for pos, _ in parts],
+    [out.nbr_num for _, out in parts],
+    [out.nbr for _, out in parts],
+    [out.edge for _, out in parts] if with_edge else [],
+  )
+  return NeighborOutput(nbr, nbr_num, edge)
+
+
+class RpcSamplingCallee(RpcCalleeBase):
+  r"""Samples one hop from this partition's seeds for a peer.
+
+  Args:
+    service: this process's ``PartitionService``.
+  """
+
+  def __init__(self, service):
+    self.service = service
+
+  def call(
+    self, seeds, fanout, etype, with_edge=False, with_weight=False, hop_seed=None
+  ) -> NeighborOutput:
+    service = self.service
+    rng_seed = None if hop_seed is None else mix_seed(hop_seed, service.partition_idx)
+    return service.sample_one_hop(seeds, fanout, etype, with_edge, with_weight, rng_seed)
+
+
+class RpcTemporalSamplingCallee(RpcCalleeBase):
+  r"""Samples one temporal hop from this partition's seeds for a peer.
+
+  Args:
+    service: this process's ``PartitionService``.
+  """
+
+  def __init__(self, service):
+    self.service = service
+
+  def call(
+    self, seeds, seed_time, fanout, etype, with_edge, with_weight, hop_seed, time_attr, last
+  ) -> NeighborOutput:
+    service = self.service
+    rng_seed = mix_seed(hop_seed, service.partition_idx)
+    return service.sample_one_hop(
+      seeds, fanout, etype, with_edge, with_weight, rng_seed, None, seed_time, time_attr, last
+    )
+
+
+class RpcMethodCallee(RpcCalleeBase):
+  r"""Runs one of the service's local steps for a peer (an edge check, the
+  edges among a peer's nodes)."""
+
+  def __init__(self, method):
+    self.method = method
+
+  def call(self, *args):
+    return self.method(*args)
