@@ -241,7 +241,29 @@ def check_errors(dist, ds):
     )
 
 
-def run_worker(rank, port, root, hetero, share, results):
+def check_sampling_processes(dist, ds, local, rank, port):
+  r"""The partitions' times reach sampling processes (which load the
+  partition again)."""
+  seeds = torch.arange(rank, NUM_NODES, 6)
+  input_time = torch.randint(0, 30, (seeds.numel(),))
+  options = dist.MpDistSamplingWorkerOptions(
+    num_workers=1, master_addr='127.0.0.1', master_port=port, rpc_timeout=60, channel_size='4MB'
+  )
+  loader = dist.DistNeighborLoader(
+    ds, [-1, -1], seeds, batch_size=4, input_time=input_time, time_attr='node_time',
+    worker_options=options,
+  )  # fmt: skip
+  for batch in loader:
+    ids = batch.input_id
+    want = glt.loader.NeighborLoader(
+      local, [-1, -1], seeds[ids], batch_size=ids.numel(), input_time=input_time[ids],
+      time_attr='node_time', device='cpu',
+    )  # fmt: skip
+    same_batch(batch, next(iter(want)), 'sampling processes, node time')
+  loader.shutdown()
+
+
+def run_worker(rank, port, root, hetero, share, results, mp_port=None):
   os.environ['GLT_SHARE_HOST_PARTITIONS'] = share
   dist = glt.distributed
   try:
@@ -256,6 +278,8 @@ def run_worker(rank, port, root, hetero, share, results):
       check_link_cases(dist, ds, local, graph, rank)
       check_induced(dist, ds, graph, rank)
       check_errors(dist, ds)
+    if mp_port is not None:
+      check_sampling_processes(dist, ds, local, rank, mp_port)
     results.put((rank, 'ok'))
   except BaseException:
     results.put((rank, traceback.format_exc()))
@@ -346,3 +370,46 @@ def test_bad_partition_times_are_named(tmp_path):
   write_npy(str(tmp_path / 'node_time.npy'), graph['node_time'][:-1])  # truncated behind META
   with pytest.raises(Exception, match='node_time.npy'):
     glt.distributed.DistDataset().load(str(tmp_path), 0, graph_mode='CPU')
+
+
+def run_temporal_client(rank, port, root, results):
+  r"""A server-client client: temporal batches sampled by the servers equal
+  the single-process sampler's."""
+  dist = glt.distributed
+  try:
+    dist.init_client(2, 2, rank, '127.0.0.1', port, request_timeout=60)
+    graph = homo_graph()
+    local = local_dataset(graph, hetero=False)
+    seeds = torch.arange(rank, NUM_NODES, 4)
+    input_time = torch.randint(0, 30, (seeds.numel(),))
+    options = dist.RemoteDistSamplingWorkerOptions(num_workers=1, prefetch_size=2, rpc_timeout=60)
+    loader = dist.DistNeighborLoader(
+      None, [-1, -1], seeds, batch_size=4, input_time=input_time, time_attr='edge_time',
+      worker_options=options,
+    )  # fmt: skip
+    batches = 0
+    for batch in loader:
+      ids = batch.input_id
+      want = glt.loader.NeighborLoader(
+        local, [-1, -1], seeds[ids], batch_size=ids.numel(), input_time=input_time[ids],
+        time_attr='edge_time', device='cpu',
+      )  # fmt: skip
+      same_batch(batch, next(iter(want)), 'server-client, edge time')
+      batches += 1
+    loader.shutdown()
+    results.put(('client', rank, 'ok', batches, batches))
+  except BaseException:
+    results.put(('client', rank, traceback.format_exc(), 0, 0))
+  finally:
+    dist.shutdown_client()
+
+
+def test_server_client_temporal_equals_one_process(tmp_path):
+  from test_server_client import spawn_job
+
+  partition(str(tmp_path), hetero=False)
+  reports, procs = spawn_job(str(tmp_path), run_temporal_client)
+  for role, rank, status, batches, _ in sorted(reports):
+    assert status == 'ok', f'{role} {rank}:\n{status}'
+    assert role == 'server' or batches == 4
+  assert all(p.exitcode == 0 for p in procs), [p.exitcode for p in procs]
