@@ -348,6 +348,26 @@ def test_version_1_partition_still_loads(tmp_path):
   meta_path.write_text(json.dumps(meta))
   ds = glt.distributed.DistDataset().load(str(tmp_path), 0, graph_mode='CPU')
   assert ds.node_time is None and ds.edge_time is None and ds.graph is not None
+  # Times added to it afterwards make it a version 2 partition.
+  glt.partition.add_partition_times(
+    str(tmp_path), node_time=graph['node_time'], edge_time=graph['edge_time']
+  )
+  assert json.loads(meta_path.read_text())['version'] == 2
+  ds = glt.distributed.DistDataset().load(str(tmp_path), 0, graph_mode='CPU')
+  assert torch.equal(ds.node_time, graph['node_time'])
+  assert torch.equal(ds.edge_time, graph['edge_time'])
+  with pytest.raises(ValueError, match='edge_time has 399 entries, expected 400'):
+    glt.partition.add_partition_times(str(tmp_path), edge_time=graph['edge_time'][1:])
+
+
+def test_added_times_follow_a_range_book(tmp_path):
+  graph = homo_graph()
+  RandomPartitioner(
+    str(tmp_path), 2, NUM_NODES, graph['edge_index'], book='range', seed=0, progress=False
+  ).partition()
+  glt.partition.add_partition_times(str(tmp_path), node_time=graph['node_time'])
+  ds = glt.distributed.DistDataset().load(str(tmp_path), 1, graph_mode='CPU')
+  assert torch.equal(ds.node_time, graph['node_time'][ds.node_map()])
 
 
 def test_bad_partition_times_are_named(tmp_path):

@@ -19,6 +19,7 @@ from .format import (
 )
 from .frequency_partitioner import FrequencyPartitioner
 from .load import (
+  add_partition_times,
   build_partition_feature,
   cat_feature_cache,
   load_feature_partition_data,
@@ -58,6 +59,7 @@ __all__ = [
   'RandomPartitioner',
   'RangePartitionBook',
   'TensorPartitionBook',
+  'add_partition_times',
   'build_partition_feature',
   'cat_feature_cache',
   'load_feature_partition_data',

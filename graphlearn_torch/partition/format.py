@@ -139,6 +139,31 @@ def save_meta(
   )
 
 
+def save_times(
+  output_dir: str, kind: str, times: Dict[Union[NodeType, EdgeType], torch.Tensor], hetero: bool
+) -> None:
+  """Writes whole time arrays, ``kind`` 'node_time' (by node id) or
+  'edge_time' (by edge id), one per type, and names their types in
+  META.json (format version 2).
+
+  Args:
+    output_dir: the partition root.
+    kind: 'node_time' or 'edge_time'.
+    times: checked times by type (``HOMO_NODE_TYPE`` / ``HOMO_EDGE_TYPE``
+      keys for a homogeneous dataset).
+    hetero: whether the dataset is heterogeneous.
+  """
+  if kind not in ('node_time', 'edge_time'):
+    raise ValueError(f"kind must be 'node_time' or 'edge_time', got {kind!r}")
+  for type_, values in times.items():
+    save_npy(output_dir, book_path(kind, type_ if hetero else None), values)
+  if times:
+    path = os.path.join(output_dir, META_FILE)
+    named = (read_meta_json(output_dir).get(kind) or []) if os.path.exists(path) else []
+    named = sorted(set(named) | {type_key(t) for t in times})
+    _update_meta(output_dir, version=FORMAT_VERSION, **{kind: named})
+
+
 def _book_tensor(book) -> torch.Tensor:
   return book.tensor if isinstance(book, GLTPartitionBook) else torch.as_tensor(book)
 

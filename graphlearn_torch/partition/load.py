@@ -1,6 +1,7 @@
 """GLT's partition loaders (``load_partition``, ``load_graph_partition_data``,
 ``load_feature_partition_data``, ``cat_feature_cache``,
-``build_partition_feature``), over ``PartitionReader``."""
+``build_partition_feature``), over ``PartitionReader``, and
+``add_partition_times``."""
 
 import logging
 import os
@@ -9,11 +10,13 @@ from typing import Dict, Optional, Tuple, Union
 import torch
 
 from ..typing import HOMO_EDGE_TYPE, HOMO_NODE_TYPE
+from ..utils.times import checked_time
 from .format import (
   FeaturePartitionData,
   GraphPartitionData,
   book_path,
   feature_path,
+  save_times,
   write_feature_rows,
 )
 from .npy import as_tensor, load_npy
@@ -235,3 +238,33 @@ def build_partition_feature(
       raise FileNotFoundError(f'{root_dir} has no edge partition book for {etype}; {RERUN}')
     eids = owned_ids(book, partition_idx)
     write('edge_feat', etype, table, edge_feat_dtype, eids, eids)
+
+
+def add_partition_times(root_dir: str, node_time=None, edge_time=None) -> None:
+  """Writes (or replaces) the node or edge times of an existing partition
+  directory, for temporal sampling: one partitioned without times, by an
+  older graphlearn_torch (format version 1, which this upgrades to 2), or
+  by ``DistRandomPartitioner``.
+
+  Args:
+    root_dir: the partition directory.
+    node_time: each node's time by original node id (a dict by node type
+      when heterogeneous); a range book's renumbering is applied.
+    edge_time: each edge's time by edge id (a dict by edge type).
+  """
+  reader = PartitionReader(root_dir)
+  for kind, given, homo_type, count in (
+    ('node_time', node_time, HOMO_NODE_TYPE, reader.num_nodes),
+    ('edge_time', edge_time, HOMO_EDGE_TYPE, reader.num_edges),
+  ):
+    times = {}
+    for type_, values in _per_type_tables(given, reader.hetero, homo_type).items():
+      what = f'{kind} of {type_!r}' if reader.hetero else kind
+      known = reader.node_types() if kind == 'node_time' else reader.edge_types()
+      if type_ not in known:
+        raise ValueError(f'{what}: {root_dir} has no such type (it has {known})')
+      times[type_] = checked_time(as_tensor(values), what, count(reader.dir_of(type_)))
+      node_map = reader.load(book_path('node_map', reader.dir_of(type_)), required=False)
+      if kind == 'node_time' and node_map is not None:
+        times[type_] = times[type_][node_map]
+    save_times(root_dir, kind, times, reader.hetero)

@@ -34,6 +34,7 @@ from .format import (
   graph_path,
   save_meta,
   save_npy,
+  save_times,
   split_path,
   type_key,
   write_edge_rows,
@@ -442,13 +443,14 @@ class PartitionerBase(ABC):
         summary.cache_nodes[type_key(ntype)] = [c.numel() for c in cache]
 
     # Labels, times and seed splits.
-    for kind, table in (('labels', self.node_labels), ('node_time', self.node_time)):
-      for ntype, values in table.items():
-        if ntype in original_ids:
-          values = values[original_ids[ntype]]
-        save_npy(out, book_path(kind, self._dir(ntype)), values)
-    for etype, times in self.edge_time.items():
-      save_npy(out, book_path('edge_time', self._dir(etype)), times)  # edge ids are not renumbered
+    def in_written_ids(table):
+      return {t: v[original_ids[t]] if t in original_ids else v for t, v in table.items()}
+
+    for ntype, labels in in_written_ids(self.node_labels).items():
+      save_npy(out, book_path('labels', self._dir(ntype)), labels)
+    hetero = self.data_cls == 'hetero'
+    save_times(out, 'node_time', in_written_ids(self.node_time), hetero)
+    save_times(out, 'edge_time', self.edge_time, hetero)  # edge ids are not renumbered
     for name, split in self.node_split.items():
       for ntype, ids in split.items():
         owner = node_pb[ntype][ids]
@@ -459,7 +461,6 @@ class PartitionerBase(ABC):
             owner, minlength=self.num_parts
           ).tolist()
 
-    hetero = self.data_cls == 'hetero'
     save_meta(
       out,
       self.num_parts,
@@ -474,8 +475,6 @@ class PartitionerBase(ABC):
       node_ranges=node_ranges or None,
       graph_caching=bool(graph_caching),
       with_feature=bool(with_feature),
-      node_time=[type_key(t) for t in self.node_time] or None,
-      edge_time=[type_key(e) for e in self.edge_time] or None,
       complete=True,
     )
     bar.update(1)
