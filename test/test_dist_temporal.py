@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import graphlearn_torch as glt
+from graphlearn_torch._ext import cuda_kernels_available
 from graphlearn_torch.partition import RandomPartitioner
 
 SPAWN = multiprocessing.get_context('spawn')
@@ -263,13 +264,15 @@ def check_sampling_processes(dist, ds, local, rank, port):
   loader.shutdown()
 
 
-def run_worker(rank, port, root, hetero, share, results, mp_port=None):
+def run_worker(rank, port, root, hetero, share, results, mp_port=None, graph_mode='CPU'):
   os.environ['GLT_SHARE_HOST_PARTITIONS'] = share
   dist = glt.distributed
   try:
     dist.init_worker_group(2, rank, 'trainer')
     dist.init_rpc('127.0.0.1', port, num_rpc_threads=4, rpc_timeout=60)
-    ds = dist.DistDataset(edge_dir='out').load(root, rank, graph_mode='CPU')
+    ds = dist.DistDataset(edge_dir='out').load(
+      root, rank, graph_mode=graph_mode, device=0 if graph_mode != 'CPU' else None
+    )
     graph = hetero_graph() if hetero else homo_graph()
     local = local_dataset(graph, hetero)
     check_node_cases(dist, ds, local, graph, hetero, rank)
@@ -313,6 +316,13 @@ def run_group(root, hetero, share):
 def test_dist_temporal_equals_one_process(tmp_path, hetero, share):
   partition(str(tmp_path), hetero)
   run_group(str(tmp_path), hetero, share)
+
+
+@pytest.mark.skipif(not cuda_kernels_available(), reason='needs a GPU and the CUDA kernels')
+@pytest.mark.parametrize('hetero,mode', [(False, 'CUDA'), (True, 'ZERO_COPY')])
+def test_dist_temporal_on_the_gpu_equals_one_process(tmp_path, hetero, mode):
+  partition(str(tmp_path), hetero)
+  run_group(str(tmp_path), hetero, '1', mode)
 
 
 def test_partition_times_on_disk(tmp_path):
