@@ -1,6 +1,7 @@
 """Distributed sampling throughput in worker mode vs the single-machine loader.
 
   python benchmarks/bench_dist_sampling.py [--num_nodes 1000000] [--batches 200] [--gpu 0]
+                                          [--temporal]
 
 Graph: the planted-community synthetic graph (glt.datasets.community_graph,
 1M nodes, about 10 directed edges per node, 32-dim features), METIS-partitioned
@@ -29,6 +30,10 @@ there too (on one machine the hottest by in-degree; in a partition its
 first rows, as DistDataset.load places them), the rest read through UVA;
 the sampling processes get the GPU (worker_devices) and the batches arrive
 on it.
+With --temporal, every node has a time (uniform in [0, 1000), written by the
+partitioner) and every loader samples by it (time_attr='node_time', each
+seed at its own time, 'uniform'): the rows then compare distributed
+temporal sampling with temporal sampling on one machine.
 Every loader is timed after its first WARMUP batches, whose seconds are a
 column of their own: they carry one-time costs (the first touch of the
 sampling processes' output buffers and of the channel's memory, which this
@@ -63,9 +68,17 @@ def make_graph(num_nodes: int):
   return glt.datasets.community_graph(num_nodes=num_nodes, avg_degree=10, seed=0)
 
 
-def partition(num_nodes: int, cache_ratio: float = 0.0) -> str:
+def node_time(num_nodes: int) -> torch.Tensor:
+  r"""--temporal: each node's time."""
+  return torch.randint(0, 1000, (num_nodes,), generator=torch.Generator().manual_seed(1))
+
+
+def partition(num_nodes: int, cache_ratio: float = 0.0, temporal: bool = False) -> str:
   out = os.path.join(
-    CACHE, f'{num_nodes}-metis-2' + (f'-cache{cache_ratio}' if cache_ratio else '')
+    CACHE,
+    f'{num_nodes}-metis-2'
+    + (f'-cache{cache_ratio}' if cache_ratio else '')
+    + ('-temporal' if temporal else ''),
   )
   if os.path.exists(os.path.join(out, 'META.json')):
     return out
@@ -81,6 +94,7 @@ def partition(num_nodes: int, cache_ratio: float = 0.0) -> str:
     cache_ratio=cache_ratio or None,
     cache_num_neighbors=FANOUT,
     progress=False,
+    node_time=node_time(num_nodes) if temporal else None,
   ).partition()
   return out
 
@@ -95,7 +109,14 @@ def cuda(gpu: Optional[int]) -> Optional[torch.device]:
   return torch.device('cuda', gpu) if gpu is not None else None
 
 
-def single_machine_dataset(num_nodes: int, gpu: Optional[int]) -> glt.data.Dataset:
+def loader_options(temporal: bool) -> dict:
+  r"""The sampling options every loader of the run gets."""
+  return dict(time_attr='node_time') if temporal else {}
+
+
+def single_machine_dataset(
+  num_nodes: int, gpu: Optional[int], temporal: bool = False
+) -> glt.data.Dataset:
   r"""The whole graph for the single-machine loader; with ``gpu``, on the GPU
   path (GPU_PLACEMENT)."""
   data = make_graph(num_nodes)
@@ -110,6 +131,8 @@ def single_machine_dataset(num_nodes: int, gpu: Optional[int]) -> glt.data.Datas
       device=gpu, with_gpu=True,
     )  # fmt: skip
   ds.init_node_labels(data.y)
+  if temporal:
+    ds.init_node_time(node_time(num_nodes))
   return ds
 
 
@@ -117,7 +140,10 @@ def single_machine(ds: glt.data.Dataset, batches: int, gpu: Optional[int]):
   torch.set_num_threads(2)
   seeds = seed_batches(ds.num_nodes(), batches + WARMUP, 0)
   device = cuda(gpu) or torch.device('cpu')
-  loader = glt.loader.NeighborLoader(ds, FANOUT, seeds, batch_size=BATCH, device=device)
+  loader = glt.loader.NeighborLoader(
+    ds, FANOUT, seeds, batch_size=BATCH, device=device,
+    **loader_options(ds.node_time is not None),
+  )  # fmt: skip
   return timed(iter(loader), batches)
 
 
@@ -140,9 +166,10 @@ def time_loader(data, node_pb, rank: int, options, batches: int, to_device=None)
   this rank's own nodes; ``data`` is None on a server-client client."""
   owned = glt.partition.partition_book.owned_ids(node_pb, rank)
   seeds = owned[seed_batches(owned.numel(), batches + WARMUP, rank) % owned.numel()]
+  temporal = data is not None and data.node_time is not None
   loader = glt.distributed.DistNeighborLoader(
     data, FANOUT, seeds, batch_size=BATCH, edge_dir='in', collect_features=True,
-    worker_options=options, to_device=to_device,
+    worker_options=options, to_device=to_device, **loader_options(temporal),
   )  # fmt: skip
   try:
     return timed(iter(loader), batches)
@@ -213,14 +240,17 @@ def main():
   p.add_argument(
     '--cache_ratio', type=float, default=0.25, help="the last row's cached remote rows (share)"
   )
+  p.add_argument(
+    '--temporal', action='store_true', help='sample by node time (time_attr) everywhere'
+  )
   args = p.parse_args()
   start = time.perf_counter()
-  root = partition(args.num_nodes)
+  root = partition(args.num_nodes, temporal=args.temporal)
   print(f'partitions ready in {time.perf_counter() - start:.1f} s: {root}')
   # The machine's speed drifts (shared host): the single machine is
   # measured before the first row and after every row, and each row is
   # compared with the faster of the runs beside it.
-  ds = single_machine_dataset(args.num_nodes, args.gpu)
+  ds = single_machine_dataset(args.num_nodes, args.gpu, args.temporal)
   singles = [single_machine(ds, args.batches, args.gpu)]
   rows = []
 
@@ -234,7 +264,7 @@ def main():
   for workers in (1, 2):
     label = f'worker mode, {workers} sampler(s)/trainer'
     measure(label, worker_mode(root, 'mp', workers, per_trainer, args.gpu))
-  cached = partition(args.num_nodes, args.cache_ratio)
+  cached = partition(args.num_nodes, args.cache_ratio, args.temporal)
   label = f'worker mode, 2 samplers, {args.cache_ratio:.0%} cache'
   measure(label, worker_mode(cached, 'mp', 2, per_trainer, args.gpu))
   measure(
@@ -251,7 +281,8 @@ def main():
     + ' / '.join(f'{s[0] / s[2]:.2f}' for s in singles)
     + ' batches/s'
   )
-  print(f'\n{args.num_nodes:,} nodes, fanout {FANOUT}, batch {BATCH}, 2 partitions (METIS)\n')
+  what = ', temporal (node time)' if args.temporal else ''
+  print(f'\n{args.num_nodes:,} nodes, fanout {FANOUT}, batch {BATCH}, 2 partitions (METIS){what}\n')
   warmup_head = f'first {WARMUP} s'
   print(
     f'| loader                              | batches/s | sampled edges/s | single beside '

@@ -290,12 +290,13 @@ def run_worker(rank, port, root, hetero, share, results, mp_port=None, graph_mod
     dist.shutdown_rpc(graceful=True, timeout=30)
 
 
-def run_group(root, hetero, share):
+def run_group(root, hetero, share, graph_mode='CPU'):
   port = glt.utils.get_free_port('127.0.0.1')
+  # Homogeneous, on the CPU: a loader with sampling processes too.
+  mp_port = None if hetero or graph_mode != 'CPU' else glt.utils.get_free_port('127.0.0.1')
   results = SPAWN.Queue()
-  procs = [
-    SPAWN.Process(target=run_worker, args=(r, port, root, hetero, share, results)) for r in range(2)
-  ]
+  args = (root, hetero, share, results, mp_port, graph_mode)
+  procs = [SPAWN.Process(target=run_worker, args=(r, port, *args)) for r in range(2)]
   for p in procs:
     p.start()
   try:
