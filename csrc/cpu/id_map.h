@@ -67,8 +67,18 @@ class IdMap {
 
  private:
   void grow();
-  // The first slot `key` probes.
-  uint64_t slot(int64_t key) const;
+  // Fibonacci hashing: the top `64 - shift` bits of key * 2^64 / phi.
+  static uint64_t slot_of(int64_t key, int shift) {
+    return (static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ULL) >> shift;
+  }
+  // The first slot `key` probes (defined here: every probe loop inlines it).
+  uint64_t slot(int64_t key) const {
+    if (group_bits_ == 0) return slot_of(key, shift_);
+    const uint64_t group = static_cast<uint64_t>(key) >> group_bits_;
+    const int64_t id = key & ((int64_t{1} << group_bits_) - 1);
+    const uint64_t offset = region_bits_ ? slot_of(id, 64 - region_bits_) : 0;
+    return ((group << region_bits_) + offset) & mask_;
+  }
   // The region size of a group (grouped keys), from the table's size.
   void size_regions();
   void insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local);

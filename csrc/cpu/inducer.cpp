@@ -30,10 +30,6 @@ constexpr int64_t kInsertPrefetchAhead = 32;
 // A dense map with more than one id in this many in use is reset by a fill.
 constexpr int64_t kResetByFill = 16;
 
-inline uint64_t slot_of(int64_t key, int shift) {
-  return (static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ULL) >> shift;
-}
-
 inline int floor_log2(uint64_t x) { return x ? 63 - __builtin_clzll(x) : 0; }
 
 }  // namespace
@@ -59,14 +55,6 @@ IdMap::IdMap()
       mask_((1 << kInitialBits) - 1),
       shift_(64 - kInitialBits),
       size_(0) {}
-
-uint64_t IdMap::slot(int64_t key) const {
-  if (group_bits_ == 0) return slot_of(key, shift_);
-  const uint64_t group = static_cast<uint64_t>(key) >> group_bits_;
-  const int64_t id = key & ((int64_t{1} << group_bits_) - 1);
-  const uint64_t offset = region_bits_ ? slot_of(id, 64 - region_bits_) : 0;
-  return ((group << region_bits_) + offset) & mask_;
-}
 
 void IdMap::size_regions() {
   region_bits_ = floor_log2((mask_ + 1) / static_cast<uint64_t>(num_groups_));
@@ -177,22 +165,40 @@ void IdMap::insert_all(const int64_t* keys, int64_t n, int64_t* local) {
 }
 
 void IdMap::insert_in_order(const int64_t* keys, int64_t n, int64_t* local) {
+  TORCH_CHECK_VALUE(size_ + n < INT32_MAX, "too many nodes in one batch");
   if (dense_.empty()) {
     // Room for every key first, so that no insert grows the table: then the
     // slots of the keys ahead can be prefetched (a table past the caches
-    // costs a miss a key, which the prefetches overlap).
+    // costs a miss a key, which the prefetches overlap). The probe loop is
+    // insert()'s, inlined: one key costs a hash, a line and a compare.
     reserve(size_ + n);
-    const Slot* table = slots_.data();
+    Slot* table = slots_.data();
+    const uint32_t generation = generation_;
+    int64_t* fresh_keys = inserted_.extend(n);  // room for all; the unused tail is dropped
+    int64_t num_fresh = 0;
     for (int64_t i = 0; i < n; ++i) {
       if (i + kInsertPrefetchAhead < n) {
         __builtin_prefetch(&table[slot(keys[i + kInsertPrefetchAhead])], 1);
       }
-      bool inserted;
-      local[i] = insert(keys[i], &inserted);
+      const int64_t key = keys[i];
+      for (uint64_t j = slot(key);; j = (j + 1) & mask_) {
+        Slot& entry = table[j];
+        if (entry.generation != generation) {
+          entry = Slot{key, static_cast<int32_t>(size_ + num_fresh), generation};
+          local[i] = size_ + num_fresh;
+          fresh_keys[num_fresh++] = key;
+          break;
+        }
+        if (entry.key == key) {
+          local[i] = entry.val;
+          break;
+        }
+      }
     }
+    size_ += num_fresh;
+    inserted_.truncate(size_);
     return;
   }
-  TORCH_CHECK_VALUE(size_ + n < INT32_MAX, "too many nodes in one batch");
   // One pass: a new id takes the next local id where it first appears.
   int32_t* map = dense_.data();
   int64_t* fresh_keys = inserted_.extend(n);  // room for all; the unused tail is dropped
