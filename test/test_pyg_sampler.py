@@ -205,16 +205,69 @@ def test_link_loader_triplet():
     assert int(batch.dst_neg_index.max()) < batch.n_id.numel()
 
 
-@pytest.mark.parametrize(
-  'kwargs, named',
-  [
-    ({'directed': False}, 'directed=False'),
-    ({'sample_direction': 'backward'}, 'backward'),
-  ],
-)
-def test_unsupported_options_are_named(kwargs, named):
-  with pytest.raises(NotImplementedError, match=named):
-    glt.sampler.PyGNeighborSampler(random_data(), [2], **kwargs)
+def test_backward_samples_out_edges_in_the_graphs_direction():
+  # PyG's sample_direction='backward': a seed's out-neighbors; edges come
+  # back as the graph holds them (row: the seed side), e_id their positions.
+  data = random_data(2)
+  sampler = glt.sampler.PyGNeighborSampler(data, [-1, -1], sample_direction='backward')
+  src, dst = data.edge_index
+  for batch in NodeLoader(data, sampler, input_nodes=torch.arange(N), batch_size=16):
+    row, col = batch.n_id[batch.edge_index[0]], batch.n_id[batch.edge_index[1]]
+    assert torch.equal(src[batch.e_id], row) and torch.equal(dst[batch.e_id], col)
+    seeds = set(batch.n_id[: batch.batch_size].tolist())
+    hop1 = {int(dst[e]) for e in range(E) if int(src[e]) in seeds}
+    hop2 = {int(dst[e]) for e in range(E) if int(src[e]) in hop1}
+    assert set(batch.n_id.tolist()) == seeds | hop1 | hop2
+    # the first hop: every out-edge of the seeds, nothing else
+    first = batch.e_id[: batch.num_sampled_edges[0]]
+    assert set(first.tolist()) == {e for e in range(E) if int(src[e]) in seeds}
+
+
+def test_backward_hetero_keeps_the_graphs_edge_types():
+  data = hetero_data()
+  sampler = glt.sampler.PyGNeighborSampler(data, [-1], sample_direction='backward')
+  loader = NodeLoader(data, sampler, input_nodes=('author', torch.arange(20)), batch_size=20)
+  batch = next(iter(loader))
+  writes = data['author', 'writes', 'paper'].edge_index
+  store = batch['author', 'writes', 'paper']
+  row = batch['author'].n_id[store.edge_index[0]]
+  col = batch['paper'].n_id[store.edge_index[1]]
+  assert torch.equal(writes[0, store.e_id], row) and torch.equal(writes[1, store.e_id], col)
+  assert sorted(store.e_id.tolist()) == list(range(writes.size(1)))  # every author's out-edge
+
+
+def test_backward_temporal_sees_no_future():
+  # PyG refuses time_attr with backward sampling; ours bounds the out-edges.
+  data = random_data(4)
+  data.time = torch.randint(0, 20, (N,), generator=torch.Generator().manual_seed(4))
+  sampler = glt.sampler.PyGNeighborSampler(
+    data, [-1, -1], sample_direction='backward', time_attr='time'
+  )
+  src, dst = data.edge_index
+  for batch in NodeLoader(data, sampler, input_nodes=torch.arange(N), batch_size=16):
+    row, col = batch.edge_index  # seed side -> out-neighbor
+    seed_time = data.time[batch.n_id[: batch.batch_size]]  # PyG's default: their own
+    bound = seed_time[batch.batch]
+    assert bool((data.time[batch.n_id[col]] <= bound[col]).all()), 'from the future'
+    assert torch.equal(src[batch.e_id], batch.n_id[row])
+    # the first hop: every allowed out-edge of every seed
+    want = {
+      (i, e)
+      for i, s in enumerate(batch.n_id[: batch.batch_size].tolist())
+      for e in range(E)
+      if int(src[e]) == s and int(data.time[dst[e]]) <= int(seed_time[i])
+    }
+    first = range(int(batch.num_sampled_edges[0]))
+    assert {(int(batch.batch[row[k]]), int(batch.e_id[k])) for k in first} == want
+
+
+def test_directed_false_is_induced_with_pygs_warning():
+  data = random_data()
+  with pytest.warns(UserWarning, match="subgraph_type='induced'"):
+    sampler = glt.sampler.PyGNeighborSampler(data, [2], directed=False)
+  assert sampler.sampler.subgraph_type == 'induced'
+  with pytest.raises(ValueError, match='sample_direction'):
+    glt.sampler.PyGNeighborSampler(data, [2], sample_direction='sideways')
 
 
 def test_a_repeated_seed_is_an_error():

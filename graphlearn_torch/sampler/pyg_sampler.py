@@ -9,6 +9,7 @@ torch-sparse.
                       batch_size=1024, shuffle=True)
 """
 
+import warnings
 from typing import Dict, List, Optional, Tuple, Union
 
 import torch
@@ -61,8 +62,12 @@ class PyGNeighborSampler(pyg.BaseSampler):
       sorted).
     share_memory: move the sampling topology to shared memory, for data
       loader workers started by 'spawn'.
-    directed: must be True (PyG's deprecated flag for induced subgraphs).
-    sample_direction: 'forward' only: neighbors along incoming edges.
+    directed: PyG's deprecated flag: False samples induced subgraphs
+      (``subgraph_type='induced'``, with PyG's warning).
+    sample_direction: 'forward' samples neighbors along incoming edges (a
+      seed's sources), 'backward' along outgoing ones (its destinations);
+      both return edges in the graph's direction, under its edge types,
+      as PyG does.
     seed: seeds the sampler's random stream (None: torch's global
       generator, which each data loader worker seeds differently).
   """
@@ -83,20 +88,27 @@ class PyGNeighborSampler(pyg.BaseSampler):
     sample_direction: str = 'forward',
     seed: Optional[int] = None,
   ):
-    unsupported = {
-      'directed=False': not directed,
-      "sample_direction='backward'": sample_direction != 'forward',
-    }
-    asked = [name for name, given in unsupported.items() if given]
-    if asked:
-      raise NotImplementedError(f'PyGNeighborSampler does not support {", ".join(asked)}')
+    if sample_direction not in ('forward', 'backward'):
+      raise ValueError(
+        f"sample_direction must be 'forward' or 'backward', got {sample_direction!r}"
+      )
+    if not directed:
+      subgraph_type = SubgraphType.induced
+      warnings.warn(
+        "The usage of the 'directed' argument in 'PyGNeighborSampler' is deprecated. Use "
+        "`subgraph_type='induced'` instead.",
+        stacklevel=2,
+      )
+    # Backward: the seeds' out-edges, sampled as our edge_dir 'out'.
+    self.backward = sample_direction == 'backward'
+    edge_dir = 'out' if self.backward else 'in'
     edges, num_nodes, weights, self._edge_permutation = _graph_of(data, weight_attr)
     self.is_hetero = isinstance(edges, dict)
     self.node_types = list(num_nodes) if self.is_hetero else None
     self.edge_types = list(edges) if self.is_hetero else None
     fanouts = PyGNumNeighbors(num_neighbors)
     self.num_hops = fanouts.num_hops
-    self.dataset = Dataset(edge_dir='in')
+    self.dataset = Dataset(edge_dir=edge_dir)
     self.dataset.init_graph(edges, edge_weights=weights, graph_mode='CPU', num_nodes=num_nodes)
     if share_memory:
       self.dataset.share_ipc()
@@ -107,7 +119,7 @@ class PyGNeighborSampler(pyg.BaseSampler):
       with_edge=True,
       with_neg=True,
       with_weight=weight_attr is not None,
-      edge_dir='in',
+      edge_dir=edge_dir,
       seed=seed,
       replace=replace,
       temporal_strategy=temporal_strategy,
@@ -117,6 +129,11 @@ class PyGNeighborSampler(pyg.BaseSampler):
       **_times_of(data, time_attr),
     )
     self.disjoint = self.sampler.disjoint
+    # The edge type each output edge type of ours stands for (ours are the
+    # reverse types when backward).
+    self._graph_edge_type = {
+      self.sampler.schema.out_edge_type(e): e for e in self.sampler.schema.edge_types
+    }
 
   @property
   def edge_permutation(self):
@@ -184,11 +201,13 @@ class PyGNeighborSampler(pyg.BaseSampler):
     def by_type(values, keys, length: int):
       return None if values is None else {k: counts(values[k], length) for k in keys}
 
+    # Ours run neighbor -> seed; backward, that is the graph's edge reversed.
+    rows, cols = (out.col, out.row) if self.backward else (out.row, out.col)
     if not isinstance(out, HeteroSamplerOutput):
       return pyg.SamplerOutput(
         node=out.node,
-        row=out.row,
-        col=out.col,
+        row=rows,
+        col=cols,
         edge=out.edge,
         batch=out.seed_index,
         num_sampled_nodes=counts(out.num_sampled_nodes, self.num_hops + 1),
@@ -196,14 +215,21 @@ class PyGNeighborSampler(pyg.BaseSampler):
         metadata=metadata,
       )
     out = out.with_every_type()
+    rows, cols = (out.col, out.row) if self.backward else (out.row, out.col)
+
+    def graph_types(values):
+      if values is None:
+        return None
+      return {self._graph_edge_type[k]: v for k, v in values.items()}
+
     return pyg.HeteroSamplerOutput(
       node=out.node,
-      row=out.row,
-      col=out.col,
-      edge=out.edge,
+      row=graph_types(rows),
+      col=graph_types(cols),
+      edge=graph_types(out.edge),
       batch=out.seed_index,
       num_sampled_nodes=by_type(out.num_sampled_nodes, out.node, self.num_hops + 1),
-      num_sampled_edges=by_type(out.num_sampled_edges, out.row, self.num_hops),
+      num_sampled_edges=graph_types(by_type(out.num_sampled_edges, out.row, self.num_hops)),
       metadata=metadata,
     )
 
