@@ -146,7 +146,7 @@ class PartitionService:
     if time_attr not in self.temporal:
       raise ValueError(
         f'time_attr={time_attr!r}, but the partition holds no {time_attr}: partition the graph '
-        f'with {time_attr}=... (or call DistDataset.init_{time_attr} on every partition)'
+        f'with {time_attr}=..., or add them (partition.add_partition_times) before loading it'
       )
     return self.temporal[time_attr]
 
