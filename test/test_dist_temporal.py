@@ -12,6 +12,7 @@ import traceback
 
 import pytest
 import torch
+from test_dist_sampling import run_spawned
 
 import graphlearn_torch as glt
 from graphlearn_torch._ext import cuda_kernels_available
@@ -128,32 +129,41 @@ def check_node_cases(dist, ds, local, graph, hetero, rank):
   seeds = torch.randperm(num, generator=g)[:12]
   input_time = torch.randint(0, 30, (12,), generator=g)
   for name, options, fanout in node_cases(hetero):
-    timed = 'time_attr' in options
+    times = input_time if 'time_attr' in options else None
     input_nodes = (ntype, seeds) if hetero else seeds
     loader = dist.DistNeighborLoader(
-      ds, fanout, input_nodes, batch_size=5, input_time=input_time if timed else None, **options
+      ds, fanout, input_nodes, batch_size=5, input_time=times, **options
     )
-    batches = 0
-    for batch in loader:
-      store = batch[ntype] if hetero else batch
-      ids = store.input_id
-      want_loader = glt.loader.NeighborLoader(
-        local,
-        fanout,
-        (ntype, seeds[ids]) if hetero else seeds[ids],
-        batch_size=ids.numel(),
-        input_time=input_time[ids] if timed else None,
-        device='cpu',
-        **options,
-      )
-      want = next(iter(want_loader))
-      disjoint = timed or options.get('disjoint', False)
-      same_batch(batch, want, name, disjoint)
-      if timed:
-        assert torch.equal(store.seed_time, input_time[ids]), name
-      batches += 1
-    loader.shutdown()
+    batches = check_batches(loader, local, fanout, seeds, times, name, ntype, **options)
     assert batches == 3, (name, batches)
+
+
+def check_batches(loader, local, fanout, seeds, input_time, what, ntype=None, **options) -> int:
+  r"""Compares every batch of a distributed node ``loader`` over ``seeds``
+  (at ``input_time``, or None) with the single-process ``NeighborLoader``'s
+  batch of the same seeds on ``local``; shuts the loader down and returns
+  how many batches there were.
+
+  Args:
+    ntype: the seeds' node type (heterogeneous graphs).
+    **options: the loaders' sampling options.
+  """
+  disjoint = 'time_attr' in options or options.get('disjoint', False)
+  batches = 0
+  for batch in loader:
+    store = batch[ntype] if ntype is not None else batch
+    ids = store.input_id
+    times = input_time[ids] if input_time is not None else None
+    want = glt.loader.NeighborLoader(
+      local, fanout, (ntype, seeds[ids]) if ntype is not None else seeds[ids],
+      batch_size=ids.numel(), input_time=times, device='cpu', **options,
+    )  # fmt: skip
+    same_batch(batch, next(iter(want)), what, disjoint)
+    if times is not None:
+      assert torch.equal(store.seed_time, times), what
+    batches += 1
+  loader.shutdown()
+  return batches
 
 
 def check_no_future(dist, ds, graph, rank):
@@ -254,14 +264,8 @@ def check_sampling_processes(dist, ds, local, rank, port):
     ds, [-1, -1], seeds, batch_size=4, input_time=input_time, time_attr='node_time',
     worker_options=options,
   )  # fmt: skip
-  for batch in loader:
-    ids = batch.input_id
-    want = glt.loader.NeighborLoader(
-      local, [-1, -1], seeds[ids], batch_size=ids.numel(), input_time=input_time[ids],
-      time_attr='node_time', device='cpu',
-    )  # fmt: skip
-    same_batch(batch, next(iter(want)), 'sampling processes, node time')
-  loader.shutdown()
+  what = 'sampling processes, node time'
+  check_batches(loader, local, [-1, -1], seeds, input_time, what, time_attr='node_time')
 
 
 def run_worker(rank, port, root, hetero, share, results, mp_port=None, graph_mode='CPU'):
@@ -297,17 +301,7 @@ def run_group(root, hetero, share, graph_mode='CPU'):
   results = SPAWN.Queue()
   args = (root, hetero, share, results, mp_port, graph_mode)
   procs = [SPAWN.Process(target=run_worker, args=(r, port, *args)) for r in range(2)]
-  for p in procs:
-    p.start()
-  try:
-    reports = sorted(results.get(timeout=TIMEOUT_S) for _ in procs)
-  finally:
-    for p in procs:
-      p.join(TIMEOUT_S / 4)
-      if p.is_alive():
-        p.kill()
-        p.join()
-  for rank, status in reports:
+  for rank, status in sorted(run_spawned(procs, results, TIMEOUT_S)):
     assert status == 'ok', f'rank {rank}:\n{status}'
 
 
@@ -418,16 +412,8 @@ def run_temporal_client(rank, port, root, results):
       None, [-1, -1], seeds, batch_size=4, input_time=input_time, time_attr='edge_time',
       worker_options=options,
     )  # fmt: skip
-    batches = 0
-    for batch in loader:
-      ids = batch.input_id
-      want = glt.loader.NeighborLoader(
-        local, [-1, -1], seeds[ids], batch_size=ids.numel(), input_time=input_time[ids],
-        time_attr='edge_time', device='cpu',
-      )  # fmt: skip
-      same_batch(batch, next(iter(want)), 'server-client, edge time')
-      batches += 1
-    loader.shutdown()
+    what = 'server-client, edge time'
+    batches = check_batches(loader, local, [-1, -1], seeds, input_time, what, time_attr='edge_time')
     results.put(('client', rank, 'ok', batches, batches))
   except BaseException:
     results.put(('client', rank, traceback.format_exc(), 0, 0))
