@@ -1,7 +1,7 @@
 """Distributed sampling throughput in worker mode vs the single-machine loader.
 
   python benchmarks/bench_dist_sampling.py [--num_nodes 1000000] [--batches 200] [--gpu 0]
-                                          [--temporal]
+                                          [--temporal] [--glt-python .venv-glt/bin/python]
 
 Graph: the planted-community synthetic graph (glt.datasets.community_graph,
 1M nodes, about 10 directed edges per node, 32-dim features), METIS-partitioned
@@ -23,7 +23,13 @@ labels. Rows, all measured in this run:
   - collocated and 1 sampling process again, with the other partition's
     feature rows over RPC (GLT_SHARE_HOST_PARTITIONS=0), as they are between
     hosts: in the other rows, partitions on one host read each other's
-    feature tables from shared memory.
+    feature tables from shared memory; then 1 sampling process over RPC on
+    the partitions with the cache, whose cached rows need no request;
+  - with --glt-python, GLT 0.2.4's worker mode (collocated, then 1 sampling
+    process per trainer) in that environment (benchmarks/glt_dist_peer.py),
+    on the same partitions (written in GLT's format by GLT's own save
+    functions), seeds, fanout and batch size: GLT reads every other
+    partition's rows over RPC, so its peers are our RPC rows.
 With --gpu, every loader samples and gathers on that GPU (GPU_PLACEMENT):
 the graph in GPU memory ('CUDA'), a fifth of each feature table's rows
 there too (on one machine the hottest by in-degree; in a partition its
@@ -42,11 +48,15 @@ after the first runs at.
 """
 
 import argparse
+import json
 import multiprocessing
 import os
+import subprocess
+import tempfile
 import time
 from typing import Optional
 
+import numpy as np
 import torch
 
 import graphlearn_torch as glt
@@ -161,11 +171,17 @@ def timed(it, batches: int):
   return batches, edges, time.perf_counter() - start, warmup
 
 
+def trainer_seeds(node_pb, rank: int, batches: int) -> torch.Tensor:
+  r"""The seeds of rank ``rank``'s ``batches`` batches (after WARMUP): its
+  own nodes."""
+  owned = glt.partition.partition_book.owned_ids(node_pb, rank)
+  return owned[seed_batches(owned.numel(), batches + WARMUP, rank) % owned.numel()]
+
+
 def time_loader(data, node_pb, rank: int, options, batches: int, to_device=None):
   r"""Times ``batches`` batches (after WARMUP) of a DistNeighborLoader over
   this rank's own nodes; ``data`` is None on a server-client client."""
-  owned = glt.partition.partition_book.owned_ids(node_pb, rank)
-  seeds = owned[seed_batches(owned.numel(), batches + WARMUP, rank) % owned.numel()]
+  seeds = trainer_seeds(node_pb, rank, batches)
   temporal = data is not None and data.node_time is not None
   loader = glt.distributed.DistNeighborLoader(
     data, FANOUT, seeds, batch_size=BATCH, edge_dir='in', collect_features=True,
@@ -230,6 +246,25 @@ def run_timed(procs, results, num_timers: int):
   return count, edges, max(r[2] for r in reports), max(r[3] for r in reports)
 
 
+def glt_worker_mode(python: str, root: str, mode: str, batches: int):
+  r"""GLT's worker mode (glt_dist_peer.py in GLT's environment ``python``)
+  on ``root``'s partitions with our trainers' seeds, as ``run_timed``
+  reports."""
+  node_pb = torch.from_numpy(np.load(os.path.join(root, 'node_pb.npy')))
+  with tempfile.TemporaryDirectory() as seeds_dir:
+    for rank in range(2):
+      seeds = trainer_seeds(node_pb, rank, batches)
+      np.save(os.path.join(seeds_dir, f'seeds{rank}.npy'), seeds.numpy())
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'glt_dist_peer.py')
+    command = [python, script, root, seeds_dir, '--mode', mode, '--batches', str(batches)]
+    command += ['--warmup', str(WARMUP)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1500)
+  if done.returncode != 0:
+    raise RuntimeError(f'glt_dist_peer.py failed ({done.returncode}):\n{done.stderr[-3000:]}')
+  r = json.loads(done.stdout.strip().splitlines()[-1])
+  return r['batches'], r['edges'], r['seconds'], r['warmup']
+
+
 def main():
   p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   p.add_argument('--num_nodes', type=int, default=1_000_000)
@@ -243,7 +278,13 @@ def main():
   p.add_argument(
     '--temporal', action='store_true', help='sample by node time (time_attr) everywhere'
   )
+  p.add_argument(
+    '--glt-python', default=None,
+    help="GLT 0.2.4's environment's python: its worker mode on the same partitions",
+  )  # fmt: skip
   args = p.parse_args()
+  if args.glt_python and (args.temporal or args.gpu is not None):
+    p.error('--glt-python measures the CPU rows without time (GLT 0.2.4 has no temporal sampling)')
   start = time.perf_counter()
   root = partition(args.num_nodes, temporal=args.temporal)
   print(f'partitions ready in {time.perf_counter() - start:.1f} s: {root}')
@@ -274,6 +315,13 @@ def main():
   measure(
     '1 sampler, other partition on RPC', worker_mode(root, 'mp', 1, per_trainer, args.gpu, False)
   )
+  label = f'1 sampler, on RPC, {args.cache_ratio:.0%} cache'
+  measure(label, worker_mode(cached, 'mp', 1, per_trainer, args.gpu, False))
+  if args.glt_python:
+    for mode, label in (('collocated', 'collocated'), ('mp', '1 sampler')):
+      measure(
+        f'GLT 0.2.4 worker mode, {label}', glt_worker_mode(args.glt_python, root, mode, per_trainer)
+      )
   pooled = (*(sum(s[k] for s in singles) for k in range(3)), max(s[3] for s in singles))
   rows.insert(0, ('single machine NeighborLoader', pooled, pooled[0] / pooled[2]))
   print(
@@ -298,6 +346,15 @@ def main():
       f'| {name:<35} | {rate:9.2f} | {edges / seconds:15,.0f} | {base:13.2f} '
       f'| {rate / base:8.2f}x | {warmup:10.2f} |'
     )
+  if args.glt_python:
+    rate = {name: r[0] / r[2] for name, r, _ in rows}
+    pairs = (
+      ('collocated, other partition on RPC', 'GLT 0.2.4 worker mode, collocated'),
+      ('1 sampler, other partition on RPC', 'GLT 0.2.4 worker mode, 1 sampler'),
+    )
+    print('\nours over RPC against GLT: ' + ', '.join(
+      f'{ours} {rate[ours] / rate[peer]:.2f}x' for ours, peer in pairs
+    ))  # fmt: skip
 
 
 if __name__ == '__main__':

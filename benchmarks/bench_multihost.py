@@ -15,7 +15,11 @@ measured in this run:
     where the kernel has it, else a userspace switch between TAP devices
     (test/userspace_switch.py), whose own forwarding adds latency: the
     "rtt" column is the measured TCP round trip of each link.
-Throughput is both trainers' batches over the slower one's time.
+Throughput is both trainers' batches over the slower one's time. The
+"vs single" column compares each row with the single-machine loader
+(bench_dist_sampling.py's: glt.loader.NeighborLoader over the whole graph in
+one process, 2 threads, the same fanout, batch size and features) measured
+in this run before the first row and after the last, the faster of the two.
 """
 
 import argparse
@@ -31,7 +35,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, 'test'))  # the host network fixture
 sys.path.insert(0, HERE)
 
-DELAYS_MS = (0.0, 0.1, 1.0, 5.0)
+DELAYS_MS = (0.0, 1.0, 5.0)
 CONCURRENCY = (1, 4, 16)
 PORT = 29500
 
@@ -152,13 +156,16 @@ def main() -> None:
   if args.role == 'trainer':
     return trainer(args)
 
-  from bench_dist_sampling import BATCH, FANOUT, free_port, partition
+  import bench_dist_sampling as one_host
   from netns_hosts import HostNetwork, impaired_network, unavailable_reason
 
   reason = unavailable_reason()
   if reason is not None:
     sys.exit(f'cannot make hosts here: {reason}')
-  root = partition(args.num_nodes)
+  root = one_host.partition(args.num_nodes)
+  single_ds = one_host.single_machine_dataset(args.num_nodes, None)
+  singles = [one_host.single_machine(single_ds, args.batches, None)]
+  print(f'single machine: {singles[0][0] / singles[0][2]:.2f} batches/s', flush=True)
   rows = []
 
   def measure(label, commands, master, port, rtt):
@@ -168,7 +175,7 @@ def main() -> None:
       print(f'{label}, concurrency {c}: {count / seconds:.2f} batches/s', flush=True)
 
   here = [[], []]
-  measure('loopback', here, '127.0.0.1', free_port(), round_trip_ms([], [], '127.0.0.1'))
+  measure('loopback', here, '127.0.0.1', one_host.free_port(), round_trip_ms([], [], '127.0.0.1'))
   with HostNetwork(2, tag=f'b{os.getpid()}') as net:
     commands = [h.command([]) for h in net.hosts]
     rtt = round_trip_ms(commands[1], commands[0], net[1].address)
@@ -180,13 +187,20 @@ def main() -> None:
       rtt = round_trip_ms(commands[1], commands[0], net[1].address)
       measure(f'2 hosts, +{delay:g} ms one way ({how})', commands, net[0].address, PORT, rtt)
 
+  singles.append(one_host.single_machine(single_ds, args.batches, None))
+  single = max(s[0] / s[2] for s in singles)
   base = {c: rate for label, _, c, rate, _ in rows if label == 'loopback'}
-  print(f'\n{args.num_nodes:,} nodes, fanout {FANOUT}, batch {BATCH}, 2 partitions (METIS), '
-        '1 sampling process per trainer\n')  # fmt: skip
-  print('| link | rtt (ms) | concurrency | batches/s | sampled edges/s | vs loopback |')
-  print('|---|---|---|---|---|---|')
+  what = f'fanout {one_host.FANOUT}, batch {one_host.BATCH}, 2 partitions (METIS)'
+  before_after = ' / '.join(f'{s[0] / s[2]:.2f}' for s in singles)
+  print(f'\n{args.num_nodes:,} nodes, {what}, 1 sampling process per trainer; '
+        f'single machine (before / after): {before_after} batches/s\n')  # fmt: skip
+  print('| link | rtt (ms) | concurrency | batches/s | sampled edges/s | vs loopback | vs single |')
+  print('|---|---|---|---|---|---|---|')
   for label, rtt, c, rate, edges in rows:
-    print(f'| {label} | {rtt:.3f} | {c} | {rate:.2f} | {edges:,.0f} | {rate / base[c]:.2f}x |')
+    print(
+      f'| {label} | {rtt:.3f} | {c} | {rate:.2f} | {edges:,.0f} | {rate / base[c]:.2f}x '
+      f'| {rate / single:.2f}x |'
+    )
 
 
 if __name__ == '__main__':

@@ -173,7 +173,14 @@ class Feature:
     return ids, self.id2index
 
   def cpu_get(self, ids: torch.Tensor) -> torch.Tensor:
-    """Gathers the rows of ``ids`` (int64) from host memory."""
+    """Gathers the rows of ``ids`` (int64) from host memory; through the
+    row ranks where the table has them (a partition's own rows, as a peer's
+    request reads them): the partitioned gather with every id in this
+    table."""
+    if self.row_ranks() is not None:
+      ids = self._check_ids(ids).cpu()
+      in_this_table = torch.zeros(ids.numel(), dtype=torch.uint8)
+      return self.cpu_get_partitioned([self], in_this_table, ids)
     ids, id2index = self._host_ids(ids)
     return ops.gather_rows(self.feature_tensor, ids, id2index, self._out_pool)
 

@@ -1,0 +1,214 @@
+"""GLT 0.2.4's worker mode on bench_dist_sampling.py's partitions.
+
+  GLT_PYTHON/bin/python benchmarks/glt_dist_peer.py ROOT SEEDS --mode collocated|mp
+                                                   [--batches 100] [--warmup 20]
+
+Run by bench_dist_sampling.py --glt-python in a separate environment that has
+GraphLearn-for-PyTorch (import name ``graphlearn_torch``, like ours)
+installed, so the two libraries never share a process. ROOT is one of
+bench_dist_sampling.py's partition directories (ours, written by our
+MetisPartitioner); the first run writes the same partitions in GLT's own
+format under ROOT/glt with GLT's own save functions (``save_meta``,
+``save_node_pb``, ``save_graph_partition``, ``save_feature_partition``, and the
+labels as ``whole_node_label_file``; each partition's edges in CSC, which
+GLT's loader reads with ``input_layout='CSC'``, where its COO path needs
+torch-sparse, which has no wheel here), so both libraries sample the same
+partitions. SEEDS holds ``seeds<rank>.npy``, each trainer's seeds (WARMUP +
+batches batches of 1024, the seeds ours gets).
+
+Two trainer processes on this machine, one per partition, as in ours: each
+loads its partition with ``DistDataset(edge_dir='in').load(ROOT/glt, rank,
+graph_mode='CPU', input_layout='CSC', feature_with_gpu=False)`` and iterates a
+``DistNeighborLoader`` (fanout [15, 10, 5], batch 1024, features and labels
+collected) with ``CollocatedDistSamplingWorkerOptions`` (4 RPC threads, as
+ours) or ``MpDistSamplingWorkerOptions(num_workers=1, worker_concurrency=4,
+channel_size='512MB')``, as ours, and ``random_seed=0`` (without a seed
+GLT's CPU kernel reads std::random_device once per seed node). GLT has no in-place reading of a host
+peer's partition: every remote hop and feature row goes over RPC.
+Prints one JSON line: batches, sampled edges, the slowest trainer's seconds
+and warm-up seconds (both trainers' batches over the slowest one's time).
+"""
+
+import argparse
+import json
+import multiprocessing
+import os
+import pickle
+import queue
+import socket
+import time
+import warnings
+
+import numpy as np
+import torch
+from glt_peer import import_glt
+
+# At import, so that the processes GLT spawns, which import this script
+# first, get the stand-in for torch-sparse before they import GLT.
+glt = import_glt()
+FANOUT = [15, 10, 5]
+BATCH = 1024
+SPAWN = multiprocessing.get_context('spawn')
+
+
+def free_port() -> int:
+  with socket.socket() as s:
+    s.bind(('127.0.0.1', 0))
+    return s.getsockname()[1]
+
+
+def npy(path: str) -> torch.Tensor:
+  return torch.from_numpy(np.load(path))
+
+
+def write_glt_partitions(root: str) -> str:
+  r"""ROOT's partitions (our format, homogeneous) in GLT's format, written
+  once under ROOT/glt with GLT's own functions; returns that directory."""
+  out = os.path.join(root, 'glt')
+  done = os.path.join(out, 'WRITTEN')
+  if os.path.exists(done):
+    return out
+  part = glt.partition
+  with open(os.path.join(root, 'META.json')) as f:
+    meta = json.load(f)
+  if meta['data_cls'] != 'homo':
+    raise ValueError(f'{root}: only homogeneous partitions are converted')
+  num_parts = int(meta['num_parts'])
+  num_nodes = int(sum(meta['num_nodes'].values()))
+  os.makedirs(out, exist_ok=True)
+  part.save_meta(out, num_parts, 'homo')
+  part.save_node_pb(out, npy(os.path.join(root, 'node_pb.npy')))
+  part.save_edge_pb(out, npy(os.path.join(root, 'edge_pb.npy')))
+  for p in range(num_parts):
+    graph = os.path.join(root, f'part{p}', 'graph')
+    rows, cols, eids = (npy(os.path.join(graph, f'{n}.npy')) for n in ('rows', 'cols', 'eids'))
+    # CSC (row indices, column pointers), as GLT's loader takes with
+    # input_layout='CSC': its COO path needs torch-sparse, which has no wheel here
+    order = torch.sort(cols, stable=True).indices
+    indptr = torch.zeros(num_nodes + 1, dtype=torch.int64)
+    indptr[1:] = torch.cumsum(torch.bincount(cols, minlength=num_nodes), 0)
+    csc = part.GraphPartitionData((rows[order], indptr), eids[order])
+    part.save_graph_partition(out, p, csc)
+    feat = os.path.join(root, f'part{p}', 'node_feat')
+    rows = part.FeaturePartitionData(
+      npy(os.path.join(feat, 'feats.npy')), npy(os.path.join(feat, 'ids.npy')), None, None
+    )
+    part.save_feature_partition(out, p, rows)
+  torch.save(npy(os.path.join(root, 'labels.npy')), os.path.join(out, 'labels.pt'))
+  with open(done, 'w') as f:
+    f.write('ok\n')
+  return out
+
+
+def trainer(rank: int, root: str, seeds_dir: str, args, ports, results) -> None:
+  warnings.filterwarnings('ignore', category=FutureWarning)  # GLT's torch.load calls
+  dist = glt.distributed
+  torch.set_num_threads(1)
+  dist.init_worker_group(2, rank, 'glt-bench')
+  ds = dist.DistDataset(edge_dir='in')
+  ds.load(
+    root, rank, graph_mode='CPU', input_layout='CSC', feature_with_gpu=False,
+    whole_node_label_file=os.path.join(root, 'labels.pt'),
+  )  # fmt: skip
+  if args.mode == 'collocated':
+    options = dist.CollocatedDistSamplingWorkerOptions(
+      master_addr='127.0.0.1', master_port=ports[0], num_rpc_threads=4
+    )
+  else:
+    options = dist.MpDistSamplingWorkerOptions(
+      num_workers=1, worker_devices=[torch.device('cpu')], worker_concurrency=4,
+      master_addr='127.0.0.1', master_port=ports[1], channel_size='512MB',
+    )  # fmt: skip
+  seeds = npy(os.path.join(seeds_dir, f'seeds{rank}.npy'))
+  loader = dist.DistNeighborLoader(
+    ds, FANOUT, seeds, batch_size=BATCH, shuffle=False, drop_last=False, edge_dir='in',
+    collect_features=True, to_device=torch.device('cpu'), worker_options=options,
+    random_seed=0,
+  )  # fmt: skip
+  it = iter(loader)
+  start = time.perf_counter()
+  for _ in range(args.warmup):
+    next(it)
+  warmup = time.perf_counter() - start
+  edges = 0
+  start = time.perf_counter()
+  for _ in range(args.batches):
+    batch = next(it)
+    edges += batch.edge_index.size(1)
+  seconds = time.perf_counter() - start
+  if batch.x is None or batch.y is None:
+    raise RuntimeError('GLT returned batches without features or labels')
+  results.put(pickle.dumps((rank, args.batches, edges, seconds, warmup)))
+  loader.shutdown()
+  dist.shutdown_rpc()
+
+
+def collect(procs, results, timeout: float = 600.0) -> list:
+  r"""Each trainer's report; raises as soon as one exits without one."""
+  reports = []
+  deadline = time.monotonic() + timeout
+  while len(reports) < len(procs):
+    try:
+      reports.append(pickle.loads(results.get(timeout=2)))
+      continue
+    except queue.Empty:
+      pass
+    failed = [q.exitcode for q in procs if q.exitcode not in (None, 0)]
+    if failed:
+      raise RuntimeError(f'a GLT trainer failed (exit codes {failed})')
+    if time.monotonic() > deadline:
+      raise TimeoutError(f'GLT trainers sent no report in {timeout:.0f} s')
+  return reports
+
+
+def main() -> None:
+  p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  p.add_argument('root')
+  p.add_argument('seeds_dir')
+  p.add_argument('--mode', choices=('collocated', 'mp'), required=True)
+  p.add_argument('--batches', type=int, default=100, help='timed batches per trainer')
+  p.add_argument('--warmup', type=int, default=20)
+  args = p.parse_args()
+  root = write_glt_partitions(args.root)
+  results = SPAWN.Queue()
+  ports = (free_port(), free_port())
+  procs = [
+    SPAWN.Process(target=trainer, args=(r, root, args.seeds_dir, args, ports, results))
+    for r in range(2)
+  ]
+  for proc in procs:
+    proc.start()
+  try:
+    reports = collect(procs, results)
+  finally:
+    for proc in procs:
+      proc.join(120)
+      if proc.is_alive():
+        proc.kill()
+        proc.join(30)
+  print(
+    json.dumps(
+      dict(
+        glt_version=glt_version(),
+        batches=sum(r[1] for r in reports),
+        edges=sum(r[2] for r in reports),
+        seconds=max(r[3] for r in reports),
+        warmup=max(r[4] for r in reports),
+      )
+    )
+  )
+
+
+def glt_version() -> str:
+  import importlib.metadata
+
+  for name in ('graphlearn-torch', 'graphlearn_torch'):
+    try:
+      return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+      continue
+  return 'unknown'
+
+
+if __name__ == '__main__':
+  main()
