@@ -12,6 +12,7 @@ import logging
 import multiprocessing
 import os
 import pickle
+import queue
 import threading
 import time
 import traceback
@@ -26,7 +27,14 @@ import torch
 from ..._ext import cuda_kernels_available
 from ...batch.codec import batch_place, encode_error, place_batch, raise_if_error
 from ...batch.seeds import SeedBatcher
-from ...channel import ChannelBase, ChannelClosedError, SampleMessage, ShmChannel, message_nbytes
+from ...channel import (
+  ChannelBase,
+  ChannelClosedError,
+  QueueTimeoutError,
+  SampleMessage,
+  ShmChannel,
+  message_nbytes,
+)
 from ...sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
 from ...sampler.schema import RandomStream
 from ..dist_dataset import DistDataset
@@ -72,6 +80,19 @@ async def _placed(coro, epoch: int, position: int) -> SampleMessage:
   return place_batch(await coro, epoch, position)
 
 
+def _read_commands(tasks: Connection, commands: queue.SimpleQueue) -> None:
+  r"""Moves the trainer's commands from its pipe to ``commands`` as they
+  come, then None once the trainer's end is closed. A sampling process whose
+  tasks wait for room in a full channel still empties the pipe, so the
+  trainer's hand-out never waits on it while the trainer is the one that
+  would empty the channel."""
+  try:
+    while True:
+      commands.put(tasks.recv())
+  except (EOFError, OSError):
+    commands.put(None)
+
+
 def _sampling_worker_loop(
   rank: int,
   world_size: int,
@@ -113,6 +134,11 @@ def _sampling_worker_loop(
     status.send(('ready', rank, None))
 
     trainer_gone = threading.Event()
+    commands: queue.SimpleQueue = queue.SimpleQueue()
+    reader = threading.Thread(
+      target=_read_commands, args=(tasks, commands), name='glt-commands', daemon=True
+    )
+    reader.start()
 
     def send(msg: SampleMessage) -> None:
       try:
@@ -133,13 +159,17 @@ def _sampling_worker_loop(
         report(error)
 
     while True:
-      if not tasks.poll(PARENT_CHECK_S):
-        if os.getppid() != parent_pid:
-          logger.error('sampling process %d: its trainer exited; stopping', rank)
-          graceful = False
-          return
-        continue
-      command, payload = tasks.recv()
+      try:
+        received = commands.get(timeout=PARENT_CHECK_S)
+      except queue.Empty:
+        if os.getppid() == parent_pid:
+          continue
+        received = None  # its trainer exited without closing the pipe
+      if received is None:
+        logger.error('sampling process %d: its trainer exited; stopping', rank)
+        graceful = False
+        return
+      command, payload = received
       if command == MpCommand.STOP:
         graceful = bool(payload)  # STOP carries whether to wait for the peers
         return
@@ -218,6 +248,7 @@ class DistMpSamplingProducer(BatchSource):
     self._held_bytes = 0
     shm_size = getattr(output_channel, 'shm_size', None)  # a channel of bounded memory
     self._hold_budget = shm_size // 3 if shm_size is not None else float('inf')
+    self._largest_batch = 0  # bytes of the largest batch received (for the timeout's error)
     self._next_position = 0  # the batch to yield next
     self._remaining = 0  # batches of this epoch not yet yielded
     self._sampled = 0  # processes that sampled all of their share this epoch
@@ -382,10 +413,29 @@ class DistMpSamplingProducer(BatchSource):
       SamplingError: a sampling process sent an error.
       TimeoutError: nothing came within the RPC timeout plus a margin.
     """
-    msg = self.output_channel.recv(timeout_ms=batch_wait_ms(self.worker_options.rpc_timeout))
+    wait_ms = batch_wait_ms(self.worker_options.rpc_timeout)
+    try:
+      msg = self.output_channel.recv(timeout_ms=wait_ms)
+    except QueueTimeoutError as e:
+      if isinstance(e, ChannelClosedError):
+        raise
+      raise QueueTimeoutError(self._stalled(wait_ms / 1000)) from e
     raise_if_error(msg)
+    self._largest_batch = max(self._largest_batch, message_nbytes(msg))
     self._per_worker[self._worker_of.pop(batch_place(msg)[1])] -= 1
     return msg
+
+  def _stalled(self, waited_s: float) -> str:
+    r"""What a wait for the next batch that timed out says."""
+    text = f'no batch came from the sampling processes within {waited_s:.0f} s'
+    shm_size = getattr(self.output_channel, 'shm_size', None)
+    if shm_size is not None and self._largest_batch:
+      text += (
+        f"; batches so far took up to {self._largest_batch / 2**20:.1f} MB of the channel's "
+        f'{shm_size / 2**20:.1f} MB: a channel_size under about 3 batches (the one yielded, '
+        'one that came early, the next) stalls the samplers; raise channel_size'
+      )
+    return text
 
   def _hold(self, msg: SampleMessage) -> None:
     r"""Keeps a batch that came before its turn. It stays in the channel's
