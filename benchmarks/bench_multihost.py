@@ -11,7 +11,7 @@ and partitions of bench_dist_sampling.py, at --num_nodes). Rows, all
 measured in this run:
   - loopback: both trainers on 127.0.0.1 in this namespace;
   - 2 hosts on a bridge (veth pairs): nothing added;
-  - 2 hosts with an added one-way delay of 0, 0.1, 1 and 5 ms: ``tc netem``
+  - 2 hosts with an added one-way delay of 0, 1 and 5 ms: ``tc netem``
     where the kernel has it, else a userspace switch between TAP devices
     (test/userspace_switch.py), whose own forwarding adds latency: the
     "rtt" column is the measured TCP round trip of each link.
