@@ -38,6 +38,7 @@ MODULE_PATHS: Dict[str, Tuple[str, ...]] = {
   'distributed.dist_sampling_producer': (
     'distributed.sources.collocated',
     'distributed.sources.multiprocess',
+    'distributed.sources.sampling_process',
     'distributed.sources.server',
   ),
   'distributed.event_loop': ('distributed.runtime.event_loop',),
@@ -54,7 +55,10 @@ MODULE_PATHS: Dict[str, Tuple[str, ...]] = {
   'distributed.batch_source': ('distributed.sources.base',),
   'distributed.collocated_producer': ('distributed.sources.collocated',),
   'distributed.message': ('batch.codec',),
-  'distributed.mp_producer': ('distributed.sources.multiprocess',),
+  'distributed.mp_producer': (
+    'distributed.sources.multiprocess',
+    'distributed.sources.sampling_process',
+  ),
   'distributed.partition_service': ('distributed.sampling.partition_service',),
   'distributed.remote_source': ('distributed.sources.remote',),
   'distributed.rendezvous': ('distributed.runtime.rendezvous',),

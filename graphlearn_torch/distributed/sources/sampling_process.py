@@ -1,0 +1,187 @@
+"""A sampling process of multiprocess sampling (``multiprocess.py``'s
+``DistMpSamplingProducer`` spawns it): it joins the sampling processes' RPC
+world, takes the batches its trainer hands it through a pipe, samples them
+(``worker_concurrency`` at a time) and sends them into the trainer's
+channel, until the trainer stops it or exits."""
+
+import logging
+import os
+import pickle
+import queue
+import threading
+import traceback
+from enum import Enum
+from multiprocessing.connection import Connection
+from typing import Optional, Union
+
+import torch
+
+from ..._ext import cuda_kernels_available
+from ...batch.codec import encode_error, place_batch
+from ...channel import ChannelBase, ChannelClosedError, SampleMessage, ShmChannel
+from ...sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
+from ...sampler.schema import RandomStream
+from ..dist_dataset import DistDataset
+from ..runtime.context import init_worker_group
+from ..runtime.rpc import init_rpc, shutdown_rpc
+from ..sampling.neighbor_sampler import DistNeighborSampler
+from .options import MpDistSamplingWorkerOptions
+
+logger = logging.getLogger(__name__)
+
+SAMPLING_GROUP = '_sampling_worker'
+# How often an idle sampling process checks that its trainer still lives.
+PARENT_CHECK_S = 1.0
+
+
+def worker_device(options, rank: int) -> Optional[torch.device]:
+  r"""The GPU a trainer's sampling process ``rank`` (0, 1, ... of that
+  trainer) samples on: its entry of ``options.worker_devices`` (taken in
+  turn); None without them, or without a GPU and the CUDA kernels (it then
+  samples on the CPU, as logged)."""
+  devices = options.worker_devices
+  if not devices:
+    return None
+  device = torch.device(devices[rank % len(devices)])
+  if device.type != 'cuda':
+    return None
+  if not cuda_kernels_available():
+    logger.info('sampling process %d: no GPU with the CUDA kernels; sampling on the CPU', rank)
+    return None
+  return torch.device('cuda', device.index if device.index is not None else 0)
+
+
+class MpCommand(Enum):
+  SAMPLE = 0  # (seed, epoch, [(position, seed positions), ...]): sample these batches
+  END_EPOCH = 1  # (epoch): every batch of it was handed out: report when sampled
+  STOP = 2  # (graceful): leave
+
+
+async def _placed(coro, epoch: int, position: int) -> SampleMessage:
+  return place_batch(await coro, epoch, position)
+
+
+def _read_commands(tasks: Connection, commands: queue.SimpleQueue) -> None:
+  r"""Moves the trainer's commands from its pipe to ``commands`` as they
+  come, then None once the trainer's end is closed. A sampling process whose
+  tasks wait for room in a full channel still empties the pipe, so the
+  trainer's hand-out never waits on it while the trainer is the one that
+  would empty the channel."""
+  try:
+    while True:
+      commands.put(tasks.recv())
+  except (EOFError, OSError):
+    commands.put(None)
+
+
+def run_sampling_process(
+  rank: int,
+  world_size: int,
+  data_payload: bytes,
+  sampler_input: Union[NodeSamplerInput, EdgeSamplerInput],
+  config: SamplingConfig,
+  options: MpDistSamplingWorkerOptions,
+  channel: ChannelBase,
+  tasks: Connection,
+  status: Connection,
+  parent_pid: int,
+) -> None:
+  r"""A sampling process: samples the batches its trainer hands it, epoch by
+  epoch, into the trainer's channel; reports start-up, the end of each
+  epoch's sampling and start-up failures on ``status``."""
+  torch.set_num_threads(1)
+  sampler = None
+  graceful = True  # peers may still need this partition: leave together
+  try:
+    # Unpickled here rather than by the spawn bootstrap, so that a partition
+    # that fails to load is reported to the trainer with its cause.
+    data: DistDataset = pickle.loads(data_payload)
+    device = worker_device(options, rank % options.num_workers)
+    if device is not None:
+      torch.cuda.set_device(device)
+      data.set_device(device.index)
+    init_worker_group(world_size, rank, SAMPLING_GROUP)
+    init_rpc(
+      options.master_addr, options.master_port, options.num_rpc_threads or 4, options.rpc_timeout
+    )
+    seed = None if config.seed is None else config.seed + rank
+    sampler = DistNeighborSampler.from_config(
+      data,
+      config,
+      seed,
+      concurrency=options.worker_concurrency,
+      defer_feature_rows=isinstance(channel, ShmChannel),
+    )
+    status.send(('ready', rank, None))
+
+    trainer_gone = threading.Event()
+    commands: queue.SimpleQueue = queue.SimpleQueue()
+    reader = threading.Thread(
+      target=_read_commands, args=(tasks, commands), name='glt-commands', daemon=True
+    )
+    reader.start()
+
+    def send(msg: SampleMessage) -> None:
+      try:
+        channel.send(msg)
+      except ChannelClosedError:
+        trainer_gone.set()
+
+    def report(error: BaseException) -> None:
+      if trainer_gone.is_set():
+        return
+      text = ''.join(traceback.format_exception(type(error), error, error.__traceback__))
+      send(encode_error(f'sampling process {rank} (pid {os.getpid()}):\n{text}'))
+
+    def deliver(msg: SampleMessage) -> None:
+      try:
+        send(msg)
+      except Exception as error:  # writing its deferred rows failed: the trainer gets why
+        report(error)
+
+    while True:
+      try:
+        received = commands.get(timeout=PARENT_CHECK_S)
+      except queue.Empty:
+        if os.getppid() == parent_pid:
+          continue
+        received = None  # its trainer exited without closing the pipe
+      if received is None:
+        logger.error('sampling process %d: its trainer exited; stopping', rank)
+        graceful = False
+        return
+      command, payload = received
+      if command == MpCommand.STOP:
+        graceful = bool(payload)  # STOP carries whether to wait for the peers
+        return
+      if command == MpCommand.SAMPLE:
+        seed, epoch, batches = payload
+        for position, index in batches:
+          if trainer_gone.is_set():
+            break
+          index = torch.from_numpy(index)
+          random = RandomStream.for_batch(seed, epoch, position)
+          coro = sampler.sample_coroutine(config.sampling_type, sampler_input[index], index, random)
+          sampler.add_task(_placed(coro, epoch, position), callback=deliver, on_error=report)
+      else:  # END_EPOCH
+        sampler.wait_all()
+        status.send(('sampled', rank, payload))
+      if trainer_gone.is_set():
+        logger.error('sampling process %d: its trainer exited; stopping', rank)
+        graceful = False
+        return
+  except Exception:
+    graceful = False
+    text = traceback.format_exc()
+    try:
+      status.send(('error', rank, text))
+    except OSError:  # the trainer is gone
+      pass
+    try:
+      channel.send(encode_error(f'sampling process {rank} (pid {os.getpid()}):\n{text}'), 1000)
+    except Exception:  # the trainer is gone or the channel full: status has it
+      pass
+  finally:
+    if sampler is not None:
+      sampler.shutdown_loop()
+    shutdown_rpc(graceful=graceful, timeout=options.rpc_timeout)
