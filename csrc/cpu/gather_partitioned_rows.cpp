@@ -91,7 +91,7 @@ void resolve(const std::vector<Part>& parts, const part_t* part_of, const int64_
     TORCH_CHECK_VALUE(p >= 0 && p < num_parts, "id ", ids[bad], " is in partition ", p,
                       ", outside the ", num_parts, " partitions");
     if (num_parts == 1)  // one table: Feature.cpu_get's call
-      TORCH_CHECK_VALUE(false, "id ", ids[bad], " has no row in the feature table");
+      TORCH_CHECK_VALUE(false, "id ", ids[bad], " has no feature row");
     TORCH_CHECK_VALUE(false, "id ", ids[bad], " has no feature row in partition ", p);
   }
 }
