@@ -30,12 +30,12 @@ and warm-up seconds (both trainers' batches over the slowest one's time).
 """
 
 import argparse
+import importlib.metadata
 import json
 import multiprocessing
 import os
 import pickle
 import queue
-import socket
 import time
 import warnings
 
@@ -49,12 +49,6 @@ glt = import_glt()
 FANOUT = [15, 10, 5]
 BATCH = 1024
 SPAWN = multiprocessing.get_context('spawn')
-
-
-def free_port() -> int:
-  with socket.socket() as s:
-    s.bind(('127.0.0.1', 0))
-    return s.getsockname()[1]
 
 
 def npy(path: str) -> torch.Tensor:
@@ -171,7 +165,7 @@ def main() -> None:
   args = p.parse_args()
   root = write_glt_partitions(args.root)
   results = SPAWN.Queue()
-  ports = (free_port(), free_port())
+  ports = (glt.utils.get_free_port('127.0.0.1'), glt.utils.get_free_port('127.0.0.1'))
   procs = [
     SPAWN.Process(target=trainer, args=(r, root, args.seeds_dir, args, ports, results))
     for r in range(2)
@@ -189,7 +183,7 @@ def main() -> None:
   print(
     json.dumps(
       dict(
-        glt_version=glt_version(),
+        glt_version=importlib.metadata.version('graphlearn-torch'),
         batches=sum(r[1] for r in reports),
         edges=sum(r[2] for r in reports),
         seconds=max(r[3] for r in reports),
@@ -197,17 +191,6 @@ def main() -> None:
       )
     )
   )
-
-
-def glt_version() -> str:
-  import importlib.metadata
-
-  for name in ('graphlearn-torch', 'graphlearn_torch'):
-    try:
-      return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-      continue
-  return 'unknown'
 
 
 if __name__ == '__main__':
