@@ -15,10 +15,16 @@ import importlib
 import sys
 import types
 import typing
-from typing import Dict, Iterable, Tuple
+from typing import Dict, Iterable, Optional, Tuple
 
 from .data.graph import Graph
+from .distributed.runtime.event_loop import ConcurrentEventLoop
+from .distributed.sampling.neighbor_sampler import DistNeighborSampler
 from .distributed.sources.collocated import DistCollocatedSamplingProducer
+from .distributed.sources.messages import MessageSampler
+from .distributed.sources.multiprocess import DistMpSamplingProducer
+from .sampler.base import SamplingType
+from .sampler.neighbor_sampler import NeighborSampler
 from .utils import checkpoint, common
 
 PACKAGE = __name__.rsplit('.', 1)[0]
@@ -30,21 +36,31 @@ MODULE_PATHS: Dict[str, Tuple[str, ...]] = {
   # GLT's paths
   'distributed.dist_client': ('distributed.runtime.client',),
   'distributed.dist_context': ('distributed.runtime.context',),
+  'distributed.dist_dataset': ('distributed.data.dataset',),
+  'distributed.dist_feature': ('distributed.data.feature',),
+  'distributed.dist_graph': ('distributed.data.graph',),
+  'distributed.dist_link_neighbor_loader': ('distributed.loaders.link_neighbor_loader',),
+  'distributed.dist_loader': ('distributed.loaders.loader',),
+  'distributed.dist_neighbor_loader': ('distributed.loaders.neighbor_loader',),
   'distributed.dist_neighbor_sampler': (
     'distributed.sampling.neighbor_sampler',
     'distributed.sampling.partition_service',
   ),
   'distributed.dist_options': ('distributed.sources.options',),
+  'distributed.dist_random_partitioner': ('distributed.data.random_partitioner',),
   'distributed.dist_sampling_producer': (
     'distributed.sources.collocated',
     'distributed.sources.multiprocess',
     'distributed.sources.sampling_process',
     'distributed.sources.server',
   ),
+  'distributed.dist_server': ('distributed.server.server',),
+  'distributed.dist_subgraph_loader': ('distributed.loaders.subgraph_loader',),
   'distributed.event_loop': ('distributed.runtime.event_loop',),
   'distributed.rpc': ('distributed.runtime.rpc', 'distributed.runtime.service'),
   'partition.base': (
     'partition.partitioner',
+    'partition.inputs',
     'partition.summary',
     'partition.format',
     'partition.load',
@@ -61,6 +77,7 @@ MODULE_PATHS: Dict[str, Tuple[str, ...]] = {
   ),
   'distributed.partition_service': ('distributed.sampling.partition_service',),
   'distributed.remote_source': ('distributed.sources.remote',),
+  'distributed.remote_store': ('distributed.server.remote_store',),
   'distributed.rendezvous': ('distributed.runtime.rendezvous',),
   'distributed.server_producer': ('distributed.sources.server',),
   'loader.batch': ('batch.sampled', 'batch.pyg'),
@@ -120,6 +137,7 @@ def install_module_paths() -> None:
 METHOD_NAMES = (
   (DistCollocatedSamplingProducer, 'reset', 'start_epoch'),
   (DistCollocatedSamplingProducer, 'sample', 'next_message'),
+  (DistMpSamplingProducer, 'produce_all', 'start_epoch'),
 )
 
 # GLT's names of functions, in the module GLT has them in.
@@ -129,19 +147,153 @@ FUNCTION_NAMES = (
 )
 
 
+# GLT's methods that nothing of ours calls, installed on our classes.
+
+
 def graph_handler(graph: Graph):
   r"""The graph's topology (GLT's ``Graph.graph_handler()``)."""
   return graph.topo
 
 
+def create_inducer(sampler: NeighborSampler, input_batch_size: int = 0):
+  r"""A new inducer over the sampler's node types (GLT's
+  ``NeighborSampler.create_inducer``; the batch size is a hint GLT's GPU
+  hash table took)."""
+  return sampler.engine.create_inducer()
+
+
+def get_inducer(sampler: NeighborSampler, input_batch_size: int = 0):
+  r"""The sampler's reusable inducer (GLT's ``NeighborSampler.get_inducer``),
+  made on first use."""
+  if getattr(sampler, 'glt_inducer', None) is None:
+    sampler.glt_inducer = create_inducer(sampler, input_batch_size)
+  return sampler.glt_inducer
+
+
+def lazy_init_sampler(sampler: NeighborSampler) -> None:
+  r"""Prepares the graphs for sampling (GLT's
+  ``NeighborSampler.lazy_init_sampler``; done on first use otherwise)."""
+  for graph in sampler.graphs.values():
+    graph.lazy_init()
+
+
+def lazy_init_neg_sampler(sampler: NeighborSampler) -> None:
+  r"""Prepares negative sampling of every edge type (GLT's
+  ``NeighborSampler.lazy_init_neg_sampler``; done on first use otherwise)."""
+  for etype in sampler.graphs:
+    sampler.negative_sampler(etype)
+
+
+def is_all_sampling_completed(producer: DistMpSamplingProducer) -> bool:
+  r"""Whether every sampling process sampled all of its share of this epoch
+  (GLT's ``DistMpSamplingProducer.is_all_sampling_completed``)."""
+  return producer.epoch_sampled
+
+
+def is_all_sampling_completed_and_consumed(producer: DistMpSamplingProducer) -> bool:
+  r"""Whether every batch of this epoch was sampled and received (GLT's
+  ``DistMpSamplingProducer.is_all_sampling_completed_and_consumed``)."""
+  return producer.remaining == 0
+
+
+GLT_METHODS = (
+  (Graph, graph_handler),
+  (NeighborSampler, create_inducer),
+  (NeighborSampler, get_inducer),
+  (NeighborSampler, lazy_init_sampler),
+  (NeighborSampler, lazy_init_neg_sampler),
+  (DistMpSamplingProducer, is_all_sampling_completed),
+  (DistMpSamplingProducer, is_all_sampling_completed_and_consumed),
+)
+
+
+class GltDistNeighborSampler(ConcurrentEventLoop):
+  r"""GLT's ``DistNeighborSampler``: an event loop that samples batches
+  across partitions into channel messages (with their features and labels
+  when ``collect_features``) and sends them into ``channel``, or returns
+  them without one. Our batch sources do this with a
+  :class:`~graphlearn_torch.distributed.sampling.neighbor_sampler.DistNeighborSampler`
+  and a :class:`~graphlearn_torch.distributed.sources.messages.MessageSampler`;
+  this class puts the two behind GLT's constructor and methods.
+
+  Args:
+    data: this process's partition.
+    num_neighbors: neighbors per hop (a dict by edge type when heterogeneous).
+    with_edge: return sampled edge ids.
+    with_neg: prepare negative sampling.
+    with_weight: sample proportionally to edge weights.
+    edge_dir: must be the dataset's.
+    collect_features: gather features and labels into the messages.
+    channel: where finished batches go; None returns them.
+    use_all2all: unsupported; must be False.
+    concurrency: batches in flight at once.
+    device: where outputs go.
+    seed: seeds the random stream.
+  """
+
+  def __init__(
+    self,
+    data,
+    num_neighbors=None,
+    with_edge: bool = False,
+    with_neg: bool = False,
+    with_weight: bool = False,
+    edge_dir: str = 'out',
+    collect_features: bool = False,
+    channel=None,
+    use_all2all: bool = False,
+    concurrency: int = 1,
+    device=None,
+    seed: Optional[int] = None,
+  ):
+    if use_all2all:
+      raise ValueError('use_all2all is not supported: features are fetched by RPC')
+    super().__init__(concurrency)
+    sampler = DistNeighborSampler(
+      data, num_neighbors, with_edge, with_neg, with_weight, edge_dir, device, seed
+    )
+    self.messages = MessageSampler(sampler, collect_features)
+    self.channel = channel
+
+  def sample_from_nodes(self, inputs, timeout: Optional[float] = None, **kwargs):
+    r"""The batch of seed nodes ``inputs`` as a message, or None once it is
+    on its way into the channel."""
+    return self._run(SamplingType.NODE, inputs, timeout, **kwargs)
+
+  def sample_from_edges(self, inputs, timeout: Optional[float] = None, **kwargs):
+    r"""The batch of seed edges ``inputs``, as ``sample_from_nodes``."""
+    return self._run(SamplingType.LINK, inputs, timeout, **kwargs)
+
+  def subgraph(self, inputs, timeout: Optional[float] = None, **kwargs):
+    r"""The subgraph batch of seed nodes ``inputs``, as ``sample_from_nodes``."""
+    return self._run(SamplingType.SUBGRAPH, inputs, timeout, **kwargs)
+
+  def _run(self, sampling_type: SamplingType, inputs, timeout, on_error=None):
+    coro = self.messages.message(sampling_type, inputs)
+    if self.channel is None:
+      return self.run_task(coro, timeout)
+    self.add_task(coro, callback=self.channel.send, on_error=on_error, timeout=timeout)
+    return None
+
+
+# GLT's classes where ours differ from them: (module path, name, class).
+GLT_CLASSES = (
+  ('distributed', 'DistNeighborSampler', GltDistNeighborSampler),
+  ('distributed.dist_neighbor_sampler', 'DistNeighborSampler', GltDistNeighborSampler),
+)
+
+
 def install_names() -> None:
   r"""Gives the classes and modules GLT's names of their methods and
-  functions."""
+  functions, GLT's methods, and GLT's classes where ours differ."""
   for cls, glt_name, ours in METHOD_NAMES:
     setattr(cls, glt_name, getattr(cls, ours))
   for module, name, value in FUNCTION_NAMES:
     setattr(module, name, value)
-  Graph.graph_handler = graph_handler
+  for cls, method in GLT_METHODS:
+    setattr(cls, method.__name__, method)
+  for path, name, cls in GLT_CLASSES:
+    setattr(importlib.import_module(f'{PACKAGE}.{path}'), name, cls)
 
 
 def install() -> None:

@@ -120,10 +120,12 @@ FLOORS = [
   ('the sampled batch', ['batch']),
   ('loaders', ['loader']),
   ('distributed runtime', ['distributed.runtime']),
-  ('distributed data', [f'distributed.dist_{m}' for m in ('graph', 'feature', 'dataset')]),
+  ('distributed data', ['distributed.data']),
   ('distributed sampling', ['distributed.sampling']),
   ('batch sources', ['distributed.sources']),
-  ('distributed loaders, server, client stores, partitioner', ['distributed']),
+  ('server-client mode', ['distributed.server']),
+  ('distributed loaders', ['distributed.loaders']),
+  ('the distributed package', ['distributed']),
   ('GLT\'s paths and the package', ['compat', '']),
 ]  # fmt: skip
 
@@ -142,6 +144,14 @@ def test_every_module_is_on_a_floor():
   assert [m for m in MODULES if floor_of(m) is None] == []
 
 
+def test_distributed_holds_no_loose_module():
+  r"""Every module of ``distributed`` sits in one of its floors' folders;
+  the package itself only re-exports."""
+  top = f'{PACKAGE}.distributed'
+  loose = [m for m in MODULES if m.startswith(top + '.') and m.count('.') == top.count('.') + 1]
+  assert [m for m in loose if MODULES[m].name != '__init__.py'] == []
+
+
 def test_modules_import_only_their_floor_or_below():
   upward = [
     f'{m} ({FLOORS[floor_of(m)][0]}) imports {t} ({FLOORS[floor_of(t)][0]})'
@@ -153,18 +163,20 @@ def test_modules_import_only_their_floor_or_below():
 
 
 # The modules a batch passes through in multiprocess mode, from the sampler to
-# the trainer: drawn by the engine for the distributed sampler, held by
-# type, given its features, encoded, sent through the channel by its batch
+# the trainer: drawn by the engine for the distributed sampler, made a
+# message by its batch source's message sampler (held by
+# type, given its features, encoded), sent through the channel by its batch
 # source; received by the loader, decoded, made PyG data and labelled.
 BATCH_WALK = [
   'sampler.multihop',
   'distributed.sampling.neighbor_sampler',
+  'distributed.sources.messages',
   'batch.sampled',
   'batch.features',
   'batch.codec',
   'channel.shm_channel',
   'distributed.sources.multiprocess',
-  'distributed.dist_loader',
+  'distributed.loaders.loader',
   'batch.pyg',
   'batch.labels',
 ]
@@ -194,7 +206,7 @@ def test_a_batch_walks_through_modules_that_import_only_downwards():
 
 def test_the_floor_check_catches_an_upward_import():
   assert floor_of(f'{PACKAGE}.batch.codec') < floor_of(f'{PACKAGE}.distributed.sources.remote')
-  assert floor_of(f'{PACKAGE}.distributed.dist_loader') > floor_of(
+  assert floor_of(f'{PACKAGE}.distributed.loaders.loader') > floor_of(
     f'{PACKAGE}.distributed.sampling.host_peers'
   )
   assert floor_of(PACKAGE) == len(FLOORS) - 1

@@ -169,7 +169,7 @@ def test_channel_timeouts_are_checked():
 
 
 def test_rpc_transports_come_from_the_environment_and_are_checked(monkeypatch):
-  from graphlearn_torch.distributed.rpc import DEFAULT_RPC_TRANSPORTS, rpc_transports
+  from graphlearn_torch.distributed.runtime.rpc import DEFAULT_RPC_TRANSPORTS, rpc_transports
 
   monkeypatch.delenv('GLT_RPC_TRANSPORTS', raising=False)
   assert rpc_transports() == list(DEFAULT_RPC_TRANSPORTS)
@@ -185,7 +185,7 @@ def test_a_taken_rendezvous_port_is_named_with_the_ephemeral_range():
 
   from torch.distributed import rendezvous
 
-  from graphlearn_torch.distributed.rendezvous import rendezvous_url
+  from graphlearn_torch.distributed.runtime.rendezvous import rendezvous_url
   from graphlearn_torch.utils import ephemeral_ports
 
   with socket.socket() as taken:

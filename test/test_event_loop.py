@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from graphlearn_torch.distributed.event_loop import ConcurrentEventLoop
+from graphlearn_torch.distributed import ConcurrentEventLoop
 
 WAIT_S = 10
 

@@ -16,7 +16,7 @@ from graphlearn_torch.distributed import (
   DistDataset,
   MpDistSamplingWorkerOptions,
 )
-from graphlearn_torch.distributed.mp_producer import worker_device
+from graphlearn_torch.distributed.sources.sampling_process import worker_device
 from graphlearn_torch.partition import PartitionFileError, RandomPartitioner
 from graphlearn_torch.partition.partition_book import owned_ids
 from graphlearn_torch.typing import as_str

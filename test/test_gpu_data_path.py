@@ -18,7 +18,7 @@ from test_neighbor_sampler import HOMO_E, HOMO_T, check_output
 import graphlearn_torch as glt
 from graphlearn_torch._ext import cuda_kernels_available
 from graphlearn_torch.data import Dataset, Feature, UnifiedTensor, sort_by_in_degree
-from graphlearn_torch.distributed.mp_producer import worker_device
+from graphlearn_torch.distributed.sources.sampling_process import worker_device
 from graphlearn_torch.loader import LinkNeighborLoader, NeighborLoader, SubGraphLoader
 from graphlearn_torch.sampler import NegativeSampling, NeighborSampler, NodeSamplerInput
 

@@ -256,7 +256,7 @@ def in_place_neighbors_are_the_graphs(service, graph, rank) -> bool:
 def host_partition(rank, port, root, share):
   r"""This rank's partition of ``root`` (one of 2 on this host, sharing
   with the other when ``share`` is '1') and its PartitionService."""
-  from graphlearn_torch.distributed.partition_service import PartitionService
+  from graphlearn_torch.distributed import PartitionService
 
   os.environ['GLT_SHARE_HOST_PARTITIONS'] = share
   dist = glt.distributed
@@ -314,14 +314,42 @@ def test_partitions_on_one_host_share_topologies_and_rows(tmp_path, share):
     assert peers == ((other, other, other) if share == '1' else ([], [], []))
 
 
+class Collected:
+  r"""A channel that keeps what is sent into it."""
+
+  def __init__(self):
+    self.messages = []
+
+  def send(self, msg):
+    self.messages.append(msg)
+
+
+def glt_sampler_messages(ds, fanout, seeds) -> list:
+  r"""The batch of ``seeds`` as GLT's DistNeighborSampler returns it, and as
+  it sends it into a channel (the same seed as one_call_worker's)."""
+  channel = Collected()
+  returned = glt.distributed.DistNeighborSampler(ds, fanout, with_edge=True, seed=5)
+  sent = glt.distributed.DistNeighborSampler(ds, fanout, with_edge=True, seed=5, channel=channel)
+  try:
+    message = returned.sample_from_nodes(seeds, timeout=60)
+    assert sent.sample_from_nodes(seeds, timeout=60) is None
+    assert sent.wait_all(60)
+  finally:
+    returned.shutdown_loop()
+    sent.shutdown_loop()
+  return [message] + channel.messages
+
+
 def one_call_worker(rank, port, root, hetero, queue):
   r"""Samples the same seeds with a sampler that draws each hop of both
   partitions in one call and with one that samples each partition's seeds
   apart and stitches them; reports whether the batches are equal."""
   dist = glt.distributed
   try:
-    from graphlearn_torch.distributed.dist_neighbor_sampler import DistNeighborSampler
-    from graphlearn_torch.sampler import NodeSamplerInput
+    from graphlearn_torch.batch import SampledBatch, encode
+    from graphlearn_torch.distributed import ConcurrentEventLoop
+    from graphlearn_torch.distributed.sampling.neighbor_sampler import DistNeighborSampler
+    from graphlearn_torch.sampler import NodeSamplerInput, SamplingType
 
     ds, service = host_partition(rank, port, root, '1')
     g = torch.Generator().manual_seed(rank)
@@ -332,19 +360,23 @@ def one_call_worker(rank, port, root, hetero, queue):
       seeds = NodeSamplerInput(torch.randint(0, 300, (200,), generator=g))
       fanout = [4, 3, 2]
     batches, one_call_here = [], []
-    for one_call in (True, False):
-      sampler = DistNeighborSampler(
-        ds, fanout, with_edge=True, edge_dir='out', seed=5, service=service
-      )
-      one_call_here.append(service.samples_every_partition())
-      service.draws_hops_in_one_call = one_call
-      try:
-        batches.append(sampler.sample_from_nodes(seeds, timeout=60))
-      finally:
-        sampler.shutdown_loop()
-    equal = batches[0].keys() == batches[1].keys() and all(
-      torch.equal(batches[0][k], batches[1][k]) for k in batches[0]
-    )
+    loop = ConcurrentEventLoop(1)
+    try:
+      for one_call in (True, False):
+        sampler = DistNeighborSampler(
+          ds, fanout, with_edge=True, edge_dir='out', seed=5, service=service
+        )
+        one_call_here.append(service.samples_every_partition())
+        service.draws_hops_in_one_call = one_call
+        out = loop.run_task(sampler.sample(SamplingType.NODE, seeds), timeout=60)
+        batches.append(encode(SampledBatch.from_output(out)))
+    finally:
+      loop.shutdown_loop()
+    batches += glt_sampler_messages(ds, fanout, seeds)
+    equal = [
+      batch.keys() == batches[0].keys() and all(torch.equal(batches[0][k], batch[k]) for k in batch)
+      for batch in batches[1:]
+    ]
     dist.barrier()
     queue.put((rank, 'ok', (one_call_here, equal, len(batches[0]))))
   except Exception:
@@ -359,5 +391,7 @@ def test_one_call_hops_give_the_stitched_pieces(tmp_path, hetero):
     assert status == 'ok', f'rank {rank}:\n{status}'
     here, equal, num_fields = found
     assert here == [True, True], 'both partitions are on this host'
-    assert equal, f'rank {rank}: the one-call hops differ from the stitched pieces'
+    # the stitched pieces, GLT's sampler's returned batch and its sent batch
+    # are each the one-call batch
+    assert equal == [True, True, True], f'rank {rank}: {equal}'
     assert num_fields > 4

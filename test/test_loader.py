@@ -124,8 +124,7 @@ def test_a_failed_row_fetch_fails_the_batch_while_another_is_pending():
   # torch.futures.collect_all fails as soon as one future fails (an RPC to a
   # lost peer), while the others may still run: the batch's future carries
   # that failure, not an error about reading an unfinished future.
-  from graphlearn_torch.loader.batch import SampledBatch
-  from graphlearn_torch.loader.collect import collect_features
+  from graphlearn_torch.batch import SampledBatch, collect_features
   from graphlearn_torch.sampler import NeighborSampler, NodeSamplerInput
 
   ds, _ = homo_dataset()

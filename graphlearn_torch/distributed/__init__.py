@@ -1,20 +1,23 @@
-"""Distributed graph learning: partitions, RPC, distributed sampling and loaders."""
+"""Distributed graph learning: partitions, RPC, distributed sampling and loaders.
 
-from .dist_dataset import DistDataset, default_id_filter, default_id_select
-from .dist_feature import DistFeature, RpcFeatureLookupCallee
-from .dist_graph import DistGraph
-from .dist_link_neighbor_loader import DistLinkNeighborLoader
-from .dist_loader import DistLoader
-from .dist_neighbor_loader import DistNeighborLoader
-from .dist_random_partitioner import (
+The package re-exports the public names of its floors (``runtime``,
+``data``, ``sampling``, ``sources``, ``server``, ``loaders``); GLT's
+``DistNeighborSampler`` is added here by ``compat``.
+"""
+
+from .data.dataset import DistDataset, default_id_filter, default_id_select
+from .data.feature import DistFeature, RpcFeatureLookupCallee
+from .data.graph import DistGraph
+from .data.random_partitioner import (
   DistPartitionManager,
   DistRandomPartitioner,
   RpcUpdatePartitionBookCallee,
   RpcUpdatePartitionValueCallee,
 )
-from .dist_server import DistServer, StoreMeta, get_server, init_server, wait_and_shutdown_server
-from .dist_subgraph_loader import DistSubGraphLoader
-from .remote_store import RemoteFeatureStore, RemoteGraphStore, remote_stores
+from .loaders.link_neighbor_loader import DistLinkNeighborLoader
+from .loaders.loader import DistLoader
+from .loaders.neighbor_loader import DistNeighborLoader
+from .loaders.subgraph_loader import DistSubGraphLoader
 from .runtime.client import async_request_server, init_client, request_server, shutdown_client
 from .runtime.context import (
   DistContext,
@@ -47,9 +50,10 @@ from .runtime.rpc import (
   shutdown_rpc,
 )
 from .runtime.service import rpc_service_request_async
-from .sampling.neighbor_sampler import DistNeighborSampler
 from .sampling.partition_service import PartitionService
 from .sampling.peer_requests import RpcSamplingCallee
+from .server.remote_store import RemoteFeatureStore, RemoteGraphStore, remote_stores
+from .server.server import DistServer, StoreMeta, get_server, init_server, wait_and_shutdown_server
 from .sources.base import BatchSource
 from .sources.collocated import DistCollocatedSamplingProducer
 from .sources.multiprocess import DistMpSamplingProducer, MpCommand
@@ -95,7 +99,6 @@ __all__ = [
   'DistLoader',
   'DistMpSamplingProducer',
   'DistNeighborLoader',
-  'DistNeighborSampler',
   'DistPartitionManager',
   'DistRandomPartitioner',
   'RpcUpdatePartitionBookCallee',

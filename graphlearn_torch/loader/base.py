@@ -1,9 +1,10 @@
-"""The batching lifecycle shared by every loader: seed positions in, one
-sampled and collated batch out per step, reshuffled every epoch, resumable
-from a ``state_dict``."""
+"""The lifecycle every loader shares, on one machine and across partitions:
+an epoch of batches per ``iter()``, each batch collated to PyG data, and the
+loader's place in its epochs (``state_dict``), from which a new loader
+resumes."""
 
 from abc import ABC, abstractmethod
-from typing import Any, Dict, Iterator, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple
 
 import torch
 
@@ -11,26 +12,114 @@ from ..batch.features import gather_batch
 from ..batch.labels import label_batch
 from ..batch.progress import LoaderProgress, fingerprint
 from ..batch.pyg import to_pyg
+from ..batch.sampled import SampledBatch
 from ..batch.seeds import SeedBatcher
 from ..data.dataset import Dataset
 from ..sampler.base import BaseSampler, SamplingType
 from ..sampler.schema import RandomStream
 from ..utils.device import resolve_device
+from .options import LoaderOptions
 
 
 class BaseLoader(ABC):
-  """Iterates over batches of seed positions; subclasses sample and collate.
+  """Iterates over an epoch of batches per ``iter()``, resumable from a
+  ``state_dict``; subclasses say where an epoch's batches come from.
+
+  Args:
+    num_batches: batches per epoch.
+    identity: what a state loaded into the loader must match (see
+      ``LoaderProgress``).
+    seed: the loader's seed (shuffling and sampling).
+    device: where batches go (CUDA falls back to the CPU without a GPU).
+  """
+
+  def __init__(
+    self,
+    num_batches: int,
+    identity: Callable[[], Dict[str, Any]],
+    seed: Optional[int],
+    device: torch.device,
+  ):
+    self.device = resolve_device(device)
+    self._progress = LoaderProgress(num_batches, identity, seed)
+    self._epoch_started = False
+
+  def __len__(self) -> int:
+    return self._progress.num_batches
+
+  def __repr__(self) -> str:
+    return f'{type(self).__name__}()'  # as GLT's loaders print
+
+  def __iter__(self) -> 'BaseLoader':
+    epoch, start = self._progress.start_epoch()
+    self._start_epoch(epoch, start, self._progress.seed)
+    self._epoch_started = True
+    return self
+
+  def __next__(self) -> Any:
+    if not self._epoch_started:
+      self.__iter__()
+    batch = self._next_batch()
+    self._progress.count_yielded()
+    return batch
+
+  @abstractmethod
+  def _start_epoch(self, epoch: int, start: int, seed: int) -> None:
+    """Starts epoch ``epoch`` from its batch ``start``, with the loader's
+    ``seed`` (a resumed loader's seed may differ from the one it was made
+    with)."""
+
+  @abstractmethod
+  def _next_batch(self) -> Any:
+    """The epoch's next batch, collated; raises StopIteration after the
+    last."""
+
+  def state_dict(self) -> Dict[str, Any]:
+    """Where the loader is: its seed, the epoch and how many of its batches
+    were yielded (``batch.progress``); small, ``json``- and
+    ``torch.save``-able. Batches sampled ahead and not yet yielded are not
+    part of it: a loader that loads it samples them again, the same."""
+    return self._progress.state_dict()
+
+  def load_state_dict(self, state: Dict[str, Any]) -> None:
+    """Resumes from a ``state_dict``: the next ``iter()`` goes on with the
+    batches of its epoch that were not yielded, as the uninterrupted loader
+    would have.
+
+    Raises:
+      ValueError: the state is of another dataset, seeds or batch size (or,
+        distributed, world size, rank or servers), or of another format
+        version (checked before anything is sampled).
+    """
+    self._progress.load_state_dict(state)
+    self._epoch_started = False
+
+  def _collate(
+    self,
+    batch: SampledBatch,
+    sampling_type: SamplingType,
+    input_type,
+    input_id: torch.Tensor,
+    edge_dir: str = 'out',
+  ) -> Any:
+    """The PyG batch of a sampled batch, with the fields that say what it
+    was sampled for (see ``label_batch``), on the loader's device."""
+    res = label_batch(to_pyg(batch), sampling_type, batch.metadata, input_type, input_id, edge_dir)
+    return res.to(self.device) if self.device.type != 'cpu' else res
+
+
+class SamplerLoader(BaseLoader):
+  """A loader on one machine: its seeds batched by a ``SeedBatcher``, each
+  batch sampled by its sampler in the calling process and given its
+  features and labels from the dataset; subclasses sample a batch.
 
   Args:
     data: the dataset.
     sampler: the sampler.
     num_seeds: how many seeds (nodes or edges) an epoch covers.
-    device: where batches go (CUDA falls back to the CPU without a GPU).
-    batch_size: seeds per batch.
-    shuffle: reshuffle the seeds every epoch.
-    drop_last: drop the last incomplete batch.
-    seed: seeds the shuffling and each batch's sampling (default: the
-      sampler's seed, else one drawn from torch's global generator).
+    device: where batches go.
+    options: batching (``batch_size``, ``shuffle``, ``drop_last``,
+      ``seed``; default seed: the sampler's).
     inputs: what the seeds are (a state of other seeds is refused).
   """
 
@@ -40,28 +129,20 @@ class BaseLoader(ABC):
     sampler: BaseSampler,
     num_seeds: int,
     device: torch.device,
-    batch_size: int = 1,
-    shuffle: bool = False,
-    drop_last: bool = False,
-    seed: Optional[int] = None,
+    options: LoaderOptions,
     inputs: Sequence[Any] = (),
   ):
     self.data = data
     self.sampler = sampler
-    self.device = resolve_device(device)
-    self.batch_size = batch_size
-    if seed is None:
-      seed = getattr(sampler, 'seed', None)
-    self._batcher = SeedBatcher(num_seeds, batch_size, shuffle, drop_last, seed)
-    self._progress = LoaderProgress(
-      len(self._batcher),
-      lambda: {'dataset': fingerprint(data, inputs), 'batch_size': batch_size},
-      self._batcher.seed,
+    self.batch_size = options.batch_size
+    seed = options.seed if options.seed is not None else getattr(sampler, 'seed', None)
+    self._batcher = SeedBatcher(
+      num_seeds, options.batch_size, options.shuffle, options.drop_last, seed
     )
-    self._batches: Optional[Iterator[Tuple[int, torch.Tensor]]] = None
-
-  def __len__(self) -> int:
-    return len(self._batcher)
+    identity = {'dataset': fingerprint(data, inputs), 'batch_size': options.batch_size}
+    super().__init__(len(self._batcher), lambda: identity, self._batcher.seed, device)
+    self._batches: Iterator[Tuple[int, torch.Tensor]] = iter(())
+    self._epoch = -1
 
   @property
   def _seed_loader(self) -> SeedBatcher:
@@ -69,57 +150,25 @@ class BaseLoader(ABC):
     the batches of an epoch)."""
     return self._batcher
 
-  def __repr__(self) -> str:
-    return f'{type(self).__name__}()'  # as GLT's loaders print
-
-  def __iter__(self) -> 'BaseLoader':
-    epoch, start = self._progress.start_epoch()
+  def _start_epoch(self, epoch: int, start: int, seed: int) -> None:
+    self._batcher.seed = seed
+    self._epoch = epoch
     self._batches = self._batcher.batches(epoch, start)
-    return self
 
-  def __next__(self) -> Any:
-    if self._batches is None:
-      self.__iter__()
+  def _next_batch(self) -> Any:
     position, index = next(self._batches)
-    batch = self._sample_batch(
-      index, RandomStream.for_batch(self._progress.seed, self._progress.epoch, position)
-    )
-    self._progress.count_yielded()
-    return batch
+    random = RandomStream.for_batch(self._batcher.seed, self._epoch, position)
+    return self._sample_batch(index, random)
 
   @abstractmethod
   def _sample_batch(self, index: torch.Tensor, random: RandomStream) -> Any:
     """Samples and collates the batch of seed positions ``index``, drawing
     from ``random``, the batch's stream."""
 
-  def state_dict(self) -> Dict[str, Any]:
-    """Where the loader is: its seed, the epoch and how many of its batches
-    were yielded (``batch.progress``). A new loader of the same data that
-    loads it yields the batches this one would have yielded next."""
-    return self._progress.state_dict()
-
-  def load_state_dict(self, state: Dict[str, Any]) -> None:
-    """Resumes from a ``state_dict``: the next ``iter()`` goes on with the
-    batches of its epoch that were not yielded.
-
-    Raises:
-      ValueError: the state is of another dataset, seeds or batch size, or
-        of another format version.
-    """
-    self._progress.load_state_dict(state)
-    self._batcher.seed = self._progress.seed
-    self._batches = None
-
   def _collate_fn(
     self, out, index: torch.Tensor, sampling_type: SamplingType, input_type, edge_dir: str = 'out'
   ) -> Any:
-    """The PyG batch of a sampler output: features and labels gathered, and
-    the fields that say what it was sampled for (see ``label_batch``)."""
+    """The PyG batch of a sampler output: features and labels gathered from
+    the dataset, then collated (``_collate``)."""
     batch = gather_batch(self.data, out)
-    res = label_batch(to_pyg(batch), sampling_type, batch.metadata, input_type, index, edge_dir)
-    return res.to(self.device) if self.device.type != 'cpu' else res
-
-
-def check_kwargs(loader: object, kwargs: dict) -> None:
-  if kwargs:
-    raise TypeError(f'{type(loader).__name__} got unexpected arguments {sorted(kwargs)}')
+    return self._collate(batch, sampling_type, input_type, index, edge_dir)

@@ -9,8 +9,9 @@ from ..data.dataset import Dataset
 from ..sampler.base import BaseSampler, EdgeSamplerInput, NegativeSampling, SamplingType
 from ..sampler.schema import RandomStream
 from ..typing import EdgeType, InputEdges
-from .base import BaseLoader, check_kwargs
+from .base import SamplerLoader
 from .node_loader import seed_times
+from .options import BATCHING, LoaderOptions, loader_options
 
 
 def get_edge_label_index(
@@ -92,7 +93,17 @@ def check_edge_label(
   return edge_label
 
 
-class LinkLoader(BaseLoader):
+@loader_options(
+  'data',
+  'link_sampler',
+  'edge_label_index',
+  'edge_label',
+  'neg_sampling',
+  'device',
+  'edge_dir',
+  keyword=BATCHING + ('with_edge',),
+)
+class LinkLoader(SamplerLoader):
   """Iterates over mini-batches of seed edges, sampled and collated to PyG.
 
   Batches carry ``edge_label_index`` and ``edge_label`` (binary negative
@@ -107,7 +118,6 @@ class LinkLoader(BaseLoader):
     neg_sampling: negative sampling ('binary' or 'triplet', amount).
     device: where batches go (CUDA falls back to the CPU without a GPU).
     edge_dir: the sampling direction of the sampler.
-    batch_size, shuffle, drop_last, seed: batching (see NodeLoader).
     edge_label_time: each seed edge's time (temporal sampling: both ends,
       and the edge's negatives, reach only the past of it); batches then
       carry ``edge_label_time`` (binary) or ``seed_time`` (triplet).
@@ -122,26 +132,20 @@ class LinkLoader(BaseLoader):
     neg_sampling: Optional[NegativeSampling] = None,
     device: torch.device = torch.device('cuda:0'),
     edge_dir: Literal['out', 'in'] = 'out',
-    **kwargs,
+    edge_label_time: Optional[torch.Tensor] = None,
+    *,
+    options: LoaderOptions,
   ):
     self.input_type, self.edge_label_index = get_edge_label_index(data, edge_label_index)
     self.neg_sampling = NegativeSampling.cast(neg_sampling)
     self.edge_label = check_edge_label(edge_label, self.edge_label_index, self.neg_sampling)
     self.edge_dir = edge_dir
-    batching = {
-      k: kwargs.pop(k) for k in ('batch_size', 'shuffle', 'drop_last', 'seed') if k in kwargs
-    }
-    kwargs.pop('with_edge', None)
-    self.edge_label_time = seed_times(
-      kwargs.pop('edge_label_time', None), self.edge_label_index, 'edge_label_time'
-    )
-    check_kwargs(self, kwargs)
+    self.edge_label_time = seed_times(edge_label_time, self.edge_label_index, 'edge_label_time')
     inputs = (self.input_type, self.edge_label_index, self.edge_label, self.neg_sampling)
     if self.edge_label_time is not None:
       inputs += (self.edge_label_time,)
-    super().__init__(
-      data, link_sampler, self.edge_label_index.size(1), device, inputs=inputs, **batching
-    )
+    num_seeds = self.edge_label_index.size(1)
+    super().__init__(data, link_sampler, num_seeds, device, options, inputs)
 
   def _sample_batch(self, index: torch.Tensor, random: RandomStream) -> Union[Data, HeteroData]:
     edges = self.edge_label_index[:, index]

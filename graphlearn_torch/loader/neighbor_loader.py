@@ -6,12 +6,29 @@ import torch
 
 from ..data.dataset import Dataset
 from ..sampler.base import EdgeIndex, NodeSamplerInput, SamplerOutput
-from ..sampler.neighbor_sampler import NeighborSampler, build_neighbor_sampler
+from ..sampler.neighbor_sampler import NeighborSampler
 from ..sampler.schema import RandomStream
 from ..typing import InputNodes, NumNeighbors
 from .node_loader import NodeLoader
+from .options import TEMPORAL, LoaderOptions, build_neighbor_sampler, loader_options
 
 
+@loader_options(
+  'data',
+  'num_neighbors',
+  'input_nodes',
+  'neighbor_sampler',
+  'batch_size',
+  'shuffle',
+  'drop_last',
+  'with_edge',
+  'with_weight',
+  'strategy',
+  'device',
+  'as_pyg_v1',
+  'seed',
+  keyword=('replace', 'is_sorted') + TEMPORAL,
+)
 class NeighborLoader(NodeLoader):
   """Samples the multi-hop neighborhood of each batch of seed nodes and yields
   PyG ``Data`` (or ``HeteroData``) with ``x``, ``y``, ``edge_index``,
@@ -29,27 +46,9 @@ class NeighborLoader(NodeLoader):
     num_neighbors: neighbors per hop (-1: all), or a dict of them by edge type.
     input_nodes: the seeds: ids, a mask, a node type, or (node type, ids).
     neighbor_sampler: a sampler to use instead of building one.
-    batch_size: seeds per batch.
-    shuffle: reshuffle the seeds every epoch.
-    drop_last: drop the last incomplete batch.
-    with_edge: return edge ids (``e_id``) and edge features (``edge_attr``).
-    with_weight: sample neighbors in proportion to edge weights.
-    strategy: 'random'.
     device: where batches go (CUDA falls back to the CPU without a GPU).
     as_pyg_v1: yield ``(batch_size, n_id, adjs)`` as PyG 1.x did (homogeneous).
-    seed: seeds both sampling and shuffling for reproducible batches.
-    replace: sample neighbors with replacement.
     input_time: each seed's time (temporal sampling); batches carry ``seed_time``.
-    time_attr: temporal sampling: 'node_time' or 'edge_time', the
-      dataset's times (``Dataset.init_node_time`` / ``init_edge_time``) to
-      sample by, as PyG's ``time_attr`` names a node or edge attribute.
-    temporal_strategy: 'uniform' or 'last' (the most recent neighbors).
-    disjoint: every seed grows a subgraph of its own; the batch's
-      ``batch`` then gives each node's seed (PyG's). Temporal sampling is
-      always disjoint.
-    subgraph_type: 'directional', 'bidirectional' or 'induced' (PyG's).
-    is_sorted: the neighbors are in time order already (checked, not
-      sorted).
   """
 
   def __init__(
@@ -58,56 +57,18 @@ class NeighborLoader(NodeLoader):
     num_neighbors: NumNeighbors,
     input_nodes: InputNodes,
     neighbor_sampler: Optional[NeighborSampler] = None,
-    batch_size: int = 1,
-    shuffle: bool = False,
-    drop_last: bool = False,
-    with_edge: bool = False,
-    with_weight: bool = False,
-    strategy: str = 'random',
     device: torch.device = torch.device('cuda:0'),
     as_pyg_v1: bool = False,
-    seed: Optional[int] = None,
-    replace: bool = False,
     input_time: Optional[torch.Tensor] = None,
-    time_attr: Optional[str] = None,
-    temporal_strategy: str = 'uniform',
-    disjoint: bool = False,
-    subgraph_type: str = 'directional',
-    is_sorted: bool = False,
-    **kwargs,
+    *,
+    options: LoaderOptions,
   ):
     if neighbor_sampler is None:
-      neighbor_sampler = build_neighbor_sampler(
-        data,
-        num_neighbors,
-        device=device,
-        with_edge=with_edge,
-        with_weight=with_weight,
-        strategy=strategy,
-        seed=seed,
-        replace=replace,
-        time_attr=time_attr,
-        temporal_strategy=temporal_strategy,
-        disjoint=disjoint,
-        subgraph_type=subgraph_type,
-        is_sorted=is_sorted,
-      )
+      neighbor_sampler = build_neighbor_sampler(data, num_neighbors, options, device)
     if as_pyg_v1 and (neighbor_sampler.is_hetero or getattr(neighbor_sampler, 'disjoint', False)):
       raise ValueError('as_pyg_v1 supports homogeneous, non-disjoint sampling only')
     self.as_pyg_v1 = as_pyg_v1
-    super().__init__(
-      data,
-      neighbor_sampler,
-      input_nodes,
-      device,
-      batch_size=batch_size,
-      shuffle=shuffle,
-      drop_last=drop_last,
-      seed=seed,
-      with_edge=with_edge,
-      input_time=input_time,
-      **kwargs,
-    )
+    super().__init__(data, neighbor_sampler, input_nodes, device, input_time, options=options)
 
   def _sample_batch(self, index: torch.Tensor, random: RandomStream):
     if not self.as_pyg_v1:

@@ -10,7 +10,8 @@ from ..data.dataset import Dataset
 from ..sampler.base import BaseSampler, NodeSamplerInput, SamplingType
 from ..sampler.schema import RandomStream
 from ..typing import InputNodes, NodeType
-from .base import BaseLoader, check_kwargs
+from .base import SamplerLoader
+from .options import BATCHING, LoaderOptions, loader_options
 
 __all__ = ['NodeLoader', 'SeedBatcher', 'resolve_input_nodes']
 
@@ -81,7 +82,8 @@ def seed_times(time, seeds: torch.Tensor, what: str) -> Optional[torch.Tensor]:
   return time
 
 
-class NodeLoader(BaseLoader):
+@loader_options('data', 'node_sampler', 'input_nodes', 'device', keyword=BATCHING + ('with_edge',))
+class NodeLoader(SamplerLoader):
   """Iterates over mini-batches of seed nodes, sampled and collated to PyG.
 
   Args:
@@ -89,10 +91,6 @@ class NodeLoader(BaseLoader):
     node_sampler: samples the neighborhood of a batch of seeds.
     input_nodes: the seeds (see ``resolve_input_nodes``).
     device: where batches go (CUDA falls back to the CPU without a GPU).
-    batch_size: seeds per batch.
-    shuffle: reshuffle the seeds every epoch.
-    drop_last: drop the last incomplete batch.
-    seed: seeds the shuffling.
     input_time: each seed's time (temporal sampling: a seed reaches only
       the past of its time); batches then carry ``seed_time``.
   """
@@ -103,21 +101,17 @@ class NodeLoader(BaseLoader):
     node_sampler: BaseSampler,
     input_nodes: InputNodes,
     device: torch.device = torch.device('cuda:0'),
-    **kwargs,
+    input_time: Optional[torch.Tensor] = None,
+    *,
+    options: LoaderOptions,
   ):
     self.input_type, self.input_nodes = resolve_input_nodes(data, input_nodes)
-    batching = {
-      k: kwargs.pop(k) for k in ('batch_size', 'shuffle', 'drop_last', 'seed') if k in kwargs
-    }
-    self.with_edge = kwargs.pop('with_edge', False)
-    self.input_time = seed_times(kwargs.pop('input_time', None), self.input_nodes, 'input_time')
-    check_kwargs(self, kwargs)
+    self.with_edge = options.with_edge
+    self.input_time = seed_times(input_time, self.input_nodes, 'input_time')
     inputs = (self.input_type, self.input_nodes)
     if self.input_time is not None:
       inputs += (self.input_time,)
-    super().__init__(
-      data, node_sampler, self.input_nodes.numel(), device, inputs=inputs, **batching
-    )
+    super().__init__(data, node_sampler, self.input_nodes.numel(), device, options, inputs)
 
   def _sample_batch(self, index: torch.Tensor, random: RandomStream) -> Union[Data, HeteroData]:
     seeds = self.input_nodes[index]

@@ -7,12 +7,26 @@ from torch_geometric.data import Data
 
 from ..data.dataset import Dataset
 from ..sampler.base import NodeSamplerInput, SamplingType
-from ..sampler.neighbor_sampler import NeighborSampler, build_neighbor_sampler
+from ..sampler.neighbor_sampler import NeighborSampler
 from ..sampler.schema import RandomStream
 from ..typing import InputNodes, NumNeighbors
 from .node_loader import NodeLoader
+from .options import LoaderOptions, build_neighbor_sampler, loader_options
 
 
+@loader_options(
+  'data',
+  'input_nodes',
+  'num_neighbors',
+  'neighbor_sampler',
+  'batch_size',
+  'shuffle',
+  'drop_last',
+  'with_edge',
+  'strategy',
+  'device',
+  'seed',
+)
 class SubGraphLoader(NodeLoader):
   """Yields, per batch of seeds, the subgraph induced by the seeds and their
   sampled neighbors: every edge of the graph among those nodes. ``mapping``
@@ -23,11 +37,7 @@ class SubGraphLoader(NodeLoader):
     input_nodes: the seeds.
     num_neighbors: neighbors per hop that join the node set (None: seeds only).
     neighbor_sampler: a sampler to use instead of building one.
-    batch_size, shuffle, drop_last: batching.
-    with_edge: return edge ids (``e_id``) and edge features.
-    strategy: 'random'.
     device: where batches go.
-    seed: seeds sampling and shuffling.
   """
 
   def __init__(
@@ -36,36 +46,13 @@ class SubGraphLoader(NodeLoader):
     input_nodes: InputNodes,
     num_neighbors: Optional[NumNeighbors] = None,
     neighbor_sampler: Optional[NeighborSampler] = None,
-    batch_size: int = 1,
-    shuffle: bool = False,
-    drop_last: bool = False,
-    with_edge: bool = False,
-    strategy: str = 'random',
     device: torch.device = torch.device('cuda:0'),
-    seed: Optional[int] = None,
-    **kwargs,
+    *,
+    options: LoaderOptions,
   ):
     if neighbor_sampler is None:
-      neighbor_sampler = build_neighbor_sampler(
-        data,
-        num_neighbors,
-        device=device,
-        with_edge=with_edge,
-        strategy=strategy,
-        seed=seed,
-      )
-    super().__init__(
-      data,
-      neighbor_sampler,
-      input_nodes,
-      device,
-      batch_size=batch_size,
-      shuffle=shuffle,
-      drop_last=drop_last,
-      seed=seed,
-      with_edge=with_edge,
-      **kwargs,
-    )
+      neighbor_sampler = build_neighbor_sampler(data, num_neighbors, options, device)
+    super().__init__(data, neighbor_sampler, input_nodes, device, options=options)
 
   def _sample_batch(self, index: torch.Tensor, random: RandomStream) -> Data:
     out = self.sampler.subgraph(

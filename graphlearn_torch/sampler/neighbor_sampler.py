@@ -20,7 +20,7 @@ from .negative_sampler import RandomNegativeSampler
 from .one_hop import sample_one_hop
 from .schema import RandomStream, SamplingSchema, check_graphs
 from .subgraph_types import bidirectional, checked_subgraph_type, induced_edges
-from .temporal import TemporalSampling, TimeArg, batch_seed_time, dataset_times
+from .temporal import TemporalSampling, TimeArg, batch_seed_time
 
 STRATEGIES = ('random',)
 
@@ -129,32 +129,11 @@ class NeighborSampler(BaseSampler):
       self.sample_device,
       disjoint=self.disjoint,
     )
-    self._inducer = None
     self._neg_samplers: Dict[EdgeType, RandomNegativeSampler] = {}
 
   @property
   def num_hops(self) -> int:
     return self.engine.num_hops
-
-  def get_inducer(self, input_batch_size: int = 0):
-    """The sampler's reusable inducer (one id space per node type)."""
-    if self._inducer is None:
-      self._inducer = self.create_inducer(input_batch_size)
-    return self._inducer
-
-  def create_inducer(self, input_batch_size: int = 0):
-    """A new inducer over this sampler's node types."""
-    return self.engine.create_inducer()
-
-  def lazy_init_sampler(self) -> None:
-    """Prepares the graphs for sampling (nothing to do on the CPU)."""
-    for g in self.graphs.values():
-      g.lazy_init()
-
-  def lazy_init_neg_sampler(self) -> None:
-    """Prepares negative sampling of every edge type (done on first use otherwise)."""
-    for etype in self.graphs:
-      self._negative_sampler(etype)
 
   # -- sampling ---------------------------------------------------------------
 
@@ -252,7 +231,8 @@ class NeighborSampler(BaseSampler):
     res = self._sample({ntype: seeds}, random or self.random, seed_time)
     return self._finish(self.engine.node_output(res, ntype, seed_time))
 
-  def _negative_sampler(self, etype: EdgeType) -> RandomNegativeSampler:
+  def negative_sampler(self, etype: EdgeType) -> RandomNegativeSampler:
+    """The negative sampler of edge type ``etype`` (made on first use)."""
     if etype not in self._neg_samplers:
       self._neg_samplers[etype] = RandomNegativeSampler(
         self.graphs[etype], edge_dir=self.edge_dir, generator=self.random.generator
@@ -283,7 +263,7 @@ class NeighborSampler(BaseSampler):
     strict = None
     if batch.strict_negatives is not None:
       num, src = batch.strict_negatives
-      strict = self._negative_sampler(batch.etype).sample(
+      strict = self.negative_sampler(batch.etype).sample(
         num, padding=True, src=src, rng_seed=random.kernel_seed()
       )
     seeds, parts = self.engine.link_seeds(batch, strict, random)
@@ -377,44 +357,3 @@ class NeighborSampler(BaseSampler):
       touched = {t: touched[t] + fresh[t] for t in sizes}
     out = {t: p[: sizes[t]].float() for t, p in touched.items()}
     return out if self.is_hetero else out[HOMO_NODE_TYPE]
-
-
-def build_neighbor_sampler(
-  data,
-  num_neighbors: Optional[NumNeighbors],
-  device: torch.device,
-  with_edge: bool = False,
-  with_neg: bool = False,
-  with_weight: bool = False,
-  strategy: str = 'random',
-  seed: Optional[int] = None,
-  replace: bool = False,
-  time_attr: Optional[str] = None,
-  **options,
-) -> NeighborSampler:
-  """The NeighborSampler a loader builds for a dataset (its graph and
-  edge_dir; its node or edge times where ``time_attr`` names them).
-
-  Args:
-    data: the dataset.
-    time_attr: 'node_time' or 'edge_time': the dataset's times to sample
-      by (``Dataset.init_node_time`` / ``init_edge_time``), or None.
-    **options: the sampler's other options (``temporal_strategy``,
-      ``disjoint``, ``subgraph_type``, ``is_sorted``).
-  """
-  if data.graph is None:
-    raise ValueError('the dataset has no graph: call init_graph first')
-  return NeighborSampler(
-    data.graph,
-    num_neighbors,
-    device=device,
-    with_edge=with_edge,
-    with_neg=with_neg,
-    with_weight=with_weight,
-    strategy=strategy,
-    edge_dir=data.edge_dir,
-    seed=seed,
-    replace=replace,
-    **dataset_times(data, time_attr),
-    **options,
-  )

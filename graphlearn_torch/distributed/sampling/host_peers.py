@@ -20,7 +20,7 @@ from ...data.feature import FeatureHostHandle
 from ...data.graph import DeviceTopology, TopologyHostHandle
 from ...typing import EdgeType, NodeType
 from ...utils.host_share import HostShareError, ProcessWatch, boot_id, share_host_partitions
-from ..dist_feature import Features
+from ..data.feature import Features
 from ..runtime.rpc import RpcCalleeBase, RpcDataPartitionRouter, rpc_register, rpc_request_async
 
 logger = logging.getLogger(__name__)

@@ -3,22 +3,20 @@
 Each hop is answered by this process's ``PartitionService``: every seed's
 neighbors are drawn by the partition that owns it, here or over RPC, and
 come back in seed order to the multi-hop engine that single-machine
-sampling drives too (``MultiHopSampler.sample_steps``). Batches
-run as coroutines on an event loop, ``concurrency`` at a time, and leave as
-channel messages (``batch.codec``) with their features and labels.
+sampling drives too (``MultiHopSampler.sample_steps``). A batch is a
+coroutine that returns the sampler output, as ``NeighborSampler`` returns
+it on one machine; the batch sources run them on an event loop and turn
+them into channel messages (``sources.messages``).
 """
 
 import asyncio
-from typing import Dict, Literal, Optional
+from typing import Dict, Literal, Optional, Union
 
 import torch
 
-from ...batch.codec import encode
-from ...batch.features import collect_features
-from ...batch.sampled import SampledBatch
-from ...channel import ChannelBase, SampleMessage
 from ...sampler.base import (
   EdgeSamplerInput,
+  HeteroSamplerOutput,
   HopResult,
   NeighborOutput,
   NodeSamplerInput,
@@ -31,14 +29,31 @@ from ...sampler.schema import RandomStream
 from ...sampler.subgraph_types import bidirectional, checked_subgraph_type, induced_edges
 from ...sampler.temporal import TEMPORAL_STRATEGIES, batch_seed_time
 from ...typing import HOMO_NODE_TYPE, EdgeType, NodeType, NumNeighbors
-from ..dist_dataset import DistDataset
-from ..runtime.event_loop import ConcurrentEventLoop, wrap_torch_future
+from ..data.dataset import DistDataset
 from .partition_service import PartitionService
 
 _EDGE_STRATEGY = {'out': 'by_src', 'in': 'by_dst'}
 
 
-class DistNeighborSampler(ConcurrentEventLoop):
+def check_edge_dir(data: DistDataset, edge_dir: str) -> None:
+  r"""Refuses an ``edge_dir`` that ``data``'s partitions cannot sample in:
+  another than the dataset's, or one that needs each node's edges in
+  another partition than its own."""
+  if edge_dir != data.edge_dir:
+    raise ValueError(
+      f"edge_dir '{edge_dir}' differs from the dataset's '{data.edge_dir}': the partition's "
+      'topology was built for the latter'
+    )
+  strategy = (data.meta or {}).get('edge_assign_strategy')
+  if strategy is not None and strategy != _EDGE_STRATEGY[edge_dir]:
+    raise ValueError(
+      f"edge_dir '{edge_dir}' samples each node's edges in its own partition, which needs "
+      f"partitions made with edge_assign_strategy='{_EDGE_STRATEGY[edge_dir]}'; these were "
+      f"made with '{strategy}'"
+    )
+
+
+class DistNeighborSampler:
   r"""Neighbor sampling across the partitions of a DistDataset: the
   distributed driver of the multi-hop engine (``sampler.multihop``).
 
@@ -55,19 +70,9 @@ class DistNeighborSampler(ConcurrentEventLoop):
     with_weight: sample proportionally to edge weights.
     edge_dir: must be the dataset's: 'out' needs partitions by source
       ('by_src'), 'in' by destination.
-    collect_features: gather node (and edge) features and labels into the
-      batch.
-    channel: where finished batches go (``sample_from_nodes`` then returns at
-      once); None returns them.
-    use_all2all: unsupported; must be False.
-    concurrency: batches in flight at once.
     device: where outputs go.
     seed: seeds the random stream.
     service: this process's PartitionService (default: build one).
-    defer_feature_rows: leave the node and edge feature rows of a message
-      as :class:`~graphlearn_torch.channel.DeferredTensor` entries, gathered
-      when the message is written: for batches bound for a ``ShmChannel``,
-      which gathers them straight into its shared memory.
     time_attr: temporal sampling by the partitions' 'node_time' or
       'edge_time' (PyG's ``time_attr``; see ``NeighborSampler``): a seed of
       time t reaches only the past, across partitions.
@@ -85,46 +90,25 @@ class DistNeighborSampler(ConcurrentEventLoop):
     with_neg: bool = False,
     with_weight: bool = False,
     edge_dir: Literal['in', 'out'] = 'out',
-    collect_features: bool = False,
-    channel: Optional[ChannelBase] = None,
-    use_all2all: bool = False,
-    concurrency: int = 1,
     device: Optional[torch.device] = None,
-    seed: int = None,
+    seed: Optional[int] = None,
     service: Optional[PartitionService] = None,
-    defer_feature_rows: bool = False,
     time_attr: Optional[str] = None,
     temporal_strategy: str = 'uniform',
     disjoint: bool = False,
     subgraph_type: str = 'directional',
   ):
-    super().__init__(concurrency)
     if temporal_strategy not in TEMPORAL_STRATEGIES:
       raise ValueError(
         f'temporal_strategy must be one of {TEMPORAL_STRATEGIES}, got {temporal_strategy!r}'
       )
-    if use_all2all:
-      raise ValueError('use_all2all is not supported: features are fetched by RPC')
-    if edge_dir != data.edge_dir:
-      raise ValueError(
-        f"edge_dir '{edge_dir}' differs from the dataset's '{data.edge_dir}': the partition's "
-        'topology was built for the latter'
-      )
-    strategy = (data.meta or {}).get('edge_assign_strategy')
-    if strategy is not None and strategy != _EDGE_STRATEGY[edge_dir]:
-      raise ValueError(
-        f"edge_dir '{edge_dir}' samples each node's edges in its own partition, which needs "
-        f"partitions made with edge_assign_strategy='{_EDGE_STRATEGY[edge_dir]}'; these were "
-        f"made with '{strategy}'"
-      )
+    check_edge_dir(data, edge_dir)
     self.data = data
     self.num_neighbors = num_neighbors
     self.with_edge = with_edge
+    self.with_neg = with_neg
     self.with_weight = with_weight
     self.edge_dir = edge_dir
-    self.collect_features = collect_features
-    self.defer_feature_rows = defer_feature_rows
-    self.channel = channel
     self.device = device or torch.device('cpu')
     self.num_partitions = data.num_partitions
     self.partition_idx = data.partition_idx
@@ -142,7 +126,11 @@ class DistNeighborSampler(ConcurrentEventLoop):
 
   @classmethod
   def from_config(
-    cls, data: DistDataset, config: SamplingConfig, seed: Optional[int] = None, **kwargs
+    cls,
+    data: DistDataset,
+    config: SamplingConfig,
+    seed: Optional[int] = None,
+    service: Optional[PartitionService] = None,
   ) -> 'DistNeighborSampler':
     r"""The sampler a loader's ``SamplingConfig`` describes.
 
@@ -150,7 +138,7 @@ class DistNeighborSampler(ConcurrentEventLoop):
       data: this process's partition.
       config: the loader's sampling configuration.
       seed: seeds the random stream (default: the config's).
-      **kwargs: ``channel``, ``concurrency``, ``service``, ...
+      service: this process's PartitionService (default: build one).
     """
     return cls(
       data,
@@ -159,13 +147,12 @@ class DistNeighborSampler(ConcurrentEventLoop):
       with_neg=config.with_neg,
       with_weight=config.with_weight,
       edge_dir=config.edge_dir,
-      collect_features=config.collect_features,
       seed=config.seed if seed is None else seed,
+      service=service,
       time_attr=config.time_attr,
       temporal_strategy=config.temporal_strategy,
       disjoint=config.disjoint,
       subgraph_type=config.subgraph_type,
-      **kwargs,
     )
 
   # -- one hop -------------------------------------------------------------
@@ -293,7 +280,7 @@ class DistNeighborSampler(ConcurrentEventLoop):
       metadata={'mapping': mapping},
     )
 
-  # -- batches -----------------------------------------------------------------
+  # -- batches ---------------------------------------------------------------
 
   async def _sample_from_nodes(self, inputs: NodeSamplerInput, random: RandomStream):
     ntype, seeds = self.engine.node_seeds(inputs)
@@ -312,109 +299,27 @@ class DistNeighborSampler(ConcurrentEventLoop):
     res = await self._sample(seeds, random, seed_time)
     return self._finish(self.engine.link_output(batch, res, parts))
 
-  async def _message(self, out, input_id: Optional[torch.Tensor]) -> SampleMessage:
-    r"""The message of a sampler output, with its features and labels when
-    the sampler collects them."""
-    batch = SampledBatch.from_output(out)
-    batch.input_id = input_id
-    if self.collect_features:
+  async def sample(
+    self, sampling_type: SamplingType, inputs, random: Optional[RandomStream] = None
+  ) -> Union[SamplerOutput, HeteroSamplerOutput]:
+    r"""Samples one batch across partitions (a coroutine: run it on an
+    event loop, ``ConcurrentEventLoop``, several batches at once).
 
-      def rows(feature):
-        if feature is None:
-          return None
-        return feature.async_deferred if self.defer_feature_rows else feature.async_get
-
-      await wrap_torch_future(
-        collect_features(
-          batch,
-          self.data,
-          node_rows=rows(self.service.node_feature),
-          edge_rows=rows(self.service.edge_feature),
-        )
-      )
-    return encode(batch)
-
-  async def _sample_message(
-    self,
-    sampling_type: SamplingType,
-    inputs,
-    input_id: Optional[torch.Tensor],
-    random: RandomStream,
-  ) -> SampleMessage:
+    Args:
+      sampling_type: NODE (the neighborhood of seed nodes), LINK (of seed
+        edges' endpoints, with their negatives) or SUBGRAPH (the subgraph
+        induced by the seeds and, with ``num_neighbors``, their sampled
+        neighbors; ``metadata['mapping']`` gives the seeds' local indices).
+      inputs: the seeds: a ``NodeSamplerInput`` (or ids) for NODE and
+        SUBGRAPH, an ``EdgeSamplerInput`` for LINK.
+      random: the batch's random stream (``RandomStream.for_batch``;
+        default: the sampler's, shared by the batches in flight).
+    """
+    random = random or self.random
     if sampling_type == SamplingType.NODE:
-      out = await self._sample_from_nodes(NodeSamplerInput.cast(inputs), random)
-    elif sampling_type == SamplingType.LINK:
-      out = await self._sample_from_edges(EdgeSamplerInput.cast(inputs), random)
-    else:
-      out = await self._subgraph(NodeSamplerInput.cast(inputs), random)
-    return await self._message(out, input_id)
-
-  def sample_coroutine(
-    self,
-    sampling_type: SamplingType,
-    inputs,
-    input_id: Optional[torch.Tensor] = None,
-    random: Optional[RandomStream] = None,
-  ):
-    r"""The coroutine that samples one batch of ``inputs`` (seed nodes for
-    NODE and SUBGRAPH, seed edges for LINK) into a message.
-
-    Args:
-      sampling_type: what to sample.
-      inputs: the seeds.
-      input_id: the seeds' positions among their loader's seeds, which the
-        message carries.
-      random: the batch's random stream (``RandomStream.for_batch``; default:
-        the sampler's, shared by the batches in flight).
-    """
-    if sampling_type not in (SamplingType.NODE, SamplingType.LINK, SamplingType.SUBGRAPH):
-      raise ValueError(f'{sampling_type} sampling is not supported')
-    return self._sample_message(sampling_type, inputs, input_id, random or self.random)
-
-  def sample_from_nodes(
-    self, inputs: NodeSamplerInput, timeout: Optional[float] = None, **kwargs
-  ) -> Optional[SampleMessage]:
-    r"""Samples the neighborhood of ``inputs`` across partitions.
-
-    With a channel, the batch is sent there when done and this returns None
-    once the batch is in flight; else it waits and returns the batch as a
-    message (see ``batch.codec``).
-
-    Args:
-      inputs: the seeds.
-      timeout: seconds to wait (for the result, or for a free place among
-        ``concurrency``).
-    """
-    return self._run(self.sample_coroutine(SamplingType.NODE, inputs), timeout, **kwargs)
-
-  def sample_from_edges(
-    self, inputs: EdgeSamplerInput, timeout: Optional[float] = None, **kwargs
-  ) -> Optional[SampleMessage]:
-    r"""Samples the neighborhood of seed edges (and their negatives) across
-    partitions; returns or sends the batch as ``sample_from_nodes`` does.
-
-    Args:
-      inputs: the seed edges and negative sampling.
-      timeout: seconds to wait.
-    """
-    return self._run(self.sample_coroutine(SamplingType.LINK, inputs), timeout, **kwargs)
-
-  def subgraph(
-    self, inputs: NodeSamplerInput, timeout: Optional[float] = None, **kwargs
-  ) -> Optional[SampleMessage]:
-    r"""The subgraph induced by the seeds and (with ``num_neighbors``) their
-    sampled neighbors, across partitions; returns or sends the batch as
-    ``sample_from_nodes`` does. ``meta/mapping`` gives the seeds' local
-    indices.
-
-    Args:
-      inputs: the seeds.
-      timeout: seconds to wait.
-    """
-    return self._run(self.sample_coroutine(SamplingType.SUBGRAPH, inputs), timeout, **kwargs)
-
-  def _run(self, coro, timeout: Optional[float], on_error=None) -> Optional[SampleMessage]:
-    if self.channel is None:
-      return self.run_task(coro, timeout)
-    self.add_task(coro, callback=self.channel.send, on_error=on_error, timeout=timeout)
-    return None
+      return await self._sample_from_nodes(NodeSamplerInput.cast(inputs), random)
+    if sampling_type == SamplingType.LINK:
+      return await self._sample_from_edges(EdgeSamplerInput.cast(inputs), random)
+    if sampling_type == SamplingType.SUBGRAPH:
+      return await self._subgraph(NodeSamplerInput.cast(inputs), random)
+    raise ValueError(f'{sampling_type} sampling is not supported')

@@ -27,9 +27,9 @@ from ...sampler.one_hop import sample_one_hop
 from ...sampler.schema import RandomStream, SamplingSchema, check_graphs, mix_seed
 from ...sampler.temporal import TIME_ATTRS, TemporalSampling
 from ...typing import HOMO_EDGE_TYPE, EdgeType, NodeType
-from ..dist_dataset import DistDataset
-from ..dist_feature import DistFeature
-from ..dist_graph import DistGraph
+from ..data.dataset import DistDataset
+from ..data.feature import DistFeature
+from ..data.graph import DistGraph
 from ..runtime.event_loop import wrap_torch_future
 from ..runtime.rpc import (
   RpcDataPartitionRouter,

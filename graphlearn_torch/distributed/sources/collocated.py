@@ -10,17 +10,17 @@ from ...batch.seeds import SeedBatcher
 from ...channel import SampleMessage
 from ...sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
 from ...sampler.schema import RandomStream
-from ..dist_dataset import DistDataset
-from ..runtime.event_loop import result_within
+from ..data.dataset import DistDataset
+from ..runtime.event_loop import ConcurrentEventLoop, result_within
 from ..runtime.rpc import init_rpc, rpc_is_initialized
-from ..sampling.neighbor_sampler import DistNeighborSampler
 from .base import BatchSource
+from .messages import MessageSampler
 from .options import CollocatedDistSamplingWorkerOptions
 
 
 class DistCollocatedSamplingProducer(BatchSource):
-  r"""Samples a loader's batches in the training process, on the sampler's
-  event loop, with ``worker_options.prefetch_size`` batches sampled ahead
+  r"""Samples a loader's batches in the training process, on an event loop
+  of its own, with ``worker_options.prefetch_size`` batches sampled ahead
   while the trainer works on the current one (0: each batch is sampled when
   it is asked for).
 
@@ -47,7 +47,8 @@ class DistCollocatedSamplingProducer(BatchSource):
     self.worker_options = worker_options
     self.device = device
     self.prefetch_size = worker_options.prefetch_size
-    self.sampler: Optional[DistNeighborSampler] = None
+    self.messages: Optional[MessageSampler] = None
+    self.loop: Optional[ConcurrentEventLoop] = None
     self._batcher = SeedBatcher.from_config(len(sampler_input), self.sampling_config)
     self._epoch = -1
     self._batches = iter(())
@@ -64,9 +65,8 @@ class DistCollocatedSamplingProducer(BatchSource):
           'options master_addr and master_port'
         )
       init_rpc(opts.master_addr, opts.master_port, opts.num_rpc_threads or 16, opts.rpc_timeout)
-    self.sampler = DistNeighborSampler.from_config(
-      self.data, self.sampling_config, concurrency=self.prefetch_size + 1
-    )
+    self.messages = MessageSampler.from_config(self.data, self.sampling_config)
+    self.loop = ConcurrentEventLoop(self.prefetch_size + 1)
 
   def __len__(self) -> int:
     return len(self._batcher)
@@ -90,10 +90,8 @@ class DistCollocatedSamplingProducer(BatchSource):
       if index is None:
         return
       random = RandomStream.for_batch(self._batcher.seed, self._epoch, position)
-      coro = self.sampler.sample_coroutine(
-        config.sampling_type, self.sampler_input[index], index, random
-      )
-      self._pending.append(self.sampler.submit(coro))
+      coro = self.messages.message(config.sampling_type, self.sampler_input[index], index, random)
+      self._pending.append(self.loop.submit(coro))
 
   def next_message(self) -> Optional[SampleMessage]:
     self._sample_ahead(1)
@@ -110,7 +108,7 @@ class DistCollocatedSamplingProducer(BatchSource):
     concurrent.futures.wait(pending, self.worker_options.rpc_timeout)
 
   def shutdown(self) -> None:
-    if self.sampler is not None:
+    if self.loop is not None:
       self._drop_pending()
-      self.sampler.shutdown_loop()
-      self.sampler = None
+      self.loop.shutdown_loop()
+      self.loop = self.messages = None

@@ -27,7 +27,7 @@ from ...channel import (
   message_nbytes,
 )
 from ...sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
-from ..dist_dataset import DistDataset
+from ..data.dataset import DistDataset
 from ..runtime.context import get_context
 from .base import BatchSource, batch_wait_ms
 from .options import MpDistSamplingWorkerOptions
@@ -170,11 +170,6 @@ class DistMpSamplingProducer(BatchSource):
     r"""Batches handed out and not yet received."""
     return sum(self._per_worker)
 
-  def produce_all(self) -> int:
-    r"""Starts the next epoch (GLT's name); returns how many batches it
-    yields."""
-    return self.start_epoch()
-
   def start_epoch(
     self, epoch: Optional[int] = None, start: int = 0, seed: Optional[int] = None
   ) -> int:
@@ -308,7 +303,8 @@ class DistMpSamplingProducer(BatchSource):
       self._failed = True
       raise
 
-  def is_all_sampling_completed(self) -> bool:
+  @property
+  def epoch_sampled(self) -> bool:
     r"""Whether every sampling process has sampled all of its share of this
     epoch (its batches may still wait in the channel)."""
     self._read_status()
@@ -325,9 +321,10 @@ class DistMpSamplingProducer(BatchSource):
       except (EOFError, OSError):  # a dead process: next_message reports it
         pass
 
-  def is_all_sampling_completed_and_consumed(self) -> bool:
-    r"""Whether every batch of this epoch was sampled and received."""
-    return self._remaining == 0
+  @property
+  def remaining(self) -> int:
+    r"""Batches of this epoch not yet yielded."""
+    return self._remaining
 
   def shutdown(self, graceful: Optional[bool] = None, timeout: Optional[float] = None) -> None:
     r"""Stops the sampling processes (idempotent).

@@ -21,10 +21,11 @@ from ...batch.codec import encode_error, place_batch
 from ...channel import ChannelBase, ChannelClosedError, SampleMessage, ShmChannel
 from ...sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
 from ...sampler.schema import RandomStream
-from ..dist_dataset import DistDataset
+from ..data.dataset import DistDataset
 from ..runtime.context import init_worker_group
+from ..runtime.event_loop import ConcurrentEventLoop
 from ..runtime.rpc import init_rpc, shutdown_rpc
-from ..sampling.neighbor_sampler import DistNeighborSampler
+from .messages import MessageSampler
 from .options import MpDistSamplingWorkerOptions
 
 logger = logging.getLogger(__name__)
@@ -74,6 +75,122 @@ def _read_commands(tasks: Connection, commands: queue.SimpleQueue) -> None:
     commands.put(None)
 
 
+class _SampledBatches:
+  r"""What a sampling process does with the batches its trainer hands it:
+  samples them on its event loop and sends each into the trainer's
+  channel; a batch that fails goes there as an error, which the trainer
+  raises. Once the trainer's end of the channel is closed, it stops."""
+
+  def __init__(self, rank: int, messages: MessageSampler, loop: ConcurrentEventLoop, channel):
+    self.rank = rank
+    self.messages = messages
+    self.loop = loop
+    self.channel = channel
+    self.trainer_gone = threading.Event()
+
+  def send(self, msg: SampleMessage) -> None:
+    try:
+      self.channel.send(msg)
+    except ChannelClosedError:
+      self.trainer_gone.set()
+
+  def report(self, error: BaseException) -> None:
+    if self.trainer_gone.is_set():
+      return
+    text = ''.join(traceback.format_exception(type(error), error, error.__traceback__))
+    self.send(encode_error(f'sampling process {self.rank} (pid {os.getpid()}):\n{text}'))
+
+  def deliver(self, msg: SampleMessage) -> None:
+    try:
+      self.send(msg)
+    except Exception as error:  # writing its deferred rows failed: the trainer gets why
+      self.report(error)
+
+  def sample(self, sampling_type, sampler_input, seed: int, epoch: int, batches) -> None:
+    r"""Starts sampling ``batches`` (``(position, seed positions)`` of
+    ``epoch``), each from its own random stream."""
+    for position, index in batches:
+      if self.trainer_gone.is_set():
+        return
+      index = torch.from_numpy(index)
+      random = RandomStream.for_batch(seed, epoch, position)
+      coro = self.messages.message(sampling_type, sampler_input[index], index, random)
+      self.loop.add_task(
+        _placed(coro, epoch, position), callback=self.deliver, on_error=self.report
+      )
+
+
+def _next_command(commands: queue.SimpleQueue, parent_pid: int):
+  r"""The trainer's next command; None once the trainer is gone (its pipe
+  closed, or the process exited without closing it)."""
+  while True:
+    try:
+      return commands.get(timeout=PARENT_CHECK_S)
+    except queue.Empty:
+      if os.getppid() != parent_pid:
+        return None
+
+
+def _serve(
+  batches: _SampledBatches,
+  sampler_input,
+  config: SamplingConfig,
+  tasks: Connection,
+  status: Connection,
+  parent_pid: int,
+) -> bool:
+  r"""Follows the trainer's commands until it says stop or is gone;
+  returns whether to leave the RPC world gracefully."""
+  commands: queue.SimpleQueue = queue.SimpleQueue()
+  reader = threading.Thread(
+    target=_read_commands, args=(tasks, commands), name='glt-commands', daemon=True
+  )
+  reader.start()
+  while True:
+    received = _next_command(commands, parent_pid)
+    if received is None:
+      logger.error('sampling process %d: its trainer exited; stopping', batches.rank)
+      return False
+    command, payload = received
+    if command == MpCommand.STOP:
+      return bool(payload)  # STOP carries whether to wait for the peers
+    if command == MpCommand.SAMPLE:
+      batches.sample(config.sampling_type, sampler_input, *payload)
+    else:  # END_EPOCH
+      batches.loop.wait_all()
+      status.send(('sampled', batches.rank, payload))
+    if batches.trainer_gone.is_set():
+      logger.error('sampling process %d: its trainer exited; stopping', batches.rank)
+      return False
+
+
+def _join_sampling_world(
+  rank: int,
+  world_size: int,
+  data_payload: bytes,
+  config: SamplingConfig,
+  options: MpDistSamplingWorkerOptions,
+  channel: ChannelBase,
+) -> MessageSampler:
+  r"""Loads the partition, joins the sampling processes' RPC world (on
+  this process's GPU, if it has one) and builds its sampler (collective)."""
+  # Unpickled here rather than by the spawn bootstrap, so that a partition
+  # that fails to load is reported to the trainer with its cause.
+  data: DistDataset = pickle.loads(data_payload)
+  device = worker_device(options, rank % options.num_workers)
+  if device is not None:
+    torch.cuda.set_device(device)
+    data.set_device(device.index)
+  init_worker_group(world_size, rank, SAMPLING_GROUP)
+  init_rpc(
+    options.master_addr, options.master_port, options.num_rpc_threads or 4, options.rpc_timeout
+  )
+  seed = None if config.seed is None else config.seed + rank
+  return MessageSampler.from_config(
+    data, config, seed, defer_feature_rows=isinstance(channel, ShmChannel)
+  )
+
+
 def run_sampling_process(
   rank: int,
   world_size: int,
@@ -90,86 +207,14 @@ def run_sampling_process(
   epoch, into the trainer's channel; reports start-up, the end of each
   epoch's sampling and start-up failures on ``status``."""
   torch.set_num_threads(1)
-  sampler = None
+  loop = None
   graceful = True  # peers may still need this partition: leave together
   try:
-    # Unpickled here rather than by the spawn bootstrap, so that a partition
-    # that fails to load is reported to the trainer with its cause.
-    data: DistDataset = pickle.loads(data_payload)
-    device = worker_device(options, rank % options.num_workers)
-    if device is not None:
-      torch.cuda.set_device(device)
-      data.set_device(device.index)
-    init_worker_group(world_size, rank, SAMPLING_GROUP)
-    init_rpc(
-      options.master_addr, options.master_port, options.num_rpc_threads or 4, options.rpc_timeout
-    )
-    seed = None if config.seed is None else config.seed + rank
-    sampler = DistNeighborSampler.from_config(
-      data,
-      config,
-      seed,
-      concurrency=options.worker_concurrency,
-      defer_feature_rows=isinstance(channel, ShmChannel),
-    )
+    messages = _join_sampling_world(rank, world_size, data_payload, config, options, channel)
+    loop = ConcurrentEventLoop(options.worker_concurrency)
     status.send(('ready', rank, None))
-
-    trainer_gone = threading.Event()
-    commands: queue.SimpleQueue = queue.SimpleQueue()
-    reader = threading.Thread(
-      target=_read_commands, args=(tasks, commands), name='glt-commands', daemon=True
-    )
-    reader.start()
-
-    def send(msg: SampleMessage) -> None:
-      try:
-        channel.send(msg)
-      except ChannelClosedError:
-        trainer_gone.set()
-
-    def report(error: BaseException) -> None:
-      if trainer_gone.is_set():
-        return
-      text = ''.join(traceback.format_exception(type(error), error, error.__traceback__))
-      send(encode_error(f'sampling process {rank} (pid {os.getpid()}):\n{text}'))
-
-    def deliver(msg: SampleMessage) -> None:
-      try:
-        send(msg)
-      except Exception as error:  # writing its deferred rows failed: the trainer gets why
-        report(error)
-
-    while True:
-      try:
-        received = commands.get(timeout=PARENT_CHECK_S)
-      except queue.Empty:
-        if os.getppid() == parent_pid:
-          continue
-        received = None  # its trainer exited without closing the pipe
-      if received is None:
-        logger.error('sampling process %d: its trainer exited; stopping', rank)
-        graceful = False
-        return
-      command, payload = received
-      if command == MpCommand.STOP:
-        graceful = bool(payload)  # STOP carries whether to wait for the peers
-        return
-      if command == MpCommand.SAMPLE:
-        seed, epoch, batches = payload
-        for position, index in batches:
-          if trainer_gone.is_set():
-            break
-          index = torch.from_numpy(index)
-          random = RandomStream.for_batch(seed, epoch, position)
-          coro = sampler.sample_coroutine(config.sampling_type, sampler_input[index], index, random)
-          sampler.add_task(_placed(coro, epoch, position), callback=deliver, on_error=report)
-      else:  # END_EPOCH
-        sampler.wait_all()
-        status.send(('sampled', rank, payload))
-      if trainer_gone.is_set():
-        logger.error('sampling process %d: its trainer exited; stopping', rank)
-        graceful = False
-        return
+    batches = _SampledBatches(rank, messages, loop, channel)
+    graceful = _serve(batches, sampler_input, config, tasks, status, parent_pid)
   except Exception:
     graceful = False
     text = traceback.format_exc()
@@ -182,6 +227,6 @@ def run_sampling_process(
     except Exception:  # the trainer is gone or the channel full: status has it
       pass
   finally:
-    if sampler is not None:
-      sampler.shutdown_loop()
+    if loop is not None:
+      loop.shutdown_loop()
     shutdown_rpc(graceful=graceful, timeout=options.rpc_timeout)

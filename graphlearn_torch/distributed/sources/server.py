@@ -16,15 +16,16 @@ from ...channel import SampleMessage, message_nbytes
 from ...sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
 from ...sampler.schema import RandomStream
 from ..runtime.context import get_context
-from ..sampling.neighbor_sampler import DistNeighborSampler
+from ..runtime.event_loop import ConcurrentEventLoop
 from ..sampling.partition_service import PartitionService
+from .messages import MessageSampler
 from .options import RemoteDistSamplingWorkerOptions
 
 
 class DistServerSamplingProducer:
   r"""Samples one client loader's batches on a server, ahead of its requests.
 
-  Batches run on the sampler's event loop, ``num_workers *
+  Batches run on an event loop of its own, ``num_workers *
   worker_concurrency`` at a time, and wait in a buffer (at most
   ``buffer_capacity`` batches and ``buffer_size`` bytes) until the client
   fetches them. A fetch that finds the buffer empty is answered by the next
@@ -57,9 +58,8 @@ class DistServerSamplingProducer:
     # A batch counts in _in_flight from before its add_task until its
     # callback, and holds its place in the loop for less: _fill's add_task
     # never waits, also when a callback (in the loop's thread) calls it.
-    self.sampler = DistNeighborSampler.from_config(
-      service.data, cfg, concurrency=self.concurrency, service=service
-    )
+    self.messages = MessageSampler.from_config(service.data, cfg, service=service)
+    self.loop = ConcurrentEventLoop(self.concurrency)
     self._batcher = SeedBatcher.from_config(len(sampler_input), cfg)
     self._lock = threading.Lock()
     self._epoch, self._start = -1, 0
@@ -118,10 +118,10 @@ class DistServerSamplingProducer:
         epoch = self._epoch
       config = self.sampling_config
       random = RandomStream.for_batch(self._batcher.seed, epoch, position, self.input_offset)
-      coro = self.sampler.sample_coroutine(
+      coro = self.messages.message(
         config.sampling_type, self.sampler_input[index], index + self.input_offset, random
       )
-      self.sampler.add_task(
+      self.loop.add_task(
         coro,
         callback=functools.partial(self._finished, epoch, position),
         on_error=functools.partial(self._failed, epoch, position),
@@ -184,4 +184,4 @@ class DistServerSamplingProducer:
       stale, self._waiters = self._waiters, collections.deque()
     for waiter in stale:
       waiter.set_exception(RuntimeError('the sampling producer was destroyed'))
-    self.sampler.shutdown_loop(timeout)
+    self.loop.shutdown_loop(timeout)

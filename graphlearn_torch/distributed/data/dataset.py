@@ -8,21 +8,21 @@ from typing import Callable, Dict, List, Literal, Optional, Tuple, Union
 
 import torch
 
-from .._ext import cuda_kernels_available
-from ..data import Dataset, DeviceGroup, Feature, Graph
-from ..data.split import random_split as random_positions
-from ..partition.format import book_path, split_path
-from ..partition.load import cat_feature_cache, load_partition
-from ..partition.npy import PartitionFileError, load_npy
-from ..partition.partition_book import (
+from ..._ext import cuda_kernels_available
+from ...data import Dataset, DeviceGroup, Feature, Graph
+from ...data.split import random_split as random_positions
+from ...partition.format import book_path, split_path
+from ...partition.load import cat_feature_cache, load_partition
+from ...partition.npy import PartitionFileError, load_npy
+from ...partition.partition_book import (
   HeteroEdgePartitionDict,
   HeteroNodePartitionDict,
   PartitionBook,
   as_partition_book,
 )
-from ..partition.reader import PartitionReader
-from ..typing import EdgeType, NodeIndex, NodeLabel, NodeType
-from ..utils.common import default_id_filter, default_id_select
+from ...partition.reader import PartitionReader
+from ...typing import EdgeType, NodeIndex, NodeLabel, NodeType
+from ...utils.common import default_id_filter, default_id_select
 
 logger = logging.getLogger(__name__)
 
@@ -169,6 +169,8 @@ class DistDataset(Dataset):
         default: the partition's cached rows, which come first.
     """
     input_layout = str(input_layout).upper()
+    # The arguments, but verify: other processes load the same files (load_args).
+    load_args = {k: v for k, v in locals().items() if k not in ('self', 'verify')}
     (num_parts, idx, graph_data, node_feat_data, edge_feat_data, node_pb, edge_pb) = load_partition(
       root_dir,
       partition_idx,
@@ -187,11 +189,25 @@ class DistDataset(Dataset):
     )
     self._reader = reader
     self.meta = reader.meta if reader is not None else None
+    self._init_partition_graph(graph_data, reader, input_layout, graph_mode, device)
 
-    def per_type(d):
-      return d if hetero else {None: d}
+    self.node_pb = node_pb if hetero else as_partition_book(node_pb, num_parts)
+    self.edge_pb = edge_pb
+    placement = (feature_with_gpu, device_group_list, device, split_ratio)
+    self._init_partition_features(node_feat_data, edge_feat_data, node_pb, edge_pb, *placement)
+    self._load_labels_and_splits(root_dir, reader, whole_node_label_file, hetero)
+    if reader is not None:
+      self._load_times(reader, hetero)
+    self._load_args = load_args
+    logger.info('loaded partition %d of %d from %s', idx, num_parts, root_dir)
+    return self
 
-    graphs = per_type(graph_data)
+  def _init_partition_graph(self, graph_data, reader, input_layout, graph_mode, device) -> None:
+    """The partition's graph from ``load_partition``'s graph data (one
+    edge type's, or a dict of them by type), with the node counts of
+    META.json where there is one."""
+    hetero = isinstance(graph_data, dict)
+    graphs = graph_data if hetero else {None: graph_data}
     num_nodes = None
     if reader is not None:
       counts = reader.meta['num_nodes']
@@ -212,33 +228,22 @@ class DistDataset(Dataset):
       num_nodes=num_nodes,
     )
 
-    self.node_pb = node_pb if hetero else as_partition_book(node_pb, num_parts)
-    self.edge_pb = edge_pb
+  def _init_partition_features(
+    self, node_feat_data, edge_feat_data, node_pb, edge_pb, *placement
+  ) -> None:
+    """The partition's node and edge feature tables (its own rows, and
+    the cached rows of others), placed as ``load``'s ``feature_with_gpu``,
+    ``device_group_list``, ``device`` and ``split_ratio`` say."""
+    hetero = self.is_hetero
     self._node_feat_pb = self._edge_feat_pb = None
-    partial = (idx, hetero, feature_with_gpu, device_group_list, device, split_ratio)
     if node_feat_data is not None:
-      self.node_features, self._node_feat_pb = _partial_features(node_feat_data, node_pb, *partial)
+      self.node_features, self._node_feat_pb = _partial_features(
+        node_feat_data, node_pb, self.partition_idx, hetero, *placement
+      )
     if edge_feat_data is not None:
-      self.edge_features, self._edge_feat_pb = _partial_features(edge_feat_data, edge_pb, *partial)
-
-    self._load_labels_and_splits(root_dir, reader, whole_node_label_file, hetero)
-    if reader is not None:
-      self._load_times(reader, hetero)
-    self._load_args = dict(
-      root_dir=root_dir,
-      partition_idx=partition_idx,
-      graph_mode=graph_mode,
-      input_layout=input_layout,
-      feature_with_gpu=feature_with_gpu,
-      graph_caching=graph_caching,
-      device_group_list=device_group_list,
-      whole_node_label_file=whole_node_label_file,
-      device=device,
-      allow_pickle=allow_pickle,
-      split_ratio=split_ratio,
-    )
-    logger.info('loaded partition %d of %d from %s', idx, num_parts, root_dir)
-    return self
+      self.edge_features, self._edge_feat_pb = _partial_features(
+        edge_feat_data, edge_pb, self.partition_idx, hetero, *placement
+      )
 
   @property
   def load_args(self) -> Optional[Dict]:

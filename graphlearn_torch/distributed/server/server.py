@@ -16,16 +16,16 @@ from typing import Dict, List, Optional, Set, Tuple, Union
 import torch
 from torch.distributed import rpc
 
-from ..sampler.base import (
+from ...sampler.base import (
   EdgeSamplerInput,
   NodeSamplerInput,
   RemoteSamplerInput,
   SamplingConfig,
 )
-from ..typing import EdgeType, NodeType
-from .dist_dataset import DistDataset
-from .runtime.context import DistRole, get_context, init_server_context, set_context
-from .runtime.rpc import (
+from ...typing import EdgeType, NodeType
+from ..data.dataset import DistDataset
+from ..runtime.context import DistRole, get_context, init_server_context, set_context
+from ..runtime.rpc import (
   DEFAULT_RPC_TIMEOUT_S,
   get_rpc_worker_names,
   global_barrier,
@@ -34,9 +34,9 @@ from .runtime.rpc import (
   rpc_serve,
   shutdown_rpc,
 )
-from .sampling.partition_service import PartitionService
-from .sources.options import RemoteDistSamplingWorkerOptions
-from .sources.server import DistServerSamplingProducer
+from ..sampling.partition_service import PartitionService
+from ..sources.options import RemoteDistSamplingWorkerOptions
+from ..sources.server import DistServerSamplingProducer
 
 logger = logging.getLogger(__name__)
 

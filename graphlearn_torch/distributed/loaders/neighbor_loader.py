@@ -1,17 +1,34 @@
 """DistNeighborLoader: node-wise neighbor sampling across partitions."""
 
-from typing import Literal, Optional
+from typing import Optional
 
 import torch
 
-from ..loader.node_loader import seed_times
-from ..sampler.base import NodeSamplerInput, SamplingConfig, SamplingType
-from ..typing import InputNodes, NumNeighbors
-from .dist_dataset import DistDataset
-from .dist_loader import DistLoader, node_input
-from .sources.options import _BasicDistSamplingWorkerOptions
+from ...loader.node_loader import seed_times
+from ...loader.options import TEMPORAL, LoaderOptions, loader_options
+from ...sampler.base import NodeSamplerInput, SamplingType
+from ...typing import InputNodes, NumNeighbors
+from ..data.dataset import DistDataset
+from ..sources.options import _BasicDistSamplingWorkerOptions
+from .loader import DistLoader, node_input, sampling_config
 
 
+@loader_options(
+  'data',
+  'num_neighbors',
+  'input_nodes',
+  'batch_size',
+  'shuffle',
+  'drop_last',
+  'with_edge',
+  'with_weight',
+  'edge_dir',
+  'collect_features',
+  'to_device',
+  'random_seed',
+  'worker_options',
+  keyword=TEMPORAL,
+)
 class DistNeighborLoader(DistLoader):
   r"""Mini-batches of seed nodes with their multi-hop neighborhoods, sampled
   across the partitions of a distributed dataset.
@@ -31,24 +48,10 @@ class DistNeighborLoader(DistLoader):
       the servers: a ``Split`` (each server's split), a seed-file path (each
       server reads it), a list of paths (one per server), any of those as
       ``(node type, ...)``, or RemoteSamplerInputs.
-    batch_size: seeds per batch.
-    shuffle: reshuffle the seeds every epoch.
-    drop_last: drop the last incomplete batch.
-    with_edge: return sampled edge ids (and edge features).
-    with_weight: sample proportionally to edge weights.
-    edge_dir: 'out' or 'in'; must be the dataset's.
-    collect_features: gather features and labels into the batches.
     to_device: where batches go.
-    random_seed: seeds sampling and shuffling.
     worker_options: where sampling runs (default: collocated).
     input_time: each seed's time (temporal sampling); batches carry
       ``seed_time``.
-    time_attr: temporal sampling by the partitions' 'node_time' or
-      'edge_time' (written by the partitioner), as PyG's ``time_attr``.
-    temporal_strategy: 'uniform' or 'last' (the most recent neighbors).
-    disjoint: every seed grows a subgraph of its own; the batch's ``batch``
-      vector gives each node's seed. Temporal sampling is always disjoint.
-    subgraph_type: 'directional', 'bidirectional' or 'induced' (PyG's).
   """
 
   def __init__(
@@ -56,39 +59,13 @@ class DistNeighborLoader(DistLoader):
     data: Optional[DistDataset],
     num_neighbors: NumNeighbors,
     input_nodes: InputNodes,
-    batch_size: int = 1,
-    shuffle: bool = False,
-    drop_last: bool = False,
-    with_edge: bool = False,
-    with_weight: bool = False,
-    edge_dir: Literal['in', 'out'] = 'out',
-    collect_features: bool = False,
     to_device: Optional[torch.device] = None,
-    random_seed: Optional[int] = None,
     worker_options: Optional[_BasicDistSamplingWorkerOptions] = None,
     input_time: Optional[torch.Tensor] = None,
-    time_attr: Optional[str] = None,
-    temporal_strategy: str = 'uniform',
-    disjoint: bool = False,
-    subgraph_type: str = 'directional',
+    *,
+    options: LoaderOptions,
   ):
-    config = SamplingConfig(
-      SamplingType.NODE,
-      num_neighbors,
-      batch_size,
-      shuffle,
-      drop_last,
-      with_edge,
-      collect_features,
-      with_neg=False,
-      with_weight=with_weight,
-      edge_dir=edge_dir,
-      seed=random_seed,
-      time_attr=time_attr,
-      temporal_strategy=temporal_strategy,
-      disjoint=disjoint,
-      subgraph_type=subgraph_type,
-    )
+    config = sampling_config(SamplingType.NODE, num_neighbors, options)
     inputs = node_input(data, input_nodes)
     if input_time is not None:
       if not isinstance(inputs, NodeSamplerInput):

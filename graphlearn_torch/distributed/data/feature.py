@@ -6,11 +6,11 @@ from typing import Dict, List, Optional, Union
 
 import torch
 
-from ..channel import DeferredTensor
-from ..data import Feature
-from ..partition.partition_book import PartitionBook, positions_by_partition
-from ..typing import EdgeType, NodeType
-from .runtime.rpc import RpcCalleeBase, RpcDataPartitionRouter, rpc_register, rpc_request_async
+from ...channel import DeferredTensor
+from ...data import Feature
+from ...partition.partition_book import PartitionBook, positions_by_partition
+from ...typing import EdgeType, NodeType
+from ..runtime.rpc import RpcCalleeBase, RpcDataPartitionRouter, rpc_register, rpc_request_async
 
 TypeKey = Optional[Union[NodeType, EdgeType]]
 Features = Union[Feature, Dict[Union[NodeType, EdgeType], Feature]]

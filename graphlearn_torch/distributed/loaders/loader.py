@@ -7,13 +7,13 @@ from typing import Any, Dict, List, Optional, Union
 import torch
 from torch_geometric.data import Data, HeteroData
 
-from ..batch.codec import decode
-from ..batch.labels import label_batch
-from ..batch.progress import LoaderProgress, fingerprint
-from ..batch.pyg import to_pyg
-from ..channel import SampleMessage, ShmChannel
-from ..loader.node_loader import resolve_input_nodes
-from ..sampler.base import (
+from ...batch.codec import decode
+from ...batch.progress import fingerprint
+from ...channel import ShmChannel
+from ...loader.base import BaseLoader
+from ...loader.node_loader import resolve_input_nodes
+from ...loader.options import LoaderOptions
+from ...sampler.base import (
   EdgeSamplerInput,
   NodeSamplerInput,
   RemoteNodePathSamplerInput,
@@ -22,20 +22,20 @@ from ..sampler.base import (
   SamplingConfig,
   SamplingType,
 )
-from ..typing import Split
-from ..utils.device import resolve_device
-from .dist_dataset import DistDataset
-from .runtime.context import get_context
-from .sources.base import BatchSource
-from .sources.collocated import DistCollocatedSamplingProducer
-from .sources.multiprocess import DistMpSamplingProducer
-from .sources.options import (
+from ...typing import NumNeighbors, Split
+from ...utils.device import resolve_device
+from ..data.dataset import DistDataset
+from ..runtime.context import get_context
+from ..sources.base import BatchSource
+from ..sources.collocated import DistCollocatedSamplingProducer
+from ..sources.multiprocess import DistMpSamplingProducer
+from ..sources.options import (
   CollocatedDistSamplingWorkerOptions,
   MpDistSamplingWorkerOptions,
   RemoteDistSamplingWorkerOptions,
   _BasicDistSamplingWorkerOptions,
 )
-from .sources.remote import RemoteBatchSource
+from ..sources.remote import RemoteBatchSource
 
 LOADER_SAMPLING_TYPES = (SamplingType.NODE, SamplingType.LINK, SamplingType.SUBGRAPH)
 
@@ -75,13 +75,41 @@ def remote_node_input(input_nodes) -> Union[None, RemoteSamplerInput, List[Remot
   return None
 
 
-class DistLoader:
+def sampling_config(
+  sampling_type: SamplingType,
+  num_neighbors: Optional[NumNeighbors],
+  options: LoaderOptions,
+  with_neg: bool = False,
+) -> SamplingConfig:
+  r"""The ``SamplingConfig`` of a distributed loader's options: what its
+  batch sources (and servers) sample."""
+  return SamplingConfig(
+    sampling_type,
+    num_neighbors,
+    options.batch_size,
+    options.shuffle,
+    options.drop_last,
+    options.with_edge,
+    options.collect_features,
+    with_neg=with_neg,
+    with_weight=options.with_weight,
+    edge_dir=options.edge_dir,
+    seed=options.seed,
+    time_attr=options.time_attr,
+    temporal_strategy=options.temporal_strategy,
+    disjoint=options.disjoint,
+    subgraph_type=options.subgraph_type,
+  )
+
+
+class DistLoader(BaseLoader):
   r"""Iterates over batches of seeds, sampled across the partitions of a
   distributed dataset, as PyG ``Data`` / ``HeteroData``.
 
   Where sampling runs is the batch source's business (``sources``:
   collocated, multiprocess or remote, chosen by ``worker_options``); the
-  loader decodes and collates what it supplies.
+  loader decodes and collates what it supplies, with the lifecycle of every
+  loader (``BaseLoader``: epochs, ``state_dict``).
 
   Args:
     data: this process's partition (None on a client: servers hold them).
@@ -139,9 +167,8 @@ class DistLoader:
     source = self._create_source()
     source.init()
     self._source = source
-    self._epoch_started = False
     identity = functools.partial(self._identity, ctx.world_size, ctx.rank)
-    self._progress = LoaderProgress(len(source), identity, sampling_config.seed)
+    super().__init__(len(source), identity, sampling_config.seed, self.to_device)
 
   def _identity(self, world_size: int, rank: int) -> Dict[str, Any]:
     r"""What a state loaded into this loader must match."""
@@ -170,62 +197,24 @@ class DistLoader:
       )
     raise NotImplementedError(f'{type(opts).__name__} is not built yet')
 
-  def __len__(self) -> int:
-    return len(self._source)
+  def _start_epoch(self, epoch: int, start: int, seed: int) -> None:
+    self.sampling_config = dataclasses.replace(self.sampling_config, seed=seed)
+    self._source.start_epoch(epoch, start, seed)
 
-  def __iter__(self) -> 'DistLoader':
-    epoch, start = self._progress.start_epoch()
-    self._source.start_epoch(epoch, start, self._progress.seed)
-    self._epoch_started = True
-    return self
-
-  def __next__(self) -> Union[Data, HeteroData]:
-    if not self._epoch_started:
-      self.__iter__()
+  def _next_batch(self) -> Union[Data, HeteroData]:
     msg = self._source.next_message()
     if msg is None:
       raise StopIteration
-    self._progress.count_yielded()
-    return self._collate_fn(msg)
-
-  def state_dict(self) -> Dict[str, Any]:
-    r"""Where this rank's loader is: its seed, the epoch and how many of its
-    batches were yielded (``batch.progress``); small, ``json``- and
-    ``torch.save``-able. Batches sampled ahead and not yet yielded are not
-    part of it: a loader that loads it samples them again, the same."""
-    return self._progress.state_dict()
-
-  def load_state_dict(self, state: Dict[str, Any]) -> None:
-    r"""Resumes from a ``state_dict`` of this rank's loader: the next
-    ``iter()`` yields the batches of its epoch that were not yielded, as the
-    uninterrupted loader would have, in every mode.
-
-    Raises:
-      ValueError: the state is of another dataset or seeds, batch size,
-        world size, rank or servers, or of another format version (checked
-        before anything is sampled).
-    """
-    self._progress.load_state_dict(state)
-    self.sampling_config = dataclasses.replace(self.sampling_config, seed=self._progress.seed)
-    self._epoch_started = False
+    batch = decode(msg)
+    config = self.sampling_config
+    return self._collate(
+      batch, config.sampling_type, self._input_type, batch.input_id, config.edge_dir
+    )
 
   @property
   def _input_type(self):
     inputs = self.input_data
     return (inputs[0] if isinstance(inputs, (list, tuple)) else inputs).input_type
-
-  def _collate_fn(self, msg: SampleMessage) -> Union[Data, HeteroData]:
-    batch = decode(msg)
-    config = self.sampling_config
-    data = label_batch(
-      to_pyg(batch),
-      config.sampling_type,
-      batch.metadata,
-      self._input_type,
-      batch.input_id,
-      config.edge_dir,
-    )
-    return data.to(self.to_device) if self.to_device.type != 'cpu' else data
 
   def shutdown(self) -> None:
     r"""Stops the loader's sampling (idempotent)."""

@@ -4,9 +4,9 @@ from typing import Dict, Optional, Union
 
 import torch
 
-from ..data import Graph
-from ..partition.partition_book import PartitionBook
-from ..typing import HOMO_EDGE_TYPE, EdgeType, NodeType
+from ...data import Graph
+from ...partition.partition_book import PartitionBook
+from ...typing import HOMO_EDGE_TYPE, EdgeType, NodeType
 
 
 class DistGraph:

@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Tuple, Union
 
 import torch
 
-from ..partition.format import (
+from ...partition.format import (
   save_edge_pb,
   save_feature_partition,
   save_graph_partition,
@@ -23,8 +23,8 @@ from ..partition.format import (
   save_node_pb,
   type_key,
 )
-from ..partition.partition_book import GLTPartitionBook
-from ..typing import (
+from ...partition.partition_book import GLTPartitionBook
+from ...typing import (
   HOMO_EDGE_TYPE,
   HOMO_NODE_TYPE,
   EdgeType,
@@ -33,10 +33,10 @@ from ..typing import (
   NodeType,
   TensorDataType,
 )
-from ..utils.common import ensure_dir
-from ..utils.tensor import convert_to_tensor
-from .runtime.context import get_context, init_worker_group
-from .runtime.rpc import (
+from ...utils.common import ensure_dir
+from ...utils.tensor import convert_to_tensor
+from ..runtime.context import get_context, init_worker_group
+from ..runtime.rpc import (
   DEFAULT_RPC_TIMEOUT_S,
   RpcCalleeBase,
   all_gather,

@@ -21,10 +21,10 @@ import torch
 from torch_geometric.data import EdgeAttr, FeatureStore, GraphStore, TensorAttr
 from torch_geometric.data.graph_store import EdgeLayout
 
-from ..typing import EdgeType, NodeType
-from .dist_server import DistServer, StoreMeta
-from .runtime.client import async_request_server, request_server
-from .runtime.context import get_context
+from ...typing import EdgeType, NodeType
+from ..runtime.client import async_request_server, request_server
+from ..runtime.context import get_context
+from .server import DistServer, StoreMeta
 
 ATTR_REQUESTS = {'x': DistServer.get_node_feature, 'y': DistServer.get_node_label}
 

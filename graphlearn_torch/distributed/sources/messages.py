@@ -1,0 +1,106 @@
+"""A sampled batch made a channel message: what every batch source does
+with a ``DistNeighborSampler``'s output before it hands the batch on.
+
+The sampler samples (``sampling.neighbor_sampler``); the batch is held by
+type (``batch.sampled``), given its features and labels from every
+partition (``batch.features`` over ``DistFeature``) and encoded
+(``batch.codec``), as a single machine's loader does it in one process.
+"""
+
+from typing import Optional
+
+import torch
+
+from ...batch.codec import encode
+from ...batch.features import RowLookup, collect_features
+from ...batch.sampled import SampledBatch
+from ...channel import SampleMessage
+from ...sampler.base import SamplingConfig, SamplingType
+from ...sampler.schema import RandomStream
+from ..data.dataset import DistDataset
+from ..data.feature import DistFeature
+from ..runtime.event_loop import wrap_torch_future
+from ..sampling.neighbor_sampler import DistNeighborSampler
+from ..sampling.partition_service import PartitionService
+
+
+class MessageSampler:
+  r"""Samples batches into channel messages: a coroutine per batch, which a
+  batch source runs on its event loop.
+
+  Args:
+    sampler: the sampler.
+    collect_features: gather node (and edge) features and labels into the
+      messages.
+    defer_feature_rows: leave the feature rows of a message as
+      :class:`~graphlearn_torch.channel.DeferredTensor` entries, gathered
+      when the message is written: for batches bound for a ``ShmChannel``,
+      which gathers them straight into its shared memory.
+  """
+
+  def __init__(
+    self,
+    sampler: DistNeighborSampler,
+    collect_features: bool = False,
+    defer_feature_rows: bool = False,
+  ):
+    self.sampler = sampler
+    self.collect_features = collect_features
+    self.defer_feature_rows = defer_feature_rows
+
+  @classmethod
+  def from_config(
+    cls,
+    data: DistDataset,
+    config: SamplingConfig,
+    seed: Optional[int] = None,
+    service: Optional[PartitionService] = None,
+    defer_feature_rows: bool = False,
+  ) -> 'MessageSampler':
+    r"""The message sampler of a loader's ``SamplingConfig``.
+
+    Args:
+      data: this process's partition.
+      config: the loader's sampling configuration.
+      seed: seeds the sampler's random stream (default: the config's).
+      service: this process's PartitionService (default: build one; then
+        collective, see ``DistNeighborSampler``).
+      defer_feature_rows: see the class.
+    """
+    sampler = DistNeighborSampler.from_config(data, config, seed, service)
+    return cls(sampler, config.collect_features, defer_feature_rows)
+
+  def _rows(self, feature: Optional[DistFeature]) -> Optional[RowLookup]:
+    if feature is None:
+      return None
+    return feature.async_deferred if self.defer_feature_rows else feature.async_get
+
+  async def message(
+    self,
+    sampling_type: SamplingType,
+    inputs,
+    input_id: Optional[torch.Tensor] = None,
+    random: Optional[RandomStream] = None,
+  ) -> SampleMessage:
+    r"""Samples one batch of ``inputs`` into its message (a coroutine).
+
+    Args:
+      sampling_type: what to sample (``DistNeighborSampler.sample``).
+      inputs: the seeds.
+      input_id: the seeds' positions among their loader's seeds, which the
+        message carries.
+      random: the batch's random stream (``RandomStream.for_batch``).
+    """
+    batch = SampledBatch.from_output(await self.sampler.sample(sampling_type, inputs, random))
+    batch.input_id = input_id
+    if self.collect_features:
+      service = self.sampler.service
+      await wrap_torch_future(
+        collect_features(
+          batch,
+          self.sampler.data,
+          node_rows=self._rows(service.node_feature),
+          edge_rows=self._rows(service.edge_feature),
+        )
+      )
+    return encode(batch)
