@@ -12,6 +12,7 @@ import logging
 import os
 import time
 from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple, Union
 
 import torch
@@ -26,7 +27,6 @@ from ..typing import (
   NodeType,
   TensorDataType,
 )
-from ..utils.times import checked_time
 from .format import (
   META_FILE,
   book_path,
@@ -41,12 +41,11 @@ from .format import (
   write_feature_rows,
 )
 from .hotness import EDGE_CHUNK, expected_reads
-from .npy import as_tensor
-from .summary import PartitionSummary, split_edge_index
+from .inputs import PartitionInputs
+from .summary import PartitionSummary
 
 logger = logging.getLogger(__name__)
 
-SPLITS = ('train_idx', 'val_idx', 'test_idx')
 DEFAULT_CACHE_NUM_NEIGHBORS = [15, 10, 5]
 
 
@@ -132,111 +131,29 @@ class PartitionerBase(ABC):
     self.book = book
     self.progress = progress
     self.node_feat_dtype, self.edge_feat_dtype = node_feat_dtype, edge_feat_dtype
-    self.data_cls = (
-      'hetero' if isinstance(num_nodes, dict) or isinstance(edge_index, dict) else 'homo'
-    )
-    hetero = self.data_cls == 'hetero'
-    if hetero and not (isinstance(num_nodes, dict) and isinstance(edge_index, dict)):
-      raise TypeError('a heterogeneous graph needs num_nodes and edge_index as dicts by type')
-
-    def by_type(value, what, default_key):
-      if value is None:
-        return {}
-      if hetero != isinstance(value, dict):
-        raise TypeError(f'{what} must {"" if hetero else "not "}be a dict by type')
-      return dict(value) if hetero else {default_key: value}
-
-    self.num_nodes: Dict[NodeType, int] = {
-      t: int(n) for t, n in by_type(num_nodes, 'num_nodes', HOMO_NODE_TYPE).items()
-    }
-    self.edge_index = {
-      t: split_edge_index(e) for t, e in by_type(edge_index, 'edge_index', HOMO_EDGE_TYPE).items()
-    }
-    self.node_feat = {
-      t: as_tensor(f) for t, f in by_type(node_feat, 'node_feat', HOMO_NODE_TYPE).items()
-    }
-    self.edge_feat = {
-      t: as_tensor(f) for t, f in by_type(edge_feat, 'edge_feat', HOMO_EDGE_TYPE).items()
-    }
-    self.edge_weights = {
-      t: as_tensor(w).reshape(-1)
-      for t, w in by_type(edge_weights, 'edge_weights', HOMO_EDGE_TYPE).items()
-    }
-    self.node_labels = {
-      t: as_tensor(y) for t, y in by_type(node_labels, 'node_labels', HOMO_NODE_TYPE).items()
-    }
-    self.node_time = {
-      t: checked_time(as_tensor(v), f'node_time of {t!r}' if hetero else 'node_time')
-      for t, v in by_type(node_time, 'node_time', HOMO_NODE_TYPE).items()
-    }
-    self.edge_time = {
-      e: checked_time(as_tensor(v), f'edge_time of {e!r}' if hetero else 'edge_time')
-      for e, v in by_type(edge_time, 'edge_time', HOMO_EDGE_TYPE).items()
-    }
-    self.node_split: Dict[str, Dict[NodeType, torch.Tensor]] = {}
-    for name, ids in zip(SPLITS, node_split or (None, None, None)):
-      self.node_split[name] = {
-        t: as_tensor(x).to(torch.int64).reshape(-1)
-        for t, x in by_type(ids, name, HOMO_NODE_TYPE).items()
-      }
+    inputs = PartitionInputs.of(
+      num_nodes, edge_index, node_feat, edge_feat, edge_weights, node_labels, node_split,
+      node_time, edge_time,
+    )  # fmt: skip
+    self.data_cls = 'hetero' if inputs.hetero else 'homo'
+    self.num_nodes = inputs.num_nodes
+    self.edge_index = inputs.edge_index
+    self.node_feat, self.edge_feat = inputs.node_feat, inputs.edge_feat
+    self.edge_weights = inputs.edge_weights
+    self.node_labels = inputs.node_labels
+    self.node_time, self.edge_time = inputs.node_time, inputs.edge_time
+    self.node_split = inputs.node_split
     self.cache_memory_budget = self._per_type(cache_memory_budget)
     self.cache_ratio = self._per_type(cache_ratio)
     for ntype, ratio in self.cache_ratio.items():
       if ratio is not None and not 0.0 <= float(ratio) <= 1.0:
         raise ValueError(f'cache_ratio of {ntype!r} must be in [0, 1], got {ratio}')
     self.cache_num_neighbors = list(cache_num_neighbors or DEFAULT_CACHE_NUM_NEIGHBORS)
-    self._check_inputs()
 
   def _per_type(self, value) -> Dict[NodeType, Optional[float]]:
     if isinstance(value, dict):
       return {t: value.get(t) for t in self.num_nodes}
     return dict.fromkeys(self.num_nodes, value)
-
-  # -- input checks -------------------------------------------------------------
-
-  def _check_inputs(self) -> None:
-    for ntype, n in self.num_nodes.items():
-      if n < 0:
-        raise ValueError(f'num_nodes of {ntype!r} is negative: {n}')
-    for etype in self.edge_time:
-      if etype not in self.edge_index:
-        raise ValueError(f'edge_time names edge type {etype} missing from edge_index')
-    for etype, (rows, cols) in self.edge_index.items():
-      for side, ids, ntype in (('source', rows, etype[0]), ('destination', cols, etype[-1])):
-        if ntype not in self.num_nodes:
-          raise ValueError(f'edge type {etype} names node type {ntype!r} missing from num_nodes')
-        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.num_nodes[ntype]):
-          raise ValueError(
-            f'edge type {etype}: {side} ids must be in [0, {self.num_nodes[ntype]}), got '
-            f'[{int(ids.min())}, {int(ids.max())}]'
-          )
-      num_edges = rows.numel()
-      for what, table in (
-        ('edge_feat', self.edge_feat),
-        ('edge_weights', self.edge_weights),
-        ('edge_time', self.edge_time),
-      ):
-        if etype in table and table[etype].size(0) != num_edges:
-          raise ValueError(
-            f'{what} of {etype} has {table[etype].size(0)} rows for {num_edges} edges'
-          )
-    for what, table in (
-      ('node_feat', self.node_feat),
-      ('node_labels', self.node_labels),
-      ('node_time', self.node_time),
-    ):
-      for ntype, t in table.items():
-        if ntype not in self.num_nodes:
-          raise ValueError(f'{what} names node type {ntype!r} missing from num_nodes')
-        if t.size(0) != self.num_nodes[ntype]:
-          raise ValueError(
-            f'{what} of {ntype!r} has {t.size(0)} rows for {self.num_nodes[ntype]} nodes'
-          )
-    for name, split in self.node_split.items():
-      for ntype, ids in split.items():
-        n = self.num_nodes.get(ntype, 0)
-        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= n):
-          raise ValueError(f'{name} of {ntype!r} holds ids outside [0, {n})')
 
   # -- GLT accessors --------------------------------------------------------------
 
@@ -329,7 +246,6 @@ class PartitionerBase(ABC):
     os.makedirs(out, exist_ok=True)
     if os.path.exists(os.path.join(out, META_FILE)):
       os.remove(os.path.join(out, META_FILE))  # a stale table must not survive
-    parts = range(self.num_parts)
     steps = len(self.edge_index) * (self.num_parts + graph_caching) + len(self.num_nodes)
     if with_feature:
       steps += (len(self.node_feat) + len(self.edge_feat)) * self.num_parts
@@ -339,130 +255,138 @@ class PartitionerBase(ABC):
       unit='step',
       disable=None if self.progress else True,
     )
-    summary = PartitionSummary(self.name, self.num_parts)
-
+    run = _Run(bar, PartitionSummary(self.name, self.num_parts), with_feature, graph_caching)
     logger.info('%s partitioner: assigning nodes to %d partitions', self.name, self.num_parts)
+    run.node_pb = self._checked_assignment()
+    bar.update(1)
+    self._write_node_books(run)
+    num_edges = {type_key(etype): self._write_edges(run, etype) for etype in self.edge_index}
+    if with_feature:
+      self._write_node_features(run)
+    self._write_labels_times_and_splits(run)
+    self._write_meta(run, num_edges)
+    bar.update(1)
+    bar.close()
+    run.summary.seconds = time.perf_counter() - start
+    logger.info('partitioned into %s\n%s', out, run.summary.format())
+    return run.summary
+
+  def _checked_assignment(self) -> Dict[NodeType, torch.Tensor]:
+    """``_assign_nodes``' partition ids (int64), checked."""
     node_pb = {t: pb.to(torch.int64) for t, pb in self._assign_nodes().items()}
     for ntype, n in self.num_nodes.items():
       pb = node_pb[ntype]
       if pb.numel() != n or (n and (int(pb.min()) < 0 or int(pb.max()) >= self.num_parts)):
         raise RuntimeError(f'{self.name}: bad assignment of node type {ntype!r}')
-    bar.update(1)
+    return node_pb
 
-    # Node ids as written: the original ones, or renumbered by partition.
-    new_ids: Dict[NodeType, Optional[torch.Tensor]] = dict.fromkeys(self.num_nodes)
-    original_ids: Dict[NodeType, torch.Tensor] = {}  # range book: new id -> original id
-    node_ranges = {}
-    for ntype, pb in node_pb.items():
+  def _write_node_books(self, run: '_Run') -> None:
+    """Writes each node type's book: a partition id per node ('tensor'),
+    or the node ids renumbered by partition ('range': ``node_map``)."""
+    for ntype, pb in run.node_pb.items():
       counts = torch.bincount(pb, minlength=self.num_parts)
-      summary.nodes[type_key(ntype)] = counts.tolist()
+      run.summary.nodes[type_key(ntype)] = counts.tolist()
       if self.book == 'range':
-        order = original_ids[ntype] = torch.sort(pb, stable=True).indices
-        new_ids[ntype] = torch.empty_like(order)
-        new_ids[ntype][order] = torch.arange(order.numel())
+        order = run.original_ids[ntype] = torch.sort(pb, stable=True).indices
+        run.new_ids[ntype] = torch.empty_like(order)
+        run.new_ids[ntype][order] = torch.arange(order.numel())
         ends = torch.cumsum(counts, 0).tolist()
-        node_ranges[type_key(ntype)] = [[e - int(c), e] for e, c in zip(ends, counts)]
-        save_npy(out, book_path('node_map', self._dir(ntype)), order)
+        run.node_ranges[type_key(ntype)] = [[e - int(c), e] for e, c in zip(ends, counts)]
+        save_npy(self.output_dir, book_path('node_map', self._dir(ntype)), order)
       else:
-        save_npy(out, book_path('node_pb', self._dir(ntype)), pb)
-      bar.update(1)
+        save_npy(self.output_dir, book_path('node_pb', self._dir(ntype)), pb)
+      run.bar.update(1)
 
-    def renumber(ntype, ids):
-      return ids if new_ids[ntype] is None else new_ids[ntype][ids]
+  def _edge_assignment(self, run: '_Run', etype: EdgeType) -> torch.Tensor:
+    """Each edge's partition (int16), chunk by chunk; counts the cut."""
+    rows, cols = self.edge_index[etype]
+    assign = torch.empty(rows.numel(), dtype=torch.int16)
+    cut = 0
+    for s in range(0, rows.numel(), EDGE_CHUNK):
+      src_part = run.node_pb[etype[0]][rows[s : s + EDGE_CHUNK].to(torch.int64)]
+      dst_part = run.node_pb[etype[-1]][cols[s : s + EDGE_CHUNK].to(torch.int64)]
+      cut += int((src_part != dst_part).sum())
+      assign[s : s + EDGE_CHUNK] = src_part if self.edge_assign_strategy == 'by_src' else dst_part
+    run.summary.cut_edges += cut
+    return assign
 
-    # Edges: assignment, cut count, per-partition files.
-    num_edges = {}
-    for etype, (rows, cols) in self.edge_index.items():
-      src_t, dst_t = etype[0], etype[-1]
+  def _write_edges(self, run: '_Run', etype: EdgeType) -> int:
+    """Writes an edge type's book, each partition's edges (and their
+    features), and the whole graph's with ``graph_caching``; returns the
+    edge count."""
+    out = self.output_dir
 
-      def write_edges(partition_idx, eids, etype=etype):
-        """Writes the edges ``eids`` (None: all) of ``etype`` into a
-        partition's graph directory (None: the whole graph's)."""
-        write_edge_rows(
-          out, graph_path(partition_idx, self._dir(etype)), self.edge_index[etype],
-          self.edge_weights.get(etype), eids,
-          lambda r, c: (renumber(etype[0], r), renumber(etype[-1], c)), self.chunk_size * 16,
-        )  # fmt: skip
+    def write_edges(partition_idx, eids):
+      """Writes the edges ``eids`` (None: all) into a partition's graph
+      directory (None: the whole graph's)."""
+      write_edge_rows(
+        out, graph_path(partition_idx, self._dir(etype)), self.edge_index[etype],
+        self.edge_weights.get(etype), eids,
+        lambda r, c: (run.renumber(etype[0], r), run.renumber(etype[-1], c)), self.chunk_size * 16,
+      )  # fmt: skip
 
-      num_edges[type_key(etype)] = rows.numel()
-      assign = torch.empty(rows.numel(), dtype=torch.int16)
-      cut = 0
-      for s in range(0, rows.numel(), EDGE_CHUNK):
-        src_part = node_pb[src_t][rows[s : s + EDGE_CHUNK].to(torch.int64)]
-        dst_part = node_pb[dst_t][cols[s : s + EDGE_CHUNK].to(torch.int64)]
-        cut += int((src_part != dst_part).sum())
-        assign[s : s + EDGE_CHUNK] = src_part if self.edge_assign_strategy == 'by_src' else dst_part
-      summary.cut_edges += cut
-      save_npy(out, book_path('edge_pb', self._dir(etype)), assign)
-      counts = []
-      for p in parts:
-        eids = torch.nonzero(assign == p).view(-1)
-        counts.append(eids.numel())
-        write_edges(p, eids)
-        if with_feature and etype in self.edge_feat:
-          write_feature_rows(
-            out,
-            feature_path(p, 'edge_feat', self._dir(etype)),
-            self.edge_feat[etype],
-            self.edge_feat_dtype,
-            eids,
-            eids,
-            self.chunk_size,
-          )
-          bar.update(1)
-        bar.update(1)
-      del assign
-      summary.edges[type_key(etype)] = counts
-      if graph_caching:
-        write_edges(None, None)
-        bar.update(1)
+    assign = self._edge_assignment(run, etype)
+    save_npy(out, book_path('edge_pb', self._dir(etype)), assign)
+    counts = []
+    for p in range(self.num_parts):
+      eids = torch.nonzero(assign == p).view(-1)
+      counts.append(eids.numel())
+      write_edges(p, eids)
+      if run.with_feature and etype in self.edge_feat:
+        path = feature_path(p, 'edge_feat', self._dir(etype))
+        feat = self.edge_feat[etype]
+        write_feature_rows(out, path, feat, self.edge_feat_dtype, eids, eids, self.chunk_size)
+        run.bar.update(1)
+      run.bar.update(1)
+    run.summary.edges[type_key(etype)] = counts
+    if run.graph_caching:
+      write_edges(None, None)
+      run.bar.update(1)
+    return assign.numel()
 
-    # Node features and caches.
-    caches = self._cache_nodes(node_pb) if with_feature else {}
-    for ntype, table in self.node_feat.items() if with_feature else ():
+  def _write_node_features(self, run: '_Run') -> None:
+    """Writes each partition's node feature rows, and its cache of other
+    partitions' hottest rows where a cache size is given."""
+    caches = self._cache_nodes(run.node_pb)
+    for ntype, table in self.node_feat.items():
       cache = caches.get(ntype)
-      for p in parts:
-        owned = torch.nonzero(node_pb[ntype] == p).view(-1)
+      for p in range(self.num_parts):
+        owned = torch.nonzero(run.node_pb[ntype] == p).view(-1)
         base = feature_path(p, 'node_feat', self._dir(ntype))
-        write_feature_rows(
-          out, base, table, self.node_feat_dtype, owned, renumber(ntype, owned), self.chunk_size
-        )
-        if cache is not None:
+        rows = [(owned, '')] + ([(cache[p], 'cache_')] if cache is not None else [])
+        for ids, prefix in rows:
           write_feature_rows(
-            out,
-            base,
-            table,
-            self.node_feat_dtype,
-            cache[p],
-            renumber(ntype, cache[p]),
-            self.chunk_size,
-            'cache_',
-          )
-        bar.update(1)
+            self.output_dir, base, table, self.node_feat_dtype, ids, run.renumber(ntype, ids),
+            self.chunk_size, prefix,
+          )  # fmt: skip
+        run.bar.update(1)
       if cache is not None:
-        summary.cache_nodes[type_key(ntype)] = [c.numel() for c in cache]
+        run.summary.cache_nodes[type_key(ntype)] = [c.numel() for c in cache]
 
-    # Labels, times and seed splits.
+  def _write_labels_times_and_splits(self, run: '_Run') -> None:
+    out, hetero = self.output_dir, self.data_cls == 'hetero'
+
     def in_written_ids(table):
-      return {t: v[original_ids[t]] if t in original_ids else v for t, v in table.items()}
+      return {t: v[run.original_ids[t]] if t in run.original_ids else v for t, v in table.items()}
 
     for ntype, labels in in_written_ids(self.node_labels).items():
       save_npy(out, book_path('labels', self._dir(ntype)), labels)
-    hetero = self.data_cls == 'hetero'
     save_times(out, 'node_time', in_written_ids(self.node_time), hetero)
     save_times(out, 'edge_time', self.edge_time, hetero)  # edge ids are not renumbered
     for name, split in self.node_split.items():
       for ntype, ids in split.items():
-        owner = node_pb[ntype][ids]
-        for p in parts:
-          save_npy(out, split_path(name, p, self._dir(ntype)), renumber(ntype, ids[owner == p]))
+        owner = run.node_pb[ntype][ids]
+        for p in range(self.num_parts):
+          path = split_path(name, p, self._dir(ntype))
+          save_npy(out, path, run.renumber(ntype, ids[owner == p]))
         if name == 'train_idx':
-          summary.train_nodes[type_key(ntype)] = torch.bincount(
-            owner, minlength=self.num_parts
-          ).tolist()
+          counts = torch.bincount(owner, minlength=self.num_parts)
+          run.summary.train_nodes[type_key(ntype)] = counts.tolist()
 
+  def _write_meta(self, run: '_Run', num_edges: Dict[str, int]) -> None:
+    hetero = self.data_cls == 'hetero'
     save_meta(
-      out,
+      self.output_dir,
       self.num_parts,
       self.data_cls,
       list(self.num_nodes) if hetero else None,
@@ -472,13 +396,34 @@ class PartitionerBase(ABC):
       book=self.book,
       num_nodes={type_key(t): n for t, n in self.num_nodes.items()},
       num_edges=num_edges,
-      node_ranges=node_ranges or None,
-      graph_caching=bool(graph_caching),
-      with_feature=bool(with_feature),
+      node_ranges=run.node_ranges or None,
+      graph_caching=bool(run.graph_caching),
+      with_feature=bool(run.with_feature),
       complete=True,
     )
-    bar.update(1)
-    bar.close()
-    summary.seconds = time.perf_counter() - start
-    logger.info('partitioned into %s\n%s', out, summary.format())
-    return summary
+
+
+@dataclass
+class _Run:
+  """One ``partition()`` call's progress bar, summary and node ids.
+
+  Args:
+    bar: the progress bar.
+    summary: what was written, so far.
+    with_feature: write features.
+    graph_caching: also write the whole graph.
+  """
+
+  bar: tqdm
+  summary: PartitionSummary
+  with_feature: bool
+  graph_caching: bool
+  node_pb: Dict[NodeType, torch.Tensor] = field(default_factory=dict)
+  # Node ids as written: renumbered by partition (the range book), or not.
+  new_ids: Dict[NodeType, torch.Tensor] = field(default_factory=dict)
+  original_ids: Dict[NodeType, torch.Tensor] = field(default_factory=dict)  # new id -> original
+  node_ranges: Dict[str, list] = field(default_factory=dict)
+
+  def renumber(self, ntype: NodeType, ids: torch.Tensor) -> torch.Tensor:
+    """``ids`` as written."""
+    return self.new_ids[ntype][ids] if ntype in self.new_ids else ids

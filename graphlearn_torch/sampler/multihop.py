@@ -27,17 +27,14 @@ batches the answers would give.
 
 import contextlib
 import queue
-from dataclasses import dataclass
-from typing import Callable, Dict, Generator, Iterator, List, NamedTuple, Optional, Tuple, Union
+from typing import Dict, Generator, Iterator, List, Optional, Tuple, Union
 
 import torch
 
 from .._ext import ops
-from ..data.graph import DeviceTopology
 from ..typing import (
   HOMO_EDGE_TYPE,
   HOMO_NODE_TYPE,
-  EdgeType,
   NodeType,
   NumNeighbors,
 )
@@ -49,76 +46,13 @@ from .base import (
   SamplerOutput,
 )
 from .disjoint import DisjointKeys
+from .hops import HopAnswer, HopRequest, HopTrace, LocalDraws, extended, hop_counts
 from .link import LinkSampling
 from .one_hop import sample_one_hop  # noqa: F401  (its home before one_hop.py)
 from .schema import RandomStream, SamplingSchema
 
 # Node types up to this size get an id-indexed inducer map (4 bytes a node).
 DENSE_INDUCER_MAX_NODES = 1 << 26
-
-
-class HopRequest(NamedTuple):
-  """One draw of a hop: up to ``fanout`` neighbors (-1: all) of each of
-  ``seeds`` along edge type ``etype``; in temporal sampling, each seed only
-  among the edges (neighbors) of time <= its ``seed_time``."""
-
-  etype: EdgeType
-  seeds: torch.Tensor
-  fanout: int
-  seed_time: Optional[torch.Tensor] = None
-
-
-def hop_counts(counts: List[int], device: torch.device) -> torch.Tensor:
-  """Per-hop counts of one type as a tensor that ends at the last hop the
-  type appeared in (``[4, 0, 3, 0]`` -> ``[4, 0, 3]``)."""
-  end = len(counts)
-  while end > 0 and counts[end - 1] == 0:
-    end -= 1
-  return torch.tensor(counts[:end], dtype=torch.int64, device=device)
-
-
-def _extended(values: torch.Tensor, n: int) -> Tuple[torch.Tensor, torch.Tensor]:
-  """``(values followed by room for n more, that room)``.
-
-  A hop's local indices are written into the room in place, so the hops
-  need no concatenation at the end; only the earlier hops' are copied, the
-  smaller part where hops grow, as they mostly do.
-  """
-  grown = torch.empty(values.numel() + n, dtype=values.dtype, device=values.device)
-  grown[: values.numel()] = values
-  return grown, grown[values.numel() :]
-
-
-@dataclass
-class LocalDraws:
-  """What ``sample_one_hop`` needs to answer every hop from CPU topologies
-  held here; the engine then has its inducer draw each hop and relabel each
-  chunk of draws as soon as it is drawn (``Inducer.sample_induce_next``),
-  so that the inducer's sequential inserts overlap the draws. The batches
-  are the ones ``sample_one_hop``'s answers give.
-
-  Args:
-    topologies: each edge type's topology (``Graph.device_topology()``).
-    random: the stream of the kernel seeds, one per request in order.
-    with_edge: return the sampled edges' ids.
-    with_weight: draw proportionally to the edge weights.
-    replace: draw with replacement.
-    temporal: the time-sorted topology of each edge type with a time, which
-      a request that carries its seeds' times draws from.
-    last: temporal requests take the latest allowed neighbors.
-  """
-
-  topologies: Dict[EdgeType, DeviceTopology]
-  random: RandomStream
-  with_edge: bool = False
-  with_weight: bool = False
-  replace: bool = False
-  temporal: Optional[Dict[EdgeType, DeviceTopology]] = None
-  last: bool = False
-
-
-HopAnswer = Callable[[HopRequest], NeighborOutput]
-r"""Answers one hop request (a synchronous driver's part)."""
 
 
 class MultiHopSampler(LinkSampling):
@@ -234,39 +168,20 @@ class MultiHopSampler(LinkSampling):
       with self.inducer() as pooled:
         return (yield from self.sample_steps(seed_dict, pooled, local, seed_time))
     schema = self.schema
-    empty = torch.empty(0, dtype=torch.int64, device=self.sample_device)
     keys = DisjointKeys(schema, seed_dict, seed_time) if self.disjoint else None
     if keys is not None:
       seed_dict = keys.seed_keys
+    empty = torch.empty(0, dtype=torch.int64, device=self.sample_device)
     seeds = [seed_dict.get(t, empty) for t in schema.node_types]
     frontier = dict(zip(schema.node_types, inducer.init_nodes(seeds)))
     seed_local = {t: inducer.local_ids(schema.type_index[t], s) for t, s in seed_dict.items()}
-    nodes = {t: [f] for t, f in frontier.items()}
-    num_nodes = {t: [f.numel()] for t, f in frontier.items()}
-    out_etypes = {etype: schema.out_edge_type(etype) for etype in schema.edge_types}
-    # Every hop's local indices so far, one tensor per edge type (see _extended).
-    rows = {out_etypes[e]: empty for e in schema.edge_types}
-    cols = {out_etypes[e]: empty for e in schema.edge_types}
-    edges = {out_etypes[e]: [] for e in schema.edge_types}
-    num_edges = {out_etypes[e]: [0] * self.num_hops for e in schema.edge_types}
-
+    trace = HopTrace(schema, frontier, self.num_hops, empty)
     for hop in range(self.num_hops):
-      asked = [
-        (etype, frontier[schema.seed_type(etype)], fanout[hop])
-        for etype, fanout in self.fanouts.items()
-        if fanout[hop] != 0 and frontier[schema.seed_type(etype)].numel() > 0
-      ]
-      if keys is None:
-        requests = [HopRequest(etype, f, fanout) for etype, f, fanout in asked]
-      else:
-        split = [keys.split(f) for _, f, _ in asked]
-        requests = [
-          HopRequest(etype, ids, fanout, keys.seed_time(index))
-          for (etype, _, fanout), (ids, index) in zip(asked, split)
-        ]
-      srcs = [f for _, f, _ in asked]  # as the inducer keys them
+      requests, srcs = self._hop_requests(frontier, hop, keys)
       if local is not None:
-        outs, new_nodes = self._draw_and_induce(inducer, requests, srcs, local, rows, cols)
+        outs, new_nodes = self._draw_and_induce(
+          inducer, requests, srcs, local, trace.rows, trace.cols
+        )
       else:
         outs = (yield requests) if requests else []
         if len(outs) != len(requests):
@@ -274,40 +189,30 @@ class MultiHopSampler(LinkSampling):
         nbrs = [out.nbr for out in outs]
         if keys is not None:
           nbrs = [keys.neighbor_keys(f, out.nbr, out.nbr_num) for f, out in zip(srcs, outs)]
-        new_nodes = self._induce(inducer, requests, srcs, nbrs, outs, rows, cols)
-      for request, out in zip(requests, outs):
-        key = out_etypes[request.etype]
-        if out.edge is not None:
-          edges[key].append(out.edge)
-        num_edges[key][hop] = out.nbr.numel()
-      frontier = dict(zip(schema.node_types, new_nodes))
-      for t, f in frontier.items():
-        nodes[t].append(f)
-        num_nodes[t].append(f.numel())
+        new_nodes = self._induce(inducer, requests, srcs, nbrs, outs, trace.rows, trace.cols)
+      frontier = trace.add(hop, requests, outs, new_nodes)
+    return trace.result(keys, seed_local, self.with_edge)
 
-    def cat(parts):
-      if not parts:
-        return empty
-      # On the CPU, glt's kernel: torch.cat's OpenMP threads spin after it,
-      # taking cores from our kernels' threads.
-      return torch.ops.glt.concat(parts) if parts[0].is_cpu else torch.cat(parts)
-
-    node = {t: cat(v) for t, v in nodes.items()}
-    seed_index = None
-    if keys is not None:
-      split_nodes = {t: keys.split(v) for t, v in node.items()}
-      node = {t: ids for t, (ids, _) in split_nodes.items()}
-      seed_index = {t: index for t, (_, index) in split_nodes.items()}
-    return HopResult(
-      node=node,
-      row=rows,
-      col=cols,
-      edge={k: cat(v) for k, v in edges.items()} if self.with_edge else None,
-      num_sampled_nodes=num_nodes,
-      num_sampled_edges=num_edges,
-      seed_local=seed_local,
-      seed_index=seed_index,
-    )
+  def _hop_requests(
+    self, frontier: Dict[NodeType, torch.Tensor], hop: int, keys: Optional[DisjointKeys]
+  ) -> Tuple[List[HopRequest], List[torch.Tensor]]:
+    """Hop ``hop``'s requests from the nodes ``frontier`` met last, and each
+    request's seeds as the inducer keys them (disjoint sampling's keys)."""
+    schema = self.schema
+    asked = [
+      (etype, frontier[schema.seed_type(etype)], fanout[hop])
+      for etype, fanout in self.fanouts.items()
+      if fanout[hop] != 0 and frontier[schema.seed_type(etype)].numel() > 0
+    ]
+    if keys is None:
+      requests = [HopRequest(etype, f, fanout) for etype, f, fanout in asked]
+    else:
+      split = [keys.split(f) for _, f, _ in asked]
+      requests = [
+        HopRequest(etype, ids, fanout, keys.seed_time(index))
+        for (etype, _, fanout), (ids, index) in zip(asked, split)
+      ]
+    return requests, [f for _, f, _ in asked]
 
   def _induce(self, inducer, requests, srcs, nbrs, outs, rows, cols) -> List[torch.Tensor]:
     """Adds a hop's answers to ``inducer`` (``srcs`` and ``nbrs``: the
@@ -320,8 +225,8 @@ class MultiHopSampler(LinkSampling):
     seed_outs, nbr_outs = [], []
     for request, out in zip(requests, outs):
       key = schema.out_edge_type(request.etype)
-      cols[key], seed_out = _extended(cols[key], out.nbr.numel())
-      rows[key], nbr_out = _extended(rows[key], out.nbr.numel())
+      cols[key], seed_out = extended(cols[key], out.nbr.numel())
+      rows[key], nbr_out = extended(rows[key], out.nbr.numel())
       seed_outs.append(seed_out)
       nbr_outs.append(nbr_out)
     new_nodes, _, _ = inducer.induce_next(

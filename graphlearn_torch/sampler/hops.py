@@ -1,0 +1,142 @@
+"""One hop of the multi-hop engine: what it asks for (``HopRequest``), the
+topologies a CPU sampler draws it from itself (``LocalDraws``), and what a
+batch's hops have met so far (``HopTrace``)."""
+
+from dataclasses import dataclass
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
+
+import torch
+
+from ..data.graph import DeviceTopology
+from ..typing import EdgeType, NodeType
+from .base import HopResult, NeighborOutput
+from .disjoint import DisjointKeys
+from .schema import RandomStream, SamplingSchema
+
+
+class HopRequest(NamedTuple):
+  """One draw of a hop: up to ``fanout`` neighbors (-1: all) of each of
+  ``seeds`` along edge type ``etype``; in temporal sampling, each seed only
+  among the edges (neighbors) of time <= its ``seed_time``."""
+
+  etype: EdgeType
+  seeds: torch.Tensor
+  fanout: int
+  seed_time: Optional[torch.Tensor] = None
+
+
+def hop_counts(counts: List[int], device: torch.device) -> torch.Tensor:
+  """Per-hop counts of one type as a tensor that ends at the last hop the
+  type appeared in (``[4, 0, 3, 0]`` -> ``[4, 0, 3]``)."""
+  end = len(counts)
+  while end > 0 and counts[end - 1] == 0:
+    end -= 1
+  return torch.tensor(counts[:end], dtype=torch.int64, device=device)
+
+
+def extended(values: torch.Tensor, n: int) -> Tuple[torch.Tensor, torch.Tensor]:
+  """``(values followed by room for n more, that room)``.
+
+  A hop's local indices are written into the room in place, so the hops
+  need no concatenation at the end; only the earlier hops' are copied, the
+  smaller part where hops grow, as they mostly do.
+  """
+  grown = torch.empty(values.numel() + n, dtype=values.dtype, device=values.device)
+  grown[: values.numel()] = values
+  return grown, grown[values.numel() :]
+
+
+@dataclass
+class LocalDraws:
+  """What ``sample_one_hop`` needs to answer every hop from CPU topologies
+  held here; the engine then has its inducer draw each hop and relabel each
+  chunk of draws as soon as it is drawn (``Inducer.sample_induce_next``),
+  so that the inducer's sequential inserts overlap the draws. The batches
+  are the ones ``sample_one_hop``'s answers give.
+
+  Args:
+    topologies: each edge type's topology (``Graph.device_topology()``).
+    random: the stream of the kernel seeds, one per request in order.
+    with_edge: return the sampled edges' ids.
+    with_weight: draw proportionally to the edge weights.
+    replace: draw with replacement.
+    temporal: the time-sorted topology of each edge type with a time, which
+      a request that carries its seeds' times draws from.
+    last: temporal requests take the latest allowed neighbors.
+  """
+
+  topologies: Dict[EdgeType, DeviceTopology]
+  random: RandomStream
+  with_edge: bool = False
+  with_weight: bool = False
+  replace: bool = False
+  temporal: Optional[Dict[EdgeType, DeviceTopology]] = None
+  last: bool = False
+
+
+HopAnswer = Callable[[HopRequest], NeighborOutput]
+r"""Answers one hop request (a synchronous driver's part)."""
+
+
+class HopTrace:
+  """What the hops of one batch have met so far: each hop's new nodes, and
+  the edges drawn (local indices, ids, counts) by output edge type.
+
+  Args:
+    schema: the graph's types.
+    frontier: the seeds' local nodes by type (the first hop's frontier).
+    num_hops: the hops to come.
+    empty: an empty id tensor on the sampling device.
+  """
+
+  def __init__(self, schema: SamplingSchema, frontier, num_hops: int, empty: torch.Tensor):
+    self.schema = schema
+    self.empty = empty
+    self.nodes = {t: [f] for t, f in frontier.items()}
+    self.num_nodes = {t: [f.numel()] for t, f in frontier.items()}
+    out_etypes = [schema.out_edge_type(e) for e in schema.edge_types]
+    # Every hop's local indices so far, one tensor per edge type (see extended).
+    self.rows = {e: empty for e in out_etypes}
+    self.cols = {e: empty for e in out_etypes}
+    self.edges = {e: [] for e in out_etypes}
+    self.num_edges = {e: [0] * num_hops for e in out_etypes}
+
+  def add(self, hop: int, requests, outs, new_nodes) -> Dict[NodeType, torch.Tensor]:
+    """Counts hop ``hop``'s answers and new nodes; returns the next
+    frontier (the new nodes by type)."""
+    for request, out in zip(requests, outs):
+      key = self.schema.out_edge_type(request.etype)
+      if out.edge is not None:
+        self.edges[key].append(out.edge)
+      self.num_edges[key][hop] = out.nbr.numel()
+    frontier = dict(zip(self.schema.node_types, new_nodes))
+    for t, f in frontier.items():
+      self.nodes[t].append(f)
+      self.num_nodes[t].append(f.numel())
+    return frontier
+
+  def _cat(self, parts: List[torch.Tensor]) -> torch.Tensor:
+    if not parts:
+      return self.empty
+    # On the CPU, glt's kernel: torch.cat's OpenMP threads spin after it,
+    # taking cores from our kernels' threads.
+    return torch.ops.glt.concat(parts) if parts[0].is_cpu else torch.cat(parts)
+
+  def result(self, keys: Optional[DisjointKeys], seed_local, with_edge: bool) -> HopResult:
+    """The batch's ``HopResult`` (disjoint: ids and seed indices apart)."""
+    node = {t: self._cat(v) for t, v in self.nodes.items()}
+    seed_index = None
+    if keys is not None:
+      split_nodes = {t: keys.split(v) for t, v in node.items()}
+      node = {t: ids for t, (ids, _) in split_nodes.items()}
+      seed_index = {t: index for t, (_, index) in split_nodes.items()}
+    return HopResult(
+      node=node,
+      row=self.rows,
+      col=self.cols,
+      edge={k: self._cat(v) for k, v in self.edges.items()} if with_edge else None,
+      num_sampled_nodes=self.num_nodes,
+      num_sampled_edges=self.num_edges,
+      seed_local=seed_local,
+      seed_index=seed_index,
+    )
