@@ -1,12 +1,15 @@
 # graphlearn_torch: set-up, demo, tests, docs and benchmarks.
 #   make demo   set up .venv and train GraphSAGE on 2 partitions (2 trainers, this machine)
 #   make test   set up .venv, lint, run the test suite, and (where nvcc is) `make cuda`
+#   make test-fast  lint and the tests not marked slow (no spawned processes or builds)
 #   make cuda   set up .venv-cuda (torch with CUDA) and build the CUDA kernels (no GPU needed)
 #   make docs   set up .venv and build the documentation (docs/_build/html)
-#   make bench  set up .venv and run the benchmarks (beside GLT and DGL where their venvs are)
-#   make glt-peer  set up .venv-glt: GLT 0.2.4, the peer bench_sampler.py measures
-#   make device-ext  build the extension for the lent GPU machine's Python and torch, to carry
-#   make dgl-peer  set up .venv-dgl: DGL 2.1.0 and GraphBolt, the other peer bench_sampler.py measures
+#   make bench  set up .venv and run the benchmarks (beside PyG, GLT and DGL where their venvs are)
+#   make bench-report  render docs/benchmarks.md and its charts from benchmarks/results
+#   make glt-peer  set up .venv-glt: GLT 0.2.4, a peer the benchmarks measure
+#   make dgl-peer  set up .venv-dgl: DGL 2.1.0 and GraphBolt, peers the benchmarks measure
+#   make pyg-peer  set up .venv-pyg: PyG with pyg-lib built from ../shared/peers
+#   make device-ext  build the extension for a GPU machine's Python and torch, to carry there
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -26,9 +29,9 @@ CUDA_ARCHS ?= 9.0
 GLT_VENV ?= .venv-glt
 GLT_PY := $(GLT_VENV)/bin/python
 
-SOURCES := setup.py pyproject.toml $(wildcard csrc/*.h csrc/*.cpp csrc/*/*.h csrc/*/*.cpp csrc/*/*.cu csrc/*/*.cuh)
+SOURCES := setup.py pyproject.toml $(wildcard csrc/*.h csrc/*.cpp csrc/*/*.h csrc/*/*.cpp csrc/*/*/*.h csrc/*/*/*.cpp csrc/*/*.cu csrc/*/*.cuh)
 
-.PHONY: install demo test lint docs bench clean cuda glt-peer device-ext dgl-peer
+.PHONY: install demo test test-fast lint docs bench bench-report clean cuda glt-peer device-ext dgl-peer pyg-peer
 
 # torch is pinned and installed first, so nothing pulls a CUDA build of it;
 # the package is then built against it with --no-build-isolation.
@@ -52,6 +55,11 @@ lint: install
 test: lint
 	$(PY) -m pytest -q -rs
 	@if command -v nvcc >/dev/null; then $(MAKE) cuda; else echo "nvcc not found: the CUDA build (make cuda) is skipped"; fi
+
+# The inner loop: everything but the tests marked slow (spawned processes,
+# builds, whole examples), in a few minutes.
+test-fast: lint
+	$(PY) -m pytest -q -rs -m 'not slow'
 
 $(CUDA_VENV)/.installed:
 	test -x $(CUDA_PY) || $(PYTHON) -m venv $(CUDA_VENV)
@@ -91,25 +99,62 @@ $(DGL_VENV)/.installed:
 
 dgl-peer: $(DGL_VENV)/.installed
 
+# PyG's own sampler: torch (our version), torch_geometric, and pyg-lib 0.9.0
+# built from its source in ../shared/peers (about 20 minutes on 2 cores).
+# pyg-lib's CMake probes the C++ ABI with the first python3 on the path:
+# USE_CXX11_ABI gives it torch's.
+PYG_VENV ?= .venv-pyg
+PYG_PY := $(PYG_VENV)/bin/python
+PYG_LIB_SRC ?= ../shared/peers/pyg-lib-0.9.0-src.tar.gz
+
+$(PYG_VENV)/.installed:
+	test -x $(PYG_PY) || $(PYTHON) -m venv $(PYG_VENV)
+	$(PYG_PY) -m pip install -q --upgrade pip
+	$(PYG_PY) -m pip install -q torch==$(TORCH_VERSION)
+	$(PYG_PY) -m pip install -q setuptools wheel ninja cmake numpy torch_geometric
+	rm -rf $(PYG_VENV)/src && mkdir -p $(PYG_VENV)/src
+	tar -xzf $(PYG_LIB_SRC) -C $(PYG_VENV)/src
+	cd $(PYG_VENV)/src/pyg-lib-* && \
+	  USE_CXX11_ABI=$$($(abspath $(PYG_PY)) -c 'import torch; print(int(torch.compiled_with_cxx11_abi()))') \
+	  $(abspath $(PYG_PY)) -m pip install -q --no-build-isolation --no-deps .
+	$(PYG_PY) -c 'import torch_geometric.typing as t; assert t.WITH_PYG_LIB, "pyg-lib does not load"'
+	touch $@
+
+pyg-peer: $(PYG_VENV)/.installed
+
 docs: install
 	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
 
+# Every benchmark, each writing benchmarks/results/<name>.json (the peers'
+# venvs where they are set up), then the page rendered from the results.
+PEER_FLAGS = $$(test -x $(GLT_PY) && echo --glt-python $(GLT_PY)) \
+  $$(test -x $(DGL_PY) && echo --dgl-python $(DGL_PY))
 bench: install
-	$(PY) benchmarks/bench_sampler.py $$(test -x $(GLT_PY) && echo --glt-python $(GLT_PY)) \
-	  $$(test -x $(DGL_PY) && echo --dgl-python $(DGL_PY))
+	$(PY) benchmarks/bench_sampler.py $(PEER_FLAGS) $$(test -x $(PYG_PY) && echo --pyg-python $(PYG_PY))
+	$(PY) benchmarks/bench_temporal.py
+	$(PY) benchmarks/bench_contention.py $(PEER_FLAGS)
 	$(PY) benchmarks/bench_link.py
 	$(PY) benchmarks/bench_partition.py
 	$(PY) benchmarks/bench_channel.py
-	$(PY) benchmarks/bench_dist_sampling.py
+	$(PY) benchmarks/bench_dist_sampling.py $$(test -x $(GLT_PY) && echo --glt-python $(GLT_PY))
+	$(PY) benchmarks/bench_dist_sampling.py --temporal
+	$(PY) benchmarks/profile_dist_rpc.py
 	$(PY) benchmarks/bench_server_client.py
+	$(PY) benchmarks/fault_suite.py
+	if [ "$$(id -u)" = 0 ]; then $(PY) benchmarks/bench_multihost.py; fi
+	$(MAKE) bench-report
+
+bench-report: install
+	$(PY) -c 'import matplotlib' 2>/dev/null || $(PY) -m pip install -q matplotlib
+	$(PY) benchmarks/report.py
 
 clean:
-	rm -rf build *.egg-info graphlearn_torch/_C*.so docs/_build $(VENV) $(CUDA_VENV) $(GLT_VENV)
+	rm -rf build *.egg-info graphlearn_torch/_C*.so docs/_build $(VENV) $(CUDA_VENV) $(GLT_VENV) $(DGL_VENV) $(PYG_VENV)
 
-# The extension for the lent GPU machine (docs/cuda.md): its python3 is 3.12
+# The extension for the GPU machine (docs/cuda.md): its python3 is 3.12
 # with torch 2.11.0+cu130, the build PyPI serves for torch==2.11.0. Built
 # here, in place (graphlearn_torch/_C.cpython-312-*.so), stripped of debug
-# sections, and carried there: no device time goes to the build, and a build
+# sections, and carried there: the GPU machine spends no time building, and a build
 # that breaks under that torch breaks here first. DEVICE_PYTHON: a Python
 # 3.12 (pyenv's, for one).
 DEVICE_PYTHON ?= python3.12

@@ -1,33 +1,7 @@
 """Start, watch and stop a distributed graphlearn_torch job over ssh.
 
-One YAML file describes the cluster (the keys of GLT's launcher)::
-
-  dataset: synthetic
-  dataset_root_dir: /data/glt          # where <dataset>-partitions lives
-  nodes: [10.0.0.1, 10.0.0.2]          # one entry per machine, in node-rank order
-  ports: [22, 22]                      # ssh ports
-  usernames: [alice, alice]
-  python_bins: [/opt/venv/bin/python, /opt/venv/bin/python]
-  dst_paths: [/home/alice/graphlearn-torch, /home/alice/graphlearn-torch]
-  visible_devices: ['0,1', '0,1']      # CUDA_VISIBLE_DEVICES; '' on CPU machines
-  # optional:
-  num_training_procs: 2                # trainers per machine (default: the devices, or 1)
-  in_channel: 100                      # checked against the data when given
-  out_channel: 47
-  script: examples/distributed/dist_train_sage_supervised.py   # relative to dst_path
-  args: {num_workers: 2, fanout: [15, 10]}                       # more script flags
-  server_args: {num_rpc_threads: 16}                             # (server-client mode)
-  env: {OMP_NUM_THREADS: 4}
-  job_name: sage                       # tmux sessions glt-<job_name>-<node rank>
-  log_dir: logs                        # relative to dst_path
-  key_filename: ~/.ssh/id_ed25519      # else the ssh agent and ~/.ssh keys
-  # server-client mode: the first num_servers nodes serve, the others train
-  mode: server_client
-  num_servers: 1
-  server_script: examples/distributed/server_client_mode/sage_supervised_server.py
-  client_script: examples/distributed/server_client_mode/sage_supervised_client.py
-
-Commands (``python launch.py --help``)::
+One YAML file describes the cluster, with the keys of GLT's launcher (every
+key: docs/distributed.md, "Launching on a cluster")::
 
   python launch.py -c cluster.yml start --epochs 10 --batch_size 512 \\
       --master_addr 10.0.0.1 --master_port 11234

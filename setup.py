@@ -39,9 +39,13 @@ def cuda_enabled() -> bool:
 
 
 def extension():
-  # Schemas (csrc/ops), CPU kernels (csrc/cpu), bindings; CUDA kernels (csrc/cuda).
+  # Schemas (csrc/ops), CPU kernels (csrc/cpu/<concept>), the shared-memory
+  # queue (csrc/shm_queue), bindings; CUDA kernels (csrc/cuda).
   sources = sorted(
-    glob.glob('csrc/*.cpp') + glob.glob('csrc/ops/*.cpp') + glob.glob('csrc/cpu/*.cpp')
+    glob.glob('csrc/*.cpp')
+    + glob.glob('csrc/ops/*.cpp')
+    + glob.glob('csrc/cpu/**/*.cpp', recursive=True)
+    + glob.glob('csrc/shm_queue/*.cpp')
   )
   cxx_flags = ['-O3', '-fopenmp', '-Wall', '-Wno-sign-compare']
   kwargs = dict(

@@ -17,13 +17,8 @@ import statistics
 import sys
 
 import torch
-from bench_sampler import (
-  add_workload_args,
-  bench_peer,
-  bench_sampling,
-  build_graph,
-  make_seed_batches,
-)
+from results import Results, Table, add_results_argument
+from workloads import add_workload_args, build_graph, make_seed_batches, run_peer, sampling
 
 
 def main():
@@ -33,34 +28,39 @@ def main():
   p.add_argument('--rounds', type=int, default=4)
   p.add_argument('--threads', type=int, default=2)
   add_workload_args(p)
+  add_results_argument(p)
   args = p.parse_args()
+  results = Results('ab_builds', args)
   torch.set_num_threads(args.threads)
   ds, num_edges, _, _ = build_graph(args.scale, args.seed)
   seed_batches = make_seed_batches(ds.num_nodes(), args.batches, args.batch_size, args.seed)
-  *_, outs, _ = bench_sampling(ds, seed_batches, 8, args.fanout, args.seed)
+  *_, outs, _ = sampling(ds, seed_batches, 8, args.fanout, args.seed)
   sampled = [out.node for out in outs]
   print(f'graph: {ds.num_nodes():,} nodes, {num_edges:,} edges; {args.threads} threads\n')
-  print('| round | tree | sampled edges/s | gather rows/s |')
-  print('|--:|---|--:|--:|')
   figures = {'base': [], 'new': []}
+  rows = []
   for r in range(1, args.rounds + 1):
     for name, tree in (('base', args.base_tree), ('new', args.new_tree)):
-      got = bench_peer(
+      got = run_peer(
         'glt_peer.py', sys.executable, ds, seed_batches, sampled, args, args.threads, tree
       )
       figures[name].append((got['edges_per_s'], got['gather_rows_per_s']))
-      print(
-        f'| {r} | {name} | {got["edges_per_s"] / 1e6:.2f} M | '
-        f'{got["gather_rows_per_s"] / 1e6:.2f} M |',
-        flush=True,
-      )
+      rows.append([r, name, got['edges_per_s'], got['gather_rows_per_s']])
+      print(f'round {r}, {name}: {got["edges_per_s"] / 1e6:.2f} M edges/s', flush=True)
   med = {k: [statistics.median(col) for col in zip(*v)] for k, v in figures.items()}
-  print(
-    f'\nmedians: base {med["base"][0] / 1e6:.2f} M edges/s, {med["base"][1] / 1e6:.2f} M rows/s; '
-    f'new {med["new"][0] / 1e6:.2f} M edges/s, {med["new"][1] / 1e6:.2f} M rows/s; '
-    f'new/base {med["new"][0] / med["base"][0]:.3f}x edges/s, '
-    f'{med["new"][1] / med["base"][1]:.3f}x rows/s'
+  for name in ('base', 'new'):
+    rows.append(['median', name, *med[name]])
+  rows.append(['new vs base', '', med['new'][0] / med['base'][0], med['new'][1] / med['base'][1]])
+  table = results.add(
+    Table(
+      'ab',
+      f'Two builds through one harness: {args.base_tree} (base), {args.new_tree} (new)',
+      ['round', 'tree', 'sampled edges/s', 'gather rows/s'],
+      rows,
+    )
   )
+  print(table.render())
+  results.write()
 
 
 if __name__ == '__main__':

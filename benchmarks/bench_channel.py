@@ -24,6 +24,7 @@ import queue as queue_module
 import time
 
 import torch
+from results import Results, Table, add_results_argument
 
 from graphlearn_torch.channel import MpChannel, ShmChannel
 from graphlearn_torch.utils import parse_size
@@ -126,7 +127,9 @@ def main():
   p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   p.add_argument('--sizes', nargs='+', default=['1MB', '32MB'])
   p.add_argument('--gb', type=float, default=4.0, help='GB sent per size and channel')
+  add_results_argument(p)
   args = p.parse_args()
+  results = Results('bench_channel', args)
   torch.set_num_threads(1)  # the consumer, like the producer, uses one thread
   os.environ.setdefault('MALLOC_MMAP_THRESHOLD_', str(1 << 30))  # for the producers
   os.environ.setdefault('MALLOC_TRIM_THRESHOLD_', str(4 << 30))
@@ -136,21 +139,32 @@ def main():
     nbytes = parse_size(size)
     actual = message_bytes(make_message(nbytes, 0))
     count = max(20, int(args.gb * (1 << 30) / actual))
-    results = {
+    seconds_of = {
       'producer alone': in_process(producer_alone, nbytes, count),
       'torch.multiprocessing.Queue': measure('queue', nbytes, count),
       'MpChannel': measure('mp', nbytes, count),
       'ShmChannel': measure('shm', nbytes, count),
     }
-    base = results['torch.multiprocessing.Queue']
-    for name, seconds in results.items():
-      rows.append((size, name, actual * count / seconds / 1e9, count / seconds, base / seconds))
+    base = seconds_of['torch.multiprocessing.Queue']
+    for name, seconds in seconds_of.items():
+      rows.append(
+        [f'{name}, {size}', actual * count / seconds / 1e9, count / seconds, base / seconds]
+      )
 
-  print(f'torch {torch.__version__}; 1 producer process and the consumer, 1 thread each\n')
-  print('| message | channel                     |   GB/s |  messages/s | vs mp.Queue |')
-  print('|---------|-----------------------------|--------|-------------|-------------|')
-  for size, name, gbs, mps, ratio in rows:
-    print(f'| {size:>7} | {name:<27} | {gbs:6.2f} | {mps:11.1f} | {ratio:10.2f}x |')
+  table = results.add(
+    Table(
+      'channel',
+      'Batch-shaped messages from one producer process to the consumer, 1 thread each',
+      ['channel, message size', 'GB/s', 'messages/s', 'vs mp.Queue'],
+      rows,
+      chart={'label': 'channel, message size', 'value': 'GB/s'},
+      note='The producer builds every message anew (four tensors: node ids, edge rows and '
+      'columns, a float feature block); the consumer reads one value per 4 KiB page. '
+      '"producer alone" is the ceiling: building the messages without sending them.',
+    )
+  )
+  print(table.render())
+  results.write()
 
 
 if __name__ == '__main__':

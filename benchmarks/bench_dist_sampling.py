@@ -58,6 +58,7 @@ from typing import Optional
 
 import numpy as np
 import torch
+from results import Results, Table, add_results_argument
 
 import graphlearn_torch as glt
 
@@ -265,6 +266,82 @@ def glt_worker_mode(python: str, root: str, mode: str, batches: int):
   return r['batches'], r['edges'], r['seconds'], r['warmup']
 
 
+def measure_rows(args, root: str, ds) -> tuple:
+  r"""Every row of the run: ``[(label, (batches, edges, seconds, warm-up
+  seconds), single machine beside)]`` and the single machine's runs."""
+  # The machine's speed drifts (shared host): the single machine is
+  # measured before the first row and after every row, and each row is
+  # compared with the faster of the runs beside it.
+  singles = [single_machine(ds, args.batches, args.gpu)]
+  rows = []
+
+  def measure(label: str, result) -> None:
+    singles.append(single_machine(ds, args.batches, args.gpu))
+    rows.append((label, result, max(s[0] / s[2] for s in singles[-2:])))
+
+  per_trainer, gpu = args.batches // 2, args.gpu
+  measure('worker mode, collocated', worker_mode(root, 'collocated', 1, per_trainer, gpu))
+  for workers in (1, 2):
+    label = f'worker mode, {workers} sampler(s)/trainer'
+    measure(label, worker_mode(root, 'mp', workers, per_trainer, gpu))
+  cached = partition(args.num_nodes, args.cache_ratio, args.temporal)
+  cache = f'{args.cache_ratio:.0%} cache'
+  measure(f'worker mode, 2 samplers, {cache}', worker_mode(cached, 'mp', 2, per_trainer, gpu))
+  on_rpc = (('collocated', 1, root, 'collocated, other partition on RPC'),
+            ('mp', 1, root, '1 sampler, other partition on RPC'),
+            ('mp', 1, cached, f'1 sampler, on RPC, {cache}'))  # fmt: skip
+  for mode, workers, partitions, label in on_rpc:
+    measure(label, worker_mode(partitions, mode, workers, per_trainer, gpu, False))
+  if args.glt_python:
+    for mode, label in (('collocated', 'collocated'), ('mp', '1 sampler')):
+      result = glt_worker_mode(args.glt_python, root, mode, per_trainer)
+      measure(f'GLT 0.2.4 worker mode, {label}', result)
+  pooled = (*(sum(s[k] for s in singles) for k in range(3)), max(s[3] for s in singles))
+  rows.insert(0, ('single machine NeighborLoader', pooled, pooled[0] / pooled[2]))
+  return rows, singles
+
+
+def tables(args, rows, singles) -> list:
+  r"""The run's tables: every row, and (with --glt-python) ours against GLT."""
+  what = ', temporal (node time)' if args.temporal else ''
+  where = f', on GPU {args.gpu}' if args.gpu is not None else ''
+  runs = ' / '.join(f'{s[0] / s[2]:.2f}' for s in singles)
+  out = [
+    Table(
+      'worker_mode',
+      f'Worker mode, {args.num_nodes:,} nodes, 2 METIS partitions, 2 trainers{what}{where}',
+      [
+        'loader',
+        'batches/s',
+        'sampled edges/s',
+        'single machine beside',
+        'vs single',
+        f'first {WARMUP} batches, s',
+      ],  # fmt: skip
+      [[name, c / s, e / s, base, c / s / base, w] for name, (c, e, s, w), base in rows],
+      chart={'label': 'loader', 'value': 'batches/s'},
+      note=f'Fanout {FANOUT}, batches of {BATCH} seeds, features and labels collected. Each '
+      'row against the faster single-machine run beside it (the machine drifts); the '
+      f'single-machine runs, before the first row and after each: {runs} batches/s.',
+    )
+  ]
+  if args.glt_python:
+    rate = {name: c / s for name, (c, _, s, _), _ in rows}
+    pairs = (
+      ('collocated, other partition on RPC', 'GLT 0.2.4 worker mode, collocated'),
+      ('1 sampler, other partition on RPC', 'GLT 0.2.4 worker mode, 1 sampler'),
+    )
+    out.append(
+      Table(
+        'vs_glt',
+        "Our RPC rows against GLT 0.2.4's worker mode (GLT reads other partitions over RPC)",
+        ['ours', 'GLT', 'ours, batches/s', 'GLT, batches/s', 'ours vs GLT'],
+        [[o, g, rate[o], rate[g], rate[o] / rate[g]] for o, g in pairs],
+      )
+    )
+  return out
+
+
 def main():
   p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   p.add_argument('--num_nodes', type=int, default=1_000_000)
@@ -282,79 +359,20 @@ def main():
     '--glt-python', default=None,
     help="GLT 0.2.4's environment's python: its worker mode on the same partitions",
   )  # fmt: skip
+  add_results_argument(p)
   args = p.parse_args()
   if args.glt_python and (args.temporal or args.gpu is not None):
     p.error('--glt-python measures the CPU rows without time (GLT 0.2.4 has no temporal sampling)')
+  name = 'bench_dist_sampling' + ('_temporal' if args.temporal else '')
+  results = Results(name + ('_gpu' if args.gpu is not None else ''), args)
   start = time.perf_counter()
   root = partition(args.num_nodes, temporal=args.temporal)
   print(f'partitions ready in {time.perf_counter() - start:.1f} s: {root}')
-  # The machine's speed drifts (shared host): the single machine is
-  # measured before the first row and after every row, and each row is
-  # compared with the faster of the runs beside it.
   ds = single_machine_dataset(args.num_nodes, args.gpu, args.temporal)
-  singles = [single_machine(ds, args.batches, args.gpu)]
-  rows = []
-
-  def measure(label: str, result) -> None:
-    singles.append(single_machine(ds, args.batches, args.gpu))
-    base = max(s[0] / s[2] for s in singles[-2:])
-    rows.append((label, result, base))
-
-  per_trainer = args.batches // 2
-  measure('worker mode, collocated', worker_mode(root, 'collocated', 1, per_trainer, args.gpu))
-  for workers in (1, 2):
-    label = f'worker mode, {workers} sampler(s)/trainer'
-    measure(label, worker_mode(root, 'mp', workers, per_trainer, args.gpu))
-  cached = partition(args.num_nodes, args.cache_ratio, args.temporal)
-  label = f'worker mode, 2 samplers, {args.cache_ratio:.0%} cache'
-  measure(label, worker_mode(cached, 'mp', 2, per_trainer, args.gpu))
-  measure(
-    'collocated, other partition on RPC',
-    worker_mode(root, 'collocated', 1, per_trainer, args.gpu, False),
-  )
-  measure(
-    '1 sampler, other partition on RPC', worker_mode(root, 'mp', 1, per_trainer, args.gpu, False)
-  )
-  label = f'1 sampler, on RPC, {args.cache_ratio:.0%} cache'
-  measure(label, worker_mode(cached, 'mp', 1, per_trainer, args.gpu, False))
-  if args.glt_python:
-    for mode, label in (('collocated', 'collocated'), ('mp', '1 sampler')):
-      measure(
-        f'GLT 0.2.4 worker mode, {label}', glt_worker_mode(args.glt_python, root, mode, per_trainer)
-      )
-  pooled = (*(sum(s[k] for s in singles) for k in range(3)), max(s[3] for s in singles))
-  rows.insert(0, ('single machine NeighborLoader', pooled, pooled[0] / pooled[2]))
-  print(
-    'single machine, before the first row and after each: '
-    + ' / '.join(f'{s[0] / s[2]:.2f}' for s in singles)
-    + ' batches/s'
-  )
-  what = ', temporal (node time)' if args.temporal else ''
-  print(f'\n{args.num_nodes:,} nodes, fanout {FANOUT}, batch {BATCH}, 2 partitions (METIS){what}\n')
-  warmup_head = f'first {WARMUP} s'
-  print(
-    f'| loader                              | batches/s | sampled edges/s | single beside '
-    f'| vs single | {warmup_head:>10} |'
-  )
-  print(
-    '|-------------------------------------|-----------|-----------------|---------------'
-    '|-----------|------------|'
-  )
-  for name, (count, edges, seconds, warmup), base in rows:
-    rate = count / seconds
-    print(
-      f'| {name:<35} | {rate:9.2f} | {edges / seconds:15,.0f} | {base:13.2f} '
-      f'| {rate / base:8.2f}x | {warmup:10.2f} |'
-    )
-  if args.glt_python:
-    rate = {name: r[0] / r[2] for name, r, _ in rows}
-    pairs = (
-      ('collocated, other partition on RPC', 'GLT 0.2.4 worker mode, collocated'),
-      ('1 sampler, other partition on RPC', 'GLT 0.2.4 worker mode, 1 sampler'),
-    )
-    print('\nours over RPC against GLT: ' + ', '.join(
-      f'{ours} {rate[ours] / rate[peer]:.2f}x' for ours, peer in pairs
-    ))  # fmt: skip
+  rows, singles = measure_rows(args, root, ds)
+  for table in tables(args, rows, singles):
+    print(results.add(table).render())
+  results.write()
 
 
 if __name__ == '__main__':

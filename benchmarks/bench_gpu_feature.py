@@ -8,7 +8,7 @@ The graph of bench_sampler.py (ogbn-products' size), a random fp32 table of
 the GPU, as a GPU loader holds them). Rows, all measured in this run:
   - UVA: ``Feature(table, split_ratio=0.0)``, every row in pinned host
     memory, gathered by the GPU through UVA; beside a pinned host-to-device
-    copy of the same bytes (issue 20's target: 80% of it or more);
+    copy of the same bytes;
   - GPU: ``split_ratio=1.0``, the whole table in GPU memory; beside a
     device-to-device copy of the same bytes (target: 50% or more);
   - split 0.2: the hottest fifth of the rows by in-degree in GPU memory,
@@ -27,7 +27,8 @@ from typing import Callable
 
 import torch
 from bench_gpu_sampler import describe_machine
-from bench_sampler import build_graph, make_seed_batches, rows_per_s
+from results import Results, Table, add_results_argument
+from workloads import build_graph, make_seed_batches, rows_per_s
 
 import graphlearn_torch as glt
 
@@ -46,6 +47,41 @@ def copy_of_rows(src: torch.Tensor, dst: torch.Tensor) -> Callable[[torch.Tensor
   return copy
 
 
+def gpu_rows(ds, table, id_sets, args) -> list:
+  r"""``(gather, rows/s, peer, peer rows/s)`` of the GPU lookups: UVA
+  (split 0.0) beside a pinned host-to-device copy, GPU memory (split 1.0)
+  beside a device-to-device copy, the hottest fifth by in-degree in GPU
+  memory beside the pinned copy."""
+  device = torch.device('cuda', args.gpu)
+  sync = torch.cuda.synchronize
+  gpu_ids = [ids.to(device) for ids in id_sets]
+  most = max(ids.numel() for ids in id_sets)
+  pinned = torch.empty(most, args.dim).pin_memory()
+  on_gpu = torch.empty(most, args.dim, device=device)
+  on_gpu_too = torch.empty(most, args.dim, device=device)
+  h2d = rows_per_s(copy_of_rows(pinned, on_gpu), gpu_ids, args.repeat, sync)
+  d2d = rows_per_s(copy_of_rows(on_gpu_too, on_gpu), gpu_ids, args.repeat, sync)
+  rows = []
+  for name, ratio, peer_name, peer in (
+    ('UVA gather (split 0.0)', 0.0, 'pinned host-to-device copy', h2d),
+    ('GPU gather (split 1.0)', 1.0, 'device-to-device copy', d2d),
+  ):
+    feature = glt.data.Feature(table, split_ratio=ratio, device=args.gpu)
+    assert torch.equal(feature[gpu_ids[0][:1000]].cpu(), table[id_sets[0][:1000]])
+    rows.append(
+      (name, rows_per_s(feature.__getitem__, gpu_ids, args.repeat, sync), peer_name, peer)
+    )
+    del feature
+  ds.init_node_features(
+    table, sort_func=glt.data.sort_by_in_degree, split_ratio=0.2, device=args.gpu
+  )
+  mixed = ds.node_features
+  assert torch.equal(mixed[gpu_ids[0][:1000]].cpu(), table[id_sets[0][:1000]])
+  rate = rows_per_s(mixed.__getitem__, gpu_ids, args.repeat, sync)
+  rows.append(('mixed gather (split 0.2, by in-degree)', rate, 'pinned host-to-device copy', h2d))
+  return rows
+
+
 def main():
   p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   p.add_argument('--gpu', type=int, default=0)
@@ -53,80 +89,42 @@ def main():
   p.add_argument('--scale', type=float, default=1.0, help='graph size relative to products')
   p.add_argument('--repeat', type=int, default=5, help='timed rounds over the 8 node sets')
   p.add_argument('--seed', type=int, default=0)
+  add_results_argument(p)
   args = p.parse_args()
+  results = Results(f'bench_gpu_feature_dim{args.dim}', args)
   torch.set_num_threads(os.cpu_count() or 1)
-
-  print(describe_machine(args.gpu))
   ds, num_edges, _, _ = build_graph(args.scale, args.seed)
   sampler = glt.sampler.NeighborSampler(ds.graph, FANOUT, device='cpu', edge_dir='in', seed=0)
   id_sets = [
     sampler.sample_from_nodes(glt.sampler.NodeSamplerInput(seeds)).node
     for seeds in make_seed_batches(ds.num_nodes(), NUM_BATCHES, 1024, args.seed)
   ]
-  most = max(ids.numel() for ids in id_sets)
   table = torch.randn(ds.num_nodes(), args.dim, generator=torch.Generator().manual_seed(0))
   row_bytes = args.dim * table.element_size()
-  print(
-    f'graph: {ds.num_nodes():,} nodes, {num_edges:,} edges; table {tuple(table.shape)} fp32 '
-    f'({table.nbytes / 1e6:,.0f} MB); node sets of {NUM_BATCHES} batches: '
-    f'{sum(i.numel() for i in id_sets) / NUM_BATCHES:,.0f} ids on average'
-  )
-
-  rows = []  # (name, rows/s, peer name, peer rows/s)
   cpu = glt.data.Feature(table, with_gpu=False)
-  rows.append(
-    (
-      'CPU gather',
-      rows_per_s(cpu.__getitem__, id_sets, args.repeat),
-      'torch.index_select',
-      rows_per_s(lambda ids: table.index_select(0, ids), id_sets, args.repeat),
-    )
-  )
+  rows = [('CPU gather', rows_per_s(cpu.__getitem__, id_sets, args.repeat), 'torch.index_select',
+           rows_per_s(lambda ids: table.index_select(0, ids), id_sets, args.repeat))]  # fmt: skip
   if not torch.cuda.is_available():
     print('GPU rows skipped: no GPU (torch.cuda.is_available() is False)')
   elif not glt.data.Feature(table[:1], device=args.gpu).with_gpu:
     print('GPU rows skipped: this build has no CUDA kernels')
   else:
-    device = torch.device('cuda', args.gpu)
-    sync = torch.cuda.synchronize
-    gpu_ids = [ids.to(device) for ids in id_sets]
-    pinned = torch.empty(most, args.dim).pin_memory()
-    on_gpu = torch.empty(most, args.dim, device=device)
-    on_gpu_too = torch.empty(most, args.dim, device=device)
-    h2d = rows_per_s(copy_of_rows(pinned, on_gpu), gpu_ids, args.repeat, sync)
-    d2d = rows_per_s(copy_of_rows(on_gpu_too, on_gpu), gpu_ids, args.repeat, sync)
-    for name, ratio, peer_name, peer in (
-      ('UVA gather (split 0.0)', 0.0, 'pinned host-to-device copy', h2d),
-      ('GPU gather (split 1.0)', 1.0, 'device-to-device copy', d2d),
-    ):
-      feature = glt.data.Feature(table, split_ratio=ratio, device=args.gpu)
-      assert torch.equal(feature[gpu_ids[0][:1000]].cpu(), table[id_sets[0][:1000]])
-      rows.append(
-        (name, rows_per_s(feature.__getitem__, gpu_ids, args.repeat, sync), peer_name, peer)
-      )
-      del feature
-    ds.init_node_features(
-      table, sort_func=glt.data.sort_by_in_degree, split_ratio=0.2, device=args.gpu
-    )
-    mixed = ds.node_features
-    assert torch.equal(mixed[gpu_ids[0][:1000]].cpu(), table[id_sets[0][:1000]])
-    rows.append(
-      (
-        'mixed gather (split 0.2, by in-degree)',
-        rows_per_s(mixed.__getitem__, gpu_ids, args.repeat, sync),
-        'pinned host-to-device copy',
-        h2d,
-      )
-    )
-
-  print(f'\n{args.repeat} timed rounds over the {NUM_BATCHES} node sets; GB/s of gathered rows\n')
-  print('| gather | rows/s | GB/s | peer | peer GB/s | vs peer |')
-  print('|---|--:|--:|---|--:|--:|')
-  for name, ours, peer_name, peer in rows:
-    print(
-      f'| {name} | {ours / 1e6:,.1f} M | {ours * row_bytes / 1e9:,.2f} | {peer_name} | '
-      f'{peer * row_bytes / 1e9:,.2f} | {ours / peer:.2f}x |'
-    )
+    rows += gpu_rows(ds, table, id_sets, args)
+  out = Table(
+    'gpu_gather',
+    f'Feature lookup, {args.dim}-dim fp32 rows ({table.nbytes / 1e6:,.0f} MB table), the node '
+    f'sets of {NUM_BATCHES} sampled batches',
+    ['gather', 'rows/s', 'GB/s', 'limit or peer', 'its GB/s', 'vs it'],
+    [
+      [name, r, r * row_bytes / 1e9, peer, pr * row_bytes / 1e9, r / pr]
+      for name, r, peer, pr in rows
+    ],
+    chart={'label': 'gather', 'value': 'GB/s'},
+    note=f'{describe_machine(args.gpu)}. {args.repeat} timed rounds; GB/s counts the gathered '
+    "rows' bytes once. The copies move as many contiguous rows: the device's limit.",
+  )
+  print(results.add(out).render())
+  results.write()
 
 
 if __name__ == '__main__':

@@ -29,6 +29,7 @@ from typing import Callable, Tuple
 
 import torch
 from bench_gpu_sampler import describe_machine
+from results import Results, Table, add_results_argument
 from torch_geometric.nn import GraphSAGE
 
 import graphlearn_torch as glt
@@ -108,7 +109,9 @@ def main():
   p.add_argument('--num_nodes', type=int, default=2_449_029)
   p.add_argument('--workers', type=int, default=8, help="PyG loader's worker processes")
   p.add_argument('--seed', type=int, default=0)
+  add_results_argument(p)
   args = p.parse_args()
+  results = Results('bench_gpu_train', args)
   torch.set_num_threads(os.cpu_count() or 1)
   torch.manual_seed(args.seed)
   gpu = torch.cuda.is_available()
@@ -137,17 +140,22 @@ def main():
     rows.append((name, f'cannot sample here: {e}'))
 
   base = next((r[2] / r[1] for r in rows if len(r) == 3), None)
-  print('\n| loader | epoch s | batches | batches/s | vs the first measured row |')
-  print('|---|--:|--:|--:|--:|')
+  table_rows = []
   for row in rows:
     if len(row) == 2:
-      print(f'| {row[0]} | - | - | - | {row[1]} |')
-      continue
-    name, seconds, batches = row
-    print(
-      f'| {name} | {seconds:.2f} | {batches} | {batches / seconds:.1f} | '
-      f'{batches / seconds / base:.2f}x |'
-    )
+      table_rows.append([row[0], None, None, None, None, row[1]])
+    else:
+      name, seconds, batches = row
+      table_rows.append([name, seconds, batches, batches / seconds, batches / seconds / base, ''])
+  table = Table(
+    'train',
+    f'GraphSAGE training epochs, {data.num_nodes:,} nodes, fanout {FANOUT}, batch {BATCH}',
+    ['loader', 'epoch, s', 'batches', 'batches/s', 'vs the first measured row', 'why not'],
+    table_rows,
+    note=f'{describe_machine(args.gpu)}. The loop of examples/train_sage_ogbn_products.py.',
+  )
+  print(results.add(table).render())
+  results.write()
 
 
 if __name__ == '__main__':

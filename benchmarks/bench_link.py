@@ -14,8 +14,9 @@ import argparse
 import time
 
 import torch
-from bench_sampler import build_graph
+from results import Results, Table, add_results_argument
 from torch_geometric.utils import negative_sampling
+from workloads import build_graph
 
 import graphlearn_torch as glt
 
@@ -36,7 +37,9 @@ def main():
   p.add_argument('--pyg_pairs', type=int, default=100_000, help='PyG is slower: fewer pairs')
   p.add_argument('--batches', type=int, default=20)
   p.add_argument('--seed', type=int, default=0)
+  add_results_argument(p)
   args = p.parse_args()
+  results = Results('bench_link', args)
   torch.set_num_threads(args.threads)
   ds, num_edges, _, build_s = build_graph(args.scale, args.seed)
   print(
@@ -71,17 +74,23 @@ def main():
     n += 1
   bps = (n - 1) / (time.perf_counter() - t)
 
-  print()
-  print('| metric                            | graphlearn_torch |         peer |  ratio | peer |')
-  print('|-----------------------------------|------------------|--------------|--------|------|')
-  print(
-    f'| negative pairs/s (strict)         | {ours:>16,.0f} | {pyg:>12,.0f} | '
-    f'{ours / pyg:>5.2f}x | PyG negative_sampling (measured) |'
+  table = results.add(
+    Table(
+      'link',
+      f'Link prediction on the CPU, {args.threads} threads',
+      ['measure', 'graphlearn_torch', 'peer', 'peer figure', 'ours vs it'],
+      [
+        ['strict negative pairs/s', ours, 'PyG negative_sampling (sparse)', pyg, ours / pyg],
+        ['LinkNeighborLoader batches/s', bps, None, None, None],
+      ],
+      note='Negative pairs are checked against the graph. LinkNeighborLoader: fanout '
+      '[15, 10, 5], 1024 seed edges a batch, binary negatives (amount 1), 100-dim fp32 '
+      "features. PyG's LinkNeighborLoader needs pyg-lib or torch-sparse: with pyg-lib, "
+      "bench_sampler.py's PyG row measures the sampler it calls.",
+    )
   )
-  print(
-    f'| LinkNeighborLoader batches/s      | {bps:>16.2f} | {"-":>12} | {"-":>6} | '
-    f'PyG LinkNeighborLoader cannot run here (needs pyg-lib or torch-sparse) |'
-  )
+  print(table.render())
+  results.write()
 
 
 if __name__ == '__main__':

@@ -35,6 +35,8 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, 'test'))  # the host network fixture
 sys.path.insert(0, HERE)
 
+from results import add_results_argument  # noqa: E402
+
 DELAYS_MS = (0.0, 1.0, 5.0)
 CONCURRENCY = (1, 4, 16)
 PORT = 29500
@@ -143,29 +145,13 @@ def round_trip_ms(server_prefix, client_prefix, address) -> float:
     echo.wait()
 
 
-def main() -> None:
-  p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-  p.add_argument('--num_nodes', type=int, default=200_000)
-  p.add_argument('--batches', type=int, default=16, help='timed batches per trainer')
-  sub = p.add_subparsers(dest='role')
-  t = sub.add_parser('trainer')
-  for name, kind in (('rank', int), ('master', str), ('port', int), ('root', str),
-                     ('concurrency', int), ('batches', int), ('out', str)):  # fmt: skip
-    t.add_argument(f'--{name}', type=kind, required=True)
-  args = p.parse_args()
-  if args.role == 'trainer':
-    return trainer(args)
-
+def measure_links(args, root: str) -> list:
+  r"""``(link, rtt ms, concurrency, batches/s, edges/s)`` of every link and
+  concurrency: loopback, then 2 network-namespace hosts on a bridge and
+  with each of DELAYS_MS added one way."""
   import bench_dist_sampling as one_host
-  from netns_hosts import HostNetwork, impaired_network, unavailable_reason
+  from netns_hosts import HostNetwork, impaired_network
 
-  reason = unavailable_reason()
-  if reason is not None:
-    sys.exit(f'cannot make hosts here: {reason}')
-  root = one_host.partition(args.num_nodes)
-  single_ds = one_host.single_machine_dataset(args.num_nodes, None)
-  singles = [one_host.single_machine(single_ds, args.batches, None)]
-  print(f'single machine: {singles[0][0] / singles[0][2]:.2f} batches/s', flush=True)
   rows = []
 
   def measure(label, commands, master, port, rtt):
@@ -186,21 +172,59 @@ def main() -> None:
       commands = [h.command([]) for h in net.hosts]
       rtt = round_trip_ms(commands[1], commands[0], net[1].address)
       measure(f'2 hosts, +{delay:g} ms one way ({how})', commands, net[0].address, PORT, rtt)
+  return rows
 
+
+def main() -> None:
+  p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  p.add_argument('--num_nodes', type=int, default=200_000)
+  p.add_argument('--batches', type=int, default=16, help='timed batches per trainer')
+  add_results_argument(p)
+  sub = p.add_subparsers(dest='role')
+  t = sub.add_parser('trainer')
+  for name, kind in (('rank', int), ('master', str), ('port', int), ('root', str),
+                     ('concurrency', int), ('batches', int), ('out', str)):  # fmt: skip
+    t.add_argument(f'--{name}', type=kind, required=True)
+  args = p.parse_args()
+  if args.role == 'trainer':
+    return trainer(args)
+
+  import bench_dist_sampling as one_host
+  from netns_hosts import unavailable_reason
+  from results import Results, Table
+
+  reason = unavailable_reason()
+  if reason is not None:
+    sys.exit(f'cannot make hosts here: {reason}')
+  results = Results('bench_multihost', args)
+  root = one_host.partition(args.num_nodes)
+  single_ds = one_host.single_machine_dataset(args.num_nodes, None)
+  singles = [one_host.single_machine(single_ds, args.batches, None)]
+  rows = measure_links(args, root)
   singles.append(one_host.single_machine(single_ds, args.batches, None))
   single = max(s[0] / s[2] for s in singles)
   base = {c: rate for label, _, c, rate, _ in rows if label == 'loopback'}
-  what = f'fanout {one_host.FANOUT}, batch {one_host.BATCH}, 2 partitions (METIS)'
   before_after = ' / '.join(f'{s[0] / s[2]:.2f}' for s in singles)
-  print(f'\n{args.num_nodes:,} nodes, {what}, 1 sampling process per trainer; '
-        f'single machine (before / after): {before_after} batches/s\n')  # fmt: skip
-  print('| link | rtt (ms) | concurrency | batches/s | sampled edges/s | vs loopback | vs single |')
-  print('|---|---|---|---|---|---|---|')
-  for label, rtt, c, rate, edges in rows:
-    print(
-      f'| {label} | {rtt:.3f} | {c} | {rate:.2f} | {edges:,.0f} | {rate / base[c]:.2f}x '
-      f'| {rate / single:.2f}x |'
-    )
+  table = Table(
+    'multihost',
+    f'Worker mode across 2 hosts, {args.num_nodes:,} nodes, 2 METIS partitions, '
+    '1 sampling process per trainer',
+    [
+      'link',
+      'round trip, ms',
+      'concurrency',
+      'batches/s',
+      'sampled edges/s',
+      'vs loopback',
+      'vs single machine',
+    ],  # fmt: skip
+    [[lbl, rtt, c, rate, e, rate / base[c], rate / single] for lbl, rtt, c, rate, e in rows],
+    note=f'Hosts: network namespaces on this machine. Fanout {one_host.FANOUT}, batches of '
+    f'{one_host.BATCH} seeds, features collected; the single machine before and after: '
+    f'{before_after} batches/s.',
+  )
+  print(results.add(table).render())
+  results.write()
 
 
 if __name__ == '__main__':

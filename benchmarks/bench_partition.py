@@ -22,11 +22,11 @@ import time
 
 import numpy as np
 import torch
+from results import Results, Table, add_results_argument
+from workloads import NUM_NODES, NUM_UNDIRECTED
 
 import graphlearn_torch as glt
 
-NUM_NODES = 2_449_029
-NUM_UNDIRECTED = 61_859_140
 FEATURE_DIM = 100
 
 CHILD = textwrap.dedent(
@@ -106,7 +106,9 @@ def main():
   p.add_argument('--parts', type=int, nargs='+', default=[2, 4])
   p.add_argument('--workdir', default='.bench/partition')
   p.add_argument('--seed', type=int, default=0)
+  add_results_argument(p)
   args = p.parse_args()
+  results = Results('bench_partition', args)
 
   t = time.perf_counter()
   write_inputs(args.workdir, args.scale, args.seed)
@@ -118,25 +120,40 @@ def main():
     f'{feats.nbytes / 1e9:.2f} GB features (ready in {time.perf_counter() - t:.0f} s); '
     f'{torch.get_num_threads()} threads'
   )
-  print(
-    f'{"partitioner":<12}{"parts":>6}{"seconds":>10}{"peak RSS GB":>13}{"edge cut":>10}'
-    f'{"pymetis s":>11}{"ratio":>8}{"pymetis GB":>12}'
-  )
+  rows = []
   for num_parts in args.parts:
     for kind in ('random', 'metis'):
       r = run_child(args.workdir, kind, num_parts)
       peer = run_child(args.workdir, 'pymetis', num_parts) if kind == 'metis' else None
-      peer_cols = (
-        f'{peer["seconds"]:>11.1f}{r["seconds"] / peer["seconds"]:>8.2f}'
-        f'{peer["peak_rss"] / 1e9:>12.2f}'
-        if peer
-        else ''
-      )
-      print(
-        f'{kind:<12}{num_parts:>6}{r["seconds"]:>10.1f}{r["peak_rss"] / 1e9:>13.2f}'
-        f'{r["cut"]:>10.3f}' + peer_cols,
-        flush=True,
-      )
+      rows.append(
+        [f'{kind}, {num_parts} parts', r['seconds'], r['peak_rss'] / 1e9, r['cut'],
+         peer['seconds'] if peer else None, r['seconds'] / peer['seconds'] if peer else None,
+         peer['peak_rss'] / 1e9 if peer else None]
+      )  # fmt: skip
+      print(rows[-1], flush=True)
+  table = results.add(
+    Table(
+      'partition',
+      f'Partitioning {feats.shape[0]:,} nodes and {edges.shape[1]:,} directed edges, '
+      f'{FEATURE_DIM}-dim fp32 features',
+      [
+        'partitioner',
+        'seconds',
+        'peak RSS, GB',
+        'edge cut',
+        'pymetis alone, s',
+        'ours vs pymetis (time)',
+        'pymetis peak RSS, GB',
+      ],  # fmt: skip
+      rows,
+      chart={'label': 'partitioner', 'value': 'peak RSS, GB'},
+      note='Each partitioning in a fresh process that memory-maps the input .npy files; '
+      'ours writes every partition, pymetis.part_graph runs METIS alone on the same '
+      'undirected graph, reading and writing nothing.',
+    )
+  )
+  print(table.render())
+  results.write()
 
 
 if __name__ == '__main__':

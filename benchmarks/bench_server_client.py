@@ -18,15 +18,9 @@ Throughput is both clients' (trainers') batches over the wall time.
 """
 
 import argparse
-import os
-import sys
 
 import torch
-
-import graphlearn_torch as glt
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_dist_sampling import (  # noqa: E402
+from bench_dist_sampling import (
   BATCH,
   FANOUT,
   SPAWN,
@@ -36,6 +30,9 @@ from bench_dist_sampling import (  # noqa: E402
   time_loader,
   worker_mode,
 )
+from results import Results, Table, add_results_argument
+
+import graphlearn_torch as glt
 
 
 def server(rank, root, port):
@@ -76,27 +73,32 @@ def main():
   p.add_argument('--num_nodes', type=int, default=1_000_000)
   p.add_argument('--batches', type=int, default=40, help='timed batches per mode')
   p.add_argument('--concurrency', type=int, default=8, help='batches in flight on a server')
+  add_results_argument(p)
   args = p.parse_args()
+  results = Results('bench_server_client', args)
   root = partition(args.num_nodes)
   per_client = args.batches // 2
-  before = worker_mode(root, 'mp', 2, per_client)
+  before = worker_mode(root, 'mp', 2, per_client, gpu=None)
   sc = server_client(root, per_client, args.concurrency)
-  after = worker_mode(root, 'mp', 2, per_client)
+  after = worker_mode(root, 'mp', 2, per_client, gpu=None)
   workers = tuple(a + b for a, b in zip(before[:3], after[:3]))
   base = workers[0] / workers[2]
-  print(
-    f'worker mode before / after: {before[0] / before[2]:.2f} / {after[0] / after[2]:.2f} batches/s'
-  )
-  print(f'\n{args.num_nodes:,} nodes, fanout {FANOUT}, batch {BATCH}, 2 partitions (METIS)\n')
-  print('| mode                                     | batches/s | sampled edges/s | vs worker |')
-  print('|------------------------------------------|-----------|-----------------|-----------|')
   rows = [
     ('worker mode, 2 trainers x 2 samplers', workers),
-    (f'server-client, 2 servers + 2 clients ({args.concurrency})', sc),
+    (f'server-client, 2 servers + 2 clients, {args.concurrency} batches in flight', sc),
   ]
-  for name, (count, edges, seconds, *_) in rows:
-    rate = count / seconds
-    print(f'| {name:<40} | {rate:9.2f} | {edges / seconds:15,.0f} | {rate / base:8.2f}x |')
+  table = Table(
+    'server_client',
+    f'Server-client against worker mode, {args.num_nodes:,} nodes, 2 METIS partitions',
+    ['mode', 'batches/s', 'sampled edges/s', 'vs worker mode'],
+    [[name, c / s, e / s, c / s / base] for name, (c, e, s, *_) in rows],
+    chart={'label': 'mode', 'value': 'batches/s'},
+    note=f'Fanout {FANOUT}, batches of {BATCH} seeds, features and labels collected. Worker '
+    f'mode measured before and after the server-client row ({before[0] / before[2]:.2f} / '
+    f'{after[0] / after[2]:.2f} batches/s) and pooled.',
+  )
+  print(results.add(table).render())
+  results.write()
 
 
 if __name__ == '__main__':

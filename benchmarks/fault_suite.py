@@ -4,9 +4,10 @@ resumption), the batches a resumed run lost and repeated, and what was left
 behind (stray processes, files in /dev/shm, channel memfds still open
 anywhere), for docs/reliability.md.
 
-Usage: python benchmarks/fault_suite.py   (about 6 minutes on 2 cores)
+Usage: python benchmarks/fault_suite.py [--only SUBSTRING]   (about 6 minutes on 2 cores)
 """
 
+import argparse
 import os
 import re
 import subprocess
@@ -14,13 +15,15 @@ import sys
 import time
 from pathlib import Path
 
+from results import Results, Table, add_results_argument
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # (fault, pytest node, regex of the time to the error in its -s output or None)
 SCENARIOS = [
   (
     'worker mode: the whole job SIGKILLed mid-epoch, restarted with --resume',
-    'test_resume.py::test_killed_job_resumes_to_the_uninterrupted_model',
+    'test_resume_examples.py::test_killed_job_resumes_to_the_uninterrupted_model',
     r'resumed after ([0-9.]+) s',
   ),
   (
@@ -55,15 +58,19 @@ SCENARIOS = [
   ),
   (
     'channel: a producer SIGKILLed mid-write',
-    'test_channel.py::test_sigkill_mid_write_leaves_the_channel_usable',
+    'test_channel_faults.py::test_sigkill_mid_write_leaves_the_channel_usable',
     None,
   ),
   (
     'channel: every producer gone (recv)',
-    'test_channel.py::test_consumer_sees_dead_producers',
+    'test_channel_faults.py::test_consumer_sees_dead_producers',
     None,
   ),
-  ('channel: the consumer gone (send)', 'test_channel.py::test_producer_sees_dead_owner', None),
+  (
+    'channel: the consumer gone (send)',
+    'test_channel_faults.py::test_producer_sees_dead_owner',
+    None,
+  ),
   (
     'channel: larger than its memory cgroup',
     'test_channel_memory.py::test_a_channel_larger_than_the_cgroup_is_a_memory_error',
@@ -180,33 +187,39 @@ def time_to_error(times) -> str:
   return f'{min(times):.1f}-{max(times):.1f} s'
 
 
+def run_scenario(fault: str, node: str, pattern) -> list:
+  r"""Runs one fault's test; its row: fault, time to the error, batches
+  lost / repeated, what was left behind, the test's result and wall time."""
+  procs, shm, memfds = our_processes(), set(os.listdir('/dev/shm')), channel_memfds()
+  started = time.monotonic()
+  done = subprocess.run(
+    [sys.executable, '-m', 'pytest', '-q', '-s', '-p', 'no:cacheprovider', f'test/{node}'],
+    cwd=ROOT, capture_output=True, text=True, timeout=600,
+  )  # fmt: skip
+  wall = time.monotonic() - started
+  times = [float(t) for t in re.findall(pattern, done.stdout)] if pattern else []
+  left = [len(our_processes() - procs), len(set(os.listdir('/dev/shm')) - shm)]
+  left.append(channel_memfds() - memfds)
+  result = 'passed' if done.returncode == 0 else f'FAILED (rc {done.returncode})'
+  return [fault, time_to_error(times), lost_and_repeated(done.stdout), *left, result, wall]
+
+
 def main() -> None:
+  p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  p.add_argument('--only', default='', help='run the faults whose name holds this')
+  add_results_argument(p)
+  args = p.parse_args()
+  results = Results('fault_suite', args)
   rows = []
   for fault, node, pattern in SCENARIOS:
-    procs, shm, memfds = our_processes(), set(os.listdir('/dev/shm')), channel_memfds()
-    started = time.monotonic()
-    done = subprocess.run(
-      [sys.executable, '-m', 'pytest', '-q', '-s', '-p', 'no:cacheprovider', f'test/{node}'],
-      cwd=ROOT, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    wall = time.monotonic() - started
-    times = [float(t) for t in re.findall(pattern, done.stdout)] if pattern else []
-    left_procs = len(our_processes() - procs)
-    left_shm = len(set(os.listdir('/dev/shm')) - shm)
-    left_memfds = channel_memfds() - memfds
-    result = 'passed' if done.returncode == 0 else f'FAILED (rc {done.returncode})'
-    batches = lost_and_repeated(done.stdout)
-    row = (fault, time_to_error(times), batches, left_procs, left_shm, left_memfds, result, wall)
-    rows.append(row)
-    print(f'{fault}: {rows[-1][1]}, {result}', file=sys.stderr, flush=True)
+    if args.only in fault:
+      rows.append(run_scenario(fault, node, pattern))
+      print(f'{fault}: {rows[-1][1]}, {rows[-1][6]}', file=sys.stderr, flush=True)
   columns = ['fault', 'time to the error (or resumption)', 'batches lost / repeated']
-  columns += ['processes left', '/dev/shm files left', 'channel memfds left', 'test', 'wall']
-  print('| ' + ' | '.join(columns) + ' |')
-  print('|' + '---|' * len(columns))
-  for fault, to_error, batches, procs, shm, memfds, result, wall in rows:
-    print(
-      f'| {fault} | {to_error} | {batches} | {procs} | {shm} | {memfds} | {result} | {wall:.0f} s |'
-    )
+  columns += ['processes left', '/dev/shm files left', 'channel memfds left', 'test', 'wall, s']
+  table = Table('faults', 'What each fault does, and what it leaves behind', columns, rows)
+  print(results.add(table).render())
+  results.write()
 
 
 if __name__ == '__main__':

@@ -9,22 +9,20 @@ sent by callee, their tensor bytes each way and round-trip milliseconds,
 and the requests it served with the callee's own milliseconds
 (``torch.distributed.rpc.rpc_async`` and the RPC layer's ``_invoke_callee``
 are wrapped). ``--share 0`` keeps the other partition on RPC, as between
-hosts (docs/benchmarks.md, issue 51); run it under ``perf record -a`` for
-where the CPU goes.
+hosts (docs/distributed.md, "Speed between machines"); run it under ``perf
+record -a`` for where the CPU goes.
 """
 
 import argparse
 import multiprocessing
 import os
-import sys
 import time
 
+import bench_dist_sampling as b
 import torch
+from results import Results, Table, add_results_argument
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench_dist_sampling as b  # noqa: E402
-
-import graphlearn_torch as glt  # noqa: E402
+import graphlearn_torch as glt
 
 SPAWN = multiprocessing.get_context('spawn')
 
@@ -109,15 +107,30 @@ def trainer(rank, root, port, batches, results, share, prefetch=0):
   dist.shutdown_rpc()
 
 
+def rpc_rows(reports) -> list:
+  r"""Per trainer, direction and callee: calls, kB out and back, ms."""
+  rows = []
+  for rank, n, _, _, stats in reports:
+    n = n + b.WARMUP  # the counts cover the warm-up batches too
+    for key, (calls, out_b, in_b, s) in sorted(stats.items(), key=str):
+      each = s / calls * 1e3 if calls else 0.0
+      rows.append([rank, key[0], str(key[1]), calls / n, out_b / n / 1e3, in_b / n / 1e3, each,
+                   s / n * 1e3])  # fmt: skip
+  return rows
+
+
 def main():
   p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   p.add_argument('--share', choices=['0', '1'], default='0', help='GLT_SHARE_HOST_PARTITIONS')
+  p.add_argument('--num_nodes', type=int, default=1_000_000)
   p.add_argument('--batches', type=int, default=200, help='timed batches per trainer')
   p.add_argument('--prefetch', type=int, default=0, help="the collocated loader's prefetch_size")
   p.add_argument('--cache_ratio', type=float, default=0.0, help='partitions with a feature cache')
+  add_results_argument(p)
   args = p.parse_args()
+  out = Results('profile_dist_rpc', args)
   share, batches, prefetch = args.share, args.batches, args.prefetch
-  root = b.partition(1_000_000, args.cache_ratio)
+  root = b.partition(args.num_nodes, args.cache_ratio)
   results = SPAWN.Queue()
   port = b.free_port()
   procs = [
@@ -136,16 +149,24 @@ def main():
         p.join()
   total = sum(r[1] for r in reports)
   secs = max(r[3] for r in reports)
-  print(f'share={share} prefetch={prefetch}: {total / secs:.2f} batches/s over both trainers')
-  for rank, n, _, secs, stats in reports:
-    print(f'rank {rank}: {n} batches in {secs:.2f} s ({secs / n * 1000:.1f} ms a batch)')
-    n = n + b.WARMUP  # the counts cover the warm-up batches too
-    for key, (calls, out_b, in_b, s) in sorted(stats.items(), key=str):
-      print(
-        f'  {key[0]:5} callee {key[1]!s:>3}: {calls / n:6.2f}/batch, '
-        f'{out_b / n / 1e3:9.1f} kB out, {in_b / n / 1e3:9.1f} kB back, '
-        f'{(s / calls * 1e3) if calls else 0:7.2f} ms each, {s / n * 1e3:7.2f} ms/batch'
-      )
+  table = Table(
+    'rpc',
+    f'The RPCs of a collocated worker-mode batch (GLT_SHARE_HOST_PARTITIONS={share}, '
+    f'prefetch {prefetch}): {total / secs:.2f} batches/s over both trainers',
+    [
+      'trainer',
+      'direction',
+      'callee',
+      'calls/batch',
+      'kB out/batch',
+      'kB back/batch',
+      'ms each',
+      'ms/batch',
+    ],  # fmt: skip
+    rpc_rows(reports),
+  )
+  print(out.add(table).render())
+  out.write()
 
 
 if __name__ == '__main__':

@@ -9,10 +9,10 @@
 // left to pybind11's exception dispatch.
 #include <torch/extension.h>
 
-#include "cpu/buffer_pool.h"
-#include "cpu/gather.h"
-#include "cpu/inducer.h"
-#include "cpu/parallel.h"
+#include "cpu/runtime/buffer_pool.h"
+#include "cpu/features/gather.h"
+#include "cpu/inducer/inducer.h"
+#include "cpu/runtime/parallel.h"
 #include "inducer_bindings.h"
 #include "shm_queue.h"
 #ifdef WITH_CUDA
@@ -23,8 +23,10 @@
 using torch::wrap_pybind_function;
 using torch::wrap_pybind_function_no_gil;
 
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.doc() = "graphlearn_torch C++ kernels";
+namespace {
+
+// The CPU gathers and the kernels' thread cap.
+void bind_cpu_functions(py::module_& m) {
   m.def("gather_rows", wrap_pybind_function_no_gil(&glt::cpu::gather_rows), py::arg("table"),
         py::arg("ids"), py::arg("id2index"), py::arg("pool") = nullptr,
         py::arg("positions") = py::none(), py::arg("num_out_rows") = -1);
@@ -36,7 +38,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("kernel_thread_cap", wrap_pybind_function(&glt::cpu::kernel_thread_cap));
   m.def("set_kernel_thread_cap", wrap_pybind_function(&glt::cpu::set_kernel_thread_cap),
         py::arg("cap"));
+}
 
+void bind_buffers(py::module_& m) {
   py::class_<glt::ShmReservation, std::shared_ptr<glt::ShmReservation>>(m, "ShmReservation")
       .def_property_readonly("views", wrap_pybind_function([](const glt::ShmReservation& self) {
                                return self.views();
@@ -59,7 +63,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def_property_readonly("cached_bytes", wrap_pybind_function([](glt::cpu::BufferPool& self) {
                                return self.cached_bytes();
                              }));
+}
 
+void bind_inducers(py::module_& m) {
   glt::bind_inducer_methods(
       py::class_<glt::cpu::Inducer>(m, "Inducer")
           .def(py::init(wrap_pybind_function([](int64_t num_node_types,
@@ -90,7 +96,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
                })),
                py::arg("num_node_types"), py::arg("device")));
 #endif
+}
 
+void bind_shm_queue(py::module_& m) {
   py::class_<glt::ShmQueue, std::shared_ptr<glt::ShmQueue>>(m, "ShmQueue")
       .def(py::init(wrap_pybind_function_no_gil(&glt::ShmQueue::create)), py::arg("capacity"),
            py::arg("shm_size"))
@@ -128,4 +136,14 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def_property_readonly("fd", &glt::ShmQueue::fd)
       .def_property_readonly("mapping_address", &glt::ShmQueue::mapping_address)
       .def_property_readonly("mapping_size", &glt::ShmQueue::mapping_size);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.doc() = "graphlearn_torch C++ kernels";
+  bind_cpu_functions(m);
+  bind_buffers(m);
+  bind_inducers(m);
+  bind_shm_queue(m);
 }

@@ -16,6 +16,11 @@
 // on futexes in short slices and check their peers between slices, so a
 // consumer whose producers all died, or a producer whose consumer died, gets
 // an error rather than a hang.
+//
+// The implementation, by concern, is in csrc/shm_queue/: the segment's
+// layout (layout.h), making and mapping it (segment.cpp), the process table
+// (processes.cpp), the data ring's blocks (ring.cpp), sending (send.cpp) and
+// receiving (recv.cpp).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -123,7 +128,12 @@ class ShmQueue : public std::enable_shared_from_this<ShmQueue> {
   ShmQueue(int fd, void* base, size_t mapped);
   int32_t register_self(uint32_t role);
   bool alive(int32_t slot, std::vector<int8_t>* cache) const;
+  bool owner_alive(std::string* error) const;
+  bool producers_gone(std::string* error) const;
   bool reclaim();
+  uint64_t take_block(uint64_t bytes, int64_t timeout_ms, ShmQueueStatus* status,
+                      std::string* error);
+  uint64_t pop_block(int64_t timeout_ms, ShmQueueMessage* out);
   void free_block(void* block);
   uint64_t allocate(uint64_t bytes, int* backing_error);
   int ensure_backed(uint64_t end);

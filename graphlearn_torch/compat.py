@@ -4,10 +4,13 @@ The package's modules carry only their own names. GLT scripts import from
 GLT's module paths (``graphlearn_torch.distributed.dist_neighbor_sampler``,
 ``graphlearn_torch.partition.base``) and from this package's own earlier
 ones (``graphlearn_torch.distributed.rpc``, ``graphlearn_torch.loader.batch``),
-and call GLT's names of some methods (``producer.sample()``). This module
-maps each to where it lives now. ``graphlearn_torch/__init__.py`` applies it
-last, so every path and name works once ``graphlearn_torch`` is imported,
-and ``test/test_compat.py`` checks each of them.
+call GLT's names of some methods (``producer.sample()``), GLT's methods that
+nothing of ours calls (``NeighborSampler.get_inducer``), and GLT's
+``DistNeighborSampler``, an event loop that samples batches into messages.
+This module maps each to where it lives now, or builds it on what we have.
+``graphlearn_torch/__init__.py`` applies it last, so every path and name
+works once ``graphlearn_torch`` is imported, and ``test/test_compat.py``
+checks each of them.
 """
 
 import abc

@@ -212,15 +212,6 @@ def test_the_floor_check_catches_an_upward_import():
   assert floor_of(PACKAGE) == len(FLOORS) - 1
 
 
-MAX_MODULE_LINES = 500
-
-
-def test_no_module_is_over_500_lines():
-  lines = {m: len(p.read_text().splitlines()) for m, p in MODULES.items()}
-  long = {m: n for m, n in lines.items() if n > MAX_MODULE_LINES}
-  assert long == {}, f'split these modules by concept: {long}'
-
-
 def test_cycle_finder_finds_a_cycle():
   assert _cycle({'a': {'b'}, 'b': {'c'}, 'c': {'a'}}) == ['a', 'b', 'c', 'a']
   assert _cycle({'a': {'b'}, 'b': {'c'}}) == []

@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+# Spawned processes or builds: left out of make test-fast.
+pytestmark = pytest.mark.slow
+
 V1_ROOT = Path('/sys/fs/cgroup/memory')
 
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 import torch.nn.functional as F
 from test_dist_sampling import free_port
@@ -16,6 +17,9 @@ from test_server_client import run_example_pair
 from torch_geometric.nn import GraphSAGE
 
 import graphlearn_torch as glt
+
+# Spawned processes or builds: left out of make test-fast.
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 EPOCHS = 30

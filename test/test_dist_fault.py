@@ -8,8 +8,12 @@ import os
 import signal
 import time
 
+import pytest
 from event_pipes import EventPipes
 from test_dist_sampling import free_port, partition
+
+# Spawned processes or builds: left out of make test-fast.
+pytestmark = pytest.mark.slow
 
 SPAWN = multiprocessing.get_context('spawn')
 ERROR_WITHIN_S = 30

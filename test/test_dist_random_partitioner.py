@@ -12,6 +12,9 @@ from test_dist_sampling import free_port, run_spawned
 
 from graphlearn_torch.partition import load_partition
 
+# Spawned processes or builds: left out of make test-fast.
+pytestmark = pytest.mark.slow
+
 SPAWN = multiprocessing.get_context('spawn')
 NUM_NODES = {'user': 300, 'item': 200}
 NUM_PARTS = 2

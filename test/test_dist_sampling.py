@@ -14,6 +14,9 @@ import graphlearn_torch as glt
 from graphlearn_torch.partition import RandomPartitioner
 from graphlearn_torch.typing import reverse_edge_type
 
+# Spawned processes or builds: left out of make test-fast.
+pytestmark = pytest.mark.slow
+
 SPAWN = multiprocessing.get_context('spawn')
 TIMEOUT_S = 120
 FANOUT = [3, 2]

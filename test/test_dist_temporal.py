@@ -18,6 +18,9 @@ import graphlearn_torch as glt
 from graphlearn_torch._ext import cuda_kernels_available
 from graphlearn_torch.partition import RandomPartitioner
 
+# Spawned processes or builds: left out of make test-fast.
+pytestmark = pytest.mark.slow
+
 SPAWN = multiprocessing.get_context('spawn')
 TIMEOUT_S = 120
 NUM_NODES, NUM_EDGES = 60, 400

@@ -18,6 +18,9 @@ from test_server_client import run_example_pair
 import graphlearn_torch as glt
 from graphlearn_torch._ext import cuda_kernels_available
 
+# Spawned processes or builds: left out of make test-fast.
+pytestmark = pytest.mark.slow
+
 EXAMPLES = Path(__file__).resolve().parents[1] / 'examples'
 ALL = [
   'train_sage_ogbn_products.py',

@@ -14,6 +14,9 @@ import pytest
 from conftest import kill_sessions
 from test_dist_sampling import free_port
 
+# Spawned processes or builds: left out of make test-fast.
+pytestmark = pytest.mark.slow
+
 SCRIPTS = Path(__file__).resolve().parent / 'glt_scripts'
 TIMEOUT_S = 300
 CHANCE = 1 / 8

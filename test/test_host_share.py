@@ -27,7 +27,10 @@ from graphlearn_torch.utils.host_share import (
 SPAWN = multiprocessing.get_context('spawn')
 TIMEOUT_S = 120
 
-pytestmark = pytest.mark.skipif(not host_sharing_available(), reason='needs Linux memfds')
+pytestmark = [
+  pytest.mark.skipif(not host_sharing_available(), reason='needs Linux memfds'),
+  pytest.mark.slow,  # spawned processes: left out of make test-fast
+]
 
 
 def run_child(target, *args):

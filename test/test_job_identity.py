@@ -7,10 +7,14 @@ reaped also on failure."""
 import os
 import traceback
 
+import pytest
 from event_pipes import EventPipes
 from test_dist_sampling import SPAWN, free_port
 
 import graphlearn_torch as glt
+
+# Spawned processes or builds: left out of make test-fast.
+pytestmark = pytest.mark.slow
 
 RPC_TIMEOUT_S = 20
 

@@ -17,6 +17,9 @@ from scipy import stats
 
 import graphlearn_torch  # noqa: F401  (registers torch.ops.glt)
 
+# Spawned processes or builds: left out of make test-fast.
+pytestmark = pytest.mark.slow
+
 OPS = torch.ops.glt
 
 

@@ -18,6 +18,9 @@ import yaml
 
 import graphlearn_torch as glt
 
+# Spawned processes or builds: left out of make test-fast.
+pytestmark = pytest.mark.slow
+
 paramiko = pytest.importorskip('paramiko')
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

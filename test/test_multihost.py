@@ -29,7 +29,10 @@ ERROR_WITHIN_S = 30
 PORT = 29500  # each host is a fresh namespace: every port is free there
 
 _unavailable = unavailable_reason()
-pytestmark = pytest.mark.skipif(_unavailable is not None, reason=str(_unavailable))
+pytestmark = [
+  pytest.mark.skipif(_unavailable is not None, reason=str(_unavailable)),
+  pytest.mark.slow,  # spawned processes: left out of make test-fast
+]
 
 
 def environment() -> dict:

@@ -19,6 +19,9 @@ from pathlib import Path
 import pytest
 import torch
 
+# Spawned processes or builds: left out of make test-fast.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 # What a copy of the checkout leaves out: build outputs and environments.
 NOT_SOURCES = shutil.ignore_patterns(
@@ -154,7 +157,7 @@ def test_csrc_builds_as_cxx17(tmp_path):
 
 # ATen's and OpenMP's parallel loops: their threads spin at a region's end for
 # a descheduled one, which costs three quarters of the sampler's speed beside
-# one busy process (issue 46). csrc/cpu/parallel.h is the CPU kernels' one way in.
+# one busy process (issue 46). csrc/cpu/runtime/parallel.h is the CPU kernels' one way in.
 SPINNING_LOOPS = r'\bat::parallel_(for|reduce)\b|#\s*pragma\s+omp\b'
 
 
@@ -193,7 +196,7 @@ def namespaces_opened(path: Path) -> list:
 def test_each_backend_keeps_to_its_namespace():
   wrong = []
   for directory, namespace in BACKEND_NAMESPACES.items():
-    for path in sorted((ROOT / 'csrc' / directory).iterdir()):
+    for path in sorted((ROOT / 'csrc' / directory).rglob('*')):
       if path.suffix not in ('.h', '.cpp', '.cu', '.cuh'):
         continue
       opened = namespaces_opened(path)

@@ -1,4 +1,4 @@
-"""The CPU kernels' parallel loops (csrc/cpu/parallel.h): work claimed chunk
+"""The CPU kernels' parallel loops (csrc/cpu/runtime/parallel.h): work claimed chunk
 by chunk by whichever of the calling thread and the worker pool's helpers is
 running. Results must not depend on the thread count, on other busy
 processes, on concurrent callers, or on a fork after the pool started."""

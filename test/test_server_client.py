@@ -22,6 +22,9 @@ from test_dist_sampling import (
   run_spawned,
 )
 
+# Spawned processes or builds: left out of make test-fast.
+pytestmark = pytest.mark.slow
+
 NUM_SERVERS = 2
 NUM_CLIENTS = 2
 

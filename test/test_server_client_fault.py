@@ -14,8 +14,12 @@ import threading
 import time
 import traceback
 
+import pytest
 from event_pipes import EventPipes
 from test_dist_sampling import SPAWN, free_port, partition
+
+# Spawned processes or builds: left out of make test-fast.
+pytestmark = pytest.mark.slow
 
 WITHIN_S = 30
 FANOUT = [5, 5]

@@ -15,6 +15,9 @@ import pytest
 import torch
 from test_dist_sampling import free_port, partition
 
+# Spawned processes or builds: left out of make test-fast.
+pytestmark = pytest.mark.slow
+
 TIMEOUT_S = 5  # the rpc / request timeout given to the processes
 SLACK_S = 10
 STARTUP_TIMEOUT_S = 20  # for waits that span another process's start-up

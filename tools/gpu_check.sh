@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The GPU checks (issues 20, 49) on a GPU machine (a lent one, through the
-# `device` tool, whose python3 holds a CUDA torch), each stage bounded in time:
+# The GPU checks on a GPU machine (its python3 holding a CUDA torch), each
+# stage bounded in time (docs/cuda.md):
 #
 #   bash tools/gpu_check.sh [STAGE ...]     (default: env build tests kernels sanitizer bench)
 #
@@ -35,8 +35,9 @@
 # Each stage writes LOGS/<stage>.log (LOGS defaults to OUT, OUT to
 # ./gpu_check_out) and a line to LOGS/summary.txt: its exit status and
 # seconds. With ARCHIVE set, LOGS is packed into that .tgz after every stage,
-# so a run cut short still brings back what it finished (the device tool
-# returns at most 8 files). Time limits, in seconds:
+# so a run cut short still keeps what it finished. The benchmark stages
+# write their results JSON to LOGS/results, named *_gpu.json (copy them to
+# benchmarks/results and run make bench-report). Time limits, in seconds:
 #   STAGE_TIMEOUT     each stage (default 240), or TIMEOUT_<stage> for one stage
 #   DEADLINE          the whole run, from its start (default: none); a stage
 #                     gets at most what is left of it, and none once less
@@ -56,6 +57,7 @@ export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 # The host harness (test/kernel_harness.py) compiles with $CXX: the system
 # compilers, which link the C++ runtime dynamically, as the build needs.
 export CC=${CC:-/usr/bin/gcc} CXX=${CXX:-/usr/bin/g++}
+RESULTS=(--results "$LOGS/results" --results-suffix _gpu)
 SANITIZED=(test/test_cuda_kernels.py test/test_gpu_data_path.py
   -k 'not is_uniform and not two_partition')
 
@@ -111,23 +113,25 @@ stage_racecheck() {
 }
 
 stage_bench() {
-  "$PY" benchmarks/bench_gpu_sampler.py && "$PY" benchmarks/bench_gpu_feature.py
+  "$PY" benchmarks/bench_gpu_sampler.py "${RESULTS[@]}" &&
+    "$PY" benchmarks/bench_gpu_feature.py "${RESULTS[@]}"
 }
 
 stage_gather_dims() {
-  "$PY" benchmarks/bench_gpu_feature.py --dim 128 && "$PY" benchmarks/bench_gpu_feature.py --dim 64
+  "$PY" benchmarks/bench_gpu_feature.py --dim 128 "${RESULTS[@]}" &&
+    "$PY" benchmarks/bench_gpu_feature.py --dim 64 "${RESULTS[@]}"
 }
 
 stage_train() {
-  "$PY" benchmarks/bench_gpu_train.py ${TRAIN_ARGS:-}
+  "$PY" benchmarks/bench_gpu_train.py ${TRAIN_ARGS:-} "${RESULTS[@]}"
 }
 
 stage_threads() {
-  "$PY" benchmarks/bench_sampler.py --threads 1 2 4 8 16
+  "$PY" benchmarks/bench_sampler.py --threads 1 2 4 8 16 "${RESULTS[@]}"
 }
 
 stage_dist() {
-  "$PY" benchmarks/bench_dist_sampling.py --gpu 0 ${DIST_ARGS:-}
+  "$PY" benchmarks/bench_dist_sampling.py --gpu 0 ${DIST_ARGS:-} --results "$LOGS/results"
 }
 
 # One stage, run by run_stage below in a process of its own (under timeout).

@@ -3,8 +3,8 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
-#include "../kernels/disjoint_keys.h"
-#include "backend.cuh"
+#include "kernels/disjoint_keys.h"
+#include "cuda/backend.cuh"
 
 namespace glt {
 namespace cuda {

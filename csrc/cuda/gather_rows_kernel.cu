@@ -3,8 +3,8 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
-#include "../kernels/graph_ops.h"
-#include "backend.cuh"
+#include "kernels/graph_ops.h"
+#include "cuda/backend.cuh"
 
 namespace glt {
 namespace cuda {

@@ -1,9 +1,9 @@
 // CudaInducer: the multi-type inducer over GPU hash tables.
 #include <c10/cuda/CUDAGuard.h>
 
-#include "../kernels/inducer.h"
-#include "backend.cuh"
-#include "inducer.h"
+#include "kernels/inducer.h"
+#include "cuda/backend.cuh"
+#include "cuda/inducer.h"
 
 namespace glt {
 namespace cuda {

@@ -4,8 +4,8 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
-#include "../kernels/unified_gather.h"
-#include "backend.cuh"
+#include "kernels/unified_gather.h"
+#include "cuda/backend.cuh"
 
 namespace glt {
 namespace cuda {

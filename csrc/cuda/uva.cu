@@ -4,7 +4,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda_runtime.h>
 
-#include "uva.h"
+#include "cuda/uva.h"
 
 namespace glt {
 namespace cuda {

@@ -4,8 +4,8 @@
 
 #include <ATen/ATen.h>
 
-#include "../checks.h"
-#include "device.h"
+#include "checks.h"
+#include "kernels/device.h"
 
 namespace glt {
 namespace kernels {

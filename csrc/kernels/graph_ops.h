@@ -7,9 +7,9 @@
 
 #include <tuple>
 
-#include "../checks.h"
-#include "hash_table.h"
-#include "unified_gather.h"
+#include "checks.h"
+#include "kernels/hash_table.h"
+#include "kernels/unified_gather.h"
 
 namespace glt {
 namespace kernels {

@@ -3,7 +3,7 @@
 // tensors of a power-of-two length, `keys` (kEmptyKey where free) and `vals`.
 #pragma once
 
-#include "device.h"
+#include "kernels/device.h"
 
 namespace glt::kernels::device {
 

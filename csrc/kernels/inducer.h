@@ -18,8 +18,8 @@
 #include <tuple>
 #include <vector>
 
-#include "../checks.h"
-#include "hash_table.h"
+#include "checks.h"
+#include "kernels/hash_table.h"
 
 namespace glt {
 namespace kernels {

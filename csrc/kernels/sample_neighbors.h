@@ -14,8 +14,8 @@
 #include <cmath>
 #include <tuple>
 
-#include "../checks.h"
-#include "device.h"
+#include "checks.h"
+#include "kernels/device.h"
 
 namespace glt {
 namespace kernels {

@@ -7,8 +7,8 @@
 
 #include <vector>
 
-#include "../checks.h"
-#include "device.h"
+#include "checks.h"
+#include "kernels/device.h"
 
 namespace glt {
 namespace kernels {

@@ -5,13 +5,13 @@
 #include <omp.h>
 #include <torch/extension.h>
 
-#include "../kernels/disjoint_keys.h"
-#include "../kernels/graph_ops.h"
-#include "../kernels/inducer.h"
-#include "../kernels/sample_neighbors.h"
-#include "../inducer_bindings.h"
-#include "../kernels/unified_gather.h"
-#include "host_backend.h"
+#include "kernels/disjoint_keys.h"
+#include "kernels/graph_ops.h"
+#include "kernels/inducer.h"
+#include "kernels/sample_neighbors.h"
+#include "inducer_bindings.h"
+#include "kernels/unified_gather.h"
+#include "testing/host_backend.h"
 
 namespace {
 

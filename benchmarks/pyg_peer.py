@@ -1,0 +1,72 @@
+"""PyG's own CPU sampler (``torch_geometric.sampler.NeighborSampler`` on
+pyg-lib), measured as bench_sampler.py asks.
+
+  PYG_PYTHON benchmarks/pyg_peer.py DIR --threads 2 --fanout 15 10 5 --seed 0
+
+Run by bench_sampler.py --pyg-python in an environment of its own
+(``make pyg-peer``: torch, torch_geometric, and pyg-lib built from
+../shared/peers), so PyG's sampler never meets ours in a process. DIR holds
+the graph in CSC (indptr.npy, indices.npy) and the seed batches (seeds.npy),
+as peer_protocol.py says. Prints one JSON line with the figures.
+
+PyG is configured as its users would for speed: a ``Data`` of the graph,
+``NeighborSampler(data, num_neighbors)`` (PyG converts the graph to CSC
+once, at construction, which is not timed) and its ``sample_from_nodes``,
+the call PyG's ``NodeLoader`` makes for every batch, with pyg-lib's
+``neighbor_sample`` underneath (PyG's fastest CPU path).
+"""
+
+import importlib.metadata
+import json
+import time
+
+import torch
+from peer_protocol import load, parse_peer_args
+
+
+def main():
+  args = parse_peer_args(__doc__.split('\n')[0])
+  import torch_geometric
+  from torch_geometric.data import Data
+  from torch_geometric.sampler import NeighborSampler, NodeSamplerInput
+
+  if not torch_geometric.typing.WITH_PYG_LIB:
+    raise SystemExit('pyg-lib does not import in this environment: run make pyg-peer')
+  indptr, indices = load(args.dir, 'indptr').long(), load(args.dir, 'indices').long()
+  num_nodes = indptr.numel() - 1
+  # CSC: column j's rows are indices[indptr[j]:indptr[j + 1]], edges row -> j.
+  col = torch.repeat_interleave(torch.arange(num_nodes), indptr.diff())
+  data = Data(edge_index=torch.stack([indices, col]), num_nodes=num_nodes)
+  sampler = NeighborSampler(data, num_neighbors=args.fanout)
+  seeds = load(args.dir, 'seeds')
+
+  def sample(i):
+    return sampler.sample_from_nodes(NodeSamplerInput(input_id=None, node=seeds[i % len(seeds)]))
+
+  for i in range(3):  # warm-up
+    sample(i)
+  edges = nodes = 0
+  t = time.perf_counter()
+  for i in range(args.batches):
+    out = sample(i)
+    edges += out.row.numel()
+    nodes += out.node.numel()
+  elapsed = time.perf_counter() - t
+  print(
+    json.dumps(
+      {
+        'pyg': torch_geometric.__version__,
+        'pyg_lib': importlib.metadata.version('pyg_lib'),
+        'torch': torch.__version__,
+        'threads': args.threads,
+        'batches_per_s': args.batches / elapsed,
+        'edges_per_s': edges / elapsed,
+        'nodes_per_batch': nodes / args.batches,
+        'edges_per_batch': edges / args.batches,
+      }
+    )
+  )
+
+
+if __name__ == '__main__':
+  main()

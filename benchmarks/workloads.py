@@ -1,0 +1,186 @@
+"""The workload the sampling benchmarks share: a seeded power-law graph with
+ogbn-products' size, its seed batches, how a sampler and a gather are timed,
+and how a peer library (run in its own environment) is handed the same
+graph, seeds and node sets (peer_protocol.py)."""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Callable
+
+import numpy as np
+import torch
+
+import graphlearn_torch as glt
+
+# ogbn-products' size: nodes, and undirected edges (stored both ways).
+NUM_NODES = 2_449_029
+NUM_UNDIRECTED = 61_859_140
+
+
+def add_workload_args(p: argparse.ArgumentParser) -> None:
+  r"""The graph, batch and feature arguments of the sampling benchmarks."""
+  p.add_argument('--batches', type=int, default=60)
+  p.add_argument('--batch_size', type=int, default=1024)
+  p.add_argument('--fanout', type=int, nargs='+', default=[15, 10, 5])
+  p.add_argument('--scale', type=float, default=1.0, help='graph size relative to products')
+  p.add_argument('--dim', type=int, default=100)
+  p.add_argument('--seed', type=int, default=0)
+
+
+def build_graph(scale: float, seed: int):
+  r"""``(dataset, directed edges, generation s, CSR build s)``: endpoint ids
+  drawn from a Zipf law (exponent 0.5), every edge stored both ways, the
+  graph in CSC ('in')."""
+  num_nodes = int(NUM_NODES * scale)
+  half = int(NUM_UNDIRECTED * scale)
+  t = time.perf_counter()
+  edges = torch.empty(2, 2 * half, dtype=torch.int64)
+  glt.datasets.power_law_edges(num_nodes, half, exponent=0.5, seed=seed, out=edges[:, :half])
+  edges[0, half:] = edges[1, :half]
+  edges[1, half:] = edges[0, :half]
+  gen_s = time.perf_counter() - t
+  t = time.perf_counter()
+  ds = glt.data.Dataset(edge_dir='in')
+  ds.init_graph(edges, graph_mode='CPU', num_nodes=num_nodes)
+  build_s = time.perf_counter() - t
+  return ds, edges.size(1), gen_s, build_s
+
+
+def make_seed_batches(num_nodes: int, batches: int, batch_size: int, seed: int):
+  r"""Up to 8 batches of random seeds, taken in turn by the timed loops."""
+  g = torch.Generator().manual_seed(seed)
+  return [torch.randperm(num_nodes, generator=g)[:batch_size] for _ in range(min(batches, 8))]
+
+
+def time_batches(
+  sampler, seed_batches, batches: int, sync: Callable[[], None] = lambda: None, seed_times=None
+):
+  """``(batches/s, sampled edges/s, nodes per batch, edges per batch, the
+  first 8 outputs)`` of ``batches`` batches of ``sampler`` after 3 warm-up
+  ones, the seed batches taken in turn; ``sync`` waits for a device's work
+  (``torch.cuda.synchronize`` for a GPU sampler); ``seed_times``: each seed
+  batch's times (temporal sampling)."""
+
+  def inputs(i):
+    time = seed_times[i % len(seed_times)] if seed_times is not None else None
+    return glt.sampler.NodeSamplerInput(seed_batches[i % len(seed_batches)], time=time)
+
+  for i in range(3):  # warm-up
+    sampler.sample_from_nodes(inputs(i))
+  sync()
+  edges = nodes = 0
+  outs = []
+  t = time.perf_counter()
+  for i in range(batches):
+    out = sampler.sample_from_nodes(inputs(i))
+    edges += out.row.numel()
+    nodes += out.node.numel()
+    if i < 8:
+      outs.append(out)
+  sync()
+  elapsed = time.perf_counter() - t
+  return batches / elapsed, edges / elapsed, nodes / batches, edges / batches, outs
+
+
+def rows_per_s(fn, id_batches, repeat: int, sync: Callable[[], None] = lambda: None) -> float:
+  """Rows per second of ``fn`` (a gather) over the id batches, ``repeat``
+  times, after one untimed call; ``sync`` waits for a device's work."""
+  fn(id_batches[0])
+  sync()
+  t = time.perf_counter()
+  for _ in range(repeat):
+    for ids in id_batches:
+      fn(ids)
+  sync()
+  return repeat * sum(ids.numel() for ids in id_batches) / (time.perf_counter() - t)
+
+
+def random_reads_per_s(table: torch.Tensor, num_reads: int = 4_000_000, seed: int = 0) -> float:
+  """Random 8-byte reads per second from ``table`` (as many threads as torch has)."""
+  ids = torch.randint(0, table.numel(), (num_reads,), generator=torch.Generator().manual_seed(seed))
+  table.index_select(0, ids[:100_000])
+  t = time.perf_counter()
+  table.index_select(0, ids)
+  return num_reads / (time.perf_counter() - t)
+
+
+def run_peer(
+  script: str, python: str, ds, seed_batches, sampled, args, threads: int, tree: str = ''
+) -> dict:
+  r"""A peer library's figures on the same graph, seeds and node sets, from
+  ``benchmarks/<script>`` (glt_peer.py, dgl_peer.py, pyg_peer.py) run by
+  ``python`` (the peer's environment) in a process of its own; with
+  ``tree``, our library as that source tree (with its built extension) has
+  it, through glt_peer.py (our API is GLT's)."""
+  topo = ds.graph.topo
+  with tempfile.TemporaryDirectory(prefix='bench_peer_') as d:
+    for name, t in (
+      ('indptr', topo.indptr),
+      ('indices', topo.indices),
+      ('seeds', torch.stack(seed_batches)),
+      ('gather_ids', torch.cat(sampled)),
+      ('gather_offsets', torch.tensor([0] + [n.numel() for n in sampled]).cumsum(0)),
+    ):
+      np.save(f'{d}/{name}.npy', t.numpy())
+    # Neither our tree nor our environment may shadow the peer's packages
+    # (GLT imports as graphlearn_torch too).
+    env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'VIRTUAL_ENV')}
+    if tree:
+      env['PYTHONPATH'] = os.path.abspath(tree)
+    # abspath, not realpath: a venv's python must keep its own path.
+    cmd = [
+      os.path.abspath(python),
+      os.path.join(os.path.dirname(os.path.abspath(__file__)), script),
+      d,
+    ]
+    cmd += ['--threads', str(threads), '--batches', str(args.batches), '--dim', str(args.dim)]
+    cmd += ['--seed', str(args.seed), '--fanout', *map(str, args.fanout)]
+    done = subprocess.run(cmd, cwd=d, env=env, capture_output=True, text=True, timeout=1800)
+  if done.returncode != 0:
+    sys.exit(f'{script} failed ({done.returncode}):\n{done.stderr[-4000:]}')
+  return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def sampling(ds, seed_batches, batches: int, fanout, seed: int):
+  r"""Our NeighborSampler on ``ds``: ``(batches/s, edges/s, nodes per
+  batch, edges per batch, the first outputs, the draws' edges/s)``."""
+  sampler = glt.sampler.NeighborSampler(ds.graph, fanout, device='cpu', edge_dir='in', seed=seed)
+  bps, eps, nodes_pb, edges_pb, outs = time_batches(sampler, seed_batches, batches)
+  draws = draws_per_s(sampler, outs, fanout, repeat=max(1, batches // len(outs)))
+  return bps, eps, nodes_pb, edges_pb, outs, draws
+
+
+def draws_per_s(sampler, outs, fanout, repeat: int) -> float:
+  """Sampled edges per second of the one-hop draws alone: each batch's hops
+  drawn again from the nodes each hop added, with no inducer in between."""
+  frontiers = []
+  for out in outs:
+    bounds = torch.tensor([0] + list(out.num_sampled_nodes)).cumsum(0).tolist()
+    frontiers += [(out.node[bounds[h] : bounds[h + 1]], k) for h, k in enumerate(fanout)]
+  sampler.sample_one_hop(*frontiers[0])
+  edges = 0
+  t = time.perf_counter()
+  for _ in range(repeat):
+    for nodes, k in frontiers:
+      edges += sampler.sample_one_hop(nodes, k).nbr.numel()
+  return edges / (time.perf_counter() - t)
+
+
+def gather(num_nodes: int, dim: int, id_batches, repeat: int):
+  r"""``({name: rows/s}, bytes per row)`` of our gather and
+  ``torch.index_select`` from a random ``[num_nodes, dim]`` fp32 table."""
+  table = torch.randn(num_nodes, dim)
+  feat = glt.data.Feature(table, with_gpu=False)
+  results = {
+    'graphlearn_torch gather': rows_per_s(feat.__getitem__, id_batches, repeat),
+    'torch.index_select': rows_per_s(
+      lambda ids: torch.index_select(table, 0, ids), id_batches, repeat
+    ),
+  }
+  assert torch.equal(feat[id_batches[0]], table[id_batches[0]])
+  return results, dim * table.element_size()

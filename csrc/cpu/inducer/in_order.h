@@ -1,0 +1,69 @@
+// Chunks produced in any order by every thread and consumed in order by one
+// thread at a time, overlapping the two: a hop's draws (parallel) with the
+// inducer's insert of their neighbors (sequential, in order).
+#pragma once
+
+#include <atomic>
+#include <exception>
+#include <memory>
+#include <mutex>
+
+#include "cpu/runtime/parallel.h"
+
+namespace glt::cpu {
+
+// Runs produce(c, worker) once for each chunk c in [0, num_chunks) and
+// consume(c) once for each, in the order c = 0, 1, ...: consume(c) after
+// produce(c) has returned and after consume(c - 1), never two at once.
+// Up to `threads` workers (run_on_workers) consume the chunks that are ready
+// when no other worker is consuming, and produce the next chunk otherwise;
+// `worker` (in [0, threads)) indexes per-thread scratch. No worker waits for
+// another: one that finds nothing left to produce and nothing it may
+// consume leaves, and the worker that produces or consumes last consumes the
+// rest. The first exception stops all workers and is rethrown.
+template <typename Produce, typename Consume>
+void produce_consume_in_order(int64_t num_chunks, int64_t threads, Produce&& produce,
+                              Consume&& consume) {
+  if (num_chunks == 0) return;
+  std::unique_ptr<std::atomic<bool>[]> produced(new std::atomic<bool>[num_chunks]);
+  for (int64_t c = 0; c < num_chunks; ++c) produced[c].store(false, std::memory_order_relaxed);
+  std::atomic<int64_t> next_to_produce{0}, next_to_consume{0};
+  std::atomic<bool> consuming{false}, failed{false};
+  std::exception_ptr error;
+  std::mutex error_lock;
+
+  // Consumes the ready chunks in order unless another worker is. Sequentially
+  // consistent: a producer stores produced[c] and then tries to take the
+  // consumer's role; the consumer gives it up and then looks at produced[c]
+  // again; one of the two sees the other, so chunk c is consumed.
+  auto consume_ready = [&] {
+    while (true) {
+      int64_t c = next_to_consume.load();
+      if (c == num_chunks || !produced[c].load() || consuming.exchange(true)) return;
+      c = next_to_consume.load(std::memory_order_relaxed);
+      while (c < num_chunks && produced[c].load(std::memory_order_acquire)) {
+        consume(c);
+        next_to_consume.store(++c, std::memory_order_release);
+      }
+      consuming.store(false);
+    }
+  };
+  run_on_workers(threads - 1, [&](int64_t worker) {
+    try {
+      while (!failed.load(std::memory_order_relaxed)) {
+        consume_ready();
+        const int64_t p = next_to_produce.fetch_add(1, std::memory_order_relaxed);
+        if (p >= num_chunks) return;
+        produce(p, worker);
+        produced[p].store(true);
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> guard(error_lock);
+      if (!error) error = std::current_exception();
+      failed.store(true);
+    }
+  });
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace glt::cpu

@@ -1,0 +1,52 @@
+// 1-D concatenation: each part copied to its place, parallel over the
+// output in ranges of whole parts or pieces of one.
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "cpu/runtime/parallel.h"
+
+namespace glt::cpu {
+namespace {
+
+at::Tensor concat_kernel(at::TensorList parts) {
+  TORCH_CHECK_VALUE(!parts.empty(), "concat needs at least one tensor");
+  const auto dtype = parts[0].scalar_type();
+  std::vector<at::Tensor> inputs;
+  std::vector<int64_t> offsets{0};
+  for (size_t p = 0; p < parts.size(); ++p) {
+    TORCH_CHECK_VALUE(parts[p].dim() == 1, "concat joins 1-D tensors, got a ", parts[p].dim(),
+                      "-D one at position ", p);
+    TORCH_CHECK_VALUE(parts[p].scalar_type() == dtype, "concat joins tensors of one dtype, got ",
+                      dtype, " and ", parts[p].scalar_type());
+    TORCH_CHECK_VALUE(parts[p].device().is_cpu(), "concat's CPU kernel got a tensor on ",
+                      parts[p].device());
+    inputs.push_back(parts[p].contiguous());
+    offsets.push_back(offsets.back() + parts[p].numel());
+  }
+  at::Tensor out = at::empty({offsets.back()}, parts[0].options());
+  const int64_t item = out.element_size();
+  char* dst = static_cast<char*>(out.data_ptr());
+  // Over output positions: a range copies the pieces of the parts it covers.
+  glt::cpu::parallel_for(0, offsets.back(), 1 << 15, [&](int64_t begin, int64_t end) {
+    size_t p = std::upper_bound(offsets.begin(), offsets.end(), begin) - offsets.begin() - 1;
+    for (int64_t at = begin; at < end; ++p) {
+      const int64_t stop = std::min(end, offsets[p + 1]);
+      if (stop > at) {
+        const char* src = static_cast<const char*>(inputs[p].data_ptr());
+        std::memcpy(dst + at * item, src + (at - offsets[p]) * item, (stop - at) * item);
+      }
+      at = std::max(at, stop);
+    }
+  });
+  return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(glt, CPU, m) { m.impl("concat", TORCH_FN(concat_kernel)); }
+
+}  // namespace glt::cpu

@@ -1,0 +1,178 @@
+// One hop of neighbor sampling over a CSR (or CSC) topology: uniform with or
+// without replacement, or weighted by edge weight (neighbor_draws.h), the
+// chunks of seeds drawn in parallel. Each seed draws from its own random
+// stream, so results do not depend on the number of threads.
+// sample_neighbors_partitioned draws the seeds of several partitions' topologies
+// (those of one host) in one hop, as sampling each partition's seeds apart
+// and stitching them back into seed order would.
+#include <ATen/Dispatch.h>
+#include <torch/library.h>
+
+#include <utility>
+#include <vector>
+
+#include "checks.h"
+#include "cpu/sampling/neighbor_draws.h"
+#include "cpu/runtime/parallel.h"
+
+namespace glt::cpu {
+namespace {
+
+template <typename index_t>
+std::tuple<at::Tensor, at::Tensor, at::Tensor> draw_all(draws::HopDraws<index_t>&& hop) {
+  hop.draw_all();
+  return {hop.nbrs, hop.counts, hop.eids};
+}
+
+// A partition's topology (or none: not on this host), checked.
+struct PartitionTopology {
+  at::Tensor indptr, indices;
+  std::optional<at::Tensor> edge_ids, edge_weights;
+  int64_t num_rows = -1;  // -1: none
+};
+
+// The partitions' topologies, checked, and their index dtype (one for all).
+struct PartitionTopologies {
+  std::vector<PartitionTopology> parts;
+  at::ScalarType dtype;
+};
+
+PartitionTopologies checked_partitions(const c10::List<std::optional<at::Tensor>>& indptrs,
+                                       const c10::List<std::optional<at::Tensor>>& indices,
+                                       const c10::List<std::optional<at::Tensor>>& edge_ids,
+                                       const c10::List<std::optional<at::Tensor>>& edge_weights,
+                                       int64_t num_rng_seeds) {
+  const size_t n = indptrs.size();
+  TORCH_CHECK_VALUE(n >= 1, "sample_neighbors_partitioned needs at least one partition");
+  TORCH_CHECK_VALUE(indices.size() == n && edge_ids.size() == n && edge_weights.size() == n &&
+                        static_cast<size_t>(num_rng_seeds) == n,
+                    "sample_neighbors_partitioned expects indptrs, indices, edge_ids, "
+                    "edge_weights and rng_seeds of one length, got ",
+                    n, ", ", indices.size(), ", ", edge_ids.size(), ", ", edge_weights.size(),
+                    " and ", num_rng_seeds);
+  std::vector<PartitionTopology> parts(n);
+  std::optional<at::ScalarType> dtype;
+  std::optional<bool> with_edge, with_weight;
+  for (size_t p = 0; p < n; ++p) {
+    const std::optional<at::Tensor> ptr = indptrs.get(p), idx = indices.get(p);
+    TORCH_CHECK_VALUE(ptr.has_value() == idx.has_value(), "partition ", p,
+                      " has indptr or indices but not both");
+    if (!ptr.has_value()) continue;
+    PartitionTopology& t = parts[p];
+    t.indptr = *ptr;
+    t.indices = *idx;
+    t.edge_ids = edge_ids.get(p);
+    t.edge_weights = edge_weights.get(p);
+    t.num_rows = check_csr(t.indptr, t.indices);
+    check_edge_data(t.edge_ids, t.edge_weights, t.indices);
+    TORCH_CHECK_VALUE(t.indptr.device().is_cpu(), "partition ", p,
+                      "'s topology must be on the CPU, got ", t.indptr.device());
+    TORCH_CHECK_VALUE(!dtype || *dtype == t.indptr.scalar_type(), "partition ", p,
+                      "'s topology is ", t.indptr.scalar_type(), ", the others' ", *dtype);
+    TORCH_CHECK_VALUE(!with_edge || *with_edge == t.edge_ids.has_value(),
+                      "edge_ids must be given for every partition's topology or for none");
+    TORCH_CHECK_VALUE(!with_weight || *with_weight == t.edge_weights.has_value(),
+                      "edge_weights must be given for every partition's topology or for none");
+    dtype = t.indptr.scalar_type();
+    with_edge = t.edge_ids.has_value();
+    with_weight = t.edge_weights.has_value();
+  }
+  TORCH_CHECK_VALUE(dtype.has_value(), "sample_neighbors_partitioned needs a partition's topology");
+  return {std::move(parts), *dtype};
+}
+
+// Each seed's partition (narrowed) and its rank among that partition's
+// seeds (its random stream), after checking that the partition has a
+// topology here and the seed is one of its rows.
+struct SeedPartitions {
+  std::vector<int32_t> part;
+  std::vector<int64_t> stream;
+};
+
+SeedPartitions checked_seed_partitions(const std::vector<PartitionTopology>& parts,
+                                       const at::Tensor& part_of, const at::Tensor& seeds) {
+  const int64_t n = seeds.numel();
+  const int64_t num_parts = static_cast<int64_t>(parts.size());
+  SeedPartitions out{std::vector<int32_t>(n), std::vector<int64_t>(n)};
+  std::vector<int64_t> next(num_parts, 0);
+  AT_DISPATCH_INTEGRAL_TYPES(part_of.scalar_type(), "sample_neighbors_partitioned", [&] {
+    const scalar_t* in = part_of.data_ptr<scalar_t>();
+    const int64_t* seed = seeds.data_ptr<int64_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t p = static_cast<int64_t>(in[i]);
+      TORCH_CHECK_VALUE(p >= 0 && p < num_parts && parts[p].num_rows >= 0, "seeds[", i, "] (",
+                        seed[i], ") is in partition ", p, ", which has no topology here");
+      TORCH_CHECK_VALUE(seed[i] >= 0 && seed[i] < parts[p].num_rows, "seeds[", i, "] is ", seed[i],
+                        ", outside the ", parts[p].num_rows, " rows of partition ", p);
+      out.part[i] = static_cast<int32_t>(p);
+      out.stream[i] = next[p]++;
+    }
+  });
+  return out;
+}
+
+template <typename index_t>
+std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_typed(
+    const at::Tensor& indptr, const at::Tensor& indices, const std::optional<at::Tensor>& edge_ids,
+    const std::optional<at::Tensor>& edge_weights, const at::Tensor& seeds, int64_t k, bool replace,
+    int64_t rng_seed) {
+  const kernels::CsrView<index_t> g{
+      indptr.data_ptr<index_t>(), indices.data_ptr<index_t>(),
+      edge_ids.has_value() ? edge_ids->data_ptr<int64_t>() : nullptr,
+      edge_weights.has_value() ? edge_weights->data_ptr<float>() : nullptr};
+  return draw_all(
+      draws::HopDraws<index_t>(g, seeds.data_ptr<int64_t>(), seeds.numel(), k, replace, rng_seed));
+}
+
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_kernel(
+    const at::Tensor& indptr, const at::Tensor& indices, const std::optional<at::Tensor>& edge_ids,
+    const std::optional<at::Tensor>& edge_weights, const at::Tensor& seeds, int64_t num_neighbors,
+    bool replace, int64_t rng_seed) {
+  const auto seed_t =
+      checked_sampling_args(indptr, indices, edge_ids, edge_weights, seeds, num_neighbors);
+  return AT_DISPATCH_INDEX_TYPES(indptr.scalar_type(), "sample_neighbors", [&] {
+    return sample_neighbors_typed<index_t>(indptr, indices, edge_ids, edge_weights, seed_t,
+                                           num_neighbors, replace, rng_seed);
+  });
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_partitioned_kernel(
+    const c10::List<std::optional<at::Tensor>>& indptrs,
+    const c10::List<std::optional<at::Tensor>>& indices,
+    const c10::List<std::optional<at::Tensor>>& edge_ids,
+    const c10::List<std::optional<at::Tensor>>& edge_weights, const at::Tensor& parts,
+    const at::Tensor& seeds, int64_t num_neighbors, bool replace, at::IntArrayRef rng_seeds) {
+  const auto topologies =
+      checked_partitions(indptrs, indices, edge_ids, edge_weights, rng_seeds.size());
+  check_index(seeds, "seeds");
+  TORCH_CHECK_VALUE(seeds.device().is_cpu(), "seeds must be a CPU tensor");
+  check_partition_of_each(parts, seeds, "seed");
+  TORCH_CHECK_VALUE(num_neighbors >= -1, "num_neighbors must be -1 (all) or >= 0, got ",
+                    num_neighbors);
+  const auto seed_t = seeds.contiguous();
+  const auto seed_parts = checked_seed_partitions(topologies.parts, parts.contiguous(), seed_t);
+  const std::vector<int64_t> rng(rng_seeds.begin(), rng_seeds.end());
+  return AT_DISPATCH_INDEX_TYPES(topologies.dtype, "sample_neighbors_partitioned", [&] {
+    std::vector<kernels::CsrView<index_t>> views(topologies.parts.size(),
+                                                 {nullptr, nullptr, nullptr, nullptr});
+    for (size_t p = 0; p < views.size(); ++p) {
+      const auto& t = topologies.parts[p];
+      if (t.num_rows < 0) continue;
+      views[p] = {t.indptr.data_ptr<index_t>(), t.indices.data_ptr<index_t>(),
+                  t.edge_ids.has_value() ? t.edge_ids->data_ptr<int64_t>() : nullptr,
+                  t.edge_weights.has_value() ? t.edge_weights->data_ptr<float>() : nullptr};
+    }
+    return draw_all(draws::HopDraws<index_t>(std::move(views), seed_parts.part.data(),
+                                             seed_parts.stream.data(), seed_t.data_ptr<int64_t>(),
+                                             seed_t.numel(), num_neighbors, replace, rng));
+  });
+}
+
+TORCH_LIBRARY_IMPL(glt, CPU, m) {
+  m.impl("sample_neighbors", TORCH_FN(sample_neighbors_kernel));
+  m.impl("sample_neighbors_partitioned", TORCH_FN(sample_neighbors_partitioned_kernel));
+}
+
+}  // namespace glt::cpu

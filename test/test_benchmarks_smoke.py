@@ -1,0 +1,104 @@
+"""Every script of benchmarks/ runs, in a small setting, as a user runs it,
+and writes its results: a table with rows for each of its tables. The peer
+scripts (glt_peer.py, dgl_peer.py, pyg_peer.py, glt_dist_peer.py) run
+through the benchmarks that call them where their environments are set up
+(make glt-peer, dgl-peer, pyg-peer). The report renders a page, with its
+charts, from the committed results."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / 'benchmarks'
+sys.path.insert(0, str(ROOT / 'test'))
+from netns_hosts import unavailable_reason  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+TINY = ['--scale', '0.004', '--batches', '4']
+DIST = ['--num_nodes', '20000', '--batches', '8']
+
+
+def peer_flags(*names) -> list:
+  r"""``--<name>-python`` for each peer whose environment is set up here."""
+  flags = []
+  for name in names:
+    python = ROOT / f'.venv-{name}' / 'bin' / 'python'
+    if python.exists():
+      flags += [f'--{name}-python', str(python)]
+  return flags
+
+
+# (script, arguments, the results file it writes, its table keys)
+SCRIPTS = [
+  ('bench_sampler.py', [*TINY, '--threads', '1', '2', *peer_flags('glt', 'dgl', 'pyg')],
+   'bench_sampler', ['sampling', 'gather', 'threads']),
+  ('bench_temporal.py', TINY, 'bench_temporal', ['temporal']),
+  ('bench_contention.py', [*TINY, '--threads', '1'], 'bench_contention',
+   ['contention', 'collocated']),
+  ('bench_link.py', ['--scale', '0.004', '--batches', '2', '--pairs', '20000', '--pyg_pairs',
+                     '2000'], 'bench_link', ['link']),
+  ('bench_partition.py', ['--scale', '0.002', '--parts', '2'], 'bench_partition', ['partition']),
+  ('bench_channel.py', ['--sizes', '256KB', '--gb', '0.02'], 'bench_channel', ['channel']),
+  ('bench_dist_sampling.py', [*DIST, *peer_flags('glt')], 'bench_dist_sampling',
+   ['worker_mode'] + (['vs_glt'] if peer_flags('glt') else [])),
+  ('bench_server_client.py', DIST, 'bench_server_client', ['server_client']),
+  ('profile_dist_rpc.py', DIST, 'profile_dist_rpc', ['rpc']),
+  ('fault_suite.py', ['--only', 'partition: values'], 'fault_suite', ['faults']),
+  ('ab_builds.py', [str(ROOT), str(ROOT), '--rounds', '1', *TINY], 'ab_builds', ['ab']),
+  ('bench_gpu_sampler.py', TINY, 'bench_gpu_sampler', ['gpu_sampling']),
+  ('bench_gpu_feature.py', ['--scale', '0.004', '--repeat', '1'], 'bench_gpu_feature_dim100',
+   ['gpu_gather']),
+  ('bench_gpu_train.py', ['--num_nodes', '4000', '--workers', '0'], 'bench_gpu_train', ['train']),
+  ('bench_multihost.py', ['--num_nodes', '20000', '--batches', '4'], 'bench_multihost',
+   ['multihost']),
+]  # fmt: skip
+
+
+def run(script: str, args: list, cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess:
+  env = {k: v for k, v in os.environ.items() if k not in ('GLT_PYTHON', 'DGL_PYTHON', 'PYG_PYTHON')}
+  return subprocess.run(
+    [sys.executable, str(BENCH / script), *args],
+    cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
+  )  # fmt: skip
+
+
+@pytest.mark.parametrize('script, args, name, keys', SCRIPTS, ids=[s[0] for s in SCRIPTS])
+def test_every_benchmark_runs_and_writes_its_results(tmp_path, script, args, name, keys):
+  if script == 'bench_multihost.py' and unavailable_reason() is not None:
+    pytest.skip(f'no network-namespace hosts here: {unavailable_reason()}')
+  workdir = ['--workdir', str(tmp_path / 'work')] if script == 'bench_partition.py' else []
+  done = run(script, [*args, *workdir, '--results', str(tmp_path)], ROOT)
+  assert done.returncode == 0, done.stderr[-4000:]
+  doc = json.loads((tmp_path / f'{name}.json').read_text())
+  assert doc['command'].startswith(f'python benchmarks/{script}')
+  assert doc['machine']['cores'] == os.cpu_count()
+  tables = {t['key']: t for t in doc['tables']}
+  assert sorted(tables) == sorted(keys)
+  for table in tables.values():
+    assert table['rows'] and all(len(r) == len(table['columns']) for r in table['rows'])
+    assert table['title'] in done.stdout  # printed too
+
+
+def test_the_report_renders_a_page_with_charts(tmp_path):
+  pytest.importorskip('matplotlib')
+  sys.path.insert(0, str(BENCH))
+  try:
+    import report
+  finally:
+    sys.path.remove(str(BENCH))
+  results = report.load_results(ROOT / 'benchmarks' / 'results')
+  page = report.render(results, tmp_path)
+  charted = [t for doc in results.values() for t in doc['tables'] if t.get('chart')]
+  assert len(list(tmp_path.glob('*.png'))) == len(charted)
+  for section in report.SECTIONS:
+    assert f'## {section.title}' in page
+  for name, doc in results.items():
+    assert f'`{doc["command"]}`' in page or name not in {
+      n for s in report.SECTIONS for n, _ in s.tables
+    }
