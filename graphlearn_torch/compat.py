@@ -153,50 +153,50 @@ FUNCTION_NAMES = (
 # GLT's methods that nothing of ours calls, installed on our classes.
 
 
-def graph_handler(graph: Graph):
+def graph_handler(self: Graph):
   r"""The graph's topology (GLT's ``Graph.graph_handler()``)."""
-  return graph.topo
+  return self.topo
 
 
-def create_inducer(sampler: NeighborSampler, input_batch_size: int = 0):
+def create_inducer(self: NeighborSampler, input_batch_size: int = 0):
   r"""A new inducer over the sampler's node types (GLT's
   ``NeighborSampler.create_inducer``; the batch size is a hint GLT's GPU
   hash table took)."""
-  return sampler.engine.create_inducer()
+  return self.engine.create_inducer()
 
 
-def get_inducer(sampler: NeighborSampler, input_batch_size: int = 0):
+def get_inducer(self: NeighborSampler, input_batch_size: int = 0):
   r"""The sampler's reusable inducer (GLT's ``NeighborSampler.get_inducer``),
   made on first use."""
-  if getattr(sampler, 'glt_inducer', None) is None:
-    sampler.glt_inducer = create_inducer(sampler, input_batch_size)
-  return sampler.glt_inducer
+  if getattr(self, 'glt_inducer', None) is None:
+    self.glt_inducer = create_inducer(self, input_batch_size)
+  return self.glt_inducer
 
 
-def lazy_init_sampler(sampler: NeighborSampler) -> None:
+def lazy_init_sampler(self: NeighborSampler) -> None:
   r"""Prepares the graphs for sampling (GLT's
   ``NeighborSampler.lazy_init_sampler``; done on first use otherwise)."""
-  for graph in sampler.graphs.values():
+  for graph in self.graphs.values():
     graph.lazy_init()
 
 
-def lazy_init_neg_sampler(sampler: NeighborSampler) -> None:
+def lazy_init_neg_sampler(self: NeighborSampler) -> None:
   r"""Prepares negative sampling of every edge type (GLT's
   ``NeighborSampler.lazy_init_neg_sampler``; done on first use otherwise)."""
-  for etype in sampler.graphs:
-    sampler.negative_sampler(etype)
+  for etype in self.graphs:
+    self.negative_sampler(etype)
 
 
-def is_all_sampling_completed(producer: DistMpSamplingProducer) -> bool:
+def is_all_sampling_completed(self: DistMpSamplingProducer) -> bool:
   r"""Whether every sampling process sampled all of its share of this epoch
   (GLT's ``DistMpSamplingProducer.is_all_sampling_completed``)."""
-  return producer.epoch_sampled
+  return self.epoch_sampled
 
 
-def is_all_sampling_completed_and_consumed(producer: DistMpSamplingProducer) -> bool:
+def is_all_sampling_completed_and_consumed(self: DistMpSamplingProducer) -> bool:
   r"""Whether every batch of this epoch was sampled and received (GLT's
   ``DistMpSamplingProducer.is_all_sampling_completed_and_consumed``)."""
-  return producer.remaining == 0
+  return self.remaining == 0
 
 
 GLT_METHODS = (
