@@ -95,8 +95,10 @@ def main():
     sampler = glt.sampler.NeighborSampler(
       ds.graph, FANOUT, device='cpu', edge_dir='in', seed=args.seed
     )
-    rows.append(('CPU', threads, time_batches(sampler, seed_batches, args.batches)))
-  base = next(r[2][1] for r in rows if r[0] == 'CPU' and r[1] == 2)
+    rows.append(
+      (f'CPU, {threads} threads', threads, time_batches(sampler, seed_batches, args.batches))
+    )
+  base = next(r[2][1] for r in rows if r[0] == 'CPU, 2 threads')
 
   table = Table(
     'gpu_sampling',

@@ -193,9 +193,11 @@ def chart(table: dict, path: Path) -> None:
   cols = table['columns']
   label, value = cols.index(table['chart']['label']), cols.index(table['chart']['value'])
   rows = [r for r in table['rows'] if isinstance(r[value], (int, float))]
+  values = [r[value] for r in rows]
+  unit = 1e6 if max(values, default=0) >= 1e6 else 1
   fig, ax = plt.subplots(figsize=(7, 0.45 * len(rows) + 1.2))
-  ax.barh([str(r[label]) for r in rows][::-1], [r[value] for r in rows][::-1], color='#4c72b0')
-  ax.set_xlabel(table['chart']['value'])
+  ax.barh([str(r[label]) for r in rows][::-1], [v / unit for v in values][::-1], color='#4c72b0')
+  ax.set_xlabel(table['chart']['value'] + (', millions' if unit > 1 else ''))
   ax.set_title(table['title'], fontsize=9, wrap=True)
   ax.tick_params(axis='y', labelsize=8)
   fig.tight_layout()

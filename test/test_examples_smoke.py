@@ -136,7 +136,9 @@ def test_rgcn_mag_reads_the_ogb_layout(tmp_path):
 
 def test_link_prediction_smoke():
   out = run_example('link_pred_sage.py', '--smoke')
-  final(r'test ROC-AUC ([0-9.]+)', out)
+  # chance is 0.5; over the smoke's 496 test edges and as many non-edges an
+  # ROC-AUC's standard error is about 0.015, and two epochs reach about 0.56
+  assert final(r'test ROC-AUC ([0-9.]+)', out) > 0.52, 'better than chance'
 
 
 def test_temporal_link_prediction_smoke():
