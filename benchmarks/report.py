@@ -90,7 +90,8 @@ SECTIONS = [
     'across both partitions (collocated, or in sampling processes), against the '
     "single-machine loader on the whole graph in the same run and against GLT 0.2.4's worker "
     'mode on the same partitions. The RPC rows read the other partition over RPC, as '
-    "between hosts; the cache rows hold the hottest quarter of the other partition's rows.",
+    "between hosts; the cache rows hold the hottest quarter of the other partition's rows. "
+    "DGL's distributed sampler beside ours is not measured yet.",
     [
       ('bench_dist_sampling', 'worker_mode'),
       ('bench_dist_sampling', 'vs_glt'),

@@ -62,7 +62,7 @@ def format_cell(column: str, value: Any) -> str:
     return f'{value:.2f}x'
   if abs(value) >= 1e6:
     return f'{value / 1e6:,.2f} M'
-  if isinstance(value, int) or float(value).is_integer() and abs(value) >= 100:
+  if isinstance(value, int) or abs(value) >= 1000:
     return f'{value:,.0f}'
   return f'{value:,.2f}' if abs(value) < 100 else f'{value:,.1f}'
 

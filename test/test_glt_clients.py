@@ -1,4 +1,4 @@
-"""What real GLT 0.2.x clients call beyond GLT's own tests (issue 45): the
+"""What real GLT 0.2.x clients call beyond GLT's own tests: the
 pipeline of an RGAT benchmark reference on IGBH-format data, point by point
 (``partition.base``'s readers, ``export_topology``'s tuple, CSC/CSR graph
 files rewritten by a script, two-stage fp16 features, a single

@@ -1,5 +1,5 @@
 """The RGAT benchmark reference's pipeline on IGBH-format data, as a GLT user
-runs it (issue 45), on the CPU: test/glt_scripts/igbh_data.py writes a small
+runs it, on the CPU: test/glt_scripts/igbh_data.py writes a small
 graph in IGBH's layout; igbh_partition.py partitions it in COO, and again in
 two stages with fp16 features and each relation rewritten as CSC;
 igbh_rgat.py trains an RGAT on 2 nodes over loopback for one epoch on the COO

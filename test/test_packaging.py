@@ -157,7 +157,7 @@ def test_csrc_builds_as_cxx17(tmp_path):
 
 # ATen's and OpenMP's parallel loops: their threads spin at a region's end for
 # a descheduled one, which costs three quarters of the sampler's speed beside
-# one busy process (issue 46). csrc/cpu/runtime/parallel.h is the CPU kernels' one way in.
+# one busy process. csrc/cpu/runtime/parallel.h is the CPU kernels' one way in.
 SPINNING_LOOPS = r'\bat::parallel_(for|reduce)\b|#\s*pragma\s+omp\b'
 
 

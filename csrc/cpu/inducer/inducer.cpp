@@ -21,7 +21,7 @@ constexpr int32_t kAbsent = INT32_MIN;
 constexpr int64_t kInsertChunk = 16384;
 // What a dense insert needs to run in parallel: it takes five passes (two of
 // them random reads of the map) where one thread takes one, and each pass
-// wakes the threads. At 2 threads one pass is faster (issue 23's figures).
+// wakes the threads. At 2 threads one pass is faster (measured).
 constexpr int64_t kMinParallelPositions = 32768;
 constexpr int kMinParallelThreads = 4;
 constexpr int64_t kPrefetchAhead = 16;

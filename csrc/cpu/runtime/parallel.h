@@ -1,5 +1,5 @@
 // The CPU kernels' parallel loops, made to hold up beside other busy
-// processes (issue 46).
+// processes.
 //
 // at::parallel_for (OpenMP) gives each thread one fixed share of a range, and
 // libgomp's threads spin at the end of a region, and between regions, until
