@@ -101,8 +101,8 @@ dgl-peer: $(DGL_VENV)/.installed
 
 # PyG's own sampler: torch (our version), torch_geometric, and pyg-lib 0.9.0
 # built from its source in ../shared/peers (about 20 minutes on 2 cores).
-# pyg-lib's CMake probes the C++ ABI with the first python3 on the path:
-# USE_CXX11_ABI gives it torch's.
+# pyg-lib's CMake reads torch's C++ ABI with the first python3 on the path:
+# the venv's, whose torch it builds against.
 PYG_VENV ?= .venv-pyg
 PYG_PY := $(PYG_VENV)/bin/python
 PYG_LIB_SRC ?= ../shared/peers/pyg-lib-0.9.0-src.tar.gz
@@ -114,8 +114,7 @@ $(PYG_VENV)/.installed:
 	$(PYG_PY) -m pip install -q setuptools wheel ninja cmake numpy torch_geometric
 	rm -rf $(PYG_VENV)/src && mkdir -p $(PYG_VENV)/src
 	tar -xzf $(PYG_LIB_SRC) -C $(PYG_VENV)/src
-	cd $(PYG_VENV)/src/pyg-lib-* && \
-	  USE_CXX11_ABI=$$($(abspath $(PYG_PY)) -c 'import torch; print(int(torch.compiled_with_cxx11_abi()))') \
+	cd $(PYG_VENV)/src/pyg-lib-* && PATH=$(abspath $(PYG_VENV))/bin:$$PATH \
 	  $(abspath $(PYG_PY)) -m pip install -q --no-build-isolation --no-deps .
 	$(PYG_PY) -c 'import torch_geometric.typing as t; assert t.WITH_PYG_LIB, "pyg-lib does not load"'
 	touch $@
