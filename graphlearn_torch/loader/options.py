@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import inspect
 import re
+import textwrap
 from typing import Dict, Literal, Optional, Sequence, Tuple
 
 import torch
@@ -123,7 +124,11 @@ def _documented(doc: str, names: Sequence[str]) -> str:
   r"""``doc`` (a class docstring ending in its ``Args:`` section) with the
   entries of the options ``names`` appended."""
   docs = option_docs()
-  lines = [f'    {name}: {docs[ALIASES.get(name, name)]}' for name in names]
+  lines = [
+    textwrap.fill(f'{name}: {docs[ALIASES.get(name, name)]}', 78, initial_indent=' ' * 4,
+                  subsequent_indent=' ' * 6)
+    for name in names
+  ]  # fmt: skip
   return doc.rstrip() + '\n' + '\n'.join(lines) + '\n  '
 
 

@@ -11,7 +11,7 @@ from ...sampler.base import EdgeSamplerInput, NegativeSampling, SamplingType
 from ...typing import InputEdges, NumNeighbors
 from ..data.dataset import DistDataset
 from ..sources.options import _BasicDistSamplingWorkerOptions
-from .loader import DistLoader, sampling_config
+from .loader import SAMPLING, DistLoader, sampling_config
 
 
 @loader_options(
@@ -23,13 +23,7 @@ from .loader import DistLoader, sampling_config
   'neg_sampling',
   'shuffle',
   'drop_last',
-  'with_edge',
-  'with_weight',
-  'edge_dir',
-  'collect_features',
-  'to_device',
-  'random_seed',
-  'worker_options',
+  *SAMPLING,
   keyword=TEMPORAL,
 )
 class DistLinkNeighborLoader(DistLoader):

@@ -39,6 +39,21 @@ from ..sources.remote import RemoteBatchSource
 
 LOADER_SAMPLING_TYPES = (SamplingType.NODE, SamplingType.LINK, SamplingType.SUBGRAPH)
 
+# The positional parameters GLT's distributed loaders end with (the options
+# of LoaderOptions, random_seed its seed, and the loader's own to_device and
+# worker_options), and those of the node and subgraph loaders, which batching
+# comes before.
+SAMPLING = (
+  'with_edge',
+  'with_weight',
+  'edge_dir',
+  'collect_features',
+  'to_device',
+  'random_seed',
+  'worker_options',
+)
+BATCHING_AND_SAMPLING = ('batch_size', 'shuffle', 'drop_last', *SAMPLING)
+
 
 def node_input(
   data: Optional[DistDataset], input_nodes

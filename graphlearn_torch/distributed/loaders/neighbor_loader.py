@@ -10,23 +10,14 @@ from ...sampler.base import NodeSamplerInput, SamplingType
 from ...typing import InputNodes, NumNeighbors
 from ..data.dataset import DistDataset
 from ..sources.options import _BasicDistSamplingWorkerOptions
-from .loader import DistLoader, node_input, sampling_config
+from .loader import BATCHING_AND_SAMPLING, DistLoader, node_input, sampling_config
 
 
 @loader_options(
   'data',
   'num_neighbors',
   'input_nodes',
-  'batch_size',
-  'shuffle',
-  'drop_last',
-  'with_edge',
-  'with_weight',
-  'edge_dir',
-  'collect_features',
-  'to_device',
-  'random_seed',
-  'worker_options',
+  *BATCHING_AND_SAMPLING,
   keyword=TEMPORAL,
 )
 class DistNeighborLoader(DistLoader):

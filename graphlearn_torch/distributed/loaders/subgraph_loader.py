@@ -9,23 +9,14 @@ from ...sampler.base import SamplingType
 from ...typing import InputNodes, NumNeighbors
 from ..data.dataset import DistDataset
 from ..sources.options import _BasicDistSamplingWorkerOptions
-from .loader import DistLoader, node_input, sampling_config
+from .loader import BATCHING_AND_SAMPLING, DistLoader, node_input, sampling_config
 
 
 @loader_options(
   'data',
   'input_nodes',
   'num_neighbors',
-  'batch_size',
-  'shuffle',
-  'drop_last',
-  'with_edge',
-  'with_weight',
-  'edge_dir',
-  'collect_features',
-  'to_device',
-  'random_seed',
-  'worker_options',
+  *BATCHING_AND_SAMPLING,
 )
 class DistSubGraphLoader(DistLoader):
   r"""Mini-batches of seed nodes with the subgraph induced by them and (with
