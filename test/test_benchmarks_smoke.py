@@ -25,12 +25,13 @@ DIST = ['--num_nodes', '20000', '--batches', '8']
 
 
 def peer_flags(*names) -> list:
-  r"""``--<name>-python`` for each peer whose environment is set up here."""
+  r"""``--<name>-python`` for each peer whose environment is set up here
+  (its make target finished: ``.installed``)."""
   flags = []
   for name in names:
-    python = ROOT / f'.venv-{name}' / 'bin' / 'python'
-    if python.exists():
-      flags += [f'--{name}-python', str(python)]
+    venv = ROOT / f'.venv-{name}'
+    if (venv / '.installed').exists():
+      flags += [f'--{name}-python', str(venv / 'bin' / 'python')]
   return flags
 
 
