@@ -37,6 +37,10 @@ logger = logging.getLogger(__name__)
 
 # Seconds the sampling processes get to stop after a failure before they are killed.
 NON_GRACEFUL_STOP_S = 2.0
+# Seconds a spawned sampling process gets to start (import torch and this
+# library, load its data) before it joins its RPC world; tens of seconds on a
+# busy machine. A process that dies meanwhile is reported at once.
+STARTUP_S = 30.0
 
 
 class DistMpSamplingProducer(BatchSource):
@@ -128,8 +132,9 @@ class DistMpSamplingProducer(BatchSource):
   def _wait_ready(self) -> None:
     r"""Waits for every sampling process's start-up report, all at once: the
     first failure (an error, or a process that died) is raised as soon as it
-    happens, naming the process and its cause."""
-    timeout = self.worker_options.rpc_timeout
+    happens, naming the process and its cause. Each process may take the RPC
+    timeout to join its world, after ``STARTUP_S`` to start."""
+    timeout = self.worker_options.rpc_timeout + STARTUP_S
     deadline = time.monotonic() + timeout
     waiting = dict(zip(self._status, self._procs))
     while waiting:
