@@ -47,7 +47,10 @@ def extension():
     + glob.glob('csrc/cpu/**/*.cpp', recursive=True)
     + glob.glob('csrc/shm_queue/*.cpp')
   )
-  cxx_flags = ['-O3', '-fopenmp', '-Wall', '-Wno-sign-compare']
+  # No debug info unless GLT_DEBUG_INFO=1: Python's own flags ask for it (-g),
+  # and torch's headers make it double the build's time.
+  debug_info = '-g' if os.environ.get('GLT_DEBUG_INFO') == '1' else '-g0'
+  cxx_flags = ['-O3', debug_info, '-fopenmp', '-Wall', '-Wno-sign-compare']
   kwargs = dict(
     name='graphlearn_torch._C',
     sources=sources,

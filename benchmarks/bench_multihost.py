@@ -5,13 +5,13 @@ of it the asyncio sampler's concurrency hides.
 
 Hosts are network namespaces on this machine (test/netns_hosts.py; root
 needed). 2 trainers, one per host and partition, each with 1 sampling
-process of ``worker_concurrency`` 1, 4 and 16, sample fanout [15, 10, 5]
+process of ``worker_concurrency`` 1, 4 and 16 (--concurrency), sample fanout [15, 10, 5]
 around batches of 1024 of their own nodes and collect features (the graph
 and partitions of bench_dist_sampling.py, at --num_nodes). Rows, all
 measured in this run:
   - loopback: both trainers on 127.0.0.1 in this namespace;
   - 2 hosts on a bridge (veth pairs): nothing added;
-  - 2 hosts with an added one-way delay of 0, 1 and 5 ms: ``tc netem``
+  - 2 hosts with an added one-way delay of 0, 1 and 5 ms (--delays): ``tc netem``
     where the kernel has it, else a userspace switch between TAP devices
     (test/userspace_switch.py), whose own forwarding adds latency: the
     "rtt" column is the measured TCP round trip of each link.
@@ -155,7 +155,7 @@ def measure_links(args, root: str) -> list:
   rows = []
 
   def measure(label, commands, master, port, rtt):
-    for c in CONCURRENCY:
+    for c in args.concurrency:
       count, edges, seconds = run_pair(commands, master, port, root, c, args.batches)
       rows.append((label, rtt, c, count / seconds, edges / seconds))
       print(f'{label}, concurrency {c}: {count / seconds:.2f} batches/s', flush=True)
@@ -166,7 +166,7 @@ def measure_links(args, root: str) -> list:
     commands = [h.command([]) for h in net.hosts]
     rtt = round_trip_ms(commands[1], commands[0], net[1].address)
     measure('2 hosts, bridge', commands, net[0].address, PORT, rtt)
-  for delay in DELAYS_MS:
+  for delay in args.delays:
     net, how = impaired_network(2, delay, 0.0, tag=f'b{os.getpid()}d')
     with net:
       commands = [h.command([]) for h in net.hosts]
@@ -179,6 +179,14 @@ def main() -> None:
   p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   p.add_argument('--num_nodes', type=int, default=200_000)
   p.add_argument('--batches', type=int, default=16, help='timed batches per trainer')
+  p.add_argument(
+    '--concurrency', type=int, nargs='+', default=list(CONCURRENCY),
+    help="each trainer's sampling process's worker_concurrency, one row each",
+  )  # fmt: skip
+  p.add_argument(
+    '--delays', type=float, nargs='*', default=list(DELAYS_MS),
+    help='one-way delays (ms) added between the hosts, a link each',
+  )  # fmt: skip
   add_results_argument(p)
   sub = p.add_subparsers(dest='role')
   t = sub.add_parser('trainer')

@@ -56,7 +56,8 @@ SCRIPTS = [
   ('bench_gpu_feature.py', ['--scale', '0.004', '--repeat', '1'], 'bench_gpu_feature_dim100',
    ['gpu_gather']),
   ('bench_gpu_train.py', ['--num_nodes', '4000', '--workers', '0'], 'bench_gpu_train', ['train']),
-  ('bench_multihost.py', ['--num_nodes', '20000', '--batches', '4'], 'bench_multihost',
+  ('bench_multihost.py', ['--num_nodes', '20000', '--batches', '4', '--concurrency', '4',
+                         '--delays', '1'], 'bench_multihost',
    ['multihost']),
 ]  # fmt: skip
 
