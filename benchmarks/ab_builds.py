@@ -6,10 +6,11 @@ Each tree is a source tree with its extension built in place (e.g. a git
 worktree of an older commit, `python setup.py build_ext --inplace`). Both
 are measured by the same harness, benchmarks/glt_peer.py (our API is GLT's),
 in a fresh process with PYTHONPATH set to the tree, on the same graph, seed
-batches and node sets as bench_sampler.py, alternating BASE and NEW for
---rounds rounds; prints each round and the medians, NEW against BASE. One
-harness for both keeps the comparison free of what differs between an
-in-process run and a fresh one (measured: 2-6% on this machine).
+batches and node sets as bench_sampler.py, for --rounds rounds of both
+(base first in odd rounds, new first in even ones); prints each round and
+the medians, NEW against BASE. One harness for both keeps the comparison
+free of what differs between an in-process run and a fresh one (measured:
+2-6% on this machine).
 """
 
 import argparse
@@ -39,8 +40,11 @@ def main():
   print(f'graph: {ds.num_nodes():,} nodes, {num_edges:,} edges; {args.threads} threads\n')
   figures = {'base': [], 'new': []}
   rows = []
+  trees = (('base', args.base_tree), ('new', args.new_tree))
   for r in range(1, args.rounds + 1):
-    for name, tree in (('base', args.base_tree), ('new', args.new_tree)):
+    # Base first in odd rounds, new first in even ones: neither tree always
+    # runs right after the other's process freed its memory.
+    for name, tree in trees if r % 2 else trees[::-1]:
       got = run_peer(
         'glt_peer.py', sys.executable, ds, seed_batches, sampled, args, args.threads, tree
       )

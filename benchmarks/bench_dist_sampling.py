@@ -49,8 +49,10 @@ after the first runs at.
 
 import argparse
 import json
+import logging
 import multiprocessing
 import os
+import signal
 import subprocess
 import tempfile
 import time
@@ -250,20 +252,47 @@ def run_timed(procs, results, num_timers: int):
 def glt_worker_mode(python: str, root: str, mode: str, batches: int):
   r"""GLT's worker mode (glt_dist_peer.py in GLT's environment ``python``)
   on ``root``'s partitions with our trainers' seeds, as ``run_timed``
-  reports."""
+  reports. GLT's worker mode sometimes loses a trainer's RPC link and waits
+  forever: a failed run is logged and tried once more before it raises."""
   node_pb = torch.from_numpy(np.load(os.path.join(root, 'node_pb.npy')))
-  with tempfile.TemporaryDirectory() as seeds_dir:
+  with tempfile.TemporaryDirectory() as work:
     for rank in range(2):
       seeds = trainer_seeds(node_pb, rank, batches)
-      np.save(os.path.join(seeds_dir, f'seeds{rank}.npy'), seeds.numpy())
+      np.save(os.path.join(work, f'seeds{rank}.npy'), seeds.numpy())
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'glt_dist_peer.py')
-    command = [python, script, root, seeds_dir, '--mode', mode, '--batches', str(batches)]
+    command = [python, script, root, work, '--mode', mode, '--batches', str(batches)]
     command += ['--warmup', str(WARMUP)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=1500)
-  if done.returncode != 0:
-    raise RuntimeError(f'glt_dist_peer.py failed ({done.returncode}):\n{done.stderr[-3000:]}')
-  r = json.loads(done.stdout.strip().splitlines()[-1])
-  return r['batches'], r['edges'], r['seconds'], r['warmup']
+    for attempt in (1, 2):
+      returncode, stdout, stderr = run_process_group(command, work, timeout=900)
+      if returncode == 0:
+        r = json.loads(stdout.strip().splitlines()[-1])
+        return r['batches'], r['edges'], r['seconds'], r['warmup']
+      failure = f'glt_dist_peer.py --mode {mode} failed ({returncode}):\n{stderr[-3000:]}'
+      if attempt == 1:
+        logging.warning('%s\ntrying once more', failure)
+  raise RuntimeError(failure)
+
+
+def run_process_group(command: list, work: str, timeout: float) -> tuple:
+  r"""Runs ``command`` in a session of its own, its output in files under
+  ``work`` (a process it leaves behind cannot hold a pipe open), and kills
+  whatever of the session is left when it ends or after ``timeout`` s.
+  Returns the exit code (None on timeout), stdout and stderr."""
+  out_path, err_path = os.path.join(work, 'stdout'), os.path.join(work, 'stderr')
+  with open(out_path, 'w') as out, open(err_path, 'w') as err:
+    proc = subprocess.Popen(command, stdout=out, stderr=err, start_new_session=True)
+    try:
+      returncode = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+      returncode = None
+    finally:
+      try:
+        os.killpg(proc.pid, signal.SIGKILL)
+      except ProcessLookupError:
+        pass
+      proc.wait()
+  with open(out_path) as out, open(err_path) as err:
+    return returncode, out.read(), err.read()
 
 
 def measure_rows(args, root: str, ds) -> tuple:
@@ -275,11 +304,18 @@ def measure_rows(args, root: str, ds) -> tuple:
   singles = [single_machine(ds, args.batches, args.gpu)]
   rows = []
 
-  def measure(label: str, result) -> None:
+  def measure(label: str, result, into: Optional[list] = None) -> None:
     singles.append(single_machine(ds, args.batches, args.gpu))
-    rows.append((label, result, max(s[0] / s[2] for s in singles[-2:])))
+    (rows if into is None else into).append((label, result, max(s[0] / s[2] for s in singles[-2:])))
 
   per_trainer, gpu = args.batches // 2, args.gpu
+  # GLT first: its runs are the likeliest to fail, and a failure then costs
+  # minutes rather than the run; its rows are listed after ours.
+  glt_rows = []
+  glt_modes = (('collocated', 'collocated'), ('mp', '1 sampler')) if args.glt_python else ()
+  for mode, label in glt_modes:
+    result = glt_worker_mode(args.glt_python, root, mode, per_trainer)
+    measure(f'GLT 0.2.4 worker mode, {label}', result, into=glt_rows)
   measure('worker mode, collocated', worker_mode(root, 'collocated', 1, per_trainer, gpu))
   for workers in (1, 2):
     label = f'worker mode, {workers} sampler(s)/trainer'
@@ -292,10 +328,7 @@ def measure_rows(args, root: str, ds) -> tuple:
             ('mp', 1, cached, f'1 sampler, on RPC, {cache}'))  # fmt: skip
   for mode, workers, partitions, label in on_rpc:
     measure(label, worker_mode(partitions, mode, workers, per_trainer, gpu, False))
-  if args.glt_python:
-    for mode, label in (('collocated', 'collocated'), ('mp', '1 sampler')):
-      result = glt_worker_mode(args.glt_python, root, mode, per_trainer)
-      measure(f'GLT 0.2.4 worker mode, {label}', result)
+  rows += glt_rows
   pooled = (*(sum(s[k] for s in singles) for k in range(3)), max(s[3] for s in singles))
   rows.insert(0, ('single machine NeighborLoader', pooled, pooled[0] / pooled[2]))
   return rows, singles

@@ -49,6 +49,7 @@ glt = import_glt()
 FANOUT = [15, 10, 5]
 BATCH = 1024
 SPAWN = multiprocessing.get_context('spawn')
+BARRIER_S = 600.0  # the longest a trainer waits for the others to finish
 
 
 def npy(path: str) -> torch.Tensor:
@@ -94,7 +95,7 @@ def write_glt_partitions(root: str) -> str:
   return out
 
 
-def trainer(rank: int, root: str, seeds_dir: str, args, ports, results) -> None:
+def trainer(rank: int, root: str, seeds_dir: str, args, ports, results, finished) -> None:
   warnings.filterwarnings('ignore', category=FutureWarning)  # GLT's torch.load calls
   dist = glt.distributed
   torch.set_num_threads(1)
@@ -133,6 +134,10 @@ def trainer(rank: int, root: str, seeds_dir: str, args, ports, results) -> None:
   if batch.x is None or batch.y is None:
     raise RuntimeError('GLT returned batches without features or labels')
   results.put(pickle.dumps((rank, args.batches, edges, seconds, warmup)))
+  # Every trainer's sampling serves the others' requests for its partition:
+  # none shuts down before all are through (GLT's samplers otherwise wait
+  # forever on a request to a partition that left).
+  finished.wait(timeout=BARRIER_S)
   loader.shutdown()
   dist.shutdown_rpc()
 
@@ -164,10 +169,10 @@ def main() -> None:
   p.add_argument('--warmup', type=int, default=20)
   args = p.parse_args()
   root = write_glt_partitions(args.root)
-  results = SPAWN.Queue()
+  results, finished = SPAWN.Queue(), SPAWN.Barrier(2)
   ports = (glt.utils.get_free_port('127.0.0.1'), glt.utils.get_free_port('127.0.0.1'))
   procs = [
-    SPAWN.Process(target=trainer, args=(r, root, args.seeds_dir, args, ports, results))
+    SPAWN.Process(target=trainer, args=(r, root, args.seeds_dir, args, ports, results, finished))
     for r in range(2)
   ]
   for proc in procs:
