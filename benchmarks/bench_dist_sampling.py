@@ -49,7 +49,6 @@ after the first runs at.
 
 import argparse
 import json
-import logging
 import multiprocessing
 import os
 import signal
@@ -252,8 +251,7 @@ def run_timed(procs, results, num_timers: int):
 def glt_worker_mode(python: str, root: str, mode: str, batches: int):
   r"""GLT's worker mode (glt_dist_peer.py in GLT's environment ``python``)
   on ``root``'s partitions with our trainers' seeds, as ``run_timed``
-  reports. GLT's worker mode sometimes loses a trainer's RPC link and waits
-  forever: a failed run is logged and tried once more before it raises."""
+  reports."""
   node_pb = torch.from_numpy(np.load(os.path.join(root, 'node_pb.npy')))
   with tempfile.TemporaryDirectory() as work:
     for rank in range(2):
@@ -262,15 +260,11 @@ def glt_worker_mode(python: str, root: str, mode: str, batches: int):
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'glt_dist_peer.py')
     command = [python, script, root, work, '--mode', mode, '--batches', str(batches)]
     command += ['--warmup', str(WARMUP)]
-    for attempt in (1, 2):
-      returncode, stdout, stderr = run_process_group(command, work, timeout=900)
-      if returncode == 0:
-        r = json.loads(stdout.strip().splitlines()[-1])
-        return r['batches'], r['edges'], r['seconds'], r['warmup']
-      failure = f'glt_dist_peer.py --mode {mode} failed ({returncode}):\n{stderr[-3000:]}'
-      if attempt == 1:
-        logging.warning('%s\ntrying once more', failure)
-  raise RuntimeError(failure)
+    returncode, stdout, stderr = run_process_group(command, work, timeout=900)
+  if returncode != 0:
+    raise RuntimeError(f'glt_dist_peer.py --mode {mode} failed ({returncode}):\n{stderr[-3000:]}')
+  r = json.loads(stdout.strip().splitlines()[-1])
+  return r['batches'], r['edges'], r['seconds'], r['warmup']
 
 
 def run_process_group(command: list, work: str, timeout: float) -> tuple:
