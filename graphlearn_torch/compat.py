@@ -13,8 +13,12 @@ works once ``graphlearn_torch`` is imported, and ``test/test_compat.py``
 checks each of them.
 """
 
+import __future__
+
 import abc
 import importlib
+import importlib.abc
+import importlib.util
 import sys
 import types
 import typing
@@ -102,9 +106,29 @@ def _defined_names(module: types.ModuleType) -> Iterable[Tuple[str, object]]:
   for name, value in vars(module).items():
     if name.startswith('_') or isinstance(value, types.ModuleType):
       continue
-    if getattr(typing, name, None) is value or getattr(abc, name, None) is value:
+    if any(getattr(helpers, name, None) is value for helpers in (typing, abc, __future__)):
       continue
     yield name, value
+
+
+class _DeferredPaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+  r"""Imports a path of ``MODULE_PATHS`` whose module the package does not
+  import itself (the client's PyG stores, which import PyG) when a script
+  imports it."""
+
+  def __init__(self):
+    self.sources: Dict[str, str] = {}
+
+  def find_spec(self, fullname: str, path=None, target=None):
+    if fullname not in self.sources:
+      return None
+    return importlib.util.spec_from_loader(fullname, self)
+
+  def create_module(self, spec) -> types.ModuleType:
+    return importlib.import_module(self.sources[spec.name])
+
+  def exec_module(self, module: types.ModuleType) -> None:
+    pass  # create_module's module is already imported
 
 
 def _module_of(path: str, sources: Tuple[str, ...]) -> types.ModuleType:
@@ -121,9 +145,14 @@ def _module_of(path: str, sources: Tuple[str, ...]) -> types.ModuleType:
 def install_module_paths() -> None:
   r"""Makes every path of ``MODULE_PATHS`` importable, and an attribute of
   its package, as ``import`` would have made it; gives the modules of
-  ``MOVED_NAMES`` the names they had."""
+  ``MOVED_NAMES`` the names they had. A path to one module the package has
+  not imported is left to an import finder, which imports it when asked."""
+  deferred = _DeferredPaths()
   for path, sources in MODULE_PATHS.items():
     full = f'{PACKAGE}.{path}'
+    if len(sources) == 1 and f'{PACKAGE}.{sources[0]}' not in sys.modules:
+      deferred.sources[full] = f'{PACKAGE}.{sources[0]}'
+      continue
     module = _module_of(path, sources)
     sys.modules[full] = module
     parent, _, leaf = full.rpartition('.')
@@ -134,6 +163,8 @@ def install_module_paths() -> None:
       for name, value in _defined_names(importlib.import_module(f'{PACKAGE}.{source}')):
         if not hasattr(module, name):
           setattr(module, name, value)
+  if deferred.sources:
+    sys.meta_path.insert(0, deferred)
 
 
 # GLT's names of methods, beside ours: (class, GLT's name, our name).

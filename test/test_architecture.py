@@ -7,6 +7,8 @@ objects it did not create. docs/architecture.md describes the floors."""
 import ast
 import collections
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
@@ -271,3 +273,15 @@ def test_no_module_reaches_into_private_members():
 )
 def test_private_access_finder(source, expected):
   assert [text for _, text in _private_accesses(ast.parse(source))] == expected
+
+
+def test_importing_the_package_leaves_pyg_out():
+  # Every spawned sampling process imports the package; PyG would add seconds
+  # to each. PyG is imported where a batch or a PyG interface is first built.
+  code = (
+    'import sys, graphlearn_torch as glt\n'
+    "assert 'torch_geometric' not in sys.modules, 'PyG was imported'\n"
+    'glt.sampler.PyGNeighborSampler, glt.distributed.remote_stores\n'
+    "assert 'torch_geometric' in sys.modules\n"
+  )
+  subprocess.run([sys.executable, '-c', code], check=True, timeout=120, cwd=ROOT)

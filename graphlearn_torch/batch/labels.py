@@ -1,13 +1,17 @@
 """The fields that say what a batch was sampled for: ``batch_size``,
 ``input_id``, ``mapping``, and a link batch's labels."""
 
-from typing import Dict, Literal, Optional, Union
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Dict, Literal, Optional, Union
 
 import torch
-from torch_geometric.data import Data, HeteroData
 
 from ..sampler.base import SamplingType
 from ..typing import HOMO_EDGE_TYPE, EdgeType, NodeType, reverse_edge_type
+
+if TYPE_CHECKING:  # PyG is imported on first use: sampling processes never need it
+  from torch_geometric.data import Data, HeteroData
 
 
 def attach_link_metadata(
@@ -30,6 +34,8 @@ def attach_link_metadata(
       ``edge_label_index``, ``edge_label`` and ``input_id`` go on the
       reversed edge type, its rows swapped (GLT's layout).
   """
+  from torch_geometric.data import Data
+
   if isinstance(res, Data):
     for key, value in meta.items():
       res[key] = value
@@ -89,6 +95,8 @@ def label_batch(
     input_id: the seeds' positions among the loader's seeds.
     edge_dir: the sampling direction.
   """
+  from torch_geometric.data import Data
+
   if sampling_type == SamplingType.LINK:
     return attach_link_metadata(res, metadata, input_type, input_id, edge_dir)
   store = res if isinstance(res, Data) else res[input_type]

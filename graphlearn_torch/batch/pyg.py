@@ -1,9 +1,10 @@
 """The PyG form of a sampled batch: ``Data`` / ``HeteroData``."""
 
-from typing import Dict, List, Literal, Optional, Union
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Dict, List, Literal, Optional, Union
 
 import torch
-from torch_geometric.data import Data, HeteroData
 
 from ..data.dataset import Dataset
 from ..sampler.base import HeteroSamplerOutput, SamplerOutput
@@ -11,6 +12,9 @@ from ..typing import HOMO_EDGE_TYPE, HOMO_NODE_TYPE, EdgeType, NodeType
 from .features import gather_batch
 from .labels import LINK_LABEL_KEYS, place_link_labels
 from .sampled import HopCounts, SampledBatch
+
+if TYPE_CHECKING:  # PyG is imported on first use: sampling processes never need it
+  from torch_geometric.data import Data, HeteroData
 
 
 def _as_list(counts: Optional[HopCounts]) -> Optional[List[int]]:
@@ -42,6 +46,8 @@ def to_pyg(batch: SampledBatch, **kwargs) -> Union[Data, HeteroData]:
     batch: the batch.
     **kwargs: more attributes of the whole batch.
   """
+  from torch_geometric.data import Data, HeteroData
+
   if not batch.hetero:
     node, edge = batch.nodes[HOMO_NODE_TYPE], batch.edges[HOMO_EDGE_TYPE]
     data = Data(

@@ -14,16 +14,21 @@ readers (those its ``NodePropPredDataset`` processes with), so no pickled
   ``split/<split>/<type>/{train,valid,test}.csv.gz``.
 """
 
+from __future__ import annotations
+
 import contextlib
 import io
 import logging
 import os
 from pathlib import Path
-from typing import Union
+from typing import TYPE_CHECKING, Union
 
 import numpy as np
 import torch
-from torch_geometric.data import Data, HeteroData
+
+if TYPE_CHECKING:  # PyG is imported on first use: sampling processes never need it
+  from torch_geometric.data import Data, HeteroData
+
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +95,8 @@ def load_ogb_node_dataset(root: Union[str, Path], name: str) -> Union[Data, Hete
     root: the folder holding ``<name with underscores>/`` (OGB's ``root``).
     name: the dataset name, e.g. 'ogbn-products' or 'ogbn-mag'.
   """
+  from torch_geometric.data import Data
+
   meta = _ogb_meta(name)
   if meta['is hetero'] == 'True':
     return _load_hetero(root, name, meta)
@@ -126,6 +133,7 @@ def _load_hetero(root: Union[str, Path], name: str, meta) -> HeteroData:
     read_node_label_hetero,
     read_nodesplitidx_split_hetero,
   )
+  from torch_geometric.data import HeteroData
 
   folder = Path(root) / '_'.join(name.split('-'))
   raw = folder / 'raw'

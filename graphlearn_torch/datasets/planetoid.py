@@ -1,9 +1,13 @@
 """Planetoid citation graphs (Cora, CiteSeer, PubMed) from their raw files."""
 
-from pathlib import Path
-from typing import Union
+from __future__ import annotations
 
-from torch_geometric.data import Data
+from pathlib import Path
+from typing import TYPE_CHECKING, Union
+
+if TYPE_CHECKING:  # PyG is imported on first use: sampling processes never need it
+  from torch_geometric.data import Data
+
 
 PLANETOID_FILES = ('x', 'tx', 'allx', 'y', 'ty', 'ally', 'graph', 'test.index')
 

@@ -2,10 +2,14 @@
 heterogeneous shaped like ogbn-mag) and power-law graphs of a given size
 (for benchmarks)."""
 
-from typing import Optional
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
 
 import torch
-from torch_geometric.data import Data, HeteroData
+
+if TYPE_CHECKING:  # PyG is imported on first use: sampling processes never need it
+  from torch_geometric.data import Data, HeteroData
 
 
 def community_graph(
@@ -31,6 +35,8 @@ def community_graph(
     feature_noise: the standard deviation of the feature noise.
     seed: the random seed.
   """
+  from torch_geometric.data import Data
+
   g = torch.Generator().manual_seed(seed)
   y = torch.randint(0, num_classes, (num_nodes,), generator=g)
   by_class = [torch.nonzero(y == c).view(-1) for c in range(num_classes)]
@@ -151,6 +157,8 @@ def mag_like_graph(
     feature_noise: the standard deviation of the feature noise.
     seed: the random seed.
   """
+  from torch_geometric.data import HeteroData
+
   g = torch.Generator().manual_seed(seed)
   sizes = {
     'paper': num_papers,

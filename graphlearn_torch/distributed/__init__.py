@@ -52,7 +52,6 @@ from .runtime.rpc import (
 from .runtime.service import rpc_service_request_async
 from .sampling.partition_service import PartitionService
 from .sampling.peer_requests import RpcSamplingCallee
-from .server.remote_store import RemoteFeatureStore, RemoteGraphStore, remote_stores
 from .server.server import DistServer, StoreMeta, get_server, init_server, wait_and_shutdown_server
 from .sources.base import BatchSource
 from .sources.collocated import DistCollocatedSamplingProducer
@@ -134,3 +133,14 @@ __all__ = [
   'shutdown_rpc',
   'wrap_torch_future',
 ]
+
+
+def __getattr__(name: str):
+  # The client's PyG stores (remote_store) imports PyG, which takes seconds: it is
+  # imported on first use, so that importing the package (as every sampling
+  # process does) does not.
+  if name in ('RemoteFeatureStore', 'RemoteGraphStore', 'remote_stores'):
+    from .server import remote_store
+
+    return getattr(remote_store, name)
+  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

@@ -1,9 +1,10 @@
 """LinkLoader: batches of seed edges (with negative sampling) into PyG data."""
 
-from typing import Literal, Optional, Tuple, Union
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal, Optional, Tuple, Union
 
 import torch
-from torch_geometric.data import Data, HeteroData
 
 from ..data.dataset import Dataset
 from ..sampler.base import BaseSampler, EdgeSamplerInput, NegativeSampling, SamplingType
@@ -12,6 +13,9 @@ from ..typing import EdgeType, InputEdges
 from .base import SamplerLoader
 from .node_loader import seed_times
 from .options import BATCHING, LoaderOptions, loader_options
+
+if TYPE_CHECKING:  # PyG is imported on first use: sampling processes never need it
+  from torch_geometric.data import Data, HeteroData
 
 
 def get_edge_label_index(

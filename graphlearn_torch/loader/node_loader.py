@@ -1,9 +1,10 @@
 """NodeLoader: batches of seed nodes through a sampler into PyG data."""
 
-from typing import Optional, Tuple, Union
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional, Tuple, Union
 
 import torch
-from torch_geometric.data import Data, HeteroData
 
 from ..batch.seeds import SeedBatcher
 from ..data.dataset import Dataset
@@ -12,6 +13,10 @@ from ..sampler.schema import RandomStream
 from ..typing import InputNodes, NodeType
 from .base import SamplerLoader
 from .options import BATCHING, LoaderOptions, loader_options
+
+if TYPE_CHECKING:  # PyG is imported on first use: sampling processes never need it
+  from torch_geometric.data import Data, HeteroData
+
 
 __all__ = ['NodeLoader', 'SeedBatcher', 'resolve_input_nodes']
 

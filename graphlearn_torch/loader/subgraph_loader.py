@@ -1,9 +1,10 @@
 """SubGraphLoader: induced subgraphs around batches of seed nodes."""
 
-from typing import Optional
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
 
 import torch
-from torch_geometric.data import Data
 
 from ..data.dataset import Dataset
 from ..sampler.base import NodeSamplerInput, SamplingType
@@ -12,6 +13,9 @@ from ..sampler.schema import RandomStream
 from ..typing import InputNodes, NumNeighbors
 from .node_loader import NodeLoader
 from .options import LoaderOptions, build_neighbor_sampler, loader_options
+
+if TYPE_CHECKING:  # PyG is imported on first use: sampling processes never need it
+  from torch_geometric.data import Data
 
 
 @loader_options(

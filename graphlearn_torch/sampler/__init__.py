@@ -23,7 +23,6 @@ from .multihop import HopRequest, MultiHopSampler
 from .negative_sampler import RandomNegativeSampler
 from .neighbor_sampler import NeighborSampler
 from .one_hop import sample_one_hop
-from .pyg_sampler import PyGNeighborSampler
 from .schema import RandomStream, SamplingSchema
 
 __all__ = [
@@ -53,3 +52,14 @@ __all__ = [
   'SamplingConfig',
   'SamplingType',
 ]
+
+
+def __getattr__(name: str):
+  # PyG's sampler interface (pyg_sampler) imports PyG, which takes seconds: it is
+  # imported on first use, so that importing the package (as every sampling
+  # process does) does not.
+  if name in ('PyGNeighborSampler',):
+    from . import pyg_sampler
+
+    return getattr(pyg_sampler, name)
+  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

@@ -7,7 +7,6 @@ import dataclasses
 from typing import Dict, Union
 
 import torch
-import torch_geometric.sampler as pyg
 
 from ..typing import EdgeType
 from .base import HeteroSamplerOutput, HopResult, NeighborOutput, SamplerOutput
@@ -46,6 +45,8 @@ def bidirectional(
   Args:
     out: a directional sampler output.
   """
+  import torch_geometric.sampler as pyg
+
   if isinstance(out, HeteroSamplerOutput):
     theirs = pyg.HeteroSamplerOutput(out.node, out.row, out.col, out.edge).to_bidirectional()
   else:

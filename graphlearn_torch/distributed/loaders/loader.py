@@ -1,11 +1,12 @@
 """DistLoader: batches sampled across partitions, collated to PyG data."""
 
+from __future__ import annotations
+
 import dataclasses
 import functools
-from typing import Any, Dict, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
 
 import torch
-from torch_geometric.data import Data, HeteroData
 
 from ...batch.codec import decode
 from ...batch.progress import fingerprint
@@ -36,6 +37,10 @@ from ..sources.options import (
   _BasicDistSamplingWorkerOptions,
 )
 from ..sources.remote import RemoteBatchSource
+
+if TYPE_CHECKING:  # PyG is imported on first use: sampling processes never need it
+  from torch_geometric.data import Data, HeteroData
+
 
 LOADER_SAMPLING_TYPES = (SamplingType.NODE, SamplingType.LINK, SamplingType.SUBGRAPH)
 
@@ -237,7 +242,7 @@ class DistLoader(BaseLoader):
     if source is not None:
       source.shutdown()
 
-  def __enter__(self) -> 'DistLoader':
+  def __enter__(self) -> DistLoader:
     return self
 
   def __exit__(self, *exc) -> None:
