@@ -7,6 +7,10 @@ Environment:
   TORCH_CUDA_ARCH_LIST   the GPU architectures to compile for (default
                          '8.0;9.0': A100, and H100/H200).
   MAX_JOBS=N             parallel compile jobs (ninja).
+  GLT_CUDA_UNITY=0       each CUDA file on its own (by default they compile in
+                         as many groups as MAX_JOBS, each group one file
+                         that includes its share: torch's headers, most of
+                         a CUDA file's minute, are then parsed once a group).
   GLT_PCH=0              no precompiled header (by default torch's headers,
                          two thirds of each file's compile time, are parsed
                          once into build_temp/pch and included from there).
@@ -94,7 +98,27 @@ class BuildExtension(cpp_extension.BuildExtension):
   def build_extension(self, ext):
     if os.environ.get('GLT_PCH', '1') != '0' and self.compiler.compiler_type == 'unix':
       self.precompile_headers(ext)
+    if os.environ.get('GLT_CUDA_UNITY', '1') != '0':
+      self.group_cuda_sources(ext)
     super().build_extension(ext)
+
+  def group_cuda_sources(self, ext) -> None:
+    """Replaces the extension's CUDA files by one file per parallel job
+    (``MAX_JOBS``, else the cores), each including its share of them."""
+    cuda = [s for s in ext.sources if s.endswith('.cu')]
+    jobs = int(os.environ.get('MAX_JOBS') or os.cpu_count() or 1)
+    groups = min(len(cuda), max(jobs, 1))
+    if groups == len(cuda):
+      return  # a job per file already
+    unity_dir = os.path.join(os.path.abspath(self.build_temp), 'cuda_unity')
+    os.makedirs(unity_dir, exist_ok=True)
+    unity = []
+    for g in range(groups):
+      path = os.path.join(unity_dir, f'cuda_group{g}.cu')
+      share = cuda[g::groups]
+      _write_if_changed(path, ''.join(f'#include "{os.path.abspath(s)}"\n' for s in share))
+      unity.append(path)
+    ext.sources = [s for s in ext.sources if not s.endswith('.cu')] + unity
 
   def precompile_headers(self, ext) -> None:
     """Compiles ``PRECOMPILED_HEADERS`` with the extension's own C++ flags
