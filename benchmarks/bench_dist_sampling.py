@@ -248,15 +248,21 @@ def run_timed(procs, results, num_timers: int):
   return count, edges, max(r[2] for r in reports), max(r[3] for r in reports)
 
 
+def write_trainer_seeds(root: str, work: str, batches: int) -> None:
+  r"""Writes each trainer's seeds (``seeds<rank>.npy`` under ``work``), as
+  glt_dist_peer.py reads them: the seeds ours gets."""
+  node_pb = torch.from_numpy(np.load(os.path.join(root, 'node_pb.npy')))
+  for rank in range(2):
+    seeds = trainer_seeds(node_pb, rank, batches)
+    np.save(os.path.join(work, f'seeds{rank}.npy'), seeds.numpy())
+
+
 def glt_worker_mode(python: str, root: str, mode: str, batches: int):
   r"""GLT's worker mode (glt_dist_peer.py in GLT's environment ``python``)
   on ``root``'s partitions with our trainers' seeds, as ``run_timed``
   reports."""
-  node_pb = torch.from_numpy(np.load(os.path.join(root, 'node_pb.npy')))
   with tempfile.TemporaryDirectory() as work:
-    for rank in range(2):
-      seeds = trainer_seeds(node_pb, rank, batches)
-      np.save(os.path.join(work, f'seeds{rank}.npy'), seeds.numpy())
+    write_trainer_seeds(root, work, batches)
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'glt_dist_peer.py')
     command = [python, script, root, work, '--mode', mode, '--batches', str(batches)]
     command += ['--warmup', str(WARMUP)]

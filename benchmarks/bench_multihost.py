@@ -2,6 +2,7 @@
 of it the asyncio sampler's concurrency hides.
 
   sudo python benchmarks/bench_multihost.py [--num_nodes 200000] [--batches 16]
+                                           [--glt-python .venv-glt/bin/python]
 
 Hosts are network namespaces on this machine (test/netns_hosts.py; root
 needed). 2 trainers, one per host and partition, each with 1 sampling
@@ -20,11 +21,15 @@ Throughput is both trainers' batches over the slower one's time. The
 (bench_dist_sampling.py's: glt.loader.NeighborLoader over the whole graph in
 one process, 2 threads, the same fanout, batch size and features) measured
 in this run before the first row and after the last, the faster of the two.
+With --glt-python, GLT 0.2.4's worker mode (benchmarks/glt_dist_peer.py, one
+trainer per host, 1 sampling process of concurrency 4 each) runs on each
+link too, against ours at concurrency 4.
 """
 
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -40,6 +45,7 @@ from results import add_results_argument  # noqa: E402
 DELAYS_MS = (0.0, 1.0, 5.0)
 CONCURRENCY = (1, 4, 16)
 PORT = 29500
+GLT_PEER = os.path.join(HERE, 'glt_dist_peer.py')
 
 PING = """
 import socket, sys, time
@@ -80,38 +86,13 @@ def trainer(args) -> None:
     json.dump(time_loader(ds, ds.node_pb, args.rank, options, args.batches), f)
 
 
-def run_pair(commands, master, port, root, concurrency, batches):
-  r"""Runs both trainers (``commands[r]`` prefixes rank r's command line);
-  returns (batches, edges, the slower one's seconds)."""
+def run_pair(commands, argv, env) -> list:
+  r"""Runs both trainers, ``commands[r] + argv(r, out)`` for rank r, each in
+  a session of its own, and returns their reports (``out``, JSON)."""
   with tempfile.TemporaryDirectory() as tmp:
     outs = [os.path.join(tmp, f'{r}.json') for r in (0, 1)]
     procs = [
-      subprocess.Popen(
-        [
-          *commands[r],
-          sys.executable,
-          __file__,
-          'trainer',
-          '--rank',
-          str(r),
-          '--master',
-          master,
-          '--port',
-          str(port),
-          '--root',
-          root,
-          '--concurrency',
-          str(concurrency),
-          '--batches',
-          str(batches),
-          '--out',
-          outs[r],
-        ],
-        start_new_session=True,
-        # each namespace stands for a host: no mapping the other partition's
-        # topology and feature table from this machine's shared memory
-        env=dict(os.environ, GLT_SHARE_HOST_PARTITIONS='0'),
-      )  # fmt: skip
+      subprocess.Popen([*commands[r], *map(str, argv(r, outs[r]))], start_new_session=True, env=env)
       for r in (0, 1)
     ]
     try:
@@ -123,8 +104,45 @@ def run_pair(commands, master, port, root, concurrency, batches):
         if p.poll() is None:
           os.killpg(p.pid, 9)
           p.wait()
-    reports = [json.load(open(out)) for out in outs]
+    return [json.load(open(out)) for out in outs]
+
+
+def ours(commands, master, port, root, concurrency, batches) -> tuple:
+  r"""Our trainers on ``commands``' hosts: (batches, edges, the slower one's
+  seconds)."""
+
+  def argv(rank, out):
+    return [
+      sys.executable, __file__, 'trainer', '--rank', rank, '--master', master, '--port', port,
+      '--root', root, '--concurrency', concurrency, '--batches', batches, '--out', out,
+    ]  # fmt: skip
+
+  # each namespace stands for a host: no mapping the other partition's
+  # topology and feature table from this machine's shared memory
+  reports = run_pair(commands, argv, dict(os.environ, GLT_SHARE_HOST_PARTITIONS='0'))
   return sum(r[0] for r in reports), sum(r[1] for r in reports), max(r[2] for r in reports)
+
+
+def glt_pair(python, commands, master, port, root, seeds, batches, ifname) -> tuple:
+  r"""GLT 0.2.4's worker mode (glt_dist_peer.py, 1 sampling process of
+  concurrency 4 per trainer) on ``commands``' hosts, as ``ours``. Its RPC
+  goes over ``ifname`` (``TP_SOCKET_IFNAME``, as GLT's users set it on a
+  host with several interfaces)."""
+  import bench_dist_sampling as one_host
+
+  def argv(rank, out):
+    return [
+      python, GLT_PEER, root, seeds, '--mode', 'mp', '--rank', rank, '--master', master,
+      '--port', port, '--batches', batches, '--warmup', one_host.WARMUP, '--out', out,
+    ]  # fmt: skip
+
+  env = dict(os.environ, TP_SOCKET_IFNAME=ifname, GLOO_SOCKET_IFNAME=ifname)
+  reports = run_pair(commands, argv, env)
+  return (
+    sum(r['batches'] for r in reports),
+    sum(r['edges'] for r in reports),
+    max(r['seconds'] for r in reports),
+  )
 
 
 def round_trip_ms(server_prefix, client_prefix, address) -> float:
@@ -145,34 +163,50 @@ def round_trip_ms(server_prefix, client_prefix, address) -> float:
     echo.wait()
 
 
-def measure_links(args, root: str) -> list:
+def measure_links(args, root: str) -> tuple:
   r"""``(link, rtt ms, concurrency, batches/s, edges/s)`` of every link and
   concurrency: loopback, then 2 network-namespace hosts on a bridge and
-  with each of DELAYS_MS added one way."""
+  with each of DELAYS_MS added one way; and with ``--glt-python``, GLT's
+  ``(link, batches/s)`` on each link."""
   import bench_dist_sampling as one_host
   from netns_hosts import HostNetwork, impaired_network
 
-  rows = []
+  rows, glt_rows = [], []
+  seeds = tempfile.mkdtemp(prefix='glt-seeds-')
+  if args.glt_python:
+    one_host.write_trainer_seeds(root, seeds, args.batches)
+    subprocess.run([args.glt_python, GLT_PEER, root, seeds, '--prepare'], check=True, timeout=900)
 
   def measure(label, commands, master, port, rtt):
     for c in args.concurrency:
-      count, edges, seconds = run_pair(commands, master, port, root, c, args.batches)
+      count, edges, seconds = ours(commands, master, port, root, c, args.batches)
       rows.append((label, rtt, c, count / seconds, edges / seconds))
       print(f'{label}, concurrency {c}: {count / seconds:.2f} batches/s', flush=True)
+    if args.glt_python:
+      ifname = 'eth0' if commands[0] else 'lo'  # the hosts' interface, or loopback
+      count, _, seconds = glt_pair(
+        args.glt_python, commands, master, port, root, seeds, args.batches, ifname
+      )
+      glt_rows.append((label, count / seconds))
+      print(f'{label}, GLT 0.2.4: {count / seconds:.2f} batches/s', flush=True)
 
-  here = [[], []]
-  measure('loopback', here, '127.0.0.1', one_host.free_port(), round_trip_ms([], [], '127.0.0.1'))
-  with HostNetwork(2, tag=f'b{os.getpid()}') as net:
-    commands = [h.command([]) for h in net.hosts]
-    rtt = round_trip_ms(commands[1], commands[0], net[1].address)
-    measure('2 hosts, bridge', commands, net[0].address, PORT, rtt)
-  for delay in args.delays:
-    net, how = impaired_network(2, delay, 0.0, tag=f'b{os.getpid()}d')
-    with net:
+  try:
+    here = [[], []]
+    rtt = round_trip_ms([], [], '127.0.0.1')
+    measure('loopback', here, '127.0.0.1', one_host.free_port(), rtt)
+    with HostNetwork(2, tag=f'b{os.getpid()}') as net:
       commands = [h.command([]) for h in net.hosts]
       rtt = round_trip_ms(commands[1], commands[0], net[1].address)
-      measure(f'2 hosts, +{delay:g} ms one way ({how})', commands, net[0].address, PORT, rtt)
-  return rows
+      measure('2 hosts, bridge', commands, net[0].address, PORT, rtt)
+    for delay in args.delays:
+      net, how = impaired_network(2, delay, 0.0, tag=f'b{os.getpid()}d')
+      with net:
+        commands = [h.command([]) for h in net.hosts]
+        rtt = round_trip_ms(commands[1], commands[0], net[1].address)
+        measure(f'2 hosts, +{delay:g} ms one way ({how})', commands, net[0].address, PORT, rtt)
+  finally:
+    shutil.rmtree(seeds, ignore_errors=True)
+  return rows, glt_rows
 
 
 def main() -> None:
@@ -186,6 +220,10 @@ def main() -> None:
   p.add_argument(
     '--delays', type=float, nargs='*', default=list(DELAYS_MS),
     help='one-way delays (ms) added between the hosts, a link each',
+  )  # fmt: skip
+  p.add_argument(
+    '--glt-python', default=None,
+    help="GLT 0.2.4's environment's python (make glt-peer): its worker mode on each link",
   )  # fmt: skip
   add_results_argument(p)
   sub = p.add_subparsers(dest='role')
@@ -208,7 +246,7 @@ def main() -> None:
   root = one_host.partition(args.num_nodes)
   single_ds = one_host.single_machine_dataset(args.num_nodes, None)
   singles = [one_host.single_machine(single_ds, args.batches, None)]
-  rows = measure_links(args, root)
+  rows, glt_rows = measure_links(args, root)
   singles.append(one_host.single_machine(single_ds, args.batches, None))
   single = max(s[0] / s[2] for s in singles)
   base = {c: rate for label, _, c, rate, _ in rows if label == 'loopback'}
@@ -232,7 +270,27 @@ def main() -> None:
     f'{before_after} batches/s.',
   )
   print(results.add(table).render())
+  if glt_rows:
+    print(results.add(glt_table(args, rows, glt_rows)).render())
   results.write()
+
+
+def glt_table(args, rows, glt_rows):
+  r"""Ours against GLT 0.2.4 on each link, both at concurrency 4 (GLT's
+  peer's; else ours at the first concurrency measured)."""
+  from results import Table
+
+  c = 4 if 4 in args.concurrency else args.concurrency[0]
+  rate = {label: r for label, _, conc, r, _ in rows if conc == c}
+  return Table(
+    'vs_glt',
+    f"Worker mode across 2 hosts against GLT 0.2.4's, {args.num_nodes:,} nodes",
+    ['link', 'ours, batches/s', 'GLT, batches/s', 'ours vs GLT'],
+    [[label, rate[label], g, rate[label] / g] for label, g in glt_rows],
+    note=f"Both with 1 sampling process per trainer of concurrency {c}; GLT's RPC over "
+    "the hosts' interface (TP_SOCKET_IFNAME), ours over the same (found from the master's "
+    'address). GLT reads the other partition over RPC, as ours does between hosts.',
+  )
 
 
 if __name__ == '__main__':

@@ -2,6 +2,9 @@
 
   GLT_PYTHON/bin/python benchmarks/glt_dist_peer.py ROOT SEEDS --mode collocated|mp
                                                    [--batches 100] [--warmup 20]
+  GLT_PYTHON/bin/python benchmarks/glt_dist_peer.py ROOT SEEDS --prepare
+  GLT_PYTHON/bin/python benchmarks/glt_dist_peer.py ROOT SEEDS --mode mp --rank R
+                                    --master ADDR --port P --out FILE [...]
 
 Run by bench_dist_sampling.py --glt-python in a separate environment that has
 GraphLearn-for-PyTorch (import name ``graphlearn_torch``, like ours)
@@ -27,9 +30,16 @@ GLT's CPU kernel reads std::random_device once per seed node). GLT has no in-pla
 peer's partition: every remote hop and feature row goes over RPC.
 Prints one JSON line: batches, sampled edges, the slowest trainer's seconds
 and warm-up seconds (both trainers' batches over the slowest one's time).
+
+Across hosts (bench_multihost.py --glt-python), each host runs one trainer:
+``--prepare`` writes GLT's partitions first, then ``--rank R`` runs trainer R
+in this process against the master at ``--master``/``--port`` (its RPC on P
+and P + 1, the trainers' meeting point on P + 2) and writes its report, the
+same fields for this trainer alone, to ``--out``.
 """
 
 import argparse
+import datetime
 import importlib.metadata
 import json
 import multiprocessing
@@ -95,6 +105,28 @@ def write_glt_partitions(root: str) -> str:
   return out
 
 
+class StoreBarrier:
+  r"""The trainers' meeting point across hosts, with the ``wait(timeout)`` of
+  ``multiprocessing.Barrier``: a key per trainer in a torch ``TCPStore``
+  that rank 0 holds (and keeps until rank 1 has left the barrier)."""
+
+  def __init__(self, rank: int, master: str, port: int):
+    self.rank = rank
+    self.store = torch.distributed.TCPStore(
+      master, port, 2, is_master=rank == 0, timeout=datetime.timedelta(seconds=BARRIER_S)
+    )
+
+  def wait(self, timeout: float) -> None:
+    self.store.set(f'finished{self.rank}', '1')
+    self.store.wait(['finished0', 'finished1'], datetime.timedelta(seconds=timeout))
+    if self.rank == 1:
+      self.store.set('left1', '1')
+
+  def close(self) -> None:
+    if self.rank == 0:
+      self.store.wait(['left1'], datetime.timedelta(seconds=BARRIER_S))
+
+
 def trainer(rank: int, root: str, seeds_dir: str, args, ports, results, finished) -> None:
   warnings.filterwarnings('ignore', category=FutureWarning)  # GLT's torch.load calls
   dist = glt.distributed
@@ -107,12 +139,12 @@ def trainer(rank: int, root: str, seeds_dir: str, args, ports, results, finished
   )  # fmt: skip
   if args.mode == 'collocated':
     options = dist.CollocatedDistSamplingWorkerOptions(
-      master_addr='127.0.0.1', master_port=ports[0], num_rpc_threads=4
+      master_addr=args.master, master_port=ports[0], num_rpc_threads=4
     )
   else:
     options = dist.MpDistSamplingWorkerOptions(
       num_workers=1, worker_devices=[torch.device('cpu')], worker_concurrency=4,
-      master_addr='127.0.0.1', master_port=ports[1], channel_size='512MB',
+      master_addr=args.master, master_port=ports[1], channel_size='512MB',
     )  # fmt: skip
   seeds = npy(os.path.join(seeds_dir, f'seeds{rank}.npy'))
   loader = dist.DistNeighborLoader(
@@ -160,15 +192,41 @@ def collect(procs, results, timeout: float = 600.0) -> list:
   return reports
 
 
+def one_host_trainer(root: str, args) -> None:
+  r"""Trainer ``args.rank`` in this process, one of two on two hosts; writes
+  its report to ``args.out``."""
+  finished = StoreBarrier(args.rank, args.master, args.port + 2)
+  results = queue.Queue()
+  ports = (args.port, args.port + 1)
+  trainer(args.rank, root, args.seeds_dir, args, ports, results, finished)
+  finished.close()
+  _, batches, edges, seconds, warmup = pickle.loads(results.get_nowait())
+  with open(args.out, 'w') as f:
+    json.dump(dict(batches=batches, edges=edges, seconds=seconds, warmup=warmup), f)
+
+
 def main() -> None:
   p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   p.add_argument('root')
   p.add_argument('seeds_dir')
-  p.add_argument('--mode', choices=('collocated', 'mp'), required=True)
+  p.add_argument('--mode', choices=('collocated', 'mp'))
   p.add_argument('--batches', type=int, default=100, help='timed batches per trainer')
   p.add_argument('--warmup', type=int, default=20)
+  p.add_argument('--prepare', action='store_true', help="only write GLT's partitions")
+  p.add_argument('--rank', type=int, default=None, help='run this trainer only (across hosts)')
+  p.add_argument('--master', default='127.0.0.1')
+  p.add_argument('--port', type=int, default=None, help='with --rank: the first of 3 ports')
+  p.add_argument('--out', default=None, help="with --rank: this trainer's report (JSON)")
   args = p.parse_args()
   root = write_glt_partitions(args.root)
+  if args.prepare:
+    return
+  if args.mode is None:
+    p.error('--mode is required')
+  if args.rank is not None:
+    if args.port is None or args.out is None:
+      p.error('--rank needs --port and --out')
+    return one_host_trainer(root, args)
   results, finished = SPAWN.Queue(), SPAWN.Barrier(2)
   ports = (glt.utils.get_free_port('127.0.0.1'), glt.utils.get_free_port('127.0.0.1'))
   procs = [

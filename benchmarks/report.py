@@ -102,8 +102,9 @@ SECTIONS = [
   Section(
     'Worker mode across hosts',
     'The trainers on two hosts (network namespaces on one machine, joined by a bridge, with '
-    'delay added to the link), each with one sampling process, at several batches in flight.',
-    [('bench_multihost', 'multihost')],
+    'delay added to the link), each with one sampling process, at several batches in flight, '
+    "and against GLT 0.2.4's worker mode on the same links.",
+    [('bench_multihost', 'multihost'), ('bench_multihost', 'vs_glt')],
     missing='needs root for network namespaces: `sudo python benchmarks/bench_multihost.py`',
   ),
   Section(

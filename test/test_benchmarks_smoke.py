@@ -57,8 +57,8 @@ SCRIPTS = [
    ['gpu_gather']),
   ('bench_gpu_train.py', ['--num_nodes', '4000', '--workers', '0'], 'bench_gpu_train', ['train']),
   ('bench_multihost.py', ['--num_nodes', '20000', '--batches', '4', '--concurrency', '4',
-                         '--delays', '1'], 'bench_multihost',
-   ['multihost']),
+                         '--delays', '1', *peer_flags('glt')], 'bench_multihost',
+   ['multihost'] + (['vs_glt'] if peer_flags('glt') else [])),
 ]  # fmt: skip
 
 
