@@ -25,6 +25,11 @@ from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
 SUBNET = '10.231.{}.{}'
+# RPC peers on one machine copy tensors straight from each other's memory
+# (TensorPipe's 'cma' channel), from separate network namespaces too: the
+# processes of hosts made here offer only the channels separate machines
+# have (GLT_RPC_CHANNELS), so that every tensor crosses the link.
+HOSTS_RPC_CHANNELS = 'mpt_uv,basic'
 SWITCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'userspace_switch.py')
 
 

@@ -180,6 +180,18 @@ def test_rpc_transports_come_from_the_environment_and_are_checked(monkeypatch):
     rpc_transports()
 
 
+def test_rpc_channels_come_from_the_environment_and_are_checked(monkeypatch):
+  from graphlearn_torch.distributed.runtime.rpc import rpc_channels
+
+  monkeypatch.delenv('GLT_RPC_CHANNELS', raising=False)
+  assert rpc_channels() is None  # TensorPipe's own choice
+  monkeypatch.setenv('GLT_RPC_CHANNELS', 'mpt_uv, basic')
+  assert rpc_channels() == ['mpt_uv', 'basic']
+  monkeypatch.setenv('GLT_RPC_CHANNELS', 'basic,nvlink')
+  with pytest.raises(ValueError, match=r"unknown TensorPipe channels \['nvlink'\]"):
+    rpc_channels()
+
+
 def test_a_taken_rendezvous_port_is_named_with_the_ephemeral_range():
   import socket
 

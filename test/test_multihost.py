@@ -15,7 +15,13 @@ from collections import defaultdict
 import pytest
 import torch
 from conftest import kill_sessions
-from netns_hosts import HostNetwork, impaired_network, namespaces, unavailable_reason
+from netns_hosts import (
+  HOSTS_RPC_CHANNELS,
+  HostNetwork,
+  impaired_network,
+  namespaces,
+  unavailable_reason,
+)
 from test_dist_sampling import free_port, partition
 
 import graphlearn_torch as glt
@@ -38,10 +44,11 @@ pytestmark = [
 def environment() -> dict:
   # Each namespace stands for a host of its own: partitions must not map
   # each other's topologies and feature tables from this machine's shared
-  # memory.
+  # memory, nor RPC peers copy tensors from each other's memory (TensorPipe's
+  # 'cma' channel): everything crosses the link.
   return dict(
     os.environ, PYTHONPATH=os.pathsep.join([ROOT, HERE]), PYTHONUNBUFFERED='1',
-    GLT_SHARE_HOST_PARTITIONS='0',
+    GLT_SHARE_HOST_PARTITIONS='0', GLT_RPC_CHANNELS=HOSTS_RPC_CHANNELS,
   )  # fmt: skip
 
 

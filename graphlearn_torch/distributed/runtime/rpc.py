@@ -35,20 +35,40 @@ DEFAULT_RPC_TIMEOUT_S = 180
 # every process of a job, which inherit the environment.
 DEFAULT_RPC_TRANSPORTS = ('uv',)
 TRANSPORTS_ENV = 'GLT_RPC_TRANSPORTS'
+# TensorPipe's channels, which carry the tensors: TensorPipe's own choice
+# unless GLT_RPC_CHANNELS names them ('mpt_uv', 'basic', 'cma', ...). Peers on
+# one machine exchange CPU tensors by cross-memory attach ('cma'), also from
+# separate network namespaces: 'mpt_uv,basic' keeps them on the network, as
+# between machines.
+CHANNELS_ENV = 'GLT_RPC_CHANNELS'
+KNOWN_CHANNELS = {'basic', 'mpt_uv', 'cma', 'xth', 'cuda_ipc', 'cuda_gdr', 'cuda_xth', 'cuda_basic'}
+
+
+def _names_from_env(env: str, known: set, what: str) -> Optional[List[str]]:
+  r"""The comma-separated names of ``$env``, each one of ``known``; None
+  where the variable is unset or empty."""
+  value = os.environ.get(env, '')
+  chosen = [n.strip() for n in value.split(',') if n.strip()]
+  unknown = sorted(set(chosen) - known)
+  if unknown:
+    raise ValueError(
+      f'{env}={value!r} names unknown TensorPipe {what} {unknown}: choose among '
+      + ', '.join(repr(n) for n in sorted(known))
+    )
+  return chosen or None
 
 
 def rpc_transports() -> List[str]:
   r"""The TensorPipe transports this process offers its RPC peers:
   ``$GLT_RPC_TRANSPORTS`` (comma-separated) or ``DEFAULT_RPC_TRANSPORTS``."""
-  names = os.environ.get(TRANSPORTS_ENV, '')
-  chosen = [n.strip() for n in names.split(',') if n.strip()] or list(DEFAULT_RPC_TRANSPORTS)
-  unknown = sorted(set(chosen) - {'uv', 'shm', 'ibv'})
-  if unknown:
-    raise ValueError(
-      f'{TRANSPORTS_ENV}={names!r} names unknown TensorPipe transports {unknown}: '
-      "choose among 'uv', 'shm' and 'ibv'"
-    )
-  return chosen
+  chosen = _names_from_env(TRANSPORTS_ENV, {'uv', 'shm', 'ibv'}, 'transports')
+  return chosen or list(DEFAULT_RPC_TRANSPORTS)
+
+
+def rpc_channels() -> Optional[List[str]]:
+  r"""The TensorPipe channels this process offers its RPC peers:
+  ``$GLT_RPC_CHANNELS`` (comma-separated), or None for TensorPipe's own."""
+  return _names_from_env(CHANNELS_ENV, KNOWN_CHANNELS, 'channels')
 
 
 class RpcCalleeBase(ABC):
@@ -153,6 +173,7 @@ def init_rpc(
     # own tcp:// one waits 30 minutes whatever the timeout).
     init_method=rendezvous_url(master_addr, master_port, rpc_timeout, ctx.worker_name()),
     _transports=rpc_transports(),
+    _channels=rpc_channels(),
   )
   logger.info('%s joins the RPC world at %s:%s', ctx.worker_name(), master_addr, master_port)
   # The state exists before the agent starts: a peer's first request (the
