@@ -111,6 +111,16 @@ def partition(num_nodes: int, cache_ratio: float = 0.0, temporal: bool = False) 
   return out
 
 
+def write_graph_arrays(num_nodes: int, out: str) -> None:
+  r"""The graph as ``.npy`` arrays under ``out`` (``src``, ``dst``, ``feat``,
+  ``label``), for a peer that partitions it with its own partitioner."""
+  data = make_graph(num_nodes)
+  os.makedirs(out, exist_ok=True)
+  arrays = dict(src=data.edge_index[0], dst=data.edge_index[1], feat=data.x, label=data.y)
+  for name, array in arrays.items():
+    np.save(os.path.join(out, f'{name}.npy'), array.numpy())
+
+
 def seed_batches(num_nodes: int, count: int, seed: int):
   g = torch.Generator().manual_seed(seed)
   return torch.randint(0, num_nodes, (count * BATCH,), generator=g)

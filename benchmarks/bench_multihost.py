@@ -15,7 +15,8 @@ measured in this run:
   - 2 hosts with an added one-way delay of 0, 1 and 5 ms (--delays): ``tc netem``
     where the kernel has it, else a userspace switch between TAP devices
     (test/userspace_switch.py), whose own forwarding adds latency: the
-    "rtt" column is the measured TCP round trip of each link.
+    "round trip" column is the measured TCP round trip of each link and
+    "link, MB/s" its throughput one way (64 MB sent).
 Throughput is both trainers' batches over the slower one's time. The
 "vs single" column compares each row with the single-machine loader
 (bench_dist_sampling.py's: glt.loader.NeighborLoader over the whole graph in
@@ -23,7 +24,14 @@ one process, 2 threads, the same fanout, batch size and features) measured
 in this run before the first row and after the last, the faster of the two.
 With --glt-python, GLT 0.2.4's worker mode (benchmarks/glt_dist_peer.py, one
 trainer per host, 1 sampling process of concurrency 4 each) runs on each
-link too, against ours at concurrency 4.
+link too, against ours at concurrency 4. With --dgl-python, DGL 2.1's
+distributed sampling (benchmarks/dgl_dist_peer.py: on each host a
+DistGraphServer and a trainer with 1 sampling process, the graph
+partitioned in 2 by DGL's own METIS partitioner) runs on each link between
+hosts (DGL tells its machines apart by address, so not on loopback), each
+host with a /dev/shm of its own, as separate machines have. Beside the
+batches/s, every row between hosts gives the bytes each host's interface
+sent and received per batch of its trainer (both trainers' mean).
 """
 
 import argparse
@@ -34,19 +42,31 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import NamedTuple, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, 'test'))  # the host network fixture
 sys.path.insert(0, HERE)
 
+from netns_hosts import HOSTS_RPC_CHANNELS  # noqa: E402
 from results import add_results_argument  # noqa: E402
 
 DELAYS_MS = (0.0, 1.0, 5.0)
 CONCURRENCY = (1, 4, 16)
 PORT = 29500
 GLT_PEER = os.path.join(HERE, 'glt_dist_peer.py')
+DGL_PEER = os.path.join(HERE, 'dgl_dist_peer.py')
+DGL_SAMPLERS = 1  # DGL's sampling processes per trainer, as ours here
+# a /dev/shm of its own, as a separate machine has (DGL names its shared
+# memory by graph, so two of its machines on one /dev/shm collide)
+OWN_SHM = ['unshare', '--mount', '--propagation', 'private', 'sh', '-c',
+           'mount -t tmpfs tmpfs /dev/shm && exec "$@"', 'sh']  # fmt: skip
 
+PROBE_BYTES = 64 << 20  # sent one way to measure a link's throughput
+
+# the client: 200 round trips of a byte (the median, ms), then PROBE_BYTES
+# one way until the server's byte says they arrived (MB/s)
 PING = """
 import socket, sys, time
 c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
@@ -54,7 +74,11 @@ c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 times = []
 for _ in range(200):
   t = time.perf_counter(); c.sendall(b'x'); c.recv(1); times.append(time.perf_counter() - t)
-print(sorted(times)[100] * 1000)
+chunk, t = bytes(1 << 20), time.perf_counter()
+for _ in range(int(sys.argv[3]) >> 20):
+  c.sendall(chunk)
+c.recv(1)
+print(sorted(times)[100] * 1000, int(sys.argv[3]) / (time.perf_counter() - t) / 1e6)
 """
 
 ECHO = """
@@ -62,15 +86,41 @@ import socket, sys
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(); c, _ = s.accept()
 c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-while (data := c.recv(1)):
-  c.sendall(data)
+for _ in range(200):
+  c.sendall(c.recv(1))
+left = int(sys.argv[3])
+while left > 0:
+  left -= len(c.recv(min(left, 1 << 20)))
+c.sendall(b'x')
 """
 
 
+class Row(NamedTuple):
+  r"""Ours on one link at one concurrency."""
+
+  link: str
+  rtt_ms: float
+  link_mb_s: float
+  concurrency: int
+  batches_s: float
+  edges_s: float
+  bytes: Optional[tuple]  # (sent, received) per batch; None on loopback
+
+
+def interface_bytes() -> tuple:
+  r"""``(sent, received)`` bytes of this host's ``eth0``; None on loopback
+  (no ``eth0`` in this namespace), where both trainers share one count."""
+  stats = '/sys/class/net/eth0/statistics'
+  if not os.path.exists(stats):
+    return None
+  return tuple(int(open(f'{stats}/{d}_bytes').read()) for d in ('tx', 'rx'))
+
+
 def trainer(args) -> None:
-  r"""One trainer (run on its host): times its loader, writes the result."""
+  r"""One trainer (run on its host): times its loader, writes the result
+  and the bytes its host sent and received per batch meanwhile."""
   import torch
-  from bench_dist_sampling import time_loader
+  from bench_dist_sampling import WARMUP, time_loader
 
   import graphlearn_torch as glt
 
@@ -82,8 +132,12 @@ def trainer(args) -> None:
     master_port=args.port, rpc_timeout=300, channel_size='512MB',
   )  # fmt: skip
   ds = dist.DistDataset(edge_dir='in').load(args.root, args.rank, graph_mode='CPU')
+  before = interface_bytes()
+  batches, edges, seconds, _ = time_loader(ds, ds.node_pb, args.rank, options, args.batches)
+  after = interface_bytes()
+  per_batch = [(a - b) / (WARMUP + batches) for a, b in zip(after, before)] if after else None
   with open(args.out, 'w') as f:
-    json.dump(time_loader(ds, ds.node_pb, args.rank, options, args.batches), f)
+    json.dump(dict(batches=batches, edges=edges, seconds=seconds, bytes=per_batch), f)
 
 
 def run_pair(commands, argv, env) -> list:
@@ -107,9 +161,22 @@ def run_pair(commands, argv, env) -> list:
     return [json.load(open(out)) for out in outs]
 
 
+def pooled(reports) -> tuple:
+  r"""Both trainers' reports as one: (batches, edges, the slower one's
+  seconds, (sent, received) bytes per batch, the hosts' mean, or None)."""
+  per_batch = None
+  if reports[0].get('bytes') is not None:
+    per_batch = tuple(sum(r['bytes'][d] for r in reports) / len(reports) for d in (0, 1))
+  return (
+    sum(r['batches'] for r in reports),
+    sum(r['edges'] for r in reports),
+    max(r['seconds'] for r in reports),
+    per_batch,
+  )
+
+
 def ours(commands, master, port, root, concurrency, batches) -> tuple:
-  r"""Our trainers on ``commands``' hosts: (batches, edges, the slower one's
-  seconds)."""
+  r"""Our trainers on ``commands``' hosts, as ``pooled``."""
 
   def argv(rank, out):
     return [
@@ -118,9 +185,13 @@ def ours(commands, master, port, root, concurrency, batches) -> tuple:
     ]  # fmt: skip
 
   # each namespace stands for a host: no mapping the other partition's
-  # topology and feature table from this machine's shared memory
-  reports = run_pair(commands, argv, dict(os.environ, GLT_SHARE_HOST_PARTITIONS='0'))
-  return sum(r[0] for r in reports), sum(r[1] for r in reports), max(r[2] for r in reports)
+  # topology and feature table from this machine's shared memory, and
+  # between hosts no copying tensors from the peer's memory (TensorPipe's
+  # 'cma' channel)
+  env = dict(os.environ, GLT_SHARE_HOST_PARTITIONS='0')
+  if commands[0]:
+    env['GLT_RPC_CHANNELS'] = HOSTS_RPC_CHANNELS
+  return pooled(run_pair(commands, argv, env))
 
 
 def glt_pair(python, commands, master, port, root, seeds, batches, ifname) -> tuple:
@@ -134,28 +205,62 @@ def glt_pair(python, commands, master, port, root, seeds, batches, ifname) -> tu
     return [
       python, GLT_PEER, root, seeds, '--mode', 'mp', '--rank', rank, '--master', master,
       '--port', port, '--batches', batches, '--warmup', one_host.WARMUP, '--out', out,
+      '--ifname', ifname,
     ]  # fmt: skip
 
   env = dict(os.environ, TP_SOCKET_IFNAME=ifname, GLOO_SOCKET_IFNAME=ifname)
-  reports = run_pair(commands, argv, env)
-  return (
-    sum(r['batches'] for r in reports),
-    sum(r['edges'] for r in reports),
-    max(r['seconds'] for r in reports),
-  )
+  return pooled(run_pair(commands, argv, env))
 
 
-def round_trip_ms(server_prefix, client_prefix, address) -> float:
-  port = PORT + 7
-  echo = subprocess.Popen([*server_prefix, sys.executable, '-c', ECHO, address, str(port)])
+def dgl_pair(python, net, parts, batches) -> tuple:
+  r"""DGL 2.1's distributed sampling (dgl_dist_peer.py: a server and a
+  trainer with DGL_SAMPLERS sampling processes per host, each host with a
+  /dev/shm of its own) on ``net``'s 2 hosts over DGL's partitions ``parts``,
+  as ``pooled``."""
+  import bench_dist_sampling as one_host
+
+  with tempfile.NamedTemporaryFile('w', suffix='.txt') as ip_config:
+    ip_config.write(''.join(f'{h.address} {PORT + 10}\n' for h in net.hosts))
+    ip_config.flush()
+
+    def argv(rank, out):
+      return [
+        python, DGL_PEER, 'machine', parts, '--rank', rank, '--ip_config', ip_config.name,
+        '--num_samplers', DGL_SAMPLERS, '--batches', batches, '--warmup', one_host.WARMUP,
+        '--ifname', 'eth0', '--report', out,
+      ]  # fmt: skip
+
+    commands = [h.command(OWN_SHM) for h in net.hosts]
+    return pooled(run_pair(commands, argv, os.environ))
+
+
+def dgl_partitions(python, num_nodes: int) -> str:
+  r"""DGL's own 2 METIS partitions of bench_dist_sampling.py's graph, made
+  once (cached beside ours); returns their directory."""
+  import bench_dist_sampling as one_host
+
+  out = os.path.join(one_host.CACHE, f'{num_nodes}-dgl-metis-2')
+  if not os.path.exists(os.path.join(out, 'bench.json')):
+    graph = os.path.join(out, 'graph')
+    one_host.write_graph_arrays(num_nodes, graph)
+    subprocess.run([python, DGL_PEER, 'prepare', graph, out], check=True, timeout=3600)
+  return out
+
+
+def probe_link(server_prefix, client_prefix, address) -> tuple:
+  r"""``(round trip ms, MB/s one way)`` of the link from ``client_prefix``'s
+  host to ``address`` on ``server_prefix``'s."""
+  port, size = str(PORT + 7), str(PROBE_BYTES)
+  echo = subprocess.Popen([*server_prefix, sys.executable, '-c', ECHO, address, port, size])
   try:
     for _ in range(50):
       ping = subprocess.run(
-        [*client_prefix, sys.executable, '-c', PING, address, str(port)],
-        capture_output=True, text=True, timeout=60,
+        [*client_prefix, sys.executable, '-c', PING, address, port, size],
+        capture_output=True, text=True, timeout=120,
       )  # fmt: skip
       if ping.returncode == 0:
-        return float(ping.stdout)
+        rtt, throughput = map(float, ping.stdout.split())
+        return rtt, throughput
       time.sleep(0.1)  # the echo server is not listening yet
     raise RuntimeError(f'no round trip to {address}: {ping.stderr[-500:]}')
   finally:
@@ -164,49 +269,52 @@ def round_trip_ms(server_prefix, client_prefix, address) -> float:
 
 
 def measure_links(args, root: str) -> tuple:
-  r"""``(link, rtt ms, concurrency, batches/s, edges/s)`` of every link and
-  concurrency: loopback, then 2 network-namespace hosts on a bridge and
-  with each of DELAYS_MS added one way; and with ``--glt-python``, GLT's
-  ``(link, batches/s)`` on each link."""
+  r"""Every link's rows: a ``Row`` of ours at each concurrency: loopback, then 2
+  network-namespace hosts on a bridge and with each of DELAYS_MS added one
+  way; and with ``--glt-python`` / ``--dgl-python``, the peer's ``(link,
+  batches/s, bytes per batch)`` on each link it runs on."""
   import bench_dist_sampling as one_host
   from netns_hosts import HostNetwork, impaired_network
 
-  rows, glt_rows = [], []
+  rows, peer_rows = [], {'glt': [], 'dgl': []}
   seeds = tempfile.mkdtemp(prefix='glt-seeds-')
   if args.glt_python:
     one_host.write_trainer_seeds(root, seeds, args.batches)
     subprocess.run([args.glt_python, GLT_PEER, root, seeds, '--prepare'], check=True, timeout=900)
+  dgl_parts = dgl_partitions(args.dgl_python, args.num_nodes) if args.dgl_python else None
 
-  def measure(label, commands, master, port, rtt):
+  def measure(label, net, master, port, probe):
+    commands = [h.command([]) for h in net.hosts] if net else [[], []]
     for c in args.concurrency:
-      count, edges, seconds = ours(commands, master, port, root, c, args.batches)
-      rows.append((label, rtt, c, count / seconds, edges / seconds))
+      count, edges, seconds, per_batch = ours(commands, master, port, root, c, args.batches)
+      rows.append(Row(label, *probe, c, count / seconds, edges / seconds, per_batch))
       print(f'{label}, concurrency {c}: {count / seconds:.2f} batches/s', flush=True)
     if args.glt_python:
-      ifname = 'eth0' if commands[0] else 'lo'  # the hosts' interface, or loopback
-      count, _, seconds = glt_pair(
+      ifname = 'eth0' if net else 'lo'  # the hosts' interface, or loopback
+      count, _, seconds, per_batch = glt_pair(
         args.glt_python, commands, master, port, root, seeds, args.batches, ifname
       )
-      glt_rows.append((label, count / seconds))
+      peer_rows['glt'].append((label, count / seconds, per_batch))
       print(f'{label}, GLT 0.2.4: {count / seconds:.2f} batches/s', flush=True)
+    if args.dgl_python and net:
+      count, _, seconds, per_batch = dgl_pair(args.dgl_python, net, dgl_parts, args.batches)
+      peer_rows['dgl'].append((label, count / seconds, per_batch))
+      print(f'{label}, DGL 2.1: {count / seconds:.2f} batches/s', flush=True)
 
   try:
-    here = [[], []]
-    rtt = round_trip_ms([], [], '127.0.0.1')
-    measure('loopback', here, '127.0.0.1', one_host.free_port(), rtt)
+    probe = probe_link([], [], '127.0.0.1')
+    measure('loopback', None, '127.0.0.1', one_host.free_port(), probe)
     with HostNetwork(2, tag=f'b{os.getpid()}') as net:
-      commands = [h.command([]) for h in net.hosts]
-      rtt = round_trip_ms(commands[1], commands[0], net[1].address)
-      measure('2 hosts, bridge', commands, net[0].address, PORT, rtt)
+      probe = probe_link(net[1].command([]), net[0].command([]), net[1].address)
+      measure('2 hosts, bridge', net, net[0].address, PORT, probe)
     for delay in args.delays:
       net, how = impaired_network(2, delay, 0.0, tag=f'b{os.getpid()}d')
       with net:
-        commands = [h.command([]) for h in net.hosts]
-        rtt = round_trip_ms(commands[1], commands[0], net[1].address)
-        measure(f'2 hosts, +{delay:g} ms one way ({how})', commands, net[0].address, PORT, rtt)
+        probe = probe_link(net[1].command([]), net[0].command([]), net[1].address)
+        measure(f'2 hosts, +{delay:g} ms one way ({how})', net, net[0].address, PORT, probe)
   finally:
     shutil.rmtree(seeds, ignore_errors=True)
-  return rows, glt_rows
+  return rows, peer_rows
 
 
 def main() -> None:
@@ -225,6 +333,11 @@ def main() -> None:
     '--glt-python', default=None,
     help="GLT 0.2.4's environment's python (make glt-peer): its worker mode on each link",
   )  # fmt: skip
+  p.add_argument(
+    '--dgl-python', default=None,
+    help="DGL 2.1's environment's python (make dgl-peer): its distributed sampling on each "
+    'link between hosts',
+  )  # fmt: skip
   add_results_argument(p)
   sub = p.add_subparsers(dest='role')
   t = sub.add_parser('trainer')
@@ -237,7 +350,7 @@ def main() -> None:
 
   import bench_dist_sampling as one_host
   from netns_hosts import unavailable_reason
-  from results import Results, Table
+  from results import Results
 
   reason = unavailable_reason()
   if reason is not None:
@@ -246,50 +359,114 @@ def main() -> None:
   root = one_host.partition(args.num_nodes)
   single_ds = one_host.single_machine_dataset(args.num_nodes, None)
   singles = [one_host.single_machine(single_ds, args.batches, None)]
-  rows, glt_rows = measure_links(args, root)
+  rows, peer_rows = measure_links(args, root)
   singles.append(one_host.single_machine(single_ds, args.batches, None))
+  print(results.add(links_table(args, rows, singles)).render())
+  for peer, peer_row in peer_rows.items():
+    if peer_row:
+      print(results.add(peer_table(args, peer, rows, peer_row)).render())
+  results.write()
+
+
+def kb(per_batch, direction: int):
+  r"""Kilobytes of ``per_batch`` (sent, received) in ``direction``; None
+  where not counted (loopback)."""
+  return None if per_batch is None else per_batch[direction] / 1e3
+
+
+def links_table(args, rows, singles):
+  r"""Ours on every link and at every concurrency."""
+  import bench_dist_sampling as one_host
+  from results import Table
+
   single = max(s[0] / s[2] for s in singles)
-  base = {c: rate for label, _, c, rate, _ in rows if label == 'loopback'}
+  base = {r.concurrency: r.batches_s for r in rows if r.link == 'loopback'}
   before_after = ' / '.join(f'{s[0] / s[2]:.2f}' for s in singles)
-  table = Table(
+  return Table(
     'multihost',
     f'Worker mode across 2 hosts, {args.num_nodes:,} nodes, 2 METIS partitions, '
     '1 sampling process per trainer',
     [
       'link',
       'round trip, ms',
+      'link, MB/s',
       'concurrency',
       'batches/s',
       'sampled edges/s',
       'vs loopback',
       'vs single machine',
+      'sent per batch, KB',
+      'received per batch, KB',
     ],  # fmt: skip
-    [[lbl, rtt, c, rate, e, rate / base[c], rate / single] for lbl, rtt, c, rate, e in rows],
+    [
+      [
+        *r[:6],
+        r.batches_s / base[r.concurrency],
+        r.batches_s / single,
+        kb(r.bytes, 0),
+        kb(r.bytes, 1),
+      ]
+      for r in rows
+    ],  # fmt: skip
     note=f'Hosts: network namespaces on this machine. Fanout {one_host.FANOUT}, batches of '
     f'{one_host.BATCH} seeds, features collected; the single machine before and after: '
-    f'{before_after} batches/s.',
+    f"{before_after} batches/s. Bytes: each host's interface over its trainer's batches "
+    "(warm-up included), the two hosts' mean; not counted on loopback.",
   )
-  print(results.add(table).render())
-  if glt_rows:
-    print(results.add(glt_table(args, rows, glt_rows)).render())
-  results.write()
 
 
-def glt_table(args, rows, glt_rows):
-  r"""Ours against GLT 0.2.4 on each link, both at concurrency 4 (GLT's
-  peer's; else ours at the first concurrency measured)."""
+PEERS = {
+  'glt': (
+    'GLT 0.2.4',
+    "GLT's RPC over the hosts' interface (TP_SOCKET_IFNAME), ours over the same (found "
+    "from the master's address). GLT reads the other partition over RPC, as ours does "
+    'between hosts.',
+  ),
+  'dgl': (
+    'DGL 2.1',
+    'DGL on its own METIS partitions of the same graph (dgl.distributed.partition_graph), '
+    'a DistGraphServer and a trainer per host, features pulled per batch with '
+    "g.ndata[...], as DGL's GraphSAGE example does; not on loopback (DGL tells its "
+    'machines apart by address).',
+  ),
+}
+
+
+def peer_table(args, peer: str, rows, peer_rows):
+  r"""Ours against ``peer`` (a key of PEERS) on each link it ran on, ours at
+  concurrency 4 (else the first concurrency measured)."""
   from results import Table
 
+  name, how = PEERS[peer]
   c = 4 if 4 in args.concurrency else args.concurrency[0]
-  rate = {label: r for label, _, conc, r, _ in rows if conc == c}
+  ours_at = {r.link: r for r in rows if r.concurrency == c}
   return Table(
-    'vs_glt',
-    f"Worker mode across 2 hosts against GLT 0.2.4's, {args.num_nodes:,} nodes",
-    ['link', 'ours, batches/s', 'GLT, batches/s', 'ours vs GLT'],
-    [[label, rate[label], g, rate[label] / g] for label, g in glt_rows],
-    note=f"Both with 1 sampling process per trainer of concurrency {c}; GLT's RPC over "
-    "the hosts' interface (TP_SOCKET_IFNAME), ours over the same (found from the master's "
-    'address). GLT reads the other partition over RPC, as ours does between hosts.',
+    f'vs_{peer}',
+    f"Worker mode across 2 hosts against {name}'s, {args.num_nodes:,} nodes",
+    [
+      'link',
+      'ours, batches/s',
+      f'{name}, batches/s',
+      f'ours vs {name}',
+      'ours, KB sent/batch',
+      'ours, KB received/batch',
+      f'{name}, KB sent/batch',
+      f'{name}, KB received/batch',
+    ],  # fmt: skip
+    [
+      [
+        label,
+        ours_at[label].batches_s,
+        rate,
+        ours_at[label].batches_s / rate,
+        kb(ours_at[label].bytes, 0),
+        kb(ours_at[label].bytes, 1),
+        kb(b, 0),
+        kb(b, 1),
+      ]
+      for label, rate, b in peer_rows
+    ],  # fmt: skip
+    note=f'Both with 1 sampling process per trainer (ours of concurrency {c}). {how}',
   )
 
 

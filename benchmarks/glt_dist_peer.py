@@ -35,7 +35,8 @@ Across hosts (bench_multihost.py --glt-python), each host runs one trainer:
 ``--prepare`` writes GLT's partitions first, then ``--rank R`` runs trainer R
 in this process against the master at ``--master``/``--port`` (its RPC on P
 and P + 1, the trainers' meeting point on P + 2) and writes its report, the
-same fields for this trainer alone, to ``--out``.
+same fields for this trainer alone and the bytes the host's interface
+``--ifname`` sent and received per batch, to ``--out``.
 """
 
 import argparse
@@ -192,17 +193,34 @@ def collect(procs, results, timeout: float = 600.0) -> list:
   return reports
 
 
+def interface_bytes(ifname: str) -> tuple:
+  r"""``(sent, received)`` bytes of this host's interface ``ifname``."""
+  stats = f'/sys/class/net/{ifname}/statistics'
+  return tuple(int(open(f'{stats}/{d}_bytes').read()) for d in ('tx', 'rx'))
+
+
 def one_host_trainer(root: str, args) -> None:
   r"""Trainer ``args.rank`` in this process, one of two on two hosts; writes
-  its report to ``args.out``."""
+  its report to ``args.out``, with the bytes its host's interface sent and
+  received per batch (warm-up included; not counted on loopback)."""
+  # as in the trainers spawned on one host (and GLT's examples, which spawn
+  # theirs): GLT's sampling processes take locks made in the default context
+  multiprocessing.set_start_method('spawn', force=True)
   finished = StoreBarrier(args.rank, args.master, args.port + 2)
   results = queue.Queue()
   ports = (args.port, args.port + 1)
+  counted = args.ifname not in (None, 'lo')
+  before = interface_bytes(args.ifname) if counted else None
   trainer(args.rank, root, args.seeds_dir, args, ports, results, finished)
+  after = interface_bytes(args.ifname) if counted else None
   finished.close()
   _, batches, edges, seconds, warmup = pickle.loads(results.get_nowait())
+  per_batch = None
+  if counted:
+    per_batch = [(a - b) / (args.warmup + batches) for a, b in zip(after, before)]
+  report = dict(batches=batches, edges=edges, seconds=seconds, warmup=warmup, bytes=per_batch)
   with open(args.out, 'w') as f:
-    json.dump(dict(batches=batches, edges=edges, seconds=seconds, warmup=warmup), f)
+    json.dump(report, f)
 
 
 def main() -> None:
@@ -217,6 +235,7 @@ def main() -> None:
   p.add_argument('--master', default='127.0.0.1')
   p.add_argument('--port', type=int, default=None, help='with --rank: the first of 3 ports')
   p.add_argument('--out', default=None, help="with --rank: this trainer's report (JSON)")
+  p.add_argument('--ifname', default=None, help='with --rank: the interface whose bytes count')
   args = p.parse_args()
   root = write_glt_partitions(args.root)
   if args.prepare:

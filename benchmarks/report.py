@@ -91,7 +91,8 @@ SECTIONS = [
     "single-machine loader on the whole graph in the same run and against GLT 0.2.4's worker "
     'mode on the same partitions. The RPC rows read the other partition over RPC, as '
     "between hosts; the cache rows hold the hottest quarter of the other partition's rows. "
-    "DGL's distributed sampler beside ours is not measured yet.",
+    "DGL's distributed sampler runs on two hosts only (it tells machines apart by address): "
+    'see the next section.',
     [
       ('bench_dist_sampling', 'worker_mode'),
       ('bench_dist_sampling', 'vs_glt'),
@@ -103,8 +104,13 @@ SECTIONS = [
     'Worker mode across hosts',
     'The trainers on two hosts (network namespaces on one machine, joined by a bridge, with '
     'delay added to the link), each with one sampling process, at several batches in flight, '
-    "and against GLT 0.2.4's worker mode on the same links.",
-    [('bench_multihost', 'multihost'), ('bench_multihost', 'vs_glt')],
+    "against GLT 0.2.4's worker mode and DGL 2.1's distributed sampling on the same links, "
+    'with the bytes each host sends and receives per batch.',
+    [
+      ('bench_multihost', 'multihost'),
+      ('bench_multihost', 'vs_glt'),
+      ('bench_multihost', 'vs_dgl'),
+    ],  # fmt: skip
     missing='needs root for network namespaces: `sudo python benchmarks/bench_multihost.py`',
   ),
   Section(

@@ -1,6 +1,7 @@
 """Every script of benchmarks/ runs, in a small setting, as a user runs it,
 and writes its results: a table with rows for each of its tables. The peer
-scripts (glt_peer.py, dgl_peer.py, pyg_peer.py, glt_dist_peer.py) run
+scripts (glt_peer.py, dgl_peer.py, pyg_peer.py, glt_dist_peer.py,
+dgl_dist_peer.py) run
 through the benchmarks that call them where their environments are set up
 (make glt-peer, dgl-peer, pyg-peer). The report renders a page, with its
 charts, from the committed results."""
@@ -57,8 +58,8 @@ SCRIPTS = [
    ['gpu_gather']),
   ('bench_gpu_train.py', ['--num_nodes', '4000', '--workers', '0'], 'bench_gpu_train', ['train']),
   ('bench_multihost.py', ['--num_nodes', '20000', '--batches', '4', '--concurrency', '4',
-                         '--delays', '1', *peer_flags('glt')], 'bench_multihost',
-   ['multihost'] + (['vs_glt'] if peer_flags('glt') else [])),
+                         '--delays', *peer_flags('glt', 'dgl')], 'bench_multihost',
+   ['multihost'] + [f'vs_{p}' for p in ('glt', 'dgl') if peer_flags(p)]),
 ]  # fmt: skip
 
 
