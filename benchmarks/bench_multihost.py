@@ -50,6 +50,7 @@ sys.path.insert(0, os.path.join(ROOT, 'test'))  # the host network fixture
 sys.path.insert(0, HERE)
 
 from netns_hosts import HOSTS_RPC_CHANNELS  # noqa: E402
+from peer_protocol import bytes_per_batch, interface_bytes  # noqa: E402
 from results import add_results_argument  # noqa: E402
 
 DELAYS_MS = (0.0, 1.0, 5.0)
@@ -107,15 +108,6 @@ class Row(NamedTuple):
   bytes: Optional[tuple]  # (sent, received) per batch; None on loopback
 
 
-def interface_bytes() -> tuple:
-  r"""``(sent, received)`` bytes of this host's ``eth0``; None on loopback
-  (no ``eth0`` in this namespace), where both trainers share one count."""
-  stats = '/sys/class/net/eth0/statistics'
-  if not os.path.exists(stats):
-    return None
-  return tuple(int(open(f'{stats}/{d}_bytes').read()) for d in ('tx', 'rx'))
-
-
 def trainer(args) -> None:
   r"""One trainer (run on its host): times its loader, writes the result
   and the bytes its host sent and received per batch meanwhile."""
@@ -132,10 +124,9 @@ def trainer(args) -> None:
     master_port=args.port, rpc_timeout=300, channel_size='512MB',
   )  # fmt: skip
   ds = dist.DistDataset(edge_dir='in').load(args.root, args.rank, graph_mode='CPU')
-  before = interface_bytes()
+  before = interface_bytes(args.ifname)
   batches, edges, seconds, _ = time_loader(ds, ds.node_pb, args.rank, options, args.batches)
-  after = interface_bytes()
-  per_batch = [(a - b) / (WARMUP + batches) for a, b in zip(after, before)] if after else None
+  per_batch = bytes_per_batch(before, interface_bytes(args.ifname), WARMUP + batches)
   with open(args.out, 'w') as f:
     json.dump(dict(batches=batches, edges=edges, seconds=seconds, bytes=per_batch), f)
 
@@ -182,7 +173,7 @@ def ours(commands, master, port, root, concurrency, batches) -> tuple:
     return [
       sys.executable, __file__, 'trainer', '--rank', rank, '--master', master, '--port', port,
       '--root', root, '--concurrency', concurrency, '--batches', batches, '--out', out,
-    ]  # fmt: skip
+    ] + (['--ifname', 'eth0'] if commands[0] else [])  # fmt: skip
 
   # each namespace stands for a host: no mapping the other partition's
   # topology and feature table from this machine's shared memory, and
@@ -344,6 +335,7 @@ def main() -> None:
   for name, kind in (('rank', int), ('master', str), ('port', int), ('root', str),
                      ('concurrency', int), ('batches', int), ('out', str)):  # fmt: skip
     t.add_argument(f'--{name}', type=kind, required=True)
+  t.add_argument('--ifname', default=None, help="the host's interface whose bytes count")
   args = p.parse_args()
   if args.role == 'trainer':
     return trainer(args)

@@ -44,6 +44,7 @@ import time
 
 import numpy as np
 import torch
+from peer_protocol import bytes_per_batch, interface_bytes
 
 GRAPH_NAME = 'bench'
 FANOUT = [5, 10, 15]  # DGL's order: input layer first (seeds draw 15)
@@ -88,12 +89,6 @@ def start_server(args) -> subprocess.Popen:
   return subprocess.Popen([sys.executable, '-c', code, args.ip_config], env=env)
 
 
-def interface_bytes(ifname: str) -> tuple:
-  r"""``(sent, received)`` bytes of this host's interface ``ifname``."""
-  stats = f'/sys/class/net/{ifname}/statistics'
-  return tuple(int(open(f'{stats}/{d}_bytes').read()) for d in ('tx', 'rx'))
-
-
 def train(args) -> dict:
   r"""The trainer: times its loader and returns the report."""
   os.environ.update(job_env(args), DGL_DIST_MODE='distributed', DGL_ROLE='client')
@@ -132,7 +127,7 @@ def train(args) -> dict:
     raise RuntimeError('DGL returned features or labels of the wrong size')
   return dict(
     dgl_version=dgl.__version__, batches=args.batches, edges=edges, seconds=seconds,
-    warmup=warmup, bytes=[(a - b) / (args.warmup + args.batches) for a, b in zip(after, before)],
+    warmup=warmup, bytes=bytes_per_batch(before, after, args.warmup + args.batches),
   )  # fmt: skip
 
 

@@ -53,6 +53,7 @@ import warnings
 import numpy as np
 import torch
 from glt_peer import import_glt
+from peer_protocol import bytes_per_batch, interface_bytes
 
 # At import, so that the processes GLT spawns, which import this script
 # first, get the stand-in for torch-sparse before they import GLT.
@@ -193,12 +194,6 @@ def collect(procs, results, timeout: float = 600.0) -> list:
   return reports
 
 
-def interface_bytes(ifname: str) -> tuple:
-  r"""``(sent, received)`` bytes of this host's interface ``ifname``."""
-  stats = f'/sys/class/net/{ifname}/statistics'
-  return tuple(int(open(f'{stats}/{d}_bytes').read()) for d in ('tx', 'rx'))
-
-
 def one_host_trainer(root: str, args) -> None:
   r"""Trainer ``args.rank`` in this process, one of two on two hosts; writes
   its report to ``args.out``, with the bytes its host's interface sent and
@@ -209,15 +204,13 @@ def one_host_trainer(root: str, args) -> None:
   finished = StoreBarrier(args.rank, args.master, args.port + 2)
   results = queue.Queue()
   ports = (args.port, args.port + 1)
-  counted = args.ifname not in (None, 'lo')
-  before = interface_bytes(args.ifname) if counted else None
+  counted = args.ifname if args.ifname != 'lo' else None
+  before = interface_bytes(counted)
   trainer(args.rank, root, args.seeds_dir, args, ports, results, finished)
-  after = interface_bytes(args.ifname) if counted else None
+  after = interface_bytes(counted)
   finished.close()
   _, batches, edges, seconds, warmup = pickle.loads(results.get_nowait())
-  per_batch = None
-  if counted:
-    per_batch = [(a - b) / (args.warmup + batches) for a, b in zip(after, before)]
+  per_batch = bytes_per_batch(before, after, args.warmup + batches)
   report = dict(batches=batches, edges=edges, seconds=seconds, warmup=warmup, bytes=per_batch)
   with open(args.out, 'w') as f:
     json.dump(report, f)

@@ -1,8 +1,11 @@
 """What bench_sampler.py hands a peer script (glt_peer.py, dgl_peer.py), which
 runs in the peer's own environment: a directory of ``.npy`` files (indptr,
-indices in CSC, seeds, gather_ids, gather_offsets) and these arguments."""
+indices in CSC, seeds, gather_ids, gather_offsets) and these arguments; and
+how every trainer of bench_multihost.py (ours, glt_dist_peer.py,
+dgl_dist_peer.py) counts its host's bytes."""
 
 import argparse
+from typing import Optional
 
 import numpy as np
 import torch
@@ -27,3 +30,17 @@ def parse_peer_args(description: str) -> argparse.Namespace:
 def load(directory: str, name: str) -> torch.Tensor:
   r"""One of the handed-over arrays."""
   return torch.from_numpy(np.load(f'{directory}/{name}.npy'))
+
+
+def interface_bytes(ifname: Optional[str]) -> Optional[tuple]:
+  r"""``(sent, received)`` bytes of this host's interface ``ifname`` so far;
+  None for no interface (loopback: both trainers would share one count)."""
+  if ifname is None:
+    return None
+  stats = f'/sys/class/net/{ifname}/statistics'
+  return tuple(int(open(f'{stats}/{d}_bytes').read()) for d in ('tx', 'rx'))
+
+
+def bytes_per_batch(before: Optional[tuple], after: Optional[tuple], batches: int):
+  r"""``[sent, received]`` per batch between two ``interface_bytes``."""
+  return None if before is None else [(a - b) / batches for a, b in zip(after, before)]

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow
 
 EXAMPLE = Path(__file__).resolve().parents[1] / 'examples' / 'distributed'
 SEQ_PER_EPOCH = 1_000_000  # the example's checkpoint numbering (sage_common.Checkpoints)
-EXAMPLE_EPOCHS = 4
+EXAMPLE_EPOCHS = 3
 KILL_AT = (2, 3)  # the job is killed once every trainer checkpointed epoch 2 after 3 steps
 
 
