@@ -38,6 +38,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -347,6 +348,9 @@ def main() -> None:
   reason = unavailable_reason()
   if reason is not None:
     sys.exit(f'cannot make hosts here: {reason}')
+  # a SIGTERM unwinds like an error: the trainers' sessions are killed and
+  # the hosts removed on the way out
+  signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
   results = Results('bench_multihost', args)
   root = one_host.partition(args.num_nodes)
   single_ds = one_host.single_machine_dataset(args.num_nodes, None)
