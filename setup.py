@@ -7,6 +7,11 @@ Environment:
   TORCH_CUDA_ARCH_LIST   the GPU architectures to compile for (default
                          '8.0;9.0': A100, and H100/H200).
   MAX_JOBS=N             parallel compile jobs (ninja).
+  GLT_CPU_UNITY=0        each C++ file on its own (by default they compile in
+                         as many groups as MAX_JOBS, like the CUDA files:
+                         the torch templates they share are compiled once
+                         a group; a clean CPU build in 82 s instead of 174 s
+                         on 2 cores, an edit recompiling its whole group).
   GLT_CUDA_UNITY=0       each CUDA file on its own (by default they compile in
                          as many groups as MAX_JOBS, each group one file
                          that includes its share: torch's headers, most of
@@ -98,27 +103,32 @@ class BuildExtension(cpp_extension.BuildExtension):
   def build_extension(self, ext):
     if os.environ.get('GLT_PCH', '1') != '0' and self.compiler.compiler_type == 'unix':
       self.precompile_headers(ext)
+    if os.environ.get('GLT_CPU_UNITY', '1') != '0':
+      self.group_sources(ext, '.cpp')
     if os.environ.get('GLT_CUDA_UNITY', '1') != '0':
-      self.group_cuda_sources(ext)
+      self.group_sources(ext, '.cu')
     super().build_extension(ext)
 
-  def group_cuda_sources(self, ext) -> None:
-    """Replaces the extension's CUDA files by one file per parallel job
-    (``MAX_JOBS``, else the cores), each including its share of them."""
-    cuda = [s for s in ext.sources if s.endswith('.cu')]
+  def group_sources(self, ext, suffix: str) -> None:
+    """Replaces the extension's ``suffix`` files (C++ or CUDA) by one file
+    per parallel job (``MAX_JOBS``, else the cores), each including its
+    share of them: what the files share (torch's templates) is compiled
+    once per group instead of once per file."""
+    files = [s for s in ext.sources if s.endswith(suffix)]
     jobs = int(os.environ.get('MAX_JOBS') or os.cpu_count() or 1)
-    groups = min(len(cuda), max(jobs, 1))
-    if groups == len(cuda):
+    groups = min(len(files), max(jobs, 1))
+    if groups == len(files):
       return  # a job per file already
-    unity_dir = os.path.join(os.path.abspath(self.build_temp), 'cuda_unity')
+    unity_dir = os.path.join(os.path.abspath(self.build_temp), 'unity')
     os.makedirs(unity_dir, exist_ok=True)
     unity = []
     for g in range(groups):
-      path = os.path.join(unity_dir, f'cuda_group{g}.cu')
-      share = cuda[g::groups]
+      # distinct stems: a group's object file is named after it
+      path = os.path.join(unity_dir, f'{suffix[1:]}_group{g}{suffix}')
+      share = files[g::groups]
       _write_if_changed(path, ''.join(f'#include "{os.path.abspath(s)}"\n' for s in share))
       unity.append(path)
-    ext.sources = [s for s in ext.sources if not s.endswith('.cu')] + unity
+    ext.sources = [s for s in ext.sources if not s.endswith(suffix)] + unity
 
   def precompile_headers(self, ext) -> None:
     """Compiles ``PRECOMPILED_HEADERS`` with the extension's own C++ flags
