@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -141,6 +142,20 @@ inline std::pair<at::Tensor, at::Tensor> checked_coo_args(const at::Tensor& row,
   check_range(rows, num_rows, "row");
   check_range(cols, num_cols, "col");
   return {rows, cols};
+}
+
+// coo_to_csr's indices dtype: int64 by default, or int32 where the edge
+// positions and columns fit.
+inline at::ScalarType checked_indices_dtype(const c10::optional<at::ScalarType>& dtype,
+                                            int64_t num_edges, int64_t num_cols) {
+  const at::ScalarType out = dtype.value_or(at::kLong);
+  TORCH_CHECK_VALUE(out == at::kLong || out == at::kInt,
+                    "indices_dtype must be int32 or int64, got ", out);
+  constexpr int64_t int32_max = std::numeric_limits<int32_t>::max();
+  TORCH_CHECK_VALUE(out == at::kLong || (num_edges <= int32_max && num_cols <= int32_max),
+                    "indices_dtype int32 cannot hold ", num_edges, " edges over ", num_cols,
+                    " columns");
+  return out;
 }
 
 // sample_neighbors: the seeds, contiguous.

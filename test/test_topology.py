@@ -115,3 +115,90 @@ def test_empty_graph():
   topo = Topology(torch.empty(2, 0, dtype=torch.long), size=(3, 3))
   assert topo.row_count == 3 and topo.edge_count == 0
   assert torch.equal(topo.indptr, torch.zeros(4, dtype=torch.long))
+
+
+@pytest.mark.parametrize('dtype', [torch.int64, torch.int32])
+def test_build_over_several_buckets_matches_lexsort(thread_count, dtype):
+  # Enough edges for several buckets of rows (each about 2 MB of output),
+  # with empty rows at the end and one long row.
+  num_rows, num_cols, n = 300_000, 5_000, 1_500_000
+  g = torch.Generator().manual_seed(4)
+  rows = torch.randint(0, num_rows, (n,), generator=g)
+  rows[: n // 10] = 7
+  cols = torch.randint(0, num_cols, (n,), generator=g)
+  order = np.lexsort((np.arange(n), cols.numpy(), rows.numpy()))
+  indptr_expect = torch.cat(
+    [torch.zeros(1, dtype=torch.long), torch.bincount(rows, minlength=num_rows + 5).cumsum(0)]
+  )
+  by_col = torch.from_numpy(np.lexsort((rows.numpy(), cols.numpy())))
+  for threads in (1, 2):
+    torch.set_num_threads(threads)
+    indptr, indices, perm = coo_to_csr(rows, cols, num_rows + 5, num_cols, dtype)
+    assert indices.dtype == dtype and perm.dtype == torch.int64
+    assert np.array_equal(perm.numpy(), order)
+    assert torch.equal(indices.long(), cols[perm])
+    assert torch.equal(indptr, indptr_expect)
+    # Input sorted by column: every row comes out sorted without a sort.
+    _, sorted_indices, sorted_perm = coo_to_csr(
+      rows[by_col], cols[by_col], num_rows + 5, num_cols, dtype
+    )
+    assert torch.equal(by_col[sorted_perm], perm) and torch.equal(sorted_indices, indices)
+
+
+def test_build_with_column_ids_past_32_bits():
+  # A column and a position do not fit in one 64-bit key: rows sort as pairs.
+  g = torch.Generator().manual_seed(6)
+  rows = torch.randint(0, 50, (5000,), generator=g)
+  cols = torch.randint(0, 2**60, (5000,), generator=g)
+  cols[::5] = cols[0]  # ties keep input order
+  indptr, indices, perm = coo_to_csr(rows, cols, 50, 2**60)
+  assert np.array_equal(perm.numpy(), np.lexsort((np.arange(5000), cols.numpy(), rows.numpy())))
+  assert torch.equal(indices, cols[perm])
+
+
+def test_coo_to_csr_checks_the_indices_dtype():
+  rows, cols = torch.tensor([0, 1]), torch.tensor([1, 0])
+  with pytest.raises(ValueError, match='indices_dtype must be int32 or int64'):
+    coo_to_csr(rows, cols, 2, 2, torch.int16)
+  with pytest.raises(ValueError, match='indices_dtype int32 cannot hold 2 edges over 2147483653'):
+    coo_to_csr(rows, cols, 2, 2**31 + 5, torch.int32)
+
+
+sort_rows_by_key = torch.ops.glt.sort_rows_by_key
+
+
+@pytest.mark.parametrize('key_dtype', [torch.int64, torch.float64])
+@pytest.mark.parametrize('ptr_dtype', [torch.int64, torch.int32])
+def test_sort_rows_by_key_is_a_stable_sort_of_each_row(thread_count, key_dtype, ptr_dtype):
+  g = torch.Generator().manual_seed(5)
+  degrees = torch.randint(0, 40, (30_000,), generator=g)
+  degrees[::7] = 0
+  degrees[100] = 5000
+  indptr = torch.cat([torch.zeros(1, dtype=torch.long), degrees.cumsum(0)])
+  rows = torch.repeat_interleave(torch.arange(degrees.numel()), degrees)
+  keys = torch.randint(0, 10, (rows.numel(),), generator=g).to(key_dtype)  # many ties
+  keys[: int(indptr[3])] = 0  # the first rows are sorted
+  decreasing = ((keys[1:] < keys[:-1]) & (rows[1:] == rows[:-1])).nonzero()
+  for threads in (1, 2):
+    torch.set_num_threads(threads)
+    order, first = sort_rows_by_key(indptr.to(ptr_dtype), keys)
+    assert np.array_equal(
+      order.numpy(), np.lexsort((np.arange(rows.numel()), keys.numpy(), rows.numpy()))
+    )
+    assert first == int(rows[int(decreasing[0]) + 1])
+    again, none = sort_rows_by_key(indptr.to(ptr_dtype), keys[order])
+    assert again.numel() == 0 and none == -1
+
+
+def test_sort_rows_by_key_checks_its_inputs():
+  keys = torch.arange(5)
+  for indptr, match in (
+    (torch.tensor([1, 5]), 'indptr must start at 0'),
+    (torch.tensor([0, 4, 3, 5]), 'indptr must be non-decreasing, but row 1 ends at 3'),
+    (torch.tensor([0, 4]), 'indptr ends at 4 but keys holds 5 entries'),
+    (torch.tensor([0.0, 5.0]), 'indptr must be int32 or int64'),
+  ):
+    with pytest.raises(ValueError, match=match):
+      sort_rows_by_key(indptr, keys)
+  with pytest.raises(ValueError, match='keys must be int64 or float64'):
+    sort_rows_by_key(torch.tensor([0, 5]), keys.float())

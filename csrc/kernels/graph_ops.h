@@ -204,9 +204,12 @@ template <typename Backend>
 std::tuple<at::Tensor, at::Tensor, at::Tensor> coo_to_csr(const Backend& backend,
                                                           const at::Tensor& row,
                                                           const at::Tensor& col, int64_t num_rows,
-                                                          int64_t num_cols) {
+                                                          int64_t num_cols,
+                                                          c10::optional<at::ScalarType> indices_dtype = {}) {
   const auto [rows, cols] = checked_coo_args(row, col, num_rows, num_cols);
-  return coo_to_csr_impl(backend, rows, cols, num_rows);
+  const auto dtype = checked_indices_dtype(indices_dtype, rows.numel(), num_cols);
+  auto [indptr, indices, perm] = coo_to_csr_impl(backend, rows, cols, num_rows);
+  return {indptr, indices.to(dtype), perm};
 }
 
 template <typename Backend>

@@ -13,50 +13,12 @@ from ..typing import TensorDataType
 from ..utils.host_share import HostSharedTensor, HostTensorHandle, host_sharing_available
 from ..utils.tensor import convert_to_tensor
 from ..utils.topo import ptr2ind
+from .edge_input import as_index, coo_edges
 
 logger = logging.getLogger(__name__)
 
 GRAPH_MODES = ('CPU', 'ZERO_COPY', 'CUDA')
 LAYOUTS = ('COO', 'CSR', 'CSC')
-
-
-def _as_index(t: TensorDataType, name: str) -> torch.Tensor:
-  t = convert_to_tensor(t)
-  if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
-    raise ValueError(f'{name} must hold integer node ids, got dtype {t.dtype}')
-  t = t.to(torch.int64)
-  if t.dim() != 1:
-    raise ValueError(f'{name} must be 1-D, got shape {tuple(t.shape)}')
-  return t.contiguous()
-
-
-def _split_edge_index(edge_index, layout: str) -> Tuple[torch.Tensor, torch.Tensor]:
-  """Splits a [2, E] tensor or a pair of tensors into its two halves."""
-  if isinstance(edge_index, (tuple, list)):
-    if len(edge_index) != 2:
-      raise ValueError(f'a {layout} edge_index pair must have 2 members, got {len(edge_index)}')
-    first, second = edge_index
-  else:
-    edge_index = convert_to_tensor(edge_index)
-    if edge_index.dim() != 2 or edge_index.size(0) != 2:
-      raise ValueError(
-        f'edge_index must have shape [2, num_edges] (or be a pair of 1-D tensors), '
-        f'got shape {tuple(edge_index.shape)}'
-      )
-    first, second = edge_index[0], edge_index[1]
-  names = {'COO': ('row', 'col'), 'CSR': ('indptr', 'indices'), 'CSC': ('indices', 'indptr')}
-  return _as_index(first, names[layout][0]), _as_index(second, names[layout][1])
-
-
-def _check_ptr(indptr: torch.Tensor, indices: torch.Tensor, layout: str) -> None:
-  if indptr.numel() == 0 or int(indptr[0]) != 0:
-    raise ValueError(f'{layout} indptr must start at 0')
-  if int(indptr[-1]) != indices.numel():
-    raise ValueError(
-      f'{layout} indptr ends at {int(indptr[-1])} but indices holds {indices.numel()} entries'
-    )
-  if bool((indptr[1:] < indptr[:-1]).any()):
-    raise ValueError(f'{layout} indptr must be non-decreasing')
 
 
 @dataclass(frozen=True)
@@ -140,28 +102,10 @@ class Topology:
       raise ValueError(f"input_layout must be one of {LAYOUTS}, got '{input_layout}'")
     if layout not in ('CSR', 'CSC'):
       raise ValueError(f"layout must be 'CSR' or 'CSC', got '{layout}'")
-    first, second = _split_edge_index(edge_index, input_layout)
-    if input_layout == 'COO':
-      if first.numel() != second.numel():
-        raise ValueError(
-          f'edge_index rows differ in length: {first.numel()} sources, {second.numel()} targets'
-        )
-      src, dst = first, second
-    elif input_layout == 'CSR':
-      _check_ptr(first, second, input_layout)
-      src, dst = ptr2ind(first), second
-    else:
-      _check_ptr(second, first, input_layout)
-      src, dst = first, ptr2ind(second)
+    src, dst, num_src, num_dst = coo_edges(edge_index, input_layout)
     num_edges = src.numel()
-    for name, ids in (('source', src), ('destination', dst)):
-      if num_edges and int(ids.min()) < 0:
-        raise ValueError(f'edge_index holds a negative {name} id: {int(ids.min())}')
-
-    if edge_ids is None:
-      edge_ids = torch.arange(num_edges, dtype=torch.int64)
-    else:
-      edge_ids = _as_index(edge_ids, 'edge_ids')
+    if edge_ids is not None:
+      edge_ids = as_index(edge_ids, 'edge_ids')
       if edge_ids.numel() != num_edges:
         raise ValueError(f'edge_ids has {edge_ids.numel()} entries for {num_edges} edges')
     if edge_weights is not None:
@@ -171,12 +115,6 @@ class Topology:
       if not bool(torch.isfinite(edge_weights).all()) or bool((edge_weights < 0).any()):
         raise ValueError('edge_weights must be finite and non-negative')
 
-    num_src = int(src.max()) + 1 if num_edges else 0
-    num_dst = int(dst.max()) + 1 if num_edges else 0
-    if input_layout == 'CSR':
-      num_src = max(num_src, first.numel() - 1)
-    elif input_layout == 'CSC':
-      num_dst = max(num_dst, second.numel() - 1)
     if size is not None:
       if size[0] < num_src or size[1] < num_dst:
         raise ValueError(
@@ -186,13 +124,13 @@ class Topology:
 
     rows, cols = (src, dst) if layout == 'CSR' else (dst, src)
     num_rows, num_cols = (num_src, num_dst) if layout == 'CSR' else (num_dst, num_src)
-    indptr, indices, perm = torch.ops.glt.coo_to_csr(rows, cols, num_rows, num_cols)
     dtype = index_dtype(num_edges, num_cols)
-    indptr, indices = indptr.to(dtype), indices.to(dtype)
+    indptr, indices, perm = torch.ops.glt.coo_to_csr(rows, cols, num_rows, num_cols, dtype)
+    indptr = indptr.to(dtype)
     self._layout = layout
     self._indptr = indptr
     self._indices = indices
-    self._edge_ids = edge_ids[perm]
+    self._edge_ids = edge_ids[perm] if edge_ids is not None else perm  # input positions
     self._edge_weights = edge_weights[perm] if edge_weights is not None else None
     self._edge_time: Optional[torch.Tensor] = None  # see data.temporal.time_sorted
     self._num_cols = num_cols

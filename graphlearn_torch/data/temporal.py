@@ -15,7 +15,6 @@ import torch
 
 from ..utils.tensor import convert_to_tensor
 from ..utils.times import checked_time
-from ..utils.topo import ptr2ind
 from .graph import Topology
 
 
@@ -54,7 +53,7 @@ def entry_time(
       raise ValueError(
         f'node_time has {node_time.numel()} entries for {topo.col_count} neighbor nodes'
       )
-    return node_time[topo.indices.long()]
+    return node_time.index_select(0, topo.indices)
   if topo.edge_count and int(topo.edge_ids.max()) >= edge_time.numel():
     raise ValueError(
       f'edge_time has {edge_time.numel()} entries, but edge ids reach {int(topo.edge_ids.max())}'
@@ -76,13 +75,11 @@ def time_sorted(topo: Topology, time: torch.Tensor, is_sorted: bool = False) -> 
   """
   if time.numel() != topo.edge_count:
     raise ValueError(f'{time.numel()} entry times for {topo.edge_count} entries')
-  rows = ptr2ind(topo.indptr.long())
-  backwards = (time[1:] < time[:-1]) & (rows[1:] == rows[:-1])
-  if not bool(backwards.any()):
+  order, first_unsorted = torch.ops.glt.sort_rows_by_key(topo.indptr, time)
+  if first_unsorted < 0:
     return topo.with_entry_time(time)
   if is_sorted:
-    row = int(rows[int(backwards.nonzero()[0]) + 1])
-    raise ValueError(f'is_sorted=True, but the neighbors of row {row} are not sorted by time')
-  order = torch.sort(time, stable=True).indices
-  order = order[torch.sort(rows[order], stable=True).indices]
+    raise ValueError(
+      f'is_sorted=True, but the neighbors of row {first_unsorted} are not sorted by time'
+    )
   return topo.with_entry_time(time[order], order)
