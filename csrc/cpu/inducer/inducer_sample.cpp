@@ -99,6 +99,11 @@ void insert_neighbors(IdMap& map, draws::HopDraws<index_t>& hop, const int64_t* 
     map.insert_all(keyed(0, num_seeds, 0), total, col_tail);
     return;
   }
+  // Room for the whole hop first: the chunks fill the seeds' regions one
+  // seed after another, and a table sized only for the chunks so far gives
+  // each seed's region a share of it too small for its neighbors (probe
+  // chains of hundreds of slots: 70x slower on a disjoint batch's first hop).
+  map.reserve(map.size() + total);
   const int64_t threads = kernel_threads();
   std::vector<draws::Scratch> scratch(threads);
   produce_consume_in_order(
