@@ -64,7 +64,7 @@ SECTIONS = [
   Section(
     'Time to the first batch',
     'From a PyG `Data` in memory to the first batch: building the loader (the graph in CSC '
-    'and, by node time, its time-sorted copy) and sampling one batch, ours beside PyG\'s own '
+    "and, by node time, its time-sorted copy) and sampling one batch, ours beside PyG's own "
     'NeighborLoader on pyg-lib, plain and temporal, with the memory each added.',
     [('bench_startup', 'startup')],
   ),
