@@ -25,8 +25,8 @@ labels. Rows, all measured in this run:
     hosts: in the other rows, partitions on one host read each other's
     feature tables from shared memory; then 1 sampling process over RPC on
     the partitions with the cache, whose cached rows need no request;
-  - with --glt-python, GLT 0.2.4's worker mode (collocated, then 1 sampling
-    process per trainer) in that environment (benchmarks/glt_dist_peer.py),
+  - with --glt-python, GLT 0.2.4's worker mode (collocated, then 1 and 2
+    sampling processes per trainer) in that environment (benchmarks/glt_dist_peer.py),
     on the same partitions (written in GLT's format by GLT's own save
     functions), seeds, fanout and batch size: GLT reads every other
     partition's rows over RPC, so its peers are our RPC rows.
@@ -55,7 +55,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
 import torch
@@ -169,18 +169,31 @@ def single_machine(ds: glt.data.Dataset, batches: int, gpu: Optional[int]):
   return timed(iter(loader), batches)
 
 
-def timed(it, batches: int):
-  r"""``(batches, sampled edges, seconds, warm-up seconds)`` of ``batches``
-  batches of ``it`` after its first WARMUP."""
+class Timed(NamedTuple):
+  r"""A loader's timing: ``batches`` batches (``edges`` sampled edges) in
+  ``seconds`` after WARMUP batches that took ``warmup`` seconds; the first
+  batch came at ``first_at`` (``time.time()``, comparable across processes)."""
+
+  batches: int
+  edges: int
+  seconds: float
+  warmup: float
+  first_at: float
+
+
+def timed(it, batches: int) -> Timed:
+  r"""Times ``batches`` batches of ``it`` after its first WARMUP."""
   start = time.perf_counter()
-  for _ in range(WARMUP):
+  next(it)
+  first_at = time.time()
+  for _ in range(WARMUP - 1):
     next(it)
   warmup = time.perf_counter() - start
   edges = 0
   start = time.perf_counter()
   for _ in range(batches):
     edges += next(it).edge_index.size(1)
-  return batches, edges, time.perf_counter() - start, warmup
+  return Timed(batches, edges, time.perf_counter() - start, warmup, first_at)
 
 
 def trainer_seeds(node_pb, rank: int, batches: int) -> torch.Tensor:
@@ -243,7 +256,10 @@ def worker_mode(
 def run_timed(procs, results, num_timers: int):
   r"""Starts ``procs``, waits for ``num_timers`` ``(rank, timed(...))``
   reports and reaps the processes; returns the reports' batches and edges
-  over the slowest one's seconds, and the slowest warm-up."""
+  over the slowest one's seconds, the slowest warm-up, and the seconds from
+  the start of the processes to the last first batch (start-up: the
+  partitions loaded, the RPC worlds and sampling processes started)."""
+  launched = time.time()
   for p in procs:
     p.start()
   try:
@@ -253,9 +269,10 @@ def run_timed(procs, results, num_timers: int):
       p.join(120)
       if p.is_alive():
         p.kill()
-  count = sum(r[0] for r in reports)
-  edges = sum(r[1] for r in reports)
-  return count, edges, max(r[2] for r in reports), max(r[3] for r in reports)
+  count = sum(r.batches for r in reports)
+  edges = sum(r.edges for r in reports)
+  startup = max(r.first_at for r in reports) - launched
+  return count, edges, max(r.seconds for r in reports), max(r.warmup for r in reports), startup
 
 
 def write_trainer_seeds(root: str, work: str, batches: int) -> None:
@@ -267,20 +284,20 @@ def write_trainer_seeds(root: str, work: str, batches: int) -> None:
     np.save(os.path.join(work, f'seeds{rank}.npy'), seeds.numpy())
 
 
-def glt_worker_mode(python: str, root: str, mode: str, batches: int):
-  r"""GLT's worker mode (glt_dist_peer.py in GLT's environment ``python``)
-  on ``root``'s partitions with our trainers' seeds, as ``run_timed``
-  reports."""
+def glt_worker_mode(python: str, root: str, mode: str, batches: int, num_workers: int = 1):
+  r"""GLT's worker mode (glt_dist_peer.py in GLT's environment ``python``,
+  ``num_workers`` sampling processes per trainer in mode 'mp') on ``root``'s
+  partitions with our trainers' seeds, as ``run_timed`` reports."""
   with tempfile.TemporaryDirectory() as work:
     write_trainer_seeds(root, work, batches)
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'glt_dist_peer.py')
     command = [python, script, root, work, '--mode', mode, '--batches', str(batches)]
-    command += ['--warmup', str(WARMUP)]
+    command += ['--warmup', str(WARMUP), '--num_workers', str(num_workers)]
     returncode, stdout, stderr = run_process_group(command, work, timeout=900)
   if returncode != 0:
     raise RuntimeError(f'glt_dist_peer.py --mode {mode} failed ({returncode}):\n{stderr[-3000:]}')
   r = json.loads(stdout.strip().splitlines()[-1])
-  return r['batches'], r['edges'], r['seconds'], r['warmup']
+  return r['batches'], r['edges'], r['seconds'], r['warmup'], r['startup']
 
 
 def run_process_group(command: list, work: str, timeout: float) -> tuple:
@@ -322,9 +339,9 @@ def measure_rows(args, root: str, ds) -> tuple:
   # GLT first: its runs are the likeliest to fail, and a failure then costs
   # minutes rather than the run; its rows are listed after ours.
   glt_rows = []
-  glt_modes = (('collocated', 'collocated'), ('mp', '1 sampler')) if args.glt_python else ()
-  for mode, label in glt_modes:
-    result = glt_worker_mode(args.glt_python, root, mode, per_trainer)
+  glt_modes = (('collocated', 1, 'collocated'), ('mp', 1, '1 sampler'), ('mp', 2, '2 samplers'))
+  for mode, workers, label in glt_modes if args.glt_python else ():
+    result = glt_worker_mode(args.glt_python, root, mode, per_trainer, workers)
     measure(f'GLT 0.2.4 worker mode, {label}', result, into=glt_rows)
   measure('worker mode, collocated', worker_mode(root, 'collocated', 1, per_trainer, gpu))
   for workers in (1, 2):
@@ -339,9 +356,18 @@ def measure_rows(args, root: str, ds) -> tuple:
   for mode, workers, partitions, label in on_rpc:
     measure(label, worker_mode(partitions, mode, workers, per_trainer, gpu, False))
   rows += glt_rows
-  pooled = (*(sum(s[k] for s in singles) for k in range(3)), max(s[3] for s in singles))
+  pooled = (*(sum(s[k] for s in singles) for k in range(3)), max(s[3] for s in singles), None)
   rows.insert(0, ('single machine NeighborLoader', pooled, pooled[0] / pooled[2]))
   return rows, singles
+
+
+def versus_glt(key: str, title: str, unit: str, figure: dict, pairs, note: str = '') -> Table:
+  r"""A table of our rows against GLT's: ``figure`` (in ``unit``) of each
+  ``(ours, GLT)`` pair of row names, and their ratio."""
+  return Table(
+    key, title, ['ours', 'GLT', f'ours, {unit}', f'GLT, {unit}', 'ours vs GLT'],
+    [[o, g, figure[o], figure[g], figure[o] / figure[g]] for o, g in pairs], note=note,
+  )  # fmt: skip
 
 
 def tables(args, rows, singles) -> list:
@@ -360,27 +386,49 @@ def tables(args, rows, singles) -> list:
         'single machine beside',
         'vs single',
         f'first {WARMUP} batches, s',
+        'start to first batch, s',
       ],  # fmt: skip
-      [[name, c / s, e / s, base, c / s / base, w] for name, (c, e, s, w), base in rows],
+      [[name, c / s, e / s, base, c / s / base, w, up] for name, (c, e, s, w, up), base in rows],
       chart={'label': 'loader', 'value': 'batches/s'},
       note=f'Fanout {FANOUT}, batches of {BATCH} seeds, features and labels collected. Each '
       'row against the faster single-machine run beside it (the machine drifts); the '
-      f'single-machine runs, before the first row and after each: {runs} batches/s.',
+      f'single-machine runs, before the first row and after each: {runs} batches/s. Start '
+      'to first batch: from starting the trainer processes to the last first batch (the '
+      'partitions loaded from disk, the RPC worlds and the sampling processes started).',
     )
   ]
   if args.glt_python:
-    rate = {name: c / s for name, (c, _, s, _), _ in rows}
+    rate = {name: c / s for name, (c, _, s, _, _), _ in rows}
+    startup = {name: up for name, (*_, up), _ in rows}
     pairs = (
       ('collocated, other partition on RPC', 'GLT 0.2.4 worker mode, collocated'),
       ('1 sampler, other partition on RPC', 'GLT 0.2.4 worker mode, 1 sampler'),
     )
+    starts = (
+      ('worker mode, collocated', 'GLT 0.2.4 worker mode, collocated'),
+      ('worker mode, 1 sampler(s)/trainer', 'GLT 0.2.4 worker mode, 1 sampler'),
+      ('worker mode, 2 sampler(s)/trainer', 'GLT 0.2.4 worker mode, 2 samplers'),
+    )
     out.append(
-      Table(
+      versus_glt(
         'vs_glt',
         "Our RPC rows against GLT 0.2.4's worker mode (GLT reads other partitions over RPC)",
-        ['ours', 'GLT', 'ours, batches/s', 'GLT, batches/s', 'ours vs GLT'],
-        [[o, g, rate[o], rate[g], rate[o] / rate[g]] for o, g in pairs],
-      )
+        'batches/s',
+        rate,
+        pairs,
+      )  # fmt: skip
+    )
+    out.append(
+      versus_glt(
+        'startup_vs_glt',
+        "From partitions on disk to every trainer's first batch, against GLT 0.2.4",
+        's',
+        startup,
+        starts,
+        note='Seconds from starting the 2 trainer processes to the later of their first '
+        'batches: Python and the library imported, the partition loaded, the RPC worlds '
+        'and the sampling processes started, the first batch sampled.',
+      )  # fmt: skip
     )
   return out
 

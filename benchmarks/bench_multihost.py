@@ -107,6 +107,7 @@ class Row(NamedTuple):
   batches_s: float
   edges_s: float
   bytes: Optional[tuple]  # (sent, received) per batch; None on loopback
+  startup_s: float  # from starting the trainers to the later first batch
 
 
 def trainer(args) -> None:
@@ -126,15 +127,21 @@ def trainer(args) -> None:
   )  # fmt: skip
   ds = dist.DistDataset(edge_dir='in').load(args.root, args.rank, graph_mode='CPU')
   before = interface_bytes(args.ifname)
-  batches, edges, seconds, _ = time_loader(ds, ds.node_pb, args.rank, options, args.batches)
-  per_batch = bytes_per_batch(before, interface_bytes(args.ifname), WARMUP + batches)
+  got = time_loader(ds, ds.node_pb, args.rank, options, args.batches)
+  per_batch = bytes_per_batch(before, interface_bytes(args.ifname), WARMUP + got.batches)
+  report = dict(
+    batches=got.batches, edges=got.edges, seconds=got.seconds, first_at=got.first_at,
+    bytes=per_batch,
+  )  # fmt: skip
   with open(args.out, 'w') as f:
-    json.dump(dict(batches=batches, edges=edges, seconds=seconds, bytes=per_batch), f)
+    json.dump(report, f)
 
 
 def run_pair(commands, argv, env) -> list:
   r"""Runs both trainers, ``commands[r] + argv(r, out)`` for rank r, each in
-  a session of its own, and returns their reports (``out``, JSON)."""
+  a session of its own, and returns their reports (``out``, JSON), each
+  with ``launched`` (``time.time()`` before the first was started)."""
+  launched = time.time()
   with tempfile.TemporaryDirectory() as tmp:
     outs = [os.path.join(tmp, f'{r}.json') for r in (0, 1)]
     procs = [
@@ -150,12 +157,13 @@ def run_pair(commands, argv, env) -> list:
         if p.poll() is None:
           os.killpg(p.pid, 9)
           p.wait()
-    return [json.load(open(out)) for out in outs]
+    return [dict(json.load(open(out)), launched=launched) for out in outs]
 
 
 def pooled(reports) -> tuple:
   r"""Both trainers' reports as one: (batches, edges, the slower one's
-  seconds, (sent, received) bytes per batch, the hosts' mean, or None)."""
+  seconds, (sent, received) bytes per batch, the hosts' mean, or None, and
+  the seconds from starting the trainers to the later first batch)."""
   per_batch = None
   if reports[0].get('bytes') is not None:
     per_batch = tuple(sum(r['bytes'][d] for r in reports) / len(reports) for d in (0, 1))
@@ -164,6 +172,7 @@ def pooled(reports) -> tuple:
     sum(r['edges'] for r in reports),
     max(r['seconds'] for r in reports),
     per_batch,
+    max(r['first_at'] for r in reports) - reports[0]['launched'],
   )
 
 
@@ -278,19 +287,23 @@ def measure_links(args, root: str) -> tuple:
   def measure(label, net, master, port, probe):
     commands = [h.command([]) for h in net.hosts] if net else [[], []]
     for c in args.concurrency:
-      count, edges, seconds, per_batch = ours(commands, master, port, root, c, args.batches)
-      rows.append(Row(label, *probe, c, count / seconds, edges / seconds, per_batch))
+      count, edges, seconds, per_batch, startup = ours(
+        commands, master, port, root, c, args.batches
+      )
+      rows.append(Row(label, *probe, c, count / seconds, edges / seconds, per_batch, startup))
       print(f'{label}, concurrency {c}: {count / seconds:.2f} batches/s', flush=True)
     if args.glt_python:
       ifname = 'eth0' if net else 'lo'  # the hosts' interface, or loopback
-      count, _, seconds, per_batch = glt_pair(
+      count, _, seconds, per_batch, startup = glt_pair(
         args.glt_python, commands, master, port, root, seeds, args.batches, ifname
       )
-      peer_rows['glt'].append((label, count / seconds, per_batch))
+      peer_rows['glt'].append((label, count / seconds, per_batch, startup))
       print(f'{label}, GLT 0.2.4: {count / seconds:.2f} batches/s', flush=True)
     if args.dgl_python and net:
-      count, _, seconds, per_batch = dgl_pair(args.dgl_python, net, dgl_parts, args.batches)
-      peer_rows['dgl'].append((label, count / seconds, per_batch))
+      count, _, seconds, per_batch, startup = dgl_pair(
+        args.dgl_python, net, dgl_parts, args.batches
+      )
+      peer_rows['dgl'].append((label, count / seconds, per_batch, startup))
       print(f'{label}, DGL 2.1: {count / seconds:.2f} batches/s', flush=True)
 
   try:
@@ -393,6 +406,7 @@ def links_table(args, rows, singles):
       'vs single machine',
       'sent per batch, KB',
       'received per batch, KB',
+      'start to first batch, s',
     ],  # fmt: skip
     [
       [
@@ -401,6 +415,7 @@ def links_table(args, rows, singles):
         r.batches_s / single,
         kb(r.bytes, 0),
         kb(r.bytes, 1),
+        r.startup_s,
       ]
       for r in rows
     ],  # fmt: skip
@@ -448,6 +463,9 @@ def peer_table(args, peer: str, rows, peer_rows):
       'ours, KB received/batch',
       f'{name}, KB sent/batch',
       f'{name}, KB received/batch',
+      'ours, start to first batch, s',
+      f'{name}, start to first batch, s',
+      f'ours vs {name} (start)',
     ],  # fmt: skip
     [
       [
@@ -459,10 +477,15 @@ def peer_table(args, peer: str, rows, peer_rows):
         kb(ours_at[label].bytes, 1),
         kb(b, 0),
         kb(b, 1),
+        ours_at[label].startup_s,
+        startup,
+        ours_at[label].startup_s / startup,
       ]
-      for label, rate, b in peer_rows
+      for label, rate, b, startup in peer_rows
     ],  # fmt: skip
-    note=f'Both with 1 sampling process per trainer (ours of concurrency {c}). {how}',
+    note=f'Both with 1 sampling process per trainer (ours of concurrency {c}). {how} Start '
+    "to first batch: from starting both hosts' trainers (and DGL's servers) to the later "
+    'first batch.',
   )
 
 

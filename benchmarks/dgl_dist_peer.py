@@ -111,9 +111,11 @@ def train(args) -> dict:
   it = iter(loader)
   before = interface_bytes(args.ifname)
   start = time.perf_counter()
+  first_at = None
   for _ in range(args.warmup):
     input_nodes, output_nodes, _ = next(it)
     feat[input_nodes], label[output_nodes]
+    first_at = first_at or time.time()
   warmup = time.perf_counter() - start
   edges = 0
   start = time.perf_counter()
@@ -127,7 +129,8 @@ def train(args) -> dict:
     raise RuntimeError('DGL returned features or labels of the wrong size')
   return dict(
     dgl_version=dgl.__version__, batches=args.batches, edges=edges, seconds=seconds,
-    warmup=warmup, bytes=bytes_per_batch(before, after, args.warmup + args.batches),
+    warmup=warmup, first_at=first_at,
+    bytes=bytes_per_batch(before, after, args.warmup + args.batches),
   )  # fmt: skip
 
 

@@ -1,7 +1,7 @@
 """GLT 0.2.4's worker mode on bench_dist_sampling.py's partitions.
 
   GLT_PYTHON/bin/python benchmarks/glt_dist_peer.py ROOT SEEDS --mode collocated|mp
-                                                   [--batches 100] [--warmup 20]
+                                    [--num_workers 1] [--batches 100] [--warmup 20]
   GLT_PYTHON/bin/python benchmarks/glt_dist_peer.py ROOT SEEDS --prepare
   GLT_PYTHON/bin/python benchmarks/glt_dist_peer.py ROOT SEEDS --mode mp --rank R
                                     --master ADDR --port P --out FILE [...]
@@ -24,12 +24,13 @@ loads its partition with ``DistDataset(edge_dir='in').load(ROOT/glt, rank,
 graph_mode='CPU', input_layout='CSC', feature_with_gpu=False)`` and iterates a
 ``DistNeighborLoader`` (fanout [15, 10, 5], batch 1024, features and labels
 collected) with ``CollocatedDistSamplingWorkerOptions`` (4 RPC threads, as
-ours) or ``MpDistSamplingWorkerOptions(num_workers=1, worker_concurrency=4,
+ours) or ``MpDistSamplingWorkerOptions(num_workers=N, worker_concurrency=4,
 channel_size='512MB')``, as ours, and ``random_seed=0`` (without a seed
 GLT's CPU kernel reads std::random_device once per seed node). GLT has no in-place reading of a host
 peer's partition: every remote hop and feature row goes over RPC.
 Prints one JSON line: batches, sampled edges, the slowest trainer's seconds
-and warm-up seconds (both trainers' batches over the slowest one's time).
+and warm-up seconds (both trainers' batches over the slowest one's time),
+and the seconds from starting the trainers to the later first batch.
 
 Across hosts (bench_multihost.py --glt-python), each host runs one trainer:
 ``--prepare`` writes GLT's partitions first, then ``--rank R`` runs trainer R
@@ -145,7 +146,8 @@ def trainer(rank: int, root: str, seeds_dir: str, args, ports, results, finished
     )
   else:
     options = dist.MpDistSamplingWorkerOptions(
-      num_workers=1, worker_devices=[torch.device('cpu')], worker_concurrency=4,
+      num_workers=args.num_workers, worker_devices=[torch.device('cpu')] * args.num_workers,
+      worker_concurrency=4,
       master_addr=args.master, master_port=ports[1], channel_size='512MB',
     )  # fmt: skip
   seeds = npy(os.path.join(seeds_dir, f'seeds{rank}.npy'))
@@ -156,7 +158,9 @@ def trainer(rank: int, root: str, seeds_dir: str, args, ports, results, finished
   )  # fmt: skip
   it = iter(loader)
   start = time.perf_counter()
-  for _ in range(args.warmup):
+  next(it)
+  first_at = time.time()
+  for _ in range(args.warmup - 1):
     next(it)
   warmup = time.perf_counter() - start
   edges = 0
@@ -167,7 +171,7 @@ def trainer(rank: int, root: str, seeds_dir: str, args, ports, results, finished
   seconds = time.perf_counter() - start
   if batch.x is None or batch.y is None:
     raise RuntimeError('GLT returned batches without features or labels')
-  results.put(pickle.dumps((rank, args.batches, edges, seconds, warmup)))
+  results.put(pickle.dumps((rank, args.batches, edges, seconds, warmup, first_at)))
   # Every trainer's sampling serves the others' requests for its partition:
   # none shuts down before all are through (GLT's samplers otherwise wait
   # forever on a request to a partition that left).
@@ -209,9 +213,12 @@ def one_host_trainer(root: str, args) -> None:
   trainer(args.rank, root, args.seeds_dir, args, ports, results, finished)
   after = interface_bytes(counted)
   finished.close()
-  _, batches, edges, seconds, warmup = pickle.loads(results.get_nowait())
+  _, batches, edges, seconds, warmup, first_at = pickle.loads(results.get_nowait())
   per_batch = bytes_per_batch(before, after, args.warmup + batches)
-  report = dict(batches=batches, edges=edges, seconds=seconds, warmup=warmup, bytes=per_batch)
+  report = dict(
+    batches=batches, edges=edges, seconds=seconds, warmup=warmup, first_at=first_at,
+    bytes=per_batch,
+  )  # fmt: skip
   with open(args.out, 'w') as f:
     json.dump(report, f)
 
@@ -222,7 +229,8 @@ def main() -> None:
   p.add_argument('seeds_dir')
   p.add_argument('--mode', choices=('collocated', 'mp'))
   p.add_argument('--batches', type=int, default=100, help='timed batches per trainer')
-  p.add_argument('--warmup', type=int, default=20)
+  p.add_argument('--warmup', type=int, default=20, help='untimed batches first (at least 1)')
+  p.add_argument('--num_workers', type=int, default=1, help="sampling processes per trainer ('mp')")
   p.add_argument('--prepare', action='store_true', help="only write GLT's partitions")
   p.add_argument('--rank', type=int, default=None, help='run this trainer only (across hosts)')
   p.add_argument('--master', default='127.0.0.1')
@@ -245,6 +253,7 @@ def main() -> None:
     SPAWN.Process(target=trainer, args=(r, root, args.seeds_dir, args, ports, results, finished))
     for r in range(2)
   ]
+  launched = time.time()
   for proc in procs:
     proc.start()
   try:
@@ -263,6 +272,7 @@ def main() -> None:
         edges=sum(r[2] for r in reports),
         seconds=max(r[3] for r in reports),
         warmup=max(r[4] for r in reports),
+        startup=max(r[5] for r in reports) - launched,
       )
     )
   )

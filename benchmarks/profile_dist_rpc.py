@@ -97,7 +97,7 @@ def trainer(rank, root, port, batches, results, share, prefetch=0):
   for key in list(stats):
     stats[key] = [0, 0, 0, 0.0]  # start-up requests are not the batches'
   options = dist.CollocatedDistSamplingWorkerOptions(prefetch_size=prefetch) if prefetch else None
-  n, edges, secs, _ = b.time_loader(ds, ds.node_pb, rank, options, batches)
+  n, edges, secs, *_ = b.time_loader(ds, ds.node_pb, rank, options, batches)
   import graphlearn_torch.distributed.runtime.rpc as grpc
 
   names = [type(c).__name__ for c in grpc._require_state().callees]

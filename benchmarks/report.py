@@ -99,10 +99,12 @@ SECTIONS = [
     'mode on the same partitions. The RPC rows read the other partition over RPC, as '
     "between hosts; the cache rows hold the hottest quarter of the other partition's rows. "
     "DGL's distributed sampler runs on two hosts only (it tells machines apart by address): "
-    'see the next section.',
+    'see the next section. The third table times the start: from partitions on disk to '
+    "every trainer's first batch.",
     [
       ('bench_dist_sampling', 'worker_mode'),
       ('bench_dist_sampling', 'vs_glt'),
+      ('bench_dist_sampling', 'startup_vs_glt'),
       ('bench_dist_sampling_temporal', 'worker_mode'),
       ('profile_dist_rpc', 'rpc'),
     ],

@@ -50,7 +50,7 @@ SCRIPTS = [
   ('bench_partition.py', ['--scale', '0.002', '--parts', '2'], 'bench_partition', ['partition']),
   ('bench_channel.py', ['--sizes', '256KB', '--gb', '0.02'], 'bench_channel', ['channel']),
   ('bench_dist_sampling.py', [*DIST, *peer_flags('glt')], 'bench_dist_sampling',
-   ['worker_mode'] + (['vs_glt'] if peer_flags('glt') else [])),
+   ['worker_mode'] + (['vs_glt', 'startup_vs_glt'] if peer_flags('glt') else [])),
   ('bench_server_client.py', DIST, 'bench_server_client', ['server_client']),
   ('profile_dist_rpc.py', DIST, 'profile_dist_rpc', ['rpc']),
   ('fault_suite.py', ['--only', 'partition: values'], 'fault_suite', ['faults']),
