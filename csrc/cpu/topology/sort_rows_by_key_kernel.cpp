@@ -65,6 +65,17 @@ void fill_order(const index_t* ptr, int64_t num_rows, const key_t* keys, int64_t
   });
 }
 
+// (order, first unsorted row) of rows keyed by `keys` (key_t entries).
+template <typename index_t, typename key_t>
+std::tuple<at::Tensor, int64_t> sort_rows(const index_t* ptr, int64_t num_rows,
+                                          const at::Tensor& keys) {
+  const key_t* k = keys.data_ptr<key_t>();
+  const int64_t first = first_unsorted_row(ptr, num_rows, k);
+  auto order = at::empty({first < 0 ? 0 : keys.numel()}, keys.options().dtype(at::kLong));
+  if (first >= 0) fill_order(ptr, num_rows, k, order.data_ptr<int64_t>());
+  return {order, first};
+}
+
 }  // namespace
 
 std::tuple<at::Tensor, int64_t> sort_rows_by_key_kernel(const at::Tensor& indptr,
@@ -82,29 +93,17 @@ std::tuple<at::Tensor, int64_t> sort_rows_by_key_kernel(const at::Tensor& indptr
   const auto ptr_c = indptr.contiguous();
   const auto keys_c = keys.contiguous();
   const int64_t num_rows = ptr_c.numel() - 1;
-  auto order = at::empty({0}, keys.options().dtype(at::kLong));
-  int64_t first = -1;
+  std::tuple<at::Tensor, int64_t> out;
   AT_DISPATCH_INDEX_TYPES(ptr_c.scalar_type(), "sort_rows_by_key", [&] {
     const index_t* ptr = ptr_c.data_ptr<index_t>();
     check_row_pointers(ptr, num_rows, keys_c.numel());
-    AT_DISPATCH_SWITCH(keys_c.scalar_type(), "sort_rows_by_key",
-                       AT_DISPATCH_CASE(at::kLong, [&] {
-                         first = first_unsorted_row(ptr, num_rows, keys_c.data_ptr<scalar_t>());
-                       }) AT_DISPATCH_CASE(at::kDouble, [&] {
-                         first = first_unsorted_row(ptr, num_rows, keys_c.data_ptr<scalar_t>());
-                       }));
-    if (first < 0) return;
-    order = at::empty({keys_c.numel()}, order.options());
-    AT_DISPATCH_SWITCH(keys_c.scalar_type(), "sort_rows_by_key",
-                       AT_DISPATCH_CASE(at::kLong, [&] {
-                         fill_order(ptr, num_rows, keys_c.data_ptr<scalar_t>(),
-                                    order.data_ptr<int64_t>());
-                       }) AT_DISPATCH_CASE(at::kDouble, [&] {
-                         fill_order(ptr, num_rows, keys_c.data_ptr<scalar_t>(),
-                                    order.data_ptr<int64_t>());
-                       }));
+    if (keys_c.scalar_type() == at::kLong) {
+      out = sort_rows<index_t, int64_t>(ptr, num_rows, keys_c);
+    } else {
+      out = sort_rows<index_t, double>(ptr, num_rows, keys_c);
+    }
   });
-  return {order, first};
+  return out;
 }
 
 TORCH_LIBRARY_IMPL(glt, CPU, m) { m.impl("sort_rows_by_key", TORCH_FN(sort_rows_by_key_kernel)); }
