@@ -5,6 +5,7 @@ seed coverage). Workers are spawned processes, reaped also on failure."""
 import math
 import multiprocessing
 import os
+import time
 import traceback
 
 import pytest
@@ -442,6 +443,16 @@ def run_busy_sampler(root, port, results):
         count += 1
       assert count == 60
     loader.shutdown()
+    # Shut down after one batch, the channel full behind it: the process
+    # stops at once (it waited for room until it was killed, 30 s later)
+    loader = dist.DistNeighborLoader(
+      ds, [10, 10], seeds, batch_size=1024, worker_options=options, collect_features=True
+    )
+    next(iter(loader))
+    started = time.monotonic()
+    loader.shutdown()
+    took = time.monotonic() - started
+    assert took < 10, f'a loader left after one batch took {took:.1f} s to shut down'
     # A channel that holds one batch and a half: named as the cause
     options.channel_size, options.rpc_timeout = '8MB', 4
     loader = dist.DistNeighborLoader(
@@ -467,7 +478,8 @@ def test_a_busy_sampling_process_never_stalls_its_trainers_hand_out(tmp_path):
   # wait for room that only the trainer makes, while the trainer's hand-out
   # (8 kB of seeds a batch) fills the pipe to the process. Before the
   # process read its pipe in a thread of its own, both waited for ever.
-  # Then a channel too small for its batches: an error that says so.
+  # Then a loader shut down after one batch, and a channel too small for
+  # its batches: an error that says so.
   g = torch.Generator().manual_seed(0)
   num_nodes = 5000
   x = torch.randn(num_nodes, 256, generator=g)

@@ -17,6 +17,13 @@ if TYPE_CHECKING:  # PyG is imported on first use: sampling processes never need
   from torch_geometric.data import Data, HeteroData
 
 
+def import_pyg() -> None:
+  r"""Imports the PyG classes batches become (a second or two, once per
+  process): a loader does it while its samplers start rather than at its
+  first batch."""
+  import torch_geometric.data  # noqa: F401
+
+
 def _as_list(counts: Optional[HopCounts]) -> Optional[List[int]]:
   if counts is None:
     return None

@@ -38,6 +38,7 @@ def load_partition(
   allow_pickle: bool = False,
   verify: bool = False,
   input_layout: str = 'COO',
+  with_graph: bool = True,
 ) -> Tuple:
   """Loads one partition: ``(num_parts, partition_idx, graph_data,
   node_feat_data, edge_feat_data, node_pb, edge_pb)``, dicts by type for a
@@ -57,6 +58,8 @@ def load_partition(
       ``rows.pt`` and ``cols.pt`` a script wrote into each graph directory
       for GLT's ``DistDataset.load(input_layout=...)`` (graph data's
       ``edge_index`` is then the pair of them).
+    with_graph: read the graph data; False leaves it None (the caller has
+      the graph already).
   """
   input_layout = str(input_layout).upper()
   if input_layout not in ('COO', 'CSC', 'CSR'):
@@ -73,7 +76,9 @@ def load_partition(
       f'partition(graph_caching=True), or load with graph_caching=False'
     )
   graph_idx = None if graph_caching else partition_idx
-  if input_layout == 'COO':
+  if not with_graph:
+    graph = {}
+  elif input_layout == 'COO':
     graph = {e: reader.graph(graph_idx, e) for e in reader.edge_types()}
   else:
     graph = {e: reader.compressed_graph(graph_idx, e, input_layout) for e in reader.edge_types()}

@@ -19,7 +19,7 @@ import select
 import stat
 import weakref
 from dataclasses import dataclass
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 import torch
 
@@ -199,12 +199,20 @@ class ProcessWatch:
     self._names[fd] = name
     self._epoll.register(fd, select.EPOLLIN)
 
+  def exited(self) -> Optional[str]:
+    r"""The name of a watched process that has exited (a zombie counts),
+    else None."""
+    if not self._names:
+      return None
+    for fd, _ in self._epoll.poll(0):
+      return self._names[fd]
+    return None
+
   def check(self) -> None:
     r"""Raises RuntimeError naming a watched process that has exited."""
-    if not self._names:
-      return
-    for fd, _ in self._epoll.poll(0):
-      raise RuntimeError(f'{self._names[fd]} exited')
+    name = self.exited()
+    if name is not None:
+      raise RuntimeError(f'{name} exited')
 
 
 def _close_watch(epoll, names: Dict[int, str]) -> None:

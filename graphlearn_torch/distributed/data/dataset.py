@@ -4,6 +4,7 @@ where everything else lives."""
 import logging
 import os
 from multiprocessing.reduction import ForkingPickler
+from types import SimpleNamespace
 from typing import Callable, Dict, List, Literal, Optional, Tuple, Union
 
 import torch
@@ -171,35 +172,46 @@ class DistDataset(Dataset):
     input_layout = str(input_layout).upper()
     # The arguments, but verify: other processes load the same files (load_args).
     load_args = {k: v for k, v in locals().items() if k not in ('self', 'verify')}
+    return self._load(load_args, verify)
+
+  def _load(self, load_args: Dict, verify: bool = False, graph=None) -> 'DistDataset':
+    """``load`` with its arguments in ``load_args``. ``graph``: the
+    partition's graph (a dict by type when heterogeneous) as another process
+    built it, so that its edges are neither read nor converted again."""
+    a = SimpleNamespace(**load_args)
     (num_parts, idx, graph_data, node_feat_data, edge_feat_data, node_pb, edge_pb) = load_partition(
-      root_dir,
-      partition_idx,
-      graph_caching,
-      allow_pickle=allow_pickle,
+      a.root_dir,
+      a.partition_idx,
+      a.graph_caching,
+      allow_pickle=a.allow_pickle,
       verify=verify,
-      input_layout=input_layout,
+      input_layout=a.input_layout,
+      with_graph=graph is None,
     )
-    hetero = isinstance(graph_data, dict)
+    hetero = isinstance(graph_data, dict)  # {} when the graph was given
     self.num_partitions, self.partition_idx = num_parts, idx
-    self.graph_caching = graph_caching
+    self.graph_caching = a.graph_caching
     reader = (
       None
-      if allow_pickle and not os.path.exists(os.path.join(root_dir, 'META.json'))
-      else (PartitionReader(root_dir))
+      if a.allow_pickle and not os.path.exists(os.path.join(a.root_dir, 'META.json'))
+      else (PartitionReader(a.root_dir))
     )
     self._reader = reader
     self.meta = reader.meta if reader is not None else None
-    self._init_partition_graph(graph_data, reader, input_layout, graph_mode, device)
+    if graph is None:
+      self._init_partition_graph(graph_data, reader, a.input_layout, a.graph_mode, a.device)
+    else:
+      self.graph = graph
 
     self.node_pb = node_pb if hetero else as_partition_book(node_pb, num_parts)
     self.edge_pb = edge_pb
-    placement = (feature_with_gpu, device_group_list, device, split_ratio)
+    placement = (a.feature_with_gpu, a.device_group_list, a.device, a.split_ratio)
     self._init_partition_features(node_feat_data, edge_feat_data, node_pb, edge_pb, *placement)
-    self._load_labels_and_splits(root_dir, reader, whole_node_label_file, hetero)
+    self._load_labels_and_splits(a.root_dir, reader, a.whole_node_label_file, hetero)
     if reader is not None:
       self._load_times(reader, hetero)
     self._load_args = load_args
-    logger.info('loaded partition %d of %d from %s', idx, num_parts, root_dir)
+    logger.info('loaded partition %d of %d from %s', idx, num_parts, a.root_dir)
     return self
 
   def _init_partition_graph(self, graph_data, reader, input_layout, graph_mode, device) -> None:
@@ -377,18 +389,22 @@ def rebuild_dist_dataset(ipc_handle) -> DistDataset:
   """Rebuilds a DistDataset in another process (see ``reduce_dist_dataset``)."""
   kind, payload = ipc_handle
   if kind == 'load':
-    edge_dir, load_args = payload
-    return DistDataset(edge_dir=edge_dir).load(**load_args)
+    edge_dir, load_args, graph = payload
+    dataset = DistDataset(edge_dir=edge_dir)
+    return dataset._load(load_args, graph=graph)
   return DistDataset.from_ipc_handle(payload)
 
 
 def reduce_dist_dataset(dataset: DistDataset):
   """Pickles a DistDataset for another process. One loaded from a directory
   travels as the directory and its load arguments, and the receiver maps the
-  same files again (no copy; the page cache is shared); any other moves its
-  tensors to shared memory."""
+  same files again (no copy; the page cache is shared), with the graph this
+  process built moved to shared memory (the receiver neither reads nor
+  converts the edges again, nor holds a copy of its own); any other moves
+  all its tensors to shared memory."""
   if dataset.load_args is not None:
-    return rebuild_dist_dataset, (('load', (dataset.edge_dir, dataset.load_args)),)
+    payload = (dataset.edge_dir, dataset.load_args, dataset.graph)
+    return rebuild_dist_dataset, (('load', payload),)
   return rebuild_dist_dataset, (('ipc', dataset.share_ipc()),)
 
 

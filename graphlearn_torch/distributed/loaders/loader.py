@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
 import torch
 
 from ...batch.codec import decode
+from ...batch.pyg import import_pyg
 from ...batch.progress import fingerprint
 from ...channel import ShmChannel
 from ...loader.base import BaseLoader
@@ -185,7 +186,7 @@ class DistLoader(BaseLoader):
         f'themselves; this {ctx.role.name.lower()} got {type(worker_options).__name__}'
       )
     source = self._create_source()
-    source.init()
+    source.init(meanwhile=import_pyg)
     self._source = source
     identity = functools.partial(self._identity, ctx.world_size, ctx.rank)
     super().__init__(len(source), identity, sampling_config.seed, self.to_device)

@@ -13,7 +13,7 @@ place sampling can run:
 """
 
 from abc import ABC, abstractmethod
-from typing import Optional
+from typing import Callable, Optional
 
 from ...channel import SampleMessage
 
@@ -40,9 +40,15 @@ class BatchSource(ABC):
   a later position yields exactly the rest of it."""
 
   @abstractmethod
-  def init(self) -> None:
+  def init(self, meanwhile: Optional[Callable[[], None]] = None) -> None:
     r"""Starts sampling where this source samples (collective where the
-    sampling processes form an RPC world with the other loaders')."""
+    sampling processes form an RPC world with the other loaders').
+
+    Args:
+      meanwhile: the loader's own start-up work, run while the source waits
+        for its samplers where it can (sampling processes starting, servers
+        creating producers).
+    """
 
   @abstractmethod
   def __len__(self) -> int:

@@ -2,7 +2,7 @@
 
 import collections
 import concurrent.futures
-from typing import Optional, Union
+from typing import Callable, Optional, Union
 
 import torch
 
@@ -54,9 +54,10 @@ class DistCollocatedSamplingProducer(BatchSource):
     self._batches = iter(())
     self._pending: collections.deque = collections.deque()
 
-  def init(self) -> None:
+  def init(self, meanwhile: Optional[Callable[[], None]] = None) -> None:
     r"""Joins the RPC world if needed and builds the sampler (collective:
-    every process of the group builds its sampler at the same point)."""
+    every process of the group builds its sampler at the same point), then
+    runs ``meanwhile`` (nothing to overlap it with here)."""
     opts = self.worker_options
     if not rpc_is_initialized():
       if opts.master_addr is None or opts.master_port is None:
@@ -67,6 +68,8 @@ class DistCollocatedSamplingProducer(BatchSource):
       init_rpc(opts.master_addr, opts.master_port, opts.num_rpc_threads or 16, opts.rpc_timeout)
     self.messages = MessageSampler.from_config(self.data, self.sampling_config)
     self.loop = ConcurrentEventLoop(self.prefetch_size + 1)
+    if meanwhile is not None:
+      meanwhile()
 
   def __len__(self) -> int:
     return len(self._batcher)

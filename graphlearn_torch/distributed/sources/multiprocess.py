@@ -1,4 +1,4 @@
-"""Multiprocess sampling: a loader's batches sampled in processes it spawns.
+"""Multiprocess sampling: a loader's batches sampled in processes it starts.
 
 The sampling processes form an RPC world of their own (every trainer's
 processes together) and send finished batches into the trainer's
@@ -13,9 +13,10 @@ import multiprocessing
 import os
 import time
 from multiprocessing import connection as mp_connection
+from multiprocessing import forkserver
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
-from typing import Dict, List, Optional, Union
+from typing import Callable, Dict, List, Optional, Union
 
 from ...batch.codec import batch_place, raise_if_error
 from ...batch.seeds import SeedBatcher
@@ -37,14 +38,32 @@ logger = logging.getLogger(__name__)
 
 # Seconds the sampling processes get to stop after a failure before they are killed.
 NON_GRACEFUL_STOP_S = 2.0
-# Seconds a spawned sampling process gets to start (import torch and this
-# library, load its data) before it joins its RPC world; tens of seconds on a
-# busy machine. A process that dies meanwhile is reported at once.
+# Milliseconds between checks on the stopping processes while their last
+# batches are received and dropped.
+STOP_POLL_MS = 100
+# Seconds a sampling process gets to start (its fork server imports torch and
+# this library, it loads its data) before it joins its RPC world; tens of
+# seconds on a busy machine. A process that dies meanwhile is reported at once.
 STARTUP_S = 30.0
 
 
+def sampling_process_context() -> multiprocessing.context.BaseContext:
+  r"""Where sampling processes start: from a fork server (one per trainer,
+  started here, with its first loader) that imports torch and this library
+  once, so that each process starts in milliseconds, where a spawned one
+  imports them anew (seconds each, which the processes of a host pay
+  together); spawned where there is no fork server."""
+  if 'forkserver' not in multiprocessing.get_all_start_methods():
+    return multiprocessing.get_context('spawn')
+  ctx = multiprocessing.get_context('forkserver')
+  # '__main__' as the default has it: the script is imported once, too
+  ctx.set_forkserver_preload(['__main__', run_sampling_process.__module__])
+  forkserver.ensure_running()  # it imports while the trainer goes on
+  return ctx
+
+
 class DistMpSamplingProducer(BatchSource):
-  r"""Runs a loader's sampling in spawned processes.
+  r"""Runs a loader's sampling in processes of its own.
 
   Args:
     data: this trainer's partition.
@@ -91,11 +110,12 @@ class DistMpSamplingProducer(BatchSource):
     self._sampled = 0  # processes that sampled all of their share this epoch
     self._failed = False
 
-  def init(self) -> None:
-    r"""Starts the sampling processes and waits until all are ready (they
-    meet the other trainers' sampling processes first)."""
+  def init(self, meanwhile: Optional[Callable[[], None]] = None) -> None:
+    r"""Starts the sampling processes, runs ``meanwhile`` and waits until
+    all are ready (they meet the other trainers' sampling processes
+    first)."""
     ctx = get_context()
-    ctx_mp = multiprocessing.get_context('spawn')
+    ctx_mp = sampling_process_context()
     world_size = ctx.world_size * self.num_workers
     for i in range(self.num_workers):
       task_reader, task_writer = ctx_mp.Pipe(duplex=False)
@@ -113,6 +133,7 @@ class DistMpSamplingProducer(BatchSource):
           task_reader,
           status_writer,
           os.getpid(),
+          dict(os.environ),
         ),
         daemon=True,
         name=f'glt-sampler-{ctx.rank}-{i}',
@@ -124,6 +145,8 @@ class DistMpSamplingProducer(BatchSource):
       self._status.append(status_reader)
       self._procs.append(proc)
     try:
+      if meanwhile is not None:
+        meanwhile()
       self._wait_ready()
     except BaseException:
       self.shutdown(graceful=False)
@@ -331,6 +354,18 @@ class DistMpSamplingProducer(BatchSource):
     r"""Batches of this epoch not yet yielded."""
     return self._remaining
 
+  def _drop_until_stopped(self, deadline: float) -> None:
+    r"""Receives and drops what the sampling processes still send until they
+    have all exited (or ``deadline``): a process whose batches wait for room
+    in a full channel could not stop otherwise."""
+    while any(proc.is_alive() for proc in self._procs) and time.monotonic() < deadline:
+      try:
+        self.output_channel.recv(timeout_ms=STOP_POLL_MS)
+      except ChannelClosedError:  # every process exited and nothing is left
+        return
+      except QueueTimeoutError:  # nothing came: check on the processes again
+        pass
+
   def shutdown(self, graceful: Optional[bool] = None, timeout: Optional[float] = None) -> None:
     r"""Stops the sampling processes (idempotent).
 
@@ -353,6 +388,7 @@ class DistMpSamplingProducer(BatchSource):
       except (ValueError, OSError):  # the process is already gone
         pass
     deadline = time.monotonic() + timeout
+    self._drop_until_stopped(deadline)
     for proc in self._procs:
       proc.join(max(0.0, deadline - time.monotonic()))
       if proc.is_alive():

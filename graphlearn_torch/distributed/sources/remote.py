@@ -2,7 +2,7 @@
 (server-client mode)."""
 
 import logging
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -113,9 +113,10 @@ class RemoteBatchSource(BatchSource):
     bounds = torch.linspace(0, len(inputs), len(servers) + 1).long().tolist()
     return [(s, inputs[torch.arange(lo, hi)], lo) for s, lo, hi in zip(servers, bounds, bounds[1:])]
 
-  def init(self) -> None:
+  def init(self, meanwhile: Optional[Callable[[], None]] = None) -> None:
     r"""Creates a sampling producer on each server (each destroyed again
-    when another fails to create one)."""
+    when another fails to create one), running ``meanwhile`` while the
+    servers create them."""
     ctx = get_context()
     created = []
     for server, inputs, offset in self._server_inputs():
@@ -130,6 +131,8 @@ class RemoteBatchSource(BatchSource):
       )
       created.append((server, fut))
     try:
+      if meanwhile is not None:
+        meanwhile()
       errors = []
       for server, fut in created:
         try:

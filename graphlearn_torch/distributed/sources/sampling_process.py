@@ -1,5 +1,5 @@
 """A sampling process of multiprocess sampling (``multiprocess.py``'s
-``DistMpSamplingProducer`` spawns it): it joins the sampling processes' RPC
+``DistMpSamplingProducer`` starts it): it joins the sampling processes' RPC
 world, takes the batches its trainer hands it through a pipe, samples them
 (``worker_concurrency`` at a time) and sends them into the trainer's
 channel, until the trainer stops it or exits."""
@@ -12,7 +12,7 @@ import threading
 import traceback
 from enum import Enum
 from multiprocessing.connection import Connection
-from typing import Optional, Union
+from typing import Callable, Dict, Optional, Union
 
 import torch
 
@@ -21,6 +21,7 @@ from ...batch.codec import encode_error, place_batch
 from ...channel import ChannelBase, ChannelClosedError, SampleMessage, ShmChannel
 from ...sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
 from ...sampler.schema import RandomStream
+from ...utils.host_share import HostShareError, ProcessWatch
 from ..data.dataset import DistDataset
 from ..runtime.context import init_worker_group
 from ..runtime.event_loop import ConcurrentEventLoop
@@ -62,15 +63,21 @@ async def _placed(coro, epoch: int, position: int) -> SampleMessage:
   return place_batch(await coro, epoch, position)
 
 
-def _read_commands(tasks: Connection, commands: queue.SimpleQueue) -> None:
+def _read_commands(
+  tasks: Connection, commands: queue.SimpleQueue, stopping: threading.Event
+) -> None:
   r"""Moves the trainer's commands from its pipe to ``commands`` as they
   come, then None once the trainer's end is closed. A sampling process whose
   tasks wait for room in a full channel still empties the pipe, so the
   trainer's hand-out never waits on it while the trainer is the one that
-  would empty the channel."""
+  would empty the channel. A STOP sets ``stopping`` as it comes, so that the
+  batches handed out before it are not sampled."""
   try:
     while True:
-      commands.put(tasks.recv())
+      command = tasks.recv()
+      if command[0] == MpCommand.STOP:
+        stopping.set()
+      commands.put(command)
   except (EOFError, OSError):
     commands.put(None)
 
@@ -87,6 +94,7 @@ class _SampledBatches:
     self.loop = loop
     self.channel = channel
     self.trainer_gone = threading.Event()
+    self.stopping = threading.Event()  # the trainer said STOP: sample nothing more
 
   def send(self, msg: SampleMessage) -> None:
     try:
@@ -110,7 +118,7 @@ class _SampledBatches:
     r"""Starts sampling ``batches`` (``(position, seed positions)`` of
     ``epoch``), each from its own random stream."""
     for position, index in batches:
-      if self.trainer_gone.is_set():
+      if self.trainer_gone.is_set() or self.stopping.is_set():
         return
       index = torch.from_numpy(index)
       random = RandomStream.for_batch(seed, epoch, position)
@@ -120,14 +128,41 @@ class _SampledBatches:
       )
 
 
-def _next_command(commands: queue.SimpleQueue, parent_pid: int):
+def watch_trainer(pid: int) -> Callable[[], bool]:
+  r"""A check of whether the trainer process ``pid`` has exited. A sampling
+  process that a fork server started is not its trainer's child, so its
+  parent's pid says nothing; a pidfd does (``kill(pid, 0)`` where the
+  platform has none).
+
+  Args:
+    pid: the trainer's process id.
+  """
+  watch = ProcessWatch()
+  try:
+    watch.add(pid, 'the trainer')
+    return lambda: watch.exited() is not None
+  except HostShareError:  # gone already, or no pidfds here
+    return lambda: not _process_exists(pid)
+
+
+def _process_exists(pid: int) -> bool:
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except PermissionError:  # exists, another user's
+    pass
+  return True
+
+
+def _next_command(commands: queue.SimpleQueue, trainer_exited: Callable[[], bool]):
   r"""The trainer's next command; None once the trainer is gone (its pipe
   closed, or the process exited without closing it)."""
   while True:
     try:
       return commands.get(timeout=PARENT_CHECK_S)
     except queue.Empty:
-      if os.getppid() != parent_pid:
+      if trainer_exited():
         return None
 
 
@@ -137,17 +172,20 @@ def _serve(
   config: SamplingConfig,
   tasks: Connection,
   status: Connection,
-  parent_pid: int,
+  trainer_exited: Callable[[], bool],
 ) -> bool:
   r"""Follows the trainer's commands until it says stop or is gone;
   returns whether to leave the RPC world gracefully."""
   commands: queue.SimpleQueue = queue.SimpleQueue()
   reader = threading.Thread(
-    target=_read_commands, args=(tasks, commands), name='glt-commands', daemon=True
+    target=_read_commands,
+    args=(tasks, commands, batches.stopping),
+    name='glt-commands',
+    daemon=True,
   )
   reader.start()
   while True:
-    received = _next_command(commands, parent_pid)
+    received = _next_command(commands, trainer_exited)
     if received is None:
       logger.error('sampling process %d: its trainer exited; stopping', batches.rank)
       return False
@@ -202,10 +240,16 @@ def run_sampling_process(
   tasks: Connection,
   status: Connection,
   parent_pid: int,
+  environment: Dict[str, str],
 ) -> None:
   r"""A sampling process: samples the batches its trainer hands it, epoch by
   epoch, into the trainer's channel; reports start-up, the end of each
-  epoch's sampling and start-up failures on ``status``."""
+  epoch's sampling and start-up failures on ``status``. It runs in
+  ``environment``, its trainer's (a fork server's children start in the
+  server's)."""
+  os.environ.clear()
+  os.environ.update(environment)
+  trainer_exited = watch_trainer(parent_pid)
   torch.set_num_threads(1)
   loop = None
   graceful = True  # peers may still need this partition: leave together
@@ -214,7 +258,7 @@ def run_sampling_process(
     loop = ConcurrentEventLoop(options.worker_concurrency)
     status.send(('ready', rank, None))
     batches = _SampledBatches(rank, messages, loop, channel)
-    graceful = _serve(batches, sampler_input, config, tasks, status, parent_pid)
+    graceful = _serve(batches, sampler_input, config, tasks, status, trainer_exited)
   except Exception:
     graceful = False
     text = traceback.format_exc()
