@@ -285,9 +285,10 @@ def write_trainer_seeds(root: str, work: str, batches: int) -> None:
 
 
 def glt_worker_mode(python: str, root: str, mode: str, batches: int, num_workers: int = 1):
-  r"""GLT's worker mode (glt_dist_peer.py in GLT's environment ``python``,
-  ``num_workers`` sampling processes per trainer in mode 'mp') on ``root``'s
-  partitions with our trainers' seeds, as ``run_timed`` reports."""
+  r"""GLT's worker mode ('collocated' or 'mp') or its 'server-client' mode
+  (glt_dist_peer.py in GLT's environment ``python``, ``num_workers`` sampling
+  processes per trainer or server) on ``root``'s partitions with our
+  trainers' seeds, as ``run_timed`` reports."""
   with tempfile.TemporaryDirectory() as work:
     write_trainer_seeds(root, work, batches)
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'glt_dist_peer.py')

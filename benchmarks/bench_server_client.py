@@ -1,6 +1,7 @@
 """Client throughput in server-client mode vs worker mode, on the same data.
 
   python benchmarks/bench_server_client.py [--num_nodes 1000000] [--batches 40]
+                                          [--glt-python .venv-glt/bin/python]
 
 Graph and partitions as in bench_dist_sampling.py (the planted-community
 graph, METIS in 2, cached under .bench/dist_sampling); every loader samples
@@ -13,18 +14,25 @@ machine:
   - server-client: 2 servers (one partition each) and 2 clients; client i
     samples on server i (which asks the other for remote hops and
     features), with ``num_workers * worker_concurrency`` batches in flight on
-    the server and ``prefetch_size`` requested ahead.
-Throughput is both clients' (trainers') batches over the wall time.
+    the server and ``prefetch_size`` requested ahead;
+  - with --glt-python, GLT 0.2.4's server-client mode on the same partitions
+    (glt_dist_peer.py --mode server-client: 2 servers with 2 sampling
+    processes each, 2 clients), as GLT's server_client_mode example runs it.
+Throughput is both clients' (trainers') batches over the wall time; the
+start, the seconds from starting the processes to the later first batch.
 """
 
 import argparse
+import os
 
+import numpy as np
 import torch
 from bench_dist_sampling import (
   BATCH,
   FANOUT,
   SPAWN,
   free_port,
+  glt_worker_mode,
   partition,
   run_timed,
   time_loader,
@@ -48,7 +56,7 @@ def client(rank, root, port, batches, concurrency, results):
   dist = glt.distributed
   dist.init_client(2, 2, rank, '127.0.0.1', port)
   try:
-    book = dist.DistDataset(edge_dir='in').load(root, rank, graph_mode='CPU').node_pb
+    book = torch.from_numpy(np.load(os.path.join(root, 'node_pb.npy')))
     options = dist.RemoteDistSamplingWorkerOptions(
       server_rank=rank, num_workers=1, worker_concurrency=concurrency, prefetch_size=4
     )
@@ -73,6 +81,10 @@ def main():
   p.add_argument('--num_nodes', type=int, default=1_000_000)
   p.add_argument('--batches', type=int, default=40, help='timed batches per mode')
   p.add_argument('--concurrency', type=int, default=8, help='batches in flight on a server')
+  p.add_argument(
+    '--glt-python', default=None,
+    help="GLT 0.2.4's environment's python: its server-client mode on the same partitions",
+  )  # fmt: skip
   add_results_argument(p)
   args = p.parse_args()
   results = Results('bench_server_client', args)
@@ -81,24 +93,44 @@ def main():
   before = worker_mode(root, 'mp', 2, per_client, gpu=None)
   sc = server_client(root, per_client, args.concurrency)
   after = worker_mode(root, 'mp', 2, per_client, gpu=None)
-  workers = tuple(a + b for a, b in zip(before[:3], after[:3]))
+  workers = (*(a + b for a, b in zip(before[:3], after[:3])), None, min(before[4], after[4]))
   base = workers[0] / workers[2]
-  rows = [
-    ('worker mode, 2 trainers x 2 samplers', workers),
-    (f'server-client, 2 servers + 2 clients, {args.concurrency} batches in flight', sc),
-  ]
-  table = Table(
+  ours = f'server-client, 2 servers + 2 clients, {args.concurrency} batches in flight'
+  rows = [('worker mode, 2 trainers x 2 samplers', workers), (ours, sc)]
+  if args.glt_python:
+    glt_sc = glt_worker_mode(args.glt_python, root, 'server-client', per_client, num_workers=2)
+    rows.append(('GLT 0.2.4 server-client, 2 servers x 2 samplers + 2 clients', glt_sc))
+  print(results.add(server_client_table(args, rows, base, before, after)).render())
+  results.write()
+
+
+def server_client_table(args, rows, base: float, before, after) -> Table:
+  r"""Each row's throughput against worker mode's (``base`` batches/s) and
+  its start; GLT's row, where there is one, beside ours."""
+  table_rows = [
+    [name, c / s, e / s, c / s / base, up] for name, (c, e, s, _, up) in rows
+  ]  # fmt: skip
+  note = (
+    f'Fanout {FANOUT}, batches of {BATCH} seeds, features and labels collected. Worker mode '
+    f'measured before and after the server-client row ({before[0] / before[2]:.2f} / '
+    f'{after[0] / after[2]:.2f} batches/s) and pooled; its start is the faster one. Start: '
+    "from starting the processes (servers and clients) to the later of the clients' first "
+    'batches.'
+  )
+  if len(rows) > 2:
+    ours, glt_row = table_rows[1], table_rows[2]
+    note += (
+      f" Ours against GLT's server-client mode: {ours[1] / glt_row[1]:.2f}x its batches/s, "
+      f'{ours[4] / glt_row[4]:.2f}x its start.'
+    )
+  return Table(
     'server_client',
     f'Server-client against worker mode, {args.num_nodes:,} nodes, 2 METIS partitions',
-    ['mode', 'batches/s', 'sampled edges/s', 'vs worker mode'],
-    [[name, c / s, e / s, c / s / base] for name, (c, e, s, *_) in rows],
+    ['mode', 'batches/s', 'sampled edges/s', 'vs worker mode', 'start to first batch, s'],
+    table_rows,
     chart={'label': 'mode', 'value': 'batches/s'},
-    note=f'Fanout {FANOUT}, batches of {BATCH} seeds, features and labels collected. Worker '
-    f'mode measured before and after the server-client row ({before[0] / before[2]:.2f} / '
-    f'{after[0] / after[2]:.2f} batches/s) and pooled.',
+    note=note,
   )
-  print(results.add(table).render())
-  results.write()
 
 
 if __name__ == '__main__':

@@ -1,6 +1,6 @@
-"""GLT 0.2.4's worker mode on bench_dist_sampling.py's partitions.
+"""GLT 0.2.4's worker and server-client modes on bench_dist_sampling.py's partitions.
 
-  GLT_PYTHON/bin/python benchmarks/glt_dist_peer.py ROOT SEEDS --mode collocated|mp
+  GLT_PYTHON/bin/python benchmarks/glt_dist_peer.py ROOT SEEDS --mode collocated|mp|server-client
                                     [--num_workers 1] [--batches 100] [--warmup 20]
   GLT_PYTHON/bin/python benchmarks/glt_dist_peer.py ROOT SEEDS --prepare
   GLT_PYTHON/bin/python benchmarks/glt_dist_peer.py ROOT SEEDS --mode mp --rank R
@@ -31,6 +31,13 @@ peer's partition: every remote hop and feature row goes over RPC.
 Prints one JSON line: batches, sampled edges, the slowest trainer's seconds
 and warm-up seconds (both trainers' batches over the slowest one's time),
 and the seconds from starting the trainers to the later first batch.
+
+In 'server-client' mode (bench_server_client.py --glt-python), as GLT's
+server_client_mode example: 2 servers, one partition each, loaded as above,
+each with ``num_workers`` sampling processes, and 2 clients; client i samples
+on server i (``RemoteDistSamplingWorkerOptions(server_rank=i,
+worker_concurrency=4, buffer_size='512MB', prefetch_size=4)``), which reads
+the client's seeds from ``seeds<i>.pt``. The report is the clients'.
 
 Across hosts (bench_multihost.py --glt-python), each host runs one trainer:
 ``--prepare`` writes GLT's partitions first, then ``--rank R`` runs trainer R
@@ -135,11 +142,7 @@ def trainer(rank: int, root: str, seeds_dir: str, args, ports, results, finished
   dist = glt.distributed
   torch.set_num_threads(1)
   dist.init_worker_group(2, rank, 'glt-bench')
-  ds = dist.DistDataset(edge_dir='in')
-  ds.load(
-    root, rank, graph_mode='CPU', input_layout='CSC', feature_with_gpu=False,
-    whole_node_label_file=os.path.join(root, 'labels.pt'),
-  )  # fmt: skip
+  ds = load_partition(root, rank)
   if args.mode == 'collocated':
     options = dist.CollocatedDistSamplingWorkerOptions(
       master_addr=args.master, master_port=ports[0], num_rpc_threads=4
@@ -156,6 +159,28 @@ def trainer(rank: int, root: str, seeds_dir: str, args, ports, results, finished
     collect_features=True, to_device=torch.device('cpu'), worker_options=options,
     random_seed=0,
   )  # fmt: skip
+  results.put(timed_report(rank, loader, args))
+  # Every trainer's sampling serves the others' requests for its partition:
+  # none shuts down before all are through (GLT's samplers otherwise wait
+  # forever on a request to a partition that left).
+  finished.wait(timeout=BARRIER_S)
+  loader.shutdown()
+  dist.shutdown_rpc()
+
+
+def load_partition(root: str, rank: int):
+  r"""GLT's DistDataset of partition ``rank`` (CSC, on the CPU)."""
+  ds = glt.distributed.DistDataset(edge_dir='in')
+  ds.load(
+    root, rank, graph_mode='CPU', input_layout='CSC', feature_with_gpu=False,
+    whole_node_label_file=os.path.join(root, 'labels.pt'),
+  )  # fmt: skip
+  return ds
+
+
+def timed_report(rank: int, loader, args) -> bytes:
+  r"""Times ``args.batches`` batches of ``loader`` after ``args.warmup``: the
+  pickled report ``main`` collects."""
   it = iter(loader)
   start = time.perf_counter()
   next(it)
@@ -171,13 +196,46 @@ def trainer(rank: int, root: str, seeds_dir: str, args, ports, results, finished
   seconds = time.perf_counter() - start
   if batch.x is None or batch.y is None:
     raise RuntimeError('GLT returned batches without features or labels')
-  results.put(pickle.dumps((rank, args.batches, edges, seconds, warmup, first_at)))
-  # Every trainer's sampling serves the others' requests for its partition:
-  # none shuts down before all are through (GLT's samplers otherwise wait
-  # forever on a request to a partition that left).
-  finished.wait(timeout=BARRIER_S)
-  loader.shutdown()
-  dist.shutdown_rpc()
+  return pickle.dumps((rank, args.batches, edges, seconds, warmup, first_at))
+
+
+def server(rank: int, root: str, args, ports) -> None:
+  r"""GLT server ``rank`` of 2: holds partition ``rank`` and samples for its
+  client in ``args.num_workers`` sampling processes, as GLT's
+  server_client_mode example does."""
+  warnings.filterwarnings('ignore', category=FutureWarning)
+  torch.set_num_threads(1)
+  ds = load_partition(root, rank)
+  glt.distributed.init_server(
+    num_servers=2, server_rank=rank, dataset=ds, master_addr=args.master,
+    master_port=ports[0], num_clients=2,
+  )  # fmt: skip
+  glt.distributed.wait_and_shutdown_server()
+
+
+def client(rank: int, seeds_dir: str, args, ports, results) -> None:
+  r"""GLT client ``rank`` of 2: samples on server ``rank``, which reads its
+  seeds from a file, as in GLT's server_client_mode example."""
+  warnings.filterwarnings('ignore', category=FutureWarning)
+  dist = glt.distributed
+  torch.set_num_threads(1)
+  dist.init_client(
+    num_servers=2, num_clients=2, client_rank=rank, master_addr=args.master,
+    master_port=ports[0],
+  )  # fmt: skip
+  options = dist.RemoteDistSamplingWorkerOptions(
+    server_rank=rank, num_workers=args.num_workers,
+    worker_devices=[torch.device('cpu')] * args.num_workers, worker_concurrency=4,
+    master_addr=args.master, master_port=ports[1], buffer_size='512MB', prefetch_size=4,
+    worker_key=f'client{rank}',
+  )  # fmt: skip
+  loader = dist.DistNeighborLoader(
+    None, FANOUT, os.path.join(seeds_dir, f'seeds{rank}.pt'), batch_size=BATCH, shuffle=False,
+    drop_last=False, edge_dir='in', collect_features=True, to_device=torch.device('cpu'),
+    worker_options=options, random_seed=0,
+  )  # fmt: skip
+  results.put(timed_report(rank, loader, args))
+  dist.shutdown_client()
 
 
 def collect(procs, results, timeout: float = 600.0) -> list:
@@ -227,10 +285,13 @@ def main() -> None:
   p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   p.add_argument('root')
   p.add_argument('seeds_dir')
-  p.add_argument('--mode', choices=('collocated', 'mp'))
+  p.add_argument('--mode', choices=('collocated', 'mp', 'server-client'))
   p.add_argument('--batches', type=int, default=100, help='timed batches per trainer')
   p.add_argument('--warmup', type=int, default=20, help='untimed batches first (at least 1)')
-  p.add_argument('--num_workers', type=int, default=1, help="sampling processes per trainer ('mp')")
+  p.add_argument(
+    '--num_workers', type=int, default=1,
+    help="sampling processes per trainer ('mp') or server ('server-client')",
+  )  # fmt: skip
   p.add_argument('--prepare', action='store_true', help="only write GLT's partitions")
   p.add_argument('--rank', type=int, default=None, help='run this trainer only (across hosts)')
   p.add_argument('--master', default='127.0.0.1')
@@ -249,15 +310,26 @@ def main() -> None:
     return one_host_trainer(root, args)
   results, finished = SPAWN.Queue(), SPAWN.Barrier(2)
   ports = (glt.utils.get_free_port('127.0.0.1'), glt.utils.get_free_port('127.0.0.1'))
-  procs = [
-    SPAWN.Process(target=trainer, args=(r, root, args.seeds_dir, args, ports, results, finished))
-    for r in range(2)
-  ]
+  if args.mode == 'server-client':
+    for r in range(2):  # GLT's servers read a client's seeds from a file
+      torch.save(npy(os.path.join(args.seeds_dir, f'seeds{r}.npy')),
+                 os.path.join(args.seeds_dir, f'seeds{r}.pt'))  # fmt: skip
+    servers = [SPAWN.Process(target=server, args=(r, root, args, ports)) for r in range(2)]
+    clients = [
+      SPAWN.Process(target=client, args=(r, args.seeds_dir, args, ports, results))
+      for r in range(2)
+    ]
+    procs = servers + clients
+  else:
+    procs = clients = [
+      SPAWN.Process(target=trainer, args=(r, root, args.seeds_dir, args, ports, results, finished))
+      for r in range(2)
+    ]
   launched = time.time()
   for proc in procs:
     proc.start()
   try:
-    reports = collect(procs, results)
+    reports = collect(clients, results)
   finally:
     for proc in procs:
       proc.join(120)
