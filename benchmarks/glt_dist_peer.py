@@ -316,8 +316,7 @@ def main() -> None:
                  os.path.join(args.seeds_dir, f'seeds{r}.pt'))  # fmt: skip
     servers = [SPAWN.Process(target=server, args=(r, root, args, ports)) for r in range(2)]
     clients = [
-      SPAWN.Process(target=client, args=(r, args.seeds_dir, args, ports, results))
-      for r in range(2)
+      SPAWN.Process(target=client, args=(r, args.seeds_dir, args, ports, results)) for r in range(2)
     ]
     procs = servers + clients
   else:

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
 import torch
 
 from ...batch.codec import decode
-from ...batch.pyg import import_pyg
 from ...batch.progress import fingerprint
+from ...batch.pyg import import_pyg
 from ...channel import ShmChannel
 from ...loader.base import BaseLoader
 from ...loader.node_loader import resolve_input_nodes
