@@ -55,10 +55,11 @@ import signal
 import subprocess
 import tempfile
 import time
-from typing import NamedTuple, Optional
+from typing import Optional
 
 import numpy as np
 import torch
+from peer_protocol import Timed, timed
 from results import Results, Table, add_results_argument
 
 import graphlearn_torch as glt
@@ -166,34 +167,12 @@ def single_machine(ds: glt.data.Dataset, batches: int, gpu: Optional[int]):
     ds, FANOUT, seeds, batch_size=BATCH, device=device,
     **loader_options(ds.node_time is not None),
   )  # fmt: skip
-  return timed(iter(loader), batches)
+  return timed_loader(iter(loader), batches)
 
 
-class Timed(NamedTuple):
-  r"""A loader's timing: ``batches`` batches (``edges`` sampled edges) in
-  ``seconds`` after WARMUP batches that took ``warmup`` seconds; the first
-  batch came at ``first_at`` (``time.time()``, comparable across processes)."""
-
-  batches: int
-  edges: int
-  seconds: float
-  warmup: float
-  first_at: float
-
-
-def timed(it, batches: int) -> Timed:
+def timed_loader(it, batches: int) -> Timed:
   r"""Times ``batches`` batches of ``it`` after its first WARMUP."""
-  start = time.perf_counter()
-  next(it)
-  first_at = time.time()
-  for _ in range(WARMUP - 1):
-    next(it)
-  warmup = time.perf_counter() - start
-  edges = 0
-  start = time.perf_counter()
-  for _ in range(batches):
-    edges += next(it).edge_index.size(1)
-  return Timed(batches, edges, time.perf_counter() - start, warmup, first_at)
+  return timed(lambda: next(it).edge_index.size(1), WARMUP, batches)
 
 
 def trainer_seeds(node_pb, rank: int, batches: int) -> torch.Tensor:
@@ -213,7 +192,7 @@ def time_loader(data, node_pb, rank: int, options, batches: int, to_device=None)
     worker_options=options, to_device=to_device, **loader_options(temporal),
   )  # fmt: skip
   try:
-    return timed(iter(loader), batches)
+    return timed_loader(iter(loader), batches)
   finally:
     loader.shutdown()
 
@@ -254,7 +233,7 @@ def worker_mode(
 
 
 def run_timed(procs, results, num_timers: int):
-  r"""Starts ``procs``, waits for ``num_timers`` ``(rank, timed(...))``
+  r"""Starts ``procs``, waits for ``num_timers`` ``(rank, Timed)``
   reports and reaps the processes; returns the reports' batches and edges
   over the slowest one's seconds, the slowest warm-up, and the seconds from
   the start of the processes to the last first batch (start-up: the

@@ -40,11 +40,10 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
 import torch
-from peer_protocol import bytes_per_batch, interface_bytes
+from peer_protocol import bytes_per_batch, interface_bytes, timed
 
 GRAPH_NAME = 'bench'
 FANOUT = [5, 10, 15]  # DGL's order: input layer first (seeds draw 15)
@@ -109,27 +108,20 @@ def train(args) -> dict:
   )
   feat, label = g.ndata['feat'], g.ndata['label']
   it = iter(loader)
-  before = interface_bytes(args.ifname)
-  start = time.perf_counter()
-  first_at = None
-  for _ in range(args.warmup):
-    input_nodes, output_nodes, _ = next(it)
-    feat[input_nodes], label[output_nodes]
-    first_at = first_at or time.time()
-  warmup = time.perf_counter() - start
-  edges = 0
-  start = time.perf_counter()
-  for _ in range(args.batches):
+
+  def next_batch() -> int:
     input_nodes, output_nodes, blocks = next(it)
     x, y = feat[input_nodes], label[output_nodes]
-    edges += sum(block.num_edges() for block in blocks)
-  seconds = time.perf_counter() - start
+    if x.size(0) != input_nodes.numel() or y.size(0) != output_nodes.numel():
+      raise RuntimeError('DGL returned features or labels of the wrong size')
+    return sum(block.num_edges() for block in blocks)
+
+  before = interface_bytes(args.ifname)
+  r = timed(next_batch, args.warmup, args.batches)
   after = interface_bytes(args.ifname)
-  if x.size(0) != input_nodes.numel() or y.size(0) != output_nodes.numel():
-    raise RuntimeError('DGL returned features or labels of the wrong size')
   return dict(
-    dgl_version=dgl.__version__, batches=args.batches, edges=edges, seconds=seconds,
-    warmup=warmup, first_at=first_at,
+    dgl_version=dgl.__version__, batches=r.batches, edges=r.edges, seconds=r.seconds,
+    warmup=r.warmup, first_at=r.first_at,
     bytes=bytes_per_batch(before, after, args.warmup + args.batches),
   )  # fmt: skip
 

@@ -61,7 +61,7 @@ import warnings
 import numpy as np
 import torch
 from glt_peer import import_glt
-from peer_protocol import bytes_per_batch, interface_bytes
+from peer_protocol import bytes_per_batch, interface_bytes, timed
 
 # At import, so that the processes GLT spawns, which import this script
 # first, get the stand-in for torch-sparse before they import GLT.
@@ -182,21 +182,15 @@ def timed_report(rank: int, loader, args) -> bytes:
   r"""Times ``args.batches`` batches of ``loader`` after ``args.warmup``: the
   pickled report ``main`` collects."""
   it = iter(loader)
-  start = time.perf_counter()
-  next(it)
-  first_at = time.time()
-  for _ in range(args.warmup - 1):
-    next(it)
-  warmup = time.perf_counter() - start
-  edges = 0
-  start = time.perf_counter()
-  for _ in range(args.batches):
+
+  def next_batch() -> int:
     batch = next(it)
-    edges += batch.edge_index.size(1)
-  seconds = time.perf_counter() - start
-  if batch.x is None or batch.y is None:
-    raise RuntimeError('GLT returned batches without features or labels')
-  return pickle.dumps((rank, args.batches, edges, seconds, warmup, first_at))
+    if batch.x is None or batch.y is None:
+      raise RuntimeError('GLT returned batches without features or labels')
+    return batch.edge_index.size(1)
+
+  r = timed(next_batch, args.warmup, args.batches)
+  return pickle.dumps((rank, r.batches, r.edges, r.seconds, r.warmup, r.first_at))
 
 
 def server(rank: int, root: str, args, ports) -> None:

@@ -1,11 +1,13 @@
 """What bench_sampler.py hands a peer script (glt_peer.py, dgl_peer.py), which
 runs in the peer's own environment: a directory of ``.npy`` files (indptr,
 indices in CSC, seeds, gather_ids, gather_offsets) and these arguments; and
-how every trainer of bench_multihost.py (ours, glt_dist_peer.py,
-dgl_dist_peer.py) counts its host's bytes."""
+how every trainer of bench_dist_sampling.py and bench_multihost.py (ours,
+glt_dist_peer.py, dgl_dist_peer.py) times its batches and counts its host's
+bytes."""
 
 import argparse
-from typing import Optional
+import time
+from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 import torch
@@ -44,3 +46,33 @@ def interface_bytes(ifname: Optional[str]) -> Optional[tuple]:
 def bytes_per_batch(before: Optional[tuple], after: Optional[tuple], batches: int):
   r"""``[sent, received]`` per batch between two ``interface_bytes``."""
   return None if before is None else [(a - b) / batches for a, b in zip(after, before)]
+
+
+class Timed(NamedTuple):
+  r"""A loader's timing: ``batches`` batches (``edges`` sampled edges) in
+  ``seconds`` after the warm-up batches, which took ``warmup`` seconds; the
+  first batch came at ``first_at`` (``time.time()``, comparable across
+  processes)."""
+
+  batches: int
+  edges: int
+  seconds: float
+  warmup: float
+  first_at: float
+
+
+def timed(next_batch: Callable[[], int], warmup: int, batches: int) -> Timed:
+  r"""Times ``batches`` calls of ``next_batch`` (which takes a loader's next
+  batch, its features included, and returns its sampled edges) after
+  ``warmup`` (at least 1) untimed ones."""
+  start = time.perf_counter()
+  next_batch()
+  first_at = time.time()
+  for _ in range(warmup - 1):
+    next_batch()
+  warmup_s = time.perf_counter() - start
+  edges = 0
+  start = time.perf_counter()
+  for _ in range(batches):
+    edges += next_batch()
+  return Timed(batches, edges, time.perf_counter() - start, warmup_s, first_at)
