@@ -29,7 +29,10 @@ labels. Rows, all measured in this run:
     sampling processes per trainer) in that environment (benchmarks/glt_dist_peer.py),
     on the same partitions (written in GLT's format by GLT's own save
     functions), seeds, fanout and batch size: GLT reads every other
-    partition's rows over RPC, so its peers are our RPC rows.
+    partition's rows over RPC, so its peers are our RPC rows. The start
+    (partitions on disk to every trainer's first batch) of each of our
+    worker-mode rows and of GLT's is then taken --start_rounds times, ours
+    and GLT's in turn, and the start table gives the medians.
 With --gpu, every loader samples and gathers on that GPU (GPU_PLACEMENT):
 the graph in GPU memory ('CUDA'), a fifth of each feature table's rows
 there too (on one machine the hottest by in-degree; in a partition its
@@ -52,9 +55,11 @@ import json
 import multiprocessing
 import os
 import signal
+import statistics
 import subprocess
 import tempfile
 import time
+from collections import defaultdict
 from typing import Optional
 
 import numpy as np
@@ -70,6 +75,10 @@ BATCH = 1024
 WARMUP = 20  # batches per loader before the timing starts (see the docstring)
 # --gpu: where the graph and the feature rows go, on one machine and in every partition
 GPU_PLACEMENT = dict(graph_mode='CUDA', split_ratio=0.2)
+# The start table's pairs: (our mode, processes per trainer), (GLT's), GLT's row label.
+START_PAIRS = ((('collocated', 1), ('collocated', 1), 'collocated'),
+               (('mp', 1), ('mp', 1), '1 sampler'),
+               (('mp', 2), ('mp', 2), '2 samplers'))  # fmt: skip
 CACHE = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '.bench', 'dist_sampling')
 
 
@@ -302,9 +311,35 @@ def run_process_group(command: list, work: str, timeout: float) -> tuple:
     return returncode, out.read(), err.read()
 
 
+def our_row(mode: str, workers: int) -> str:
+  r"""The name of our worker-mode row ``mode`` with ``workers`` sampling processes."""
+  return (
+    'worker mode, collocated'
+    if mode == 'collocated'
+    else f'worker mode, {workers} sampler(s)/trainer'
+  )
+
+
+def glt_row(label: str) -> str:
+  return f'GLT 0.2.4 worker mode, {label}'
+
+
+def more_starts(args, root: str) -> dict:
+  r"""``--start_rounds`` - 1 more starts of each pair of START_PAIRS, ours
+  and GLT's in turn: ``{row name: [seconds, ...]}``."""
+  starts = defaultdict(list)
+  for _ in range(args.start_rounds - 1):
+    for (mode, workers), (glt_mode, glt_workers), label in START_PAIRS:
+      starts[our_row(mode, workers)].append(worker_mode(root, mode, workers, 1, None)[4])
+      result = glt_worker_mode(args.glt_python, root, glt_mode, 1, glt_workers)
+      starts[glt_row(label)].append(result[4])
+  return starts
+
+
 def measure_rows(args, root: str, ds) -> tuple:
   r"""Every row of the run: ``[(label, (batches, edges, seconds, warm-up
-  seconds), single machine beside)]`` and the single machine's runs."""
+  seconds, start seconds), single machine beside)]`` and the single
+  machine's runs."""
   # The machine's speed drifts (shared host): the single machine is
   # measured before the first row and after every row, and each row is
   # compared with the faster of the runs beside it.
@@ -319,14 +354,11 @@ def measure_rows(args, root: str, ds) -> tuple:
   # GLT first: its runs are the likeliest to fail, and a failure then costs
   # minutes rather than the run; its rows are listed after ours.
   glt_rows = []
-  glt_modes = (('collocated', 1, 'collocated'), ('mp', 1, '1 sampler'), ('mp', 2, '2 samplers'))
-  for mode, workers, label in glt_modes if args.glt_python else ():
+  for _, (mode, workers), label in START_PAIRS if args.glt_python else ():
     result = glt_worker_mode(args.glt_python, root, mode, per_trainer, workers)
-    measure(f'GLT 0.2.4 worker mode, {label}', result, into=glt_rows)
-  measure('worker mode, collocated', worker_mode(root, 'collocated', 1, per_trainer, gpu))
-  for workers in (1, 2):
-    label = f'worker mode, {workers} sampler(s)/trainer'
-    measure(label, worker_mode(root, 'mp', workers, per_trainer, gpu))
+    measure(glt_row(label), result, into=glt_rows)
+  for (mode, workers), _, _ in START_PAIRS:
+    measure(our_row(mode, workers), worker_mode(root, mode, workers, per_trainer, gpu))
   cached = partition(args.num_nodes, args.cache_ratio, args.temporal)
   cache = f'{args.cache_ratio:.0%} cache'
   measure(f'worker mode, 2 samplers, {cache}', worker_mode(cached, 'mp', 2, per_trainer, gpu))
@@ -350,8 +382,9 @@ def versus_glt(key: str, title: str, unit: str, figure: dict, pairs, note: str =
   )  # fmt: skip
 
 
-def tables(args, rows, singles) -> list:
-  r"""The run's tables: every row, and (with --glt-python) ours against GLT."""
+def tables(args, rows, singles, more_starts: dict) -> list:
+  r"""The run's tables: every row, and (with --glt-python) ours against
+  GLT, the starts as the medians of each row's and ``more_starts``."""
   what = ', temporal (node time)' if args.temporal else ''
   where = f', on GPU {args.gpu}' if args.gpu is not None else ''
   runs = ' / '.join(f'{s[0] / s[2]:.2f}' for s in singles)
@@ -379,15 +412,17 @@ def tables(args, rows, singles) -> list:
   ]
   if args.glt_python:
     rate = {name: c / s for name, (c, _, s, _, _), _ in rows}
-    startup = {name: up for name, (*_, up), _ in rows}
+    starts = {name: [up, *more_starts.get(name, [])] for name, (*_, up), _ in rows}
+    startup = {name: statistics.median(runs) for name, runs in starts.items()}
     pairs = (
       ('collocated, other partition on RPC', 'GLT 0.2.4 worker mode, collocated'),
       ('1 sampler, other partition on RPC', 'GLT 0.2.4 worker mode, 1 sampler'),
     )
-    starts = (
-      ('worker mode, collocated', 'GLT 0.2.4 worker mode, collocated'),
-      ('worker mode, 1 sampler(s)/trainer', 'GLT 0.2.4 worker mode, 1 sampler'),
-      ('worker mode, 2 sampler(s)/trainer', 'GLT 0.2.4 worker mode, 2 samplers'),
+    start_pairs = [(our_row(*ours), glt_row(label)) for ours, _, label in START_PAIRS]
+    runs = '; '.join(
+      f'{o}: {" / ".join(f"{t:.2f}" for t in starts[o])} s, GLT: '
+      f'{" / ".join(f"{t:.2f}" for t in starts[g])} s'
+      for o, g in start_pairs
     )
     out.append(
       versus_glt(
@@ -404,10 +439,12 @@ def tables(args, rows, singles) -> list:
         "From partitions on disk to every trainer's first batch, against GLT 0.2.4",
         's',
         startup,
-        starts,
+        start_pairs,
         note='Seconds from starting the 2 trainer processes to the later of their first '
         'batches: Python and the library imported, the partition loaded, the RPC worlds '
-        'and the sampling processes started, the first batch sampled.',
+        'and the sampling processes started, the first batch sampled. The median of '
+        f"{args.start_rounds} starts of each, ours and GLT's in turn (the first with the "
+        f'throughput rows above): {runs}.',
       )  # fmt: skip
     )
   return out
@@ -430,6 +467,10 @@ def main():
     '--glt-python', default=None,
     help="GLT 0.2.4's environment's python: its worker mode on the same partitions",
   )  # fmt: skip
+  p.add_argument(
+    '--start_rounds', type=int, default=3,
+    help="with --glt-python: starts of each pair in the start table (ours and GLT's in turn)",
+  )  # fmt: skip
   add_results_argument(p)
   args = p.parse_args()
   if args.glt_python and (args.temporal or args.gpu is not None):
@@ -441,7 +482,8 @@ def main():
   print(f'partitions ready in {time.perf_counter() - start:.1f} s: {root}')
   ds = single_machine_dataset(args.num_nodes, args.gpu, args.temporal)
   rows, singles = measure_rows(args, root, ds)
-  for table in tables(args, rows, singles):
+  starts = more_starts(args, root) if args.glt_python else {}
+  for table in tables(args, rows, singles, starts):
     print(results.add(table).render())
   results.write()
 

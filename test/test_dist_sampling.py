@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import graphlearn_torch as glt
+from graphlearn_torch.distributed.sources.multiprocess import can_fork_sampling_processes
 from graphlearn_torch.partition import RandomPartitioner
 from graphlearn_torch.typing import reverse_edge_type
 
@@ -310,9 +311,17 @@ def share_host_partitions(share, rank, world_size):
   os.environ['GLT_SHARE_HOST_PARTITIONS'] = '1' if on else '0'
 
 
+def join_rpc_world_of_its_own(rank):
+  r"""A torch RPC world of one process, as a script may start for itself."""
+  init = f'tcp://127.0.0.1:{free_port()}'
+  options = torch.distributed.rpc.TensorPipeRpcBackendOptions(init_method=init, rpc_timeout=60)
+  torch.distributed.rpc.init_rpc(f'own-{rank}', rank=0, world_size=1, rpc_backend_options=options)
+
+
 def run_worker(rank, world_size, port, root, hetero, mode, kind, results, share='1'):
   share_host_partitions(share, rank, world_size)
   dist = glt.distributed
+  own_rpc = mode == 'mp_forkserver'
   try:
     dist.init_worker_group(world_size, rank, 'trainer')
     if mode == 'collocated':
@@ -322,6 +331,9 @@ def run_worker(rank, world_size, port, root, hetero, mode, kind, results, share=
       share = max(1, len(os.sched_getaffinity(0)) // world_size)
       assert glt.utils.kernel_thread_cap() == share, (glt.utils.kernel_thread_cap(), share)
     else:  # samplers in 2 processes per trainer, meeting at `port`
+      if own_rpc:  # a trainer with an RPC agent: they start from a fork server
+        join_rpc_world_of_its_own(rank)
+      assert can_fork_sampling_processes(on_gpu=False) != own_rpc
       options = dist.MpDistSamplingWorkerOptions(
         num_workers=2, worker_concurrency=2, master_addr='127.0.0.1', master_port=port,
         rpc_timeout=60, channel_size='16MB',
@@ -336,6 +348,8 @@ def run_worker(rank, world_size, port, root, hetero, mode, kind, results, share=
     results.put((rank, traceback.format_exc(), 0, 0))
   finally:
     dist.shutdown_rpc(graceful=True, timeout=30)
+    if own_rpc:
+      torch.distributed.rpc.shutdown(graceful=False)
 
 
 def run_spawned(procs, results, timeout=TIMEOUT_S):
@@ -376,7 +390,13 @@ def assert_ok(reports):
 # share_host_partitions)
 @pytest.mark.parametrize(
   'num_parts,mode,share',
-  [(2, 'collocated', '1'), (2, 'collocated', '0'), (3, 'collocated', 'mixed'), (2, 'mp', '1')],
+  [
+    (2, 'collocated', '1'),
+    (2, 'collocated', '0'),
+    (3, 'collocated', 'mixed'),
+    (2, 'mp', '1'),  # sampling processes forked from their trainers
+    (2, 'mp_forkserver', '1'),  # started from fork servers
+  ],
 )
 def test_dist_neighbor_loader_homo(tmp_path, num_parts, mode, share):
   partition(str(tmp_path), num_parts, hetero=False)

@@ -118,6 +118,19 @@ def rpc_is_initialized() -> bool:
   return _state is not None
 
 
+def process_has_rpc_agent() -> bool:
+  r"""Whether this process runs an RPC agent of torch's: ours
+  (``init_rpc``), or one a script started with
+  ``torch.distributed.rpc.init_rpc``."""
+  if _state is not None:
+    return True
+  try:
+    rpc.get_worker_info()  # raises without an agent
+  except RuntimeError:
+    return False
+  return True
+
+
 def get_rpc_master_addr() -> str:
   return _require_state().master_addr
 

@@ -18,6 +18,8 @@ from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 from typing import Callable, Dict, List, Optional, Union
 
+import torch
+
 from ...batch.codec import batch_place, raise_if_error
 from ...batch.seeds import SeedBatcher
 from ...channel import (
@@ -30,6 +32,7 @@ from ...channel import (
 from ...sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
 from ..data.dataset import DistDataset
 from ..runtime.context import get_context
+from ..runtime.rpc import process_has_rpc_agent
 from .base import BatchSource, batch_wait_ms
 from .options import MpDistSamplingWorkerOptions
 from .sampling_process import MpCommand, run_sampling_process
@@ -41,18 +44,41 @@ NON_GRACEFUL_STOP_S = 2.0
 # Milliseconds between checks on the stopping processes while their last
 # batches are received and dropped.
 STOP_POLL_MS = 100
-# Seconds a sampling process gets to start (its fork server imports torch and
+# Seconds a sampling process gets to start (a fork server imports torch and
 # this library, it loads its data) before it joins its RPC world; tens of
 # seconds on a busy machine. A process that dies meanwhile is reported at once.
 STARTUP_S = 30.0
 
 
-def sampling_process_context() -> multiprocessing.context.BaseContext:
-  r"""Where sampling processes start: from a fork server (one per trainer,
-  started here, with its first loader) that imports torch and this library
-  once, so that each process starts in milliseconds, where a spawned one
-  imports them anew (seconds each, which the processes of a host pay
-  together); spawned where there is no fork server."""
+def can_fork_sampling_processes(on_gpu: bool) -> bool:
+  r"""Whether this trainer's sampling processes can be forked from it: they
+  sample on the CPU, and the trainer has neither started CUDA (a forked
+  process cannot use it) nor joined an RPC world (a forked process would
+  carry its agent). A forked process starts in milliseconds with
+  everything the trainer imported, as torch's DataLoader workers do.
+
+  Args:
+    on_gpu: whether the sampling processes sample on a GPU.
+  """
+  if on_gpu or 'fork' not in multiprocessing.get_all_start_methods():
+    return False
+  return not (torch.cuda.is_initialized() or process_has_rpc_agent())
+
+
+def sampling_process_context(on_gpu: bool) -> multiprocessing.context.BaseContext:
+  r"""Where a trainer's sampling processes start: forked from the trainer
+  where that is safe (``can_fork_sampling_processes``); else from a fork
+  server (one per trainer, started here, with its first loader) that
+  imports torch, this library and the training script once, so that each
+  process starts in milliseconds, where a spawned one imports them anew
+  (seconds each, which the processes of a host pay together); spawned where
+  there is no fork server.
+
+  Args:
+    on_gpu: whether the sampling processes sample on a GPU.
+  """
+  if can_fork_sampling_processes(on_gpu):
+    return multiprocessing.get_context('fork')
   if 'forkserver' not in multiprocessing.get_all_start_methods():
     return multiprocessing.get_context('spawn')
   ctx = multiprocessing.get_context('forkserver')
@@ -106,6 +132,7 @@ class DistMpSamplingProducer(BatchSource):
     self._hold_budget = shm_size // 3 if shm_size is not None else float('inf')
     self._largest_batch = 0  # bytes of the largest batch received (for the timeout's error)
     self._next_position = 0  # the batch to yield next
+    self._epoch_start = 0  # the epoch's first position
     self._remaining = 0  # batches of this epoch not yet yielded
     self._sampled = 0  # processes that sampled all of their share this epoch
     self._failed = False
@@ -115,7 +142,9 @@ class DistMpSamplingProducer(BatchSource):
     all are ready (they meet the other trainers' sampling processes
     first)."""
     ctx = get_context()
-    ctx_mp = sampling_process_context()
+    devices = self.worker_options.worker_devices or []
+    ctx_mp = sampling_process_context(any(torch.device(d).type == 'cuda' for d in devices))
+    forked = ctx_mp.get_start_method() == 'fork'
     world_size = ctx.world_size * self.num_workers
     for i in range(self.num_workers):
       task_reader, task_writer = ctx_mp.Pipe(duplex=False)
@@ -134,6 +163,8 @@ class DistMpSamplingProducer(BatchSource):
           status_writer,
           os.getpid(),
           dict(os.environ),
+          # a forked process closes the trainer's ends of the pipes it inherited
+          [*self._tasks, task_writer, *self._status, status_reader] if forked else [],
         ),
         daemon=True,
         name=f'glt-sampler-{ctx.rank}-{i}',
@@ -194,6 +225,13 @@ class DistMpSamplingProducer(BatchSource):
     return opts.num_workers * opts.worker_concurrency + opts.channel_capacity
 
   @property
+  def _window(self) -> int:
+    r"""Batches to keep in flight: one per process until the epoch's first
+    batch is yielded (alone on its process, it comes a window's worth of
+    batches sooner), then ``depth``."""
+    return self.depth if self._next_position > self._epoch_start else self.num_workers
+
+  @property
   def _in_flight(self) -> int:
     r"""Batches handed out and not yet received."""
     return sum(self._per_worker)
@@ -209,13 +247,13 @@ class DistMpSamplingProducer(BatchSource):
     self._epoch = self._epoch + 1 if epoch is None else epoch
     self._to_hand_out = self._batcher.batches(self._epoch, start)
     self._handed_out_all = False
-    self._next_to_hand_out = self._next_position = start
+    self._next_to_hand_out = self._next_position = self._epoch_start = start
     self._remaining = len(self._batcher) - start
     self._hand_out()
     return self._remaining
 
   def _hand_out(self) -> None:
-    r"""Hands out batches while fewer than ``depth`` are in flight and fewer
+    r"""Hands out batches while fewer than ``_window`` are in flight and fewer
     than twice that lie ahead of the one to yield (which bounds the batches
     that come before their turn), each to the process with the fewest in
     flight; after the last one, tells each process the epoch is handed out."""
@@ -223,7 +261,8 @@ class DistMpSamplingProducer(BatchSource):
       return
     shares: List[list] = [[] for _ in self._tasks]
     while (
-      self._in_flight < self.depth and self._next_to_hand_out - self._next_position < 2 * self.depth
+      self._in_flight < self._window
+      and self._next_to_hand_out - self._next_position < 2 * self.depth
     ):
       batch = next(self._to_hand_out, None)
       if batch is None:

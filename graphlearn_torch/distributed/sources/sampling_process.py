@@ -12,7 +12,7 @@ import threading
 import traceback
 from enum import Enum
 from multiprocessing.connection import Connection
-from typing import Callable, Dict, Optional, Union
+from typing import Callable, Dict, List, Optional, Union
 
 import torch
 
@@ -241,12 +241,17 @@ def run_sampling_process(
   status: Connection,
   parent_pid: int,
   environment: Dict[str, str],
+  trainer_ends: List[Connection],
 ) -> None:
   r"""A sampling process: samples the batches its trainer hands it, epoch by
   epoch, into the trainer's channel; reports start-up, the end of each
   epoch's sampling and start-up failures on ``status``. It runs in
   ``environment``, its trainer's (a fork server's children start in the
-  server's)."""
+  server's). A process forked from its trainer closes ``trainer_ends``,
+  the trainer's ends of the pipes it inherited, so that its pipe reports
+  the trainer's end closed."""
+  for end in trainer_ends:
+    end.close()
   os.environ.clear()
   os.environ.update(environment)
   trainer_exited = watch_trainer(parent_pid)
