@@ -2,6 +2,7 @@
 is found exactly once in the partitions, where the books say it is."""
 
 import pickle
+from multiprocessing.reduction import ForkingPickler
 
 import numpy as np
 import pytest
@@ -293,6 +294,21 @@ def test_frequency_cache_in_dist_dataset(tmp_path):
     local = torch.nonzero(ds.node_feat_pb.tensor == p).view(-1)
     assert local.numel() > owned_ids(ds.node_pb, p).numel()  # owned rows + the cache
     assert torch.equal(ds.node_features[local], nd.feats[original[local]])
+    assert ds.features_joined
+    check_joined_features_travel_shared(ds, local)
+
+
+def check_joined_features_travel_shared(ds, local):
+  r"""A DistDataset pickled for another process takes its joined feature
+  table along in shared memory (the receiver neither joins nor holds a copy
+  of its own): a write through one is seen through the other."""
+  copy = pickle.loads(ForkingPickler.dumps(ds))
+  assert copy.features_joined
+  assert torch.equal(copy.node_feat_pb.tensor, ds.node_feat_pb.tensor)
+  assert torch.equal(copy.node_features[local], ds.node_features[local])
+  table = ds.node_features.feature_tensor
+  table[0] += 1
+  assert torch.equal(copy.node_features.feature_tensor[0], table[0])
 
 
 def test_balance_train_and_edges(tmp_path):

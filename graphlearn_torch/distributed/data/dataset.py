@@ -40,13 +40,15 @@ def _load_labels(path: str) -> torch.Tensor:
 def _partial_features(
   feat_data, books, partition_idx, hetero, with_gpu, device_groups, device, split_ratio
 ):
-  """Features of one partition (own rows and cache) and the feature books.
-  On the GPU path the first ``split_ratio`` of the rows stay in GPU memory;
-  by default the cached rows, the other partitions' hottest, which come
-  first (GLT's layout). In host memory the rows are in id order: the
-  gather reads them through row ranks (``Feature.row_ranks``)."""
+  """Features of one partition (own rows and cache), the feature books, and
+  whether a cache was joined to the rows (the table then lives in this
+  process's memory rather than in the mapped files). On the GPU path the
+  first ``split_ratio`` of the rows stay in GPU memory; by default the
+  cached rows, the other partitions' hottest, which come first (GLT's
+  layout). In host memory the rows are in id order: the gather reads them
+  through row ranks (``Feature.row_ranks``)."""
   in_id_order = not (with_gpu and cuda_kernels_available())
-  feats, feat_pbs = {}, {}
+  feats, feat_pbs, joined = {}, {}, False
   for key, data in (feat_data if hetero else {None: feat_data}).items():
     book = books[key] if hetero else books
     cache_ratio, table, id2index, feat_pbs[key] = cat_feature_cache(
@@ -54,7 +56,8 @@ def _partial_features(
     )
     ratio = cache_ratio if split_ratio is None else split_ratio
     feats[key] = Feature(table, id2index, ratio, device_groups, device, with_gpu, table.dtype)
-  return (feats, feat_pbs) if hetero else (feats[None], feat_pbs[None])
+    joined = joined or cache_ratio > 0
+  return (feats, feat_pbs, joined) if hetero else (feats[None], feat_pbs[None], joined)
 
 
 class DistDataset(Dataset):
@@ -118,6 +121,7 @@ class DistDataset(Dataset):
     self.meta: Optional[Dict] = None
     self._reader: Optional[PartitionReader] = None
     self._load_args: Optional[Dict] = None  # how `load` was called: other processes re-map
+    self._features_joined = False  # see features_joined
 
   @property
   def node_feat_pb(self):
@@ -127,6 +131,13 @@ class DistDataset(Dataset):
   @property
   def edge_feat_pb(self):
     return self.edge_pb if self._edge_feat_pb is None else self._edge_feat_pb
+
+  @property
+  def features_joined(self) -> bool:
+    """Whether ``load`` joined the partition's feature rows with its cache
+    of other partitions' rows: the tables then live in this process's
+    memory, not in the mapped partition files."""
+    return self._features_joined
 
   def _check_feature_rows(self) -> None:
     """A partition holds some feature rows only, by design."""
@@ -174,10 +185,15 @@ class DistDataset(Dataset):
     load_args = {k: v for k, v in locals().items() if k not in ('self', 'verify')}
     return self._load(load_args, verify)
 
-  def _load(self, load_args: Dict, verify: bool = False, graph=None) -> 'DistDataset':
+  def _load(
+    self, load_args: Dict, verify: bool = False, graph=None, features=None
+  ) -> 'DistDataset':
     """``load`` with its arguments in ``load_args``. ``graph``: the
     partition's graph (a dict by type when heterogeneous) as another process
-    built it, so that its edges are neither read nor converted again."""
+    built it, so that its edges are neither read nor converted again.
+    ``features``: ``(node_features, edge_features, node_feat_pb,
+    edge_feat_pb)`` as another process joined them with the cache, so that
+    they are not joined (and held) again."""
     a = SimpleNamespace(**load_args)
     (num_parts, idx, graph_data, node_feat_data, edge_feat_data, node_pb, edge_pb) = load_partition(
       a.root_dir,
@@ -205,8 +221,12 @@ class DistDataset(Dataset):
 
     self.node_pb = node_pb if hetero else as_partition_book(node_pb, num_parts)
     self.edge_pb = edge_pb
-    placement = (a.feature_with_gpu, a.device_group_list, a.device, a.split_ratio)
-    self._init_partition_features(node_feat_data, edge_feat_data, node_pb, edge_pb, *placement)
+    if features is None:
+      placement = (a.feature_with_gpu, a.device_group_list, a.device, a.split_ratio)
+      self._init_partition_features(node_feat_data, edge_feat_data, node_pb, edge_pb, *placement)
+    else:
+      self.node_features, self.edge_features, self._node_feat_pb, self._edge_feat_pb = features
+      self._features_joined = True
     self._load_labels_and_splits(a.root_dir, reader, a.whole_node_label_file, hetero)
     if reader is not None:
       self._load_times(reader, hetero)
@@ -248,14 +268,16 @@ class DistDataset(Dataset):
     ``device_group_list``, ``device`` and ``split_ratio`` say."""
     hetero = self.is_hetero
     self._node_feat_pb = self._edge_feat_pb = None
+    node_joined = edge_joined = False
     if node_feat_data is not None:
-      self.node_features, self._node_feat_pb = _partial_features(
+      self.node_features, self._node_feat_pb, node_joined = _partial_features(
         node_feat_data, node_pb, self.partition_idx, hetero, *placement
       )
     if edge_feat_data is not None:
-      self.edge_features, self._edge_feat_pb = _partial_features(
+      self.edge_features, self._edge_feat_pb, edge_joined = _partial_features(
         edge_feat_data, edge_pb, self.partition_idx, hetero, *placement
       )
+    self._features_joined = node_joined or edge_joined
 
   @property
   def load_args(self) -> Optional[Dict]:
@@ -389,9 +411,9 @@ def rebuild_dist_dataset(ipc_handle) -> DistDataset:
   """Rebuilds a DistDataset in another process (see ``reduce_dist_dataset``)."""
   kind, payload = ipc_handle
   if kind == 'load':
-    edge_dir, load_args, graph = payload
+    edge_dir, load_args, graph, features = payload
     dataset = DistDataset(edge_dir=edge_dir)
-    return dataset._load(load_args, graph=graph)
+    return dataset._load(load_args, graph=graph, features=features)
   return DistDataset.from_ipc_handle(payload)
 
 
@@ -400,10 +422,19 @@ def reduce_dist_dataset(dataset: DistDataset):
   travels as the directory and its load arguments, and the receiver maps the
   same files again (no copy; the page cache is shared), with the graph this
   process built moved to shared memory (the receiver neither reads nor
-  converts the edges again, nor holds a copy of its own); any other moves
-  all its tensors to shared memory."""
+  converts the edges again, nor holds a copy of its own), and so are
+  feature tables joined with a cache; any other moves all its tensors to
+  shared memory."""
   if dataset.load_args is not None:
-    payload = (dataset.edge_dir, dataset.load_args, dataset.graph)
+    features = None
+    if dataset.features_joined:
+      features = (
+        dataset.node_features,
+        dataset.edge_features,
+        dataset.node_feat_pb,
+        dataset.edge_feat_pb,
+      )
+    payload = (dataset.edge_dir, dataset.load_args, dataset.graph, features)
     return rebuild_dist_dataset, (('load', payload),)
   return rebuild_dist_dataset, (('ipc', dataset.share_ipc()),)
 
