@@ -5,7 +5,6 @@ seed coverage). Workers are spawned processes, reaped also on failure."""
 import math
 import multiprocessing
 import os
-import time
 import traceback
 
 import pytest
@@ -434,81 +433,3 @@ def test_dist_link_neighbor_loader_hetero(tmp_path):
 def test_dist_subgraph_loader(tmp_path, num_parts, mode, kind, share):
   partition(str(tmp_path), num_parts, hetero=False)
   assert_ok(run_group(str(tmp_path), num_parts, hetero=False, mode=mode, kind=kind, share=share))
-
-
-def run_busy_sampler(root, port, results):
-  r"""One trainer whose sampling process runs 16 batches at once into a
-  channel that holds about 6: the trainer hands out batches while the
-  process waits for room in the channel."""
-  dist = glt.distributed
-  try:
-    dist.init_worker_group(1, 0, 'trainer')
-    options = dist.MpDistSamplingWorkerOptions(
-      num_workers=1, worker_concurrency=16, master_addr='127.0.0.1', master_port=port,
-      rpc_timeout=20, channel_size='32MB',
-    )  # fmt: skip
-    ds = dist.DistDataset(edge_dir='out').load(root, 0, graph_mode='CPU')
-    full_x = torch.load(os.path.join(root, 'x.pt'))
-    seeds = torch.randint(
-      0, full_x.size(0), (1024 * 60,), generator=torch.Generator().manual_seed(0)
-    )
-    loader = dist.DistNeighborLoader(
-      ds, [10, 10], seeds, batch_size=1024, worker_options=options, collect_features=True
-    )
-    for _epoch in range(2):
-      count = 0
-      for i, batch in enumerate(loader):
-        assert torch.equal(batch.input_id, torch.arange(i * 1024, (i + 1) * 1024)), 'in order'
-        assert torch.equal(batch.x, full_x[batch.node])
-        count += 1
-      assert count == 60
-    loader.shutdown()
-    # Shut down after one batch, the channel full behind it: the process
-    # stops at once (it waited for room until it was killed, 30 s later)
-    loader = dist.DistNeighborLoader(
-      ds, [10, 10], seeds, batch_size=1024, worker_options=options, collect_features=True
-    )
-    next(iter(loader))
-    started = time.monotonic()
-    loader.shutdown()
-    took = time.monotonic() - started
-    assert took < 10, f'a loader left after one batch took {took:.1f} s to shut down'
-    # A channel that holds one batch and a half: named as the cause
-    options.channel_size, options.rpc_timeout = '8MB', 4
-    loader = dist.DistNeighborLoader(
-      ds, [10, 10], seeds, batch_size=1024, worker_options=options, collect_features=True
-    )
-    try:
-      for _batch in loader:
-        pass
-      raise AssertionError('a channel too small for its batches went unnoticed')
-    except TimeoutError as e:
-      assert 'raise channel_size' in str(e) and "the channel's 8.0 MB" in str(e), e
-    loader.shutdown()
-    results.put((0, 'ok'))
-  except Exception:
-    results.put((0, traceback.format_exc()))
-  finally:
-    dist.shutdown_rpc(graceful=True, timeout=30)
-
-
-def test_a_busy_sampling_process_never_stalls_its_trainers_hand_out(tmp_path):
-  # Batches of 5 MB (5,000 nodes x 256 floats) into a 32 MB channel, 16 in
-  # flight in the sampling process and 32 handed out: the process's tasks
-  # wait for room that only the trainer makes, while the trainer's hand-out
-  # (8 kB of seeds a batch) fills the pipe to the process. Before the
-  # process read its pipe in a thread of its own, both waited for ever.
-  # Then a loader shut down after one batch, and a channel too small for
-  # its batches: an error that says so.
-  g = torch.Generator().manual_seed(0)
-  num_nodes = 5000
-  x = torch.randn(num_nodes, 256, generator=g)
-  edge_index = torch.randint(0, num_nodes, (2, 50000), generator=g)
-  RandomPartitioner(
-    str(tmp_path), 1, num_nodes, edge_index, node_feat=x, seed=0, progress=False
-  ).partition()
-  torch.save(x, os.path.join(tmp_path, 'x.pt'))
-  results = SPAWN.Queue()
-  proc = SPAWN.Process(target=run_busy_sampler, args=(str(tmp_path), free_port(), results))
-  [(rank, status)] = run_spawned([proc], results, timeout=60)
-  assert status == 'ok', status
