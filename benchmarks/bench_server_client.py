@@ -12,9 +12,10 @@ machine:
     row of bench_dist_sampling.py), measured before and after the
     server-client row (the machine's speed drifts) and pooled;
   - server-client: 2 servers (one partition each) and 2 clients; client i
-    samples on server i (which asks the other for remote hops and
-    features), with ``num_workers * worker_concurrency`` batches in flight on
-    the server and ``prefetch_size`` requested ahead;
+    samples on server i, in its ``--num_workers`` sampling processes (which
+    map the other server's partition in place), ``--concurrency`` batches
+    in flight on each as in worker mode, ``prefetch_size`` requested ahead;
+    ``--num_workers 1`` samples in the server's own process;
   - with --glt-python, GLT 0.2.4's server-client mode on the same partitions
     (glt_dist_peer.py --mode server-client: 2 servers with 2 sampling
     processes each, 2 clients), as GLT's server_client_mode example runs it.
@@ -51,26 +52,26 @@ def server(rank, root, port):
   dist.wait_and_shutdown_server()
 
 
-def client(rank, root, port, batches, concurrency, results):
+def client(rank, root, port, batches, num_workers, concurrency, results):
   torch.set_num_threads(1)
   dist = glt.distributed
   dist.init_client(2, 2, rank, '127.0.0.1', port)
   try:
     book = torch.from_numpy(np.load(os.path.join(root, 'node_pb.npy')))
     options = dist.RemoteDistSamplingWorkerOptions(
-      server_rank=rank, num_workers=1, worker_concurrency=concurrency, prefetch_size=4
+      server_rank=rank, num_workers=num_workers, worker_concurrency=concurrency, prefetch_size=4
     )
     results.put((rank, time_loader(None, book, rank, options, batches)))
   finally:
     dist.shutdown_client()
 
 
-def server_client(root: str, batches: int, concurrency: int):
+def server_client(root: str, batches: int, num_workers: int, concurrency: int):
   port = free_port()
   results = SPAWN.Queue()
   procs = [SPAWN.Process(target=server, args=(r, root, port)) for r in range(2)]
   procs += [
-    SPAWN.Process(target=client, args=(r, root, port, batches, concurrency, results))
+    SPAWN.Process(target=client, args=(r, root, port, batches, num_workers, concurrency, results))
     for r in range(2)
   ]
   return run_timed(procs, results, 2)  # the clients' timers; servers exit after them
@@ -80,7 +81,10 @@ def main():
   p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   p.add_argument('--num_nodes', type=int, default=1_000_000)
   p.add_argument('--batches', type=int, default=40, help='timed batches per mode')
-  p.add_argument('--concurrency', type=int, default=8, help='batches in flight on a server')
+  p.add_argument('--num_workers', type=int, default=2, help='sampling processes per server')
+  p.add_argument(
+    '--concurrency', type=int, default=4, help='batches in flight on each sampling process'
+  )
   p.add_argument(
     '--glt-python', default=None,
     help="GLT 0.2.4's environment's python: its server-client mode on the same partitions",
@@ -91,11 +95,15 @@ def main():
   root = partition(args.num_nodes)
   per_client = args.batches // 2
   before = worker_mode(root, 'mp', 2, per_client, gpu=None)
-  sc = server_client(root, per_client, args.concurrency)
+  sc = server_client(root, per_client, args.num_workers, args.concurrency)
   after = worker_mode(root, 'mp', 2, per_client, gpu=None)
   workers = (*(a + b for a, b in zip(before[:3], after[:3])), None, min(before[4], after[4]))
   base = workers[0] / workers[2]
-  ours = f'server-client, 2 servers + 2 clients, {args.concurrency} batches in flight'
+  ours = (
+    f'server-client, 2 servers x {args.num_workers} samplers + 2 clients'
+    if args.num_workers > 1
+    else f'server-client, 2 servers + 2 clients, {args.concurrency} batches in flight'
+  )
   rows = [('worker mode, 2 trainers x 2 samplers', workers), (ours, sc)]
   if args.glt_python:
     glt_sc = glt_worker_mode(args.glt_python, root, 'server-client', per_client, num_workers=2)

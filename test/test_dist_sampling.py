@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import graphlearn_torch as glt
-from graphlearn_torch.distributed.sources.multiprocess import can_fork_sampling_processes
+from graphlearn_torch.distributed.sources.processes import can_fork_sampling_processes
 from graphlearn_torch.partition import RandomPartitioner
 from graphlearn_torch.typing import reverse_edge_type
 

@@ -45,7 +45,18 @@ def run_server(rank, port, root, results):
     results.put(('server', rank, traceback.format_exc(), 0, 0))
 
 
-def run_client(rank, port, root, hetero, kind, server_rank, results):
+# How a server samples: in its own process; in sampling processes that send
+# batches straight to the client's channel; in sampling processes whose
+# batches mostly find the client's channel too small and come through the
+# server.
+SERVER_SAMPLING = {
+  'in-server': dict(num_workers=1),
+  'processes': dict(num_workers=2),
+  'processes-relayed': dict(num_workers=2, channel_size='8KB'),
+}
+
+
+def run_client(rank, port, root, hetero, kind, server_rank, sampling, results):
   import graphlearn_torch as glt
 
   dist = glt.distributed
@@ -55,8 +66,8 @@ def run_client(rank, port, root, hetero, kind, server_rank, results):
     ds = dist.DistDataset(edge_dir='out').load(root, rank, graph_mode='CPU')
     graph = torch.load(os.path.join(root, 'full.pt'), weights_only=False)
     options = dist.RemoteDistSamplingWorkerOptions(
-      server_rank=server_rank, num_workers=2, worker_concurrency=2, prefetch_size=2,
-      rpc_timeout=60,
+      server_rank=server_rank, worker_concurrency=2, prefetch_size=2, rpc_timeout=60,
+      **SERVER_SAMPLING[sampling],
     )  # fmt: skip
     loader, num_seeds, check = make_loader(
       dist, ds, graph, kind, hetero, rank, options, client=True
@@ -83,8 +94,8 @@ def spawn_job(root, client, *client_args):
   return run_spawned(procs, results), procs
 
 
-def run_job(root, hetero, kind, server_rank=None):
-  reports, procs = spawn_job(root, run_client, hetero, kind, server_rank)
+def run_job(root, hetero, kind, server_rank=None, sampling='processes'):
+  reports, procs = spawn_job(root, run_client, hetero, kind, server_rank, sampling)
   for role, rank, status, batches, edges in sorted(reports):
     assert status == 'ok', f'{role} {rank}:\n{status}'
     if role == 'client':
@@ -92,10 +103,13 @@ def run_job(root, hetero, kind, server_rank=None):
   assert all(p.exitcode == 0 for p in procs), [p.exitcode for p in procs]
 
 
-@pytest.mark.parametrize('server_rank', [None, [0, 1]])
-def test_server_client_node_homo(tmp_path, server_rank):
+@pytest.mark.parametrize(
+  'server_rank,sampling',
+  [(None, 'processes'), ([0, 1], 'processes'), (None, 'in-server'), ([0, 1], 'processes-relayed')],
+)
+def test_server_client_node_homo(tmp_path, server_rank, sampling):
   partition(str(tmp_path), NUM_SERVERS, hetero=False)
-  run_job(str(tmp_path), hetero=False, kind='node', server_rank=server_rank)
+  run_job(str(tmp_path), hetero=False, kind='node', server_rank=server_rank, sampling=sampling)
 
 
 def test_server_client_node_hetero(tmp_path):

@@ -54,12 +54,13 @@ def server(rank, port, root, events):
     events.put(('server_error', rank, traceback.format_exc()))
 
 
-def client(rank, port, root, events, fail_after=None, wait_for=None, ballast=False):
+def client(rank, port, root, events, fail_after=None, wait_for=None, ballast=False, num_workers=1):
   r"""Trains epochs until told to stop; reports when it runs and how it
   fails. ``fail_after``: raise after that many batches (then
   shutdown_client). ``wait_for``: an event to wait for before training on.
   ``ballast``: also create a loader of 10M seeds (40 MB on each server), so
-  freeing a client's producers shows in the servers' RSS."""
+  freeing a client's producers shows in the servers' RSS. ``num_workers``:
+  sampling processes per server (1: the server samples itself)."""
   import graphlearn_torch as glt
 
   dist = glt.distributed
@@ -68,8 +69,9 @@ def client(rank, port, root, events, fail_after=None, wait_for=None, ballast=Fal
     dist.init_client(2, 2, rank, '127.0.0.1', port, request_timeout=60)
     ds = dist.DistDataset(edge_dir='out').load(root, rank, graph_mode='CPU')
     options = dist.RemoteDistSamplingWorkerOptions(
-      server_rank=[0, 1], worker_concurrency=2, prefetch_size=2, rpc_timeout=60
-    )
+      server_rank=[0, 1], num_workers=num_workers, worker_concurrency=2, prefetch_size=2,
+      rpc_timeout=60,
+    )  # fmt: skip
     loader = dist.DistNeighborLoader(
       None, FANOUT, ds.train_idx, batch_size=4, shuffle=True, collect_features=True,
       worker_options=options,
@@ -140,10 +142,12 @@ class Job:
         return report
 
 
-def test_killed_client_has_its_producers_destroyed(tmp_path):
+@pytest.mark.parametrize('num_workers', [1, 2])
+def test_killed_client_has_its_producers_destroyed(tmp_path, num_workers):
   partition(str(tmp_path), 2, hetero=False)
   stop = SPAWN.Event()
-  with Job(str(tmp_path), [{'wait_for': stop}, {'ballast': True}]) as job:
+  kwargs = [{'wait_for': stop}, {'ballast': True}]
+  with Job(str(tmp_path), [{**k, 'num_workers': num_workers} for k in kwargs]) as job:
     job.wait('running', 0)
     job.wait('running', 1)
     before = {r: job.wait_producers(r, 3) for r in (0, 1)}  # both clients' producers
@@ -163,9 +167,10 @@ def test_killed_client_has_its_producers_destroyed(tmp_path):
   assert [p.exitcode for p in job.servers] == [0, 0]
 
 
-def test_killed_server_makes_clients_raise(tmp_path):
+@pytest.mark.parametrize('num_workers', [1, 2])
+def test_killed_server_makes_clients_raise(tmp_path, num_workers):
   partition(str(tmp_path), 2, hetero=False)
-  with Job(str(tmp_path), [{}, {}]) as job:
+  with Job(str(tmp_path), [{'num_workers': num_workers}] * 2) as job:
     job.wait('running', 0)
     job.wait('running', 1)
     killed_at = time.monotonic()

@@ -29,6 +29,8 @@ from .sampled import EdgeBatch, NodeBatch, SampledBatch
 HETERO_KEY = '#hetero'
 INPUT_ID_KEY = '#input_id'
 PLACE_KEY = '#place'
+PRODUCER_KEY = '#producer'
+RECEIPT_KEY = '#receipt'
 ERROR_KEY = '#error'
 
 _SEP = '/'
@@ -96,6 +98,32 @@ def batch_place(msg: SampleMessage) -> Tuple[int, int]:
   """
   epoch, position = msg[PLACE_KEY].tolist()
   return epoch, position
+
+
+def tag_producer(msg: SampleMessage, producer: int) -> SampleMessage:
+  r"""Marks a batch's message with the producer it was sampled for (the
+  sampling processes of a server sample for every client's loader)."""
+  msg[PRODUCER_KEY] = torch.tensor([producer], dtype=torch.int64)
+  return msg
+
+
+def producer_tag(msg: SampleMessage) -> Optional[int]:
+  r"""The producer a message was sampled for (``tag_producer``), or None."""
+  tag = msg.get(PRODUCER_KEY)
+  return None if tag is None else int(tag)
+
+
+def receipt_of(msg: SampleMessage) -> SampleMessage:
+  r"""What says that a batch was sent straight to its loader's channel: its
+  place and producer, without its data."""
+  receipt = {key: msg[key] for key in (PLACE_KEY, PRODUCER_KEY) if key in msg}
+  receipt[RECEIPT_KEY] = torch.ones(1, dtype=torch.int64)
+  return receipt
+
+
+def is_receipt(msg: SampleMessage) -> bool:
+  r"""Whether ``msg`` is a ``receipt_of`` a batch, not the batch."""
+  return RECEIPT_KEY in msg
 
 
 def raise_if_error(msg: SampleMessage) -> None:

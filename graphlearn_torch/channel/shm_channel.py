@@ -1,12 +1,14 @@
 """ShmChannel: a queue of tensor messages in shared memory (C++)."""
 
 import logging
+import os
 from multiprocessing import reduction
-from typing import Dict, Optional, Union
+from typing import Dict, Optional, Tuple, Union
 
 import torch
 
 from .._ext import ops
+from ..utils.host_share import HostShareError, boot_id
 from ..utils.memory import available_memory
 from ..utils.units import parse_size
 from .base import (
@@ -99,6 +101,33 @@ class ShmChannel(ChannelBase):
 
   def __reduce__(self):
     return (ShmChannel._attach, (reduction.DupFd(self._queue.fd),))
+
+  def host_handle(self) -> Tuple[str, int, int]:
+    r"""``(host boot id, pid, descriptor)``: how another process of this
+    host and user opens the channel (``open_host_handle``), also one that
+    gets the handle over RPC."""
+    return boot_id(), os.getpid(), self._queue.fd
+
+  @classmethod
+  def open_host_handle(cls, handle: Tuple[str, int, int]) -> 'ShmChannel':
+    r"""Opens the channel of a ``host_handle``.
+
+    Raises:
+      HostShareError: the channel is on another host, or its process is
+        gone or not this user's.
+    """
+    host, pid, fd = handle
+    if host != boot_id():
+      raise HostShareError('the channel is on another host')
+    path = f'/proc/{pid}/fd/{fd}'
+    try:  # O_NONBLOCK: a stranger's fifo must not block the open
+      own = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as e:
+      raise HostShareError(f'cannot open {path}: {e.strerror}') from e
+    channel = cls.__new__(cls)
+    channel._queue = ops.ShmQueue.attach(own)  # it owns the descriptor from here
+    channel._pinned = False
+    return channel
 
   @property
   def capacity(self) -> int:

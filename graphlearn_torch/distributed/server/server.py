@@ -16,6 +16,7 @@ from typing import Dict, List, Optional, Set, Tuple, Union
 import torch
 from torch.distributed import rpc
 
+from ...channel import ShmChannel
 from ...sampler.base import (
   EdgeSamplerInput,
   NodeSamplerInput,
@@ -23,10 +24,13 @@ from ...sampler.base import (
   SamplingConfig,
 )
 from ...typing import EdgeType, NodeType
+from ...utils.common import get_free_port
+from ...utils.host_share import HostShareError
 from ..data.dataset import DistDataset
 from ..runtime.context import DistRole, get_context, init_server_context, set_context
 from ..runtime.rpc import (
   DEFAULT_RPC_TIMEOUT_S,
+  get_rpc_master_addr,
   get_rpc_worker_names,
   global_barrier,
   init_rpc,
@@ -35,8 +39,9 @@ from ..runtime.rpc import (
   shutdown_rpc,
 )
 from ..sampling.partition_service import PartitionService
-from ..sources.options import RemoteDistSamplingWorkerOptions
+from ..sources.options import MpDistSamplingWorkerOptions, RemoteDistSamplingWorkerOptions
 from ..sources.server import DistServerSamplingProducer
+from ..sources.server_pool import ServerSamplingPool
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +87,9 @@ class DistServer:
     self._owners: Dict[int, Optional[int]] = {}  # producer id -> client rank
     self._next_producer_id = 0
     self._gone_clients: Set[int] = set()
+    self._pool: Optional[ServerSamplingPool] = None  # its sampling processes, once started
+    self._pool_lock = threading.Lock()  # held while they start
+    self._pool_address: Optional[Tuple[str, int]] = None  # server 0: where pools meet
     self._exit = threading.Event()
     self._stop_watch = threading.Event()
     self._watcher = threading.Thread(
@@ -100,6 +108,10 @@ class DistServer:
       ids = list(self._producers)
     for producer_id in ids:
       self.destroy_sampling_producer(producer_id)
+    with self._pool_lock:
+      pool, self._pool = self._pool, None
+    if pool is not None:
+      pool.shutdown()
 
   def wait_for_exit(self, timeout: Optional[float] = None) -> bool:
     r"""Waits until the server is told to exit or every client is gone;
@@ -250,6 +262,47 @@ class DistServer:
 
   # -- sampling producers --------------------------------------------------------
 
+  def sampling_pool_address(
+    self, master_addr: Optional[str] = None, master_port: Optional[int] = None
+  ) -> Tuple[str, int]:
+    r"""Where the servers' sampling processes meet (asked of server 0): the
+    first caller's ``master_addr`` and ``master_port``, by default this
+    server's RPC address and a free port on it."""
+    with self._lock:
+      if self._pool_address is None:
+        addr = master_addr or get_rpc_master_addr()
+        self._pool_address = (addr, int(master_port or get_free_port(addr)))
+      return self._pool_address
+
+  def start_sampling_pool(
+    self, worker_options: RemoteDistSamplingWorkerOptions, address: Tuple[str, int]
+  ) -> int:
+    r"""Starts this server's sampling processes (``worker_options.num_workers``
+    of them), which meet every server's at ``address``, unless they are
+    started already; returns how many it has. Every server must be asked
+    at once (``RemoteBatchSource`` does)."""
+    with self._pool_lock:  # a second caller waits for the first's start
+      if self._pool is None:
+        opts = worker_options
+        options = MpDistSamplingWorkerOptions(
+          num_workers=opts.num_workers,
+          worker_concurrency=opts.worker_concurrency,
+          master_addr=address[0],
+          master_port=address[1],
+          num_rpc_threads=opts.num_rpc_threads,
+          rpc_timeout=opts.rpc_timeout,
+        )
+        ctx = get_context()
+        pool = ServerSamplingPool(self.dataset, options, ctx.rank, ctx.num_servers())
+        pool.start()
+        self._pool = pool
+      elif self._pool.num_workers != worker_options.num_workers:
+        logger.info(
+          'server %d: a loader asks for %d sampling processes; the %d started serve it',
+          get_context().rank, worker_options.num_workers, self._pool.num_workers,
+        )  # fmt: skip
+      return self._pool.num_workers
+
   def create_sampling_producer(
     self,
     sampler_input: Union[NodeSamplerInput, EdgeSamplerInput, RemoteSamplerInput],
@@ -257,8 +310,11 @@ class DistServer:
     worker_options: RemoteDistSamplingWorkerOptions,
     client_rank: Optional[int] = None,
     input_offset: int = 0,
+    client_channel: Optional[Tuple[str, int, int]] = None,
   ) -> int:
-    r"""Creates a producer that samples ``sampler_input`` as configured;
+    r"""Creates a producer that samples ``sampler_input`` as configured, in
+    this server's sampling processes when the options ask for more than one
+    and they are started (``start_sampling_pool``), else in this process;
     returns its id.
 
     Args:
@@ -267,32 +323,42 @@ class DistServer:
       worker_options: concurrency and buffer bounds.
       client_rank: the client that owns it (destroyed when it goes).
       input_offset: added to the batches' input ids.
+      client_channel: the ``host_handle`` of the client's ShmChannel, on
+        this host: the sampling processes send batches straight there (the
+        client then fetches receipts of them).
     """
     if isinstance(sampler_input, RemoteSamplerInput):
       sampler_input = sampler_input.to_local_sampler_input(self.dataset)
-    producer = DistServerSamplingProducer(
-      self.service, sampler_input, sampling_config, worker_options, input_offset
-    )
     with self._lock:
-      if client_rank is not None and client_rank in self._gone_clients:
-        gone = True
-      else:
-        gone = False
-        producer_id = self._next_producer_id
-        self._next_producer_id += 1
+      gone = client_rank is not None and client_rank in self._gone_clients
+      producer_id = self._next_producer_id
+      self._next_producer_id += 1
+    if gone:
+      raise RuntimeError(f'client {client_rank} has left this server')
+    pool = self._pool if worker_options.num_workers > 1 else None
+    channel = _open_client_channel(client_channel) if pool is not None else None
+    producer = DistServerSamplingProducer(
+      self.service, sampler_input, sampling_config, worker_options, input_offset, pool,
+      producer_id, channel,
+    )  # fmt: skip
+    with self._lock:
+      gone = client_rank is not None and client_rank in self._gone_clients
+      if not gone:
         self._producers[producer_id] = producer
         self._owners[producer_id] = client_rank
     if gone:
       producer.shutdown()
       raise RuntimeError(f'client {client_rank} has left this server')
     logger.info(
-      'server %d: producer %d for client %s (%s, %d seeds, %d batches an epoch)',
+      'server %d: producer %d for client %s (%s, %d seeds, %d batches an epoch, %s, %s)',
       get_context().rank,
       producer_id,
       client_rank,
       worker_options.worker_key or sampling_config.sampling_type.name,
       len(sampler_input),
       len(producer),
+      f'{pool.num_workers} sampling processes' if pool else 'sampled in the server',
+      'straight to the client' if channel is not None else 'sent by the server',
     )
     return producer_id
 
@@ -328,6 +394,18 @@ class DistServer:
   def fetch_one_sampled_message(self, producer_id: int) -> torch.futures.Future:
     r"""A future of a producer's next batch."""
     return self._producer(producer_id).fetch()
+
+
+def _open_client_channel(handle: Optional[Tuple[str, int, int]]) -> Optional[ShmChannel]:
+  r"""The client's channel of ``handle``; None without one, or where it
+  cannot be opened (the batches then go through this server)."""
+  if handle is None:
+    return None
+  try:
+    return ShmChannel.open_host_handle(handle)
+  except (HostShareError, RuntimeError) as e:
+    logger.info('the client channel %s stays closed (%s): batches go through the server', handle, e)
+    return None
 
 
 def get_server() -> Optional[DistServer]:

@@ -9,16 +9,7 @@ random stream, so the batches are the same whoever samples them.
 """
 
 import logging
-import multiprocessing
-import os
-import time
-from multiprocessing import connection as mp_connection
-from multiprocessing import forkserver
-from multiprocessing.connection import Connection
-from multiprocessing.reduction import ForkingPickler
 from typing import Callable, Dict, List, Optional, Union
-
-import torch
 
 from ...batch.codec import batch_place, raise_if_error
 from ...batch.seeds import SeedBatcher
@@ -32,60 +23,12 @@ from ...channel import (
 from ...sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
 from ..data.dataset import DistDataset
 from ..runtime.context import get_context
-from ..runtime.rpc import process_has_rpc_agent
 from .base import BatchSource, batch_wait_ms
 from .options import MpDistSamplingWorkerOptions
-from .sampling_process import MpCommand, run_sampling_process
+from .processes import SamplingProcesses
+from .sampling_process import MpCommand, ProducerSpec
 
 logger = logging.getLogger(__name__)
-
-# Seconds the sampling processes get to stop after a failure before they are killed.
-NON_GRACEFUL_STOP_S = 2.0
-# Milliseconds between checks on the stopping processes while their last
-# batches are received and dropped.
-STOP_POLL_MS = 100
-# Seconds a sampling process gets to start (a fork server imports torch and
-# this library, it loads its data) before it joins its RPC world; tens of
-# seconds on a busy machine. A process that dies meanwhile is reported at once.
-STARTUP_S = 30.0
-
-
-def can_fork_sampling_processes(on_gpu: bool) -> bool:
-  r"""Whether this trainer's sampling processes can be forked from it: they
-  sample on the CPU, and the trainer has neither started CUDA (a forked
-  process cannot use it) nor joined an RPC world (a forked process would
-  carry its agent). A forked process starts in milliseconds with
-  everything the trainer imported, as torch's DataLoader workers do.
-
-  Args:
-    on_gpu: whether the sampling processes sample on a GPU.
-  """
-  if on_gpu or 'fork' not in multiprocessing.get_all_start_methods():
-    return False
-  return not (torch.cuda.is_initialized() or process_has_rpc_agent())
-
-
-def sampling_process_context(on_gpu: bool) -> multiprocessing.context.BaseContext:
-  r"""Where a trainer's sampling processes start: forked from the trainer
-  where that is safe (``can_fork_sampling_processes``); else from a fork
-  server (one per trainer, started here, with its first loader) that
-  imports torch, this library and the training script once, so that each
-  process starts in milliseconds, where a spawned one imports them anew
-  (seconds each, which the processes of a host pay together); spawned where
-  there is no fork server.
-
-  Args:
-    on_gpu: whether the sampling processes sample on a GPU.
-  """
-  if can_fork_sampling_processes(on_gpu):
-    return multiprocessing.get_context('fork')
-  if 'forkserver' not in multiprocessing.get_all_start_methods():
-    return multiprocessing.get_context('spawn')
-  ctx = multiprocessing.get_context('forkserver')
-  # '__main__' as the default has it: the script is imported once, too
-  ctx.set_forkserver_preload(['__main__', run_sampling_process.__module__])
-  forkserver.ensure_running()  # it imports while the trainer goes on
-  return ctx
 
 
 class DistMpSamplingProducer(BatchSource):
@@ -114,11 +57,7 @@ class DistMpSamplingProducer(BatchSource):
     self.output_channel = output_channel
     self.num_workers = worker_options.num_workers
     self._batcher = SeedBatcher.from_config(len(sampler_input), self.sampling_config)
-    # Pipes, not queues: they hold no named semaphores that a killed process
-    # would leave behind in /dev/shm.
-    self._procs: List[multiprocessing.Process] = []
-    self._tasks: List[Connection] = []
-    self._status: List[Connection] = []
+    self._processes = SamplingProcesses(worker_options, output_channel)
     self._epoch = -1
     self._to_hand_out = iter(())  # (position, seed positions) not handed out yet
     self._handed_out_all = True
@@ -142,76 +81,13 @@ class DistMpSamplingProducer(BatchSource):
     all are ready (they meet the other trainers' sampling processes
     first)."""
     ctx = get_context()
-    devices = self.worker_options.worker_devices or []
-    ctx_mp = sampling_process_context(any(torch.device(d).type == 'cuda' for d in devices))
-    forked = ctx_mp.get_start_method() == 'fork'
-    world_size = ctx.world_size * self.num_workers
-    for i in range(self.num_workers):
-      task_reader, task_writer = ctx_mp.Pipe(duplex=False)
-      status_reader, status_writer = ctx_mp.Pipe(duplex=False)
-      proc = ctx_mp.Process(
-        target=run_sampling_process,
-        args=(
-          ctx.rank * self.num_workers + i,
-          world_size,
-          bytes(ForkingPickler.dumps(self.data)),  # one per process: shared fds go once
-          self.sampler_input,
-          self.sampling_config,
-          self.worker_options,
-          self.output_channel,
-          task_reader,
-          status_writer,
-          os.getpid(),
-          dict(os.environ),
-          # a forked process closes the trainer's ends of the pipes it inherited
-          [*self._tasks, task_writer, *self._status, status_reader] if forked else [],
-        ),
-        daemon=True,
-        name=f'glt-sampler-{ctx.rank}-{i}',
-      )
-      proc.start()
-      task_reader.close()
-      status_writer.close()
-      self._tasks.append(task_writer)
-      self._status.append(status_reader)
-      self._procs.append(proc)
-    try:
-      if meanwhile is not None:
-        meanwhile()
-      self._wait_ready()
-    except BaseException:
-      self.shutdown(graceful=False)
-      raise
-
-  def _wait_ready(self) -> None:
-    r"""Waits for every sampling process's start-up report, all at once: the
-    first failure (an error, or a process that died) is raised as soon as it
-    happens, naming the process and its cause. Each process may take the RPC
-    timeout to join its world, after ``STARTUP_S`` to start."""
-    timeout = self.worker_options.rpc_timeout + STARTUP_S
-    deadline = time.monotonic() + timeout
-    waiting = dict(zip(self._status, self._procs))
-    while waiting:
-      ready = mp_connection.wait(list(waiting), max(0.0, deadline - time.monotonic()))
-      if not ready:
-        names = ', '.join(p.name for p in waiting.values())
-        raise TimeoutError(
-          f'the sampling processes {names} were not ready within {timeout} s: they wait for the '
-          f"other trainers' sampling processes at {self.worker_options.master_addr}:"
-          f'{self.worker_options.master_port} (did every trainer create its loader?)'
-        )
-      for status in ready:
-        proc = waiting.pop(status)
-        try:
-          kind, rank, text = status.recv()
-        except EOFError:  # it died before it could say why
-          proc.join(1)
-          raise RuntimeError(
-            f'sampling process {proc.name} (pid {proc.pid}) died at start-up with exit code '
-            f'{proc.exitcode}'
-          ) from None
-        if kind == 'error':
-          raise RuntimeError(f'sampling process {rank} failed to start:\n{text}')
+    self._processes.start(
+      self.data,
+      first_rank=ctx.rank * self.num_workers,
+      world_size=ctx.world_size * self.num_workers,
+      producers={None: ProducerSpec(self.sampler_input, self.sampling_config)},
+      meanwhile=meanwhile,
+    )
 
   def __len__(self) -> int:
     return len(self._batcher)
@@ -259,7 +135,7 @@ class DistMpSamplingProducer(BatchSource):
     flight; after the last one, tells each process the epoch is handed out."""
     if self._handed_out_all:
       return
-    shares: List[list] = [[] for _ in self._tasks]
+    shares: List[list] = [[] for _ in range(self.num_workers)]
     while (
       self._in_flight < self._window
       and self._next_to_hand_out - self._next_position < 2 * self.depth
@@ -276,11 +152,12 @@ class DistMpSamplingProducer(BatchSource):
       self._per_worker[worker] += 1
       self._worker_of[position] = worker
       self._next_to_hand_out += 1
-    for tasks, share in zip(self._tasks, shares):
+    for worker, share in enumerate(shares):
       if share:
-        tasks.send((MpCommand.SAMPLE, (self._batcher.seed, self._epoch, share)))
+        command = (None, self._batcher.seed, self._epoch, share)  # None: its only producer
+        self._processes.send(worker, MpCommand.SAMPLE, command)
       if self._handed_out_all:
-        tasks.send((MpCommand.END_EPOCH, self._epoch))
+        self._processes.send(worker, MpCommand.END_EPOCH, self._epoch)
 
   def next_message(self) -> Optional[SampleMessage]:
     if self._remaining == 0:
@@ -379,7 +256,7 @@ class DistMpSamplingProducer(BatchSource):
 
   def _read_status(self) -> None:
     r"""Counts the sampling processes' end-of-epoch reports that arrived."""
-    for status in self._status:
+    for status in self._processes.status:
       try:
         while status.poll():
           kind, _, epoch = status.recv()
@@ -393,18 +270,6 @@ class DistMpSamplingProducer(BatchSource):
     r"""Batches of this epoch not yet yielded."""
     return self._remaining
 
-  def _drop_until_stopped(self, deadline: float) -> None:
-    r"""Receives and drops what the sampling processes still send until they
-    have all exited (or ``deadline``): a process whose batches wait for room
-    in a full channel could not stop otherwise."""
-    while any(proc.is_alive() for proc in self._procs) and time.monotonic() < deadline:
-      try:
-        self.output_channel.recv(timeout_ms=STOP_POLL_MS)
-      except ChannelClosedError:  # every process exited and nothing is left
-        return
-      except QueueTimeoutError:  # nothing came: check on the processes again
-        pass
-
   def shutdown(self, graceful: Optional[bool] = None, timeout: Optional[float] = None) -> None:
     r"""Stops the sampling processes (idempotent).
 
@@ -413,27 +278,6 @@ class DistMpSamplingProducer(BatchSource):
         trainers' samplers, which may still need this partition (waits until
         every trainer's loader is shut down); False leaves at once. Default:
         graceful unless a batch failed.
-      timeout: the longest wait for all of them together (default: the RPC
-        timeout plus 10 s when graceful, else 2 s: after a failure a sampler
-        may be stuck in a request to a dead peer); then they are killed.
+      timeout: see ``SamplingProcesses.shutdown``.
     """
-    if graceful is None:
-      graceful = not self._failed
-    if timeout is None:
-      timeout = self.worker_options.rpc_timeout + 10 if graceful else NON_GRACEFUL_STOP_S
-    for tasks in self._tasks:
-      try:
-        tasks.send((MpCommand.STOP, graceful))
-      except (ValueError, OSError):  # the process is already gone
-        pass
-    deadline = time.monotonic() + timeout
-    self._drop_until_stopped(deadline)
-    for proc in self._procs:
-      proc.join(max(0.0, deadline - time.monotonic()))
-      if proc.is_alive():
-        logger.warning('sampling process %s did not stop; killing it', proc.name)
-        proc.kill()
-        proc.join()
-    for conn in self._tasks + self._status:
-      conn.close()
-    self._procs, self._tasks, self._status = [], [], []
+    self._processes.shutdown(not self._failed if graceful is None else graceful, timeout)

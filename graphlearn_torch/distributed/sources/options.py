@@ -163,17 +163,21 @@ class RemoteDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):
   Args:
     server_rank: the server (or servers) to sample on (default: this
       client's share, ``assign_server_by_order()``).
-    num_workers: sampling streams on each server; with
-      ``worker_concurrency`` it sets how many batches a server samples at
-      once (``num_workers * worker_concurrency``).
-    worker_devices: accepted for GLT compatibility: a server samples in its
-      own process, on the device its partition was loaded to
-      (``DistDataset.load(device=...)``).
-    worker_concurrency: batches each stream keeps in flight.
-    master_addr: unused (servers sample in the RPC world they share with
-      the clients); kept for GLT compatibility.
-    master_port: unused, as ``master_addr``.
-    num_rpc_threads: unused, as ``master_addr``.
+    num_workers: sampling processes on each server, started once per
+      server by the job's first loader that asks for more than one (as
+      GLT's servers start them); 1 samples in the server's own process.
+      With ``worker_concurrency`` it sets how many batches a server samples
+      at once for the loader (``num_workers * worker_concurrency``).
+    worker_devices: accepted for GLT compatibility: a server samples on the
+      CPU, or on the device its partition was loaded to
+      (``DistDataset.load(device=...)``) in its own process.
+    worker_concurrency: batches each sampling process (or stream) keeps in
+      flight.
+    master_addr: where the servers' sampling processes meet (default: the
+      servers' RPC address, server 0's host).
+    master_port: its port (default: a free port of server 0's host).
+    num_rpc_threads: threads serving peers' requests in each sampling
+      process.
     rpc_timeout: seconds a request to a server may take, and the longest the
       loader waits for a batch.
     buffer_size: bytes of sampled batches a server holds ahead for this
@@ -184,6 +188,10 @@ class RemoteDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):
     glt_graph: unsupported; must be None.
     workload_type: 'train', 'validate' or 'test': a label for logs.
     use_all2all: unsupported; must be False.
+    channel_size: bytes of the loader's channel (default 256 MB per
+      sampling process), where the sampling processes of a server on this
+      host send its batches straight, with ``num_workers > 1``; a batch
+      that finds it full comes through the server.
   """
 
   def __init__(
@@ -202,6 +210,7 @@ class RemoteDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):
     glt_graph=None,
     workload_type: Optional[Literal['train', 'validate', 'test']] = None,
     use_all2all: bool = False,
+    channel_size: Optional[Union[int, str]] = None,
   ):
     super().__init__(
       num_workers,
@@ -228,6 +237,7 @@ class RemoteDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):
     self.server_rank = server_rank
     self.buffer_size = parse_size(buffer_size) if buffer_size is not None else None
     self.prefetch_size = prefetch_size
+    self.channel_size = channel_size if channel_size is not None else (256 << 20) * num_workers
     self.worker_key = worker_key
     self.workload_type = workload_type
 
@@ -235,6 +245,12 @@ class RemoteDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):
   def buffer_capacity(self) -> int:
     r"""Batches a server samples ahead for the loader, at most."""
     return 2 * self.num_workers * self.worker_concurrency
+
+  @property
+  def channel_capacity(self) -> int:
+    r"""Batches the loader's channel holds: those a server samples ahead,
+    and those requested."""
+    return self.buffer_capacity + self.prefetch_size
 
 
 AllDistSamplingWorkerOptions = Union[

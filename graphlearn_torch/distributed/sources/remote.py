@@ -6,10 +6,11 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
-from ...batch.codec import batch_place, raise_if_error
-from ...channel import RemoteReceivingChannel, SampleMessage
+from ...batch.codec import batch_place, is_receipt, raise_if_error
+from ...channel import QueueTimeoutError, RemoteReceivingChannel, SampleMessage, ShmChannel
 from ...sampler.base import EdgeSamplerInput, NodeSamplerInput, RemoteSamplerInput, SamplingConfig
-from ..runtime.client import async_request_server
+from ...utils.host_share import boot_id, share_host_partitions
+from ..runtime.client import async_request_server, request_server
 from ..runtime.context import DistRole, assign_server_by_order, get_context
 from ..runtime.rpc import rpc_is_initialized
 from ..runtime.service import rpc_service_request_async
@@ -93,6 +94,10 @@ class RemoteBatchSource(BatchSource):
     self._early: List[Dict[int, SampleMessage]] = []  # came before their turn
     self._turn = 0
     self._channel: Optional[RemoteReceivingChannel] = None
+    # Each server's batches sent straight here (a server of this host with
+    # sampling processes), else None; those that came before their turn.
+    self._direct: List[Optional[ShmChannel]] = []
+    self._held: List[Dict[int, SampleMessage]] = []
 
   def _server_inputs(self) -> List[Tuple[int, object, int]]:
     r"""``(server rank, its input, the offset of its input ids)`` per server."""
@@ -113,13 +118,50 @@ class RemoteBatchSource(BatchSource):
     bounds = torch.linspace(0, len(inputs), len(servers) + 1).long().tolist()
     return [(s, inputs[torch.arange(lo, hi)], lo) for s, lo, hi in zip(servers, bounds, bounds[1:])]
 
+  def _start_sampling_pools(self) -> None:
+    r"""Has every server start its sampling processes (once per job: a later
+    loader finds them started), which meet where server 0 says."""
+    opts = self.worker_options
+    address = request_server(0, 'sampling_pool_address', opts.master_addr, opts.master_port)
+    futures = [
+      (s, async_request_server(s, 'start_sampling_pool', opts, address))
+      for s in range(get_context().num_servers())
+    ]
+    for server, fut in futures:
+      try:
+        fut.wait()
+      except Exception as e:
+        raise RuntimeError(
+          f'server {server} failed to start its sampling processes: {type(e).__name__}: {e}'
+        ) from e
+
+  def _direct_channels(self, servers: List[int]) -> List[Optional[ShmChannel]]:
+    r"""A channel for each server of this host, where its sampling
+    processes send this loader's batches straight (as a trainer's own
+    sampling processes do), else None."""
+    if not share_host_partitions():
+      return [None] * len(servers)
+    here = boot_id()
+    hosts = [async_request_server(s, boot_id) for s in servers]
+    opts = self.worker_options
+    return [
+      ShmChannel(opts.channel_capacity, opts.channel_size) if host.wait() == here else None
+      for host in hosts
+    ]
+
   def init(self, meanwhile: Optional[Callable[[], None]] = None) -> None:
     r"""Creates a sampling producer on each server (each destroyed again
     when another fails to create one), running ``meanwhile`` while the
-    servers create them."""
+    servers create them; first has the servers start their sampling
+    processes when the options ask for more than one per server."""
+    server_inputs = self._server_inputs()
+    self._direct = [None] * len(server_inputs)
+    if self.worker_options.num_workers > 1:
+      self._start_sampling_pools()
+      self._direct = self._direct_channels([s for s, _, _ in server_inputs])
     ctx = get_context()
     created = []
-    for server, inputs, offset in self._server_inputs():
+    for (server, inputs, offset), channel in zip(server_inputs, self._direct):
       fut = async_request_server(
         server,
         'create_sampling_producer',
@@ -128,6 +170,7 @@ class RemoteBatchSource(BatchSource):
         self.worker_options,
         client_rank=ctx.rank,
         input_offset=offset,
+        client_channel=channel.host_handle() if channel is not None else None,
       )
       created.append((server, fut))
     try:
@@ -189,6 +232,7 @@ class RemoteBatchSource(BatchSource):
     self._channel.reset(counts)
     self._next = taken
     self._early = [{} for _ in self.servers]
+    self._held = [{} for _ in self.servers]
     self._remaining = sum(counts)
     return self._remaining
 
@@ -205,12 +249,37 @@ class RemoteBatchSource(BatchSource):
       raise_if_error(msg)
       early[batch_place(msg)[1]] = msg
     msg = early.pop(self._next[i])
+    if is_receipt(msg):  # the batch itself is in this loader's channel
+      msg = self._take_direct(i, self._next[i])
     self._next[i] += 1
     self._turn = (i + 1) % len(self._sizes)
     self._remaining -= 1
     return msg
 
+  def _take_direct(self, i: int, position: int) -> SampleMessage:
+    r"""Batch ``position`` of server ``i``, sent to this loader's channel
+    before its receipt came; the batches of it that come before their turn
+    are held, those of an abandoned epoch dropped."""
+    held = self._held[i]
+    msg = held.pop(position, None)
+    while msg is None:
+      try:
+        sent = self._direct[i].recv(timeout_ms=batch_wait_ms(self.worker_options.rpc_timeout))
+      except QueueTimeoutError as e:
+        raise RuntimeError(
+          f'batch {position} of server {self.servers[i]} was not in the channel its receipt names'
+        ) from e
+      epoch, at = batch_place(sent)
+      if epoch != self._epoch:
+        continue
+      if at == position:
+        msg = sent
+      else:
+        held[at] = sent
+    return msg
+
   def shutdown(self) -> None:
+    self._direct, self._held = [], []
     ids, self.producer_ids = self.producer_ids, []
     ctx = get_context()
     if not ids or not rpc_is_initialized() or ctx is None or not ctx.is_client():

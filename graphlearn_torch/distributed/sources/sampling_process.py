@@ -1,8 +1,13 @@
-"""A sampling process of multiprocess sampling (``multiprocess.py``'s
-``DistMpSamplingProducer`` starts it): it joins the sampling processes' RPC
-world, takes the batches its trainer hands it through a pipe, samples them
-(``worker_concurrency`` at a time) and sends them into the trainer's
-channel, until the trainer stops it or exits."""
+"""A sampling process (``processes.py``'s ``SamplingProcesses`` starts it,
+for a trainer's loader in worker mode or for a server): it joins the
+sampling processes' RPC world, takes the batches its owner hands it through
+a pipe, samples them (``worker_concurrency`` at a time) and sends them into
+its owner's channel, until the owner stops it or exits.
+
+A process samples for one or more producers: a trainer's process for its
+loader (created with it, its batches untagged), a server's for each of its
+clients' loaders (created and destroyed by command, each batch tagged with
+its producer)."""
 
 import logging
 import os
@@ -10,15 +15,29 @@ import pickle
 import queue
 import threading
 import traceback
+from dataclasses import dataclass
 from enum import Enum
 from multiprocessing.connection import Connection
-from typing import Callable, Dict, List, Optional, Union
+from typing import Callable, Dict, List, Optional, Tuple, Union
 
 import torch
 
 from ..._ext import cuda_kernels_available
-from ...batch.codec import encode_error, place_batch
-from ...channel import ChannelBase, ChannelClosedError, SampleMessage, ShmChannel
+from ...batch.codec import (
+  batch_place,
+  encode_error,
+  place_batch,
+  producer_tag,
+  receipt_of,
+  tag_producer,
+)
+from ...channel import (
+  ChannelBase,
+  ChannelClosedError,
+  QueueTimeoutError,
+  SampleMessage,
+  ShmChannel,
+)
 from ...sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
 from ...sampler.schema import RandomStream
 from ...utils.host_share import HostShareError, ProcessWatch
@@ -26,6 +45,7 @@ from ..data.dataset import DistDataset
 from ..runtime.context import init_worker_group
 from ..runtime.event_loop import ConcurrentEventLoop
 from ..runtime.rpc import init_rpc, shutdown_rpc
+from ..sampling.partition_service import PartitionService
 from .messages import MessageSampler
 from .options import MpDistSamplingWorkerOptions
 
@@ -54,13 +74,39 @@ def worker_device(options, rank: int) -> Optional[torch.device]:
 
 
 class MpCommand(Enum):
-  SAMPLE = 0  # (seed, epoch, [(position, seed positions), ...]): sample these batches
+  SAMPLE = 0  # (producer, seed, epoch, [(position, seed positions), ...]): sample these
   END_EPOCH = 1  # (epoch): every batch of it was handed out: report when sampled
   STOP = 2  # (graceful): leave
+  CREATE = 3  # (producer, ProducerSpec): sample for this producer from now on
+  DESTROY = 4  # (producer): drop it; its batches not yet begun are not sampled
 
 
-async def _placed(coro, epoch: int, position: int) -> SampleMessage:
-  return place_batch(await coro, epoch, position)
+@dataclass
+class ProducerSpec:
+  r"""What a sampling process samples for one producer.
+
+  Args:
+    sampler_input: the producer's seeds.
+    config: what to sample and how.
+    stream_keys: the keys after ``(epoch, position)`` of each batch's random
+      stream (``RandomStream.for_batch``).
+    input_offset: added to the input ids its batches carry.
+    channel: the loader's own channel, on this host: a batch goes straight
+      there when it has room, and a ``receipt_of`` it to the owner, which
+      gets the batch itself otherwise (so a loader that is not read never
+      holds up the others').
+  """
+
+  sampler_input: Union[NodeSamplerInput, EdgeSamplerInput]
+  config: SamplingConfig
+  stream_keys: Tuple[int, ...] = ()
+  input_offset: int = 0
+  channel: Optional[ChannelBase] = None
+
+
+async def _placed(coro, epoch: int, position: int, producer: Optional[int]) -> SampleMessage:
+  msg = place_batch(await coro, epoch, position)
+  return msg if producer is None else tag_producer(msg, producer)
 
 
 def _read_commands(
@@ -83,18 +129,38 @@ def _read_commands(
 
 
 class _SampledBatches:
-  r"""What a sampling process does with the batches its trainer hands it:
-  samples them on its event loop and sends each into the trainer's
-  channel; a batch that fails goes there as an error, which the trainer
-  raises. Once the trainer's end of the channel is closed, it stops."""
+  r"""What a sampling process does with the batches its owner hands it:
+  samples them on its event loop and sends each into the owner's channel; a
+  batch that fails goes there as an error, which the owner raises. Once the
+  owner's end of the channel is closed, it stops.
 
-  def __init__(self, rank: int, messages: MessageSampler, loop: ConcurrentEventLoop, channel):
+  Args:
+    rank: this process's rank in the sampling world.
+    service: its partition service.
+    loop: the event loop batches run on.
+    channel: the owner's channel.
+  """
+
+  def __init__(self, rank: int, service: PartitionService, loop: ConcurrentEventLoop, channel):
     self.rank = rank
-    self.messages = messages
+    self.service = service
     self.loop = loop
     self.channel = channel
+    self.producers: Dict[Optional[int], Tuple[MessageSampler, ProducerSpec]] = {}
     self.trainer_gone = threading.Event()
-    self.stopping = threading.Event()  # the trainer said STOP: sample nothing more
+    self.stopping = threading.Event()  # the owner said STOP: sample nothing more
+
+  def create(self, producer: Optional[int], spec: ProducerSpec) -> None:
+    r"""Samples for ``producer`` (None: the only one, its batches untagged)."""
+    seed = None if spec.config.seed is None else spec.config.seed + self.rank
+    messages = MessageSampler.from_config(
+      self.service.data,
+      spec.config,
+      seed,
+      service=self.service,
+      defer_feature_rows=isinstance(self.channel, ShmChannel),
+    )
+    self.producers[producer] = (messages, spec)
 
   def send(self, msg: SampleMessage) -> None:
     try:
@@ -102,30 +168,68 @@ class _SampledBatches:
     except ChannelClosedError:
       self.trainer_gone.set()
 
-  def report(self, error: BaseException) -> None:
+  def report(self, error: BaseException, place: Optional[tuple] = None) -> None:
+    r"""Sends ``error`` as a batch's message (``place``: its epoch, position
+    and producer) or as the process's."""
     if self.trainer_gone.is_set():
       return
     text = ''.join(traceback.format_exception(type(error), error, error.__traceback__))
-    self.send(encode_error(f'sampling process {self.rank} (pid {os.getpid()}):\n{text}'))
+    msg = encode_error(f'sampling process {self.rank} (pid {os.getpid()}):\n{text}')
+    if place is not None:
+      epoch, position, producer = place
+      msg = place_batch(msg, epoch, position)
+      msg = msg if producer is None else tag_producer(msg, producer)
+    self.send(msg)
 
   def deliver(self, msg: SampleMessage) -> None:
     try:
+      if self._sent_to_loader(msg):
+        msg = receipt_of(msg)
       self.send(msg)
-    except Exception as error:  # writing its deferred rows failed: the trainer gets why
-      self.report(error)
+    except Exception as error:  # writing its deferred rows failed: the owner gets why
+      self.report(error, _place_of(msg))
 
-  def sample(self, sampling_type, sampler_input, seed: int, epoch: int, batches) -> None:
+  def _sent_to_loader(self, msg: SampleMessage) -> bool:
+    r"""Sends a batch straight to its loader's channel, where its producer
+    has one with room now; whether it did."""
+    producer = producer_tag(msg)
+    _, spec = self.producers.get(producer, (None, None))
+    if producer is None or spec is None or spec.channel is None:
+      return False
+    try:
+      spec.channel.send(msg, timeout_ms=0)
+      return True
+    except (QueueTimeoutError, ValueError, MemoryError):  # no room: it goes through the owner
+      return False
+    except ChannelClosedError:  # the loader is gone: its owner drops the producer
+      self.producers.pop(producer, None)
+      return False
+
+  def sample(self, producer: Optional[int], seed: int, epoch: int, batches) -> None:
     r"""Starts sampling ``batches`` (``(position, seed positions)`` of
-    ``epoch``), each from its own random stream."""
+    ``epoch``) of ``producer``, each from its own random stream."""
+    if producer not in self.producers:
+      return  # destroyed meanwhile
+    messages, spec = self.producers[producer]
     for position, index in batches:
       if self.trainer_gone.is_set() or self.stopping.is_set():
         return
       index = torch.from_numpy(index)
-      random = RandomStream.for_batch(seed, epoch, position)
-      coro = self.messages.message(sampling_type, sampler_input[index], index, random)
+      random = RandomStream.for_batch(seed, epoch, position, *spec.stream_keys)
+      inputs = spec.sampler_input[index]
+      coro = messages.message(spec.config.sampling_type, inputs, index + spec.input_offset, random)
+      place = (epoch, position, producer)
       self.loop.add_task(
-        _placed(coro, epoch, position), callback=self.deliver, on_error=self.report
+        _placed(coro, *place),
+        callback=self.deliver,
+        on_error=lambda error, place=place: self.report(error, place),
       )
+
+
+def _place_of(msg: SampleMessage) -> Optional[tuple]:
+  r"""``(epoch, position, producer)`` of a placed message."""
+  epoch, position = batch_place(msg)
+  return epoch, position, producer_tag(msg)
 
 
 def watch_trainer(pid: int) -> Callable[[], bool]:
@@ -168,14 +272,12 @@ def _next_command(commands: queue.SimpleQueue, trainer_exited: Callable[[], bool
 
 def _serve(
   batches: _SampledBatches,
-  sampler_input,
-  config: SamplingConfig,
   tasks: Connection,
   status: Connection,
   trainer_exited: Callable[[], bool],
 ) -> bool:
-  r"""Follows the trainer's commands until it says stop or is gone;
-  returns whether to leave the RPC world gracefully."""
+  r"""Follows the owner's commands until it says stop or is gone; returns
+  whether to leave the RPC world gracefully."""
   commands: queue.SimpleQueue = queue.SimpleQueue()
   reader = threading.Thread(
     target=_read_commands,
@@ -187,33 +289,33 @@ def _serve(
   while True:
     received = _next_command(commands, trainer_exited)
     if received is None:
-      logger.error('sampling process %d: its trainer exited; stopping', batches.rank)
+      logger.error('sampling process %d: its owner exited; stopping', batches.rank)
       return False
     command, payload = received
     if command == MpCommand.STOP:
       return bool(payload)  # STOP carries whether to wait for the peers
     if command == MpCommand.SAMPLE:
-      batches.sample(config.sampling_type, sampler_input, *payload)
+      batches.sample(*payload)
+    elif command == MpCommand.CREATE:
+      batches.create(*payload)
+    elif command == MpCommand.DESTROY:
+      batches.producers.pop(payload, None)
     else:  # END_EPOCH
       batches.loop.wait_all()
       status.send(('sampled', batches.rank, payload))
     if batches.trainer_gone.is_set():
-      logger.error('sampling process %d: its trainer exited; stopping', batches.rank)
+      logger.error('sampling process %d: its owner exited; stopping', batches.rank)
       return False
 
 
 def _join_sampling_world(
-  rank: int,
-  world_size: int,
-  data_payload: bytes,
-  config: SamplingConfig,
-  options: MpDistSamplingWorkerOptions,
-  channel: ChannelBase,
-) -> MessageSampler:
+  rank: int, world_size: int, data_payload: bytes, options: MpDistSamplingWorkerOptions
+) -> PartitionService:
   r"""Loads the partition, joins the sampling processes' RPC world (on
-  this process's GPU, if it has one) and builds its sampler (collective)."""
+  this process's GPU, if it has one) and builds its partition service
+  (collective)."""
   # Unpickled here rather than by the spawn bootstrap, so that a partition
-  # that fails to load is reported to the trainer with its cause.
+  # that fails to load is reported to the owner with its cause.
   data: DistDataset = pickle.loads(data_payload)
   device = worker_device(options, rank % options.num_workers)
   if device is not None:
@@ -223,18 +325,14 @@ def _join_sampling_world(
   init_rpc(
     options.master_addr, options.master_port, options.num_rpc_threads or 4, options.rpc_timeout
   )
-  seed = None if config.seed is None else config.seed + rank
-  return MessageSampler.from_config(
-    data, config, seed, defer_feature_rows=isinstance(channel, ShmChannel)
-  )
+  return PartitionService(data)
 
 
 def run_sampling_process(
   rank: int,
   world_size: int,
   data_payload: bytes,
-  sampler_input: Union[NodeSamplerInput, EdgeSamplerInput],
-  config: SamplingConfig,
+  producers: Dict[Optional[int], ProducerSpec],
   options: MpDistSamplingWorkerOptions,
   channel: ChannelBase,
   tasks: Connection,
@@ -243,13 +341,13 @@ def run_sampling_process(
   environment: Dict[str, str],
   trainer_ends: List[Connection],
 ) -> None:
-  r"""A sampling process: samples the batches its trainer hands it, epoch by
-  epoch, into the trainer's channel; reports start-up, the end of each
-  epoch's sampling and start-up failures on ``status``. It runs in
-  ``environment``, its trainer's (a fork server's children start in the
-  server's). A process forked from its trainer closes ``trainer_ends``,
-  the trainer's ends of the pipes it inherited, so that its pipe reports
-  the trainer's end closed."""
+  r"""A sampling process: samples the batches its owner (a trainer or a
+  server) hands it, for ``producers`` and those created later, into the
+  owner's channel; reports start-up, the end of each epoch's sampling and
+  start-up failures on ``status``. It runs in ``environment``, its owner's
+  (a fork server's children start in the server's). A process forked from
+  its owner closes ``trainer_ends``, the owner's ends of the pipes it
+  inherited, so that its pipe reports the owner's end closed."""
   for end in trainer_ends:
     end.close()
   os.environ.clear()
@@ -259,11 +357,13 @@ def run_sampling_process(
   loop = None
   graceful = True  # peers may still need this partition: leave together
   try:
-    messages = _join_sampling_world(rank, world_size, data_payload, config, options, channel)
+    service = _join_sampling_world(rank, world_size, data_payload, options)
     loop = ConcurrentEventLoop(options.worker_concurrency)
+    batches = _SampledBatches(rank, service, loop, channel)
+    for producer, spec in producers.items():
+      batches.create(producer, spec)
     status.send(('ready', rank, None))
-    batches = _SampledBatches(rank, messages, loop, channel)
-    graceful = _serve(batches, sampler_input, config, tasks, status, trainer_exited)
+    graceful = _serve(batches, tasks, status, trainer_exited)
   except Exception:
     graceful = False
     text = traceback.format_exc()
@@ -278,4 +378,7 @@ def run_sampling_process(
   finally:
     if loop is not None:
       loop.shutdown_loop()
-    shutdown_rpc(graceful=graceful, timeout=options.rpc_timeout)
+    try:
+      shutdown_rpc(graceful=graceful, timeout=options.rpc_timeout)
+    except Exception as e:  # a peer died: there is no one left to leave with
+      logger.warning('sampling process %d left its RPC world without its peers: %s', rank, e)

@@ -12,7 +12,7 @@ import torch
 
 from ...batch.codec import encode_error, place_batch
 from ...batch.seeds import SeedBatcher
-from ...channel import SampleMessage, message_nbytes
+from ...channel import ChannelBase, SampleMessage, message_nbytes
 from ...sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
 from ...sampler.schema import RandomStream
 from ..runtime.context import get_context
@@ -20,16 +20,19 @@ from ..runtime.event_loop import ConcurrentEventLoop
 from ..sampling.partition_service import PartitionService
 from .messages import MessageSampler
 from .options import RemoteDistSamplingWorkerOptions
+from .sampling_process import ProducerSpec
+from .server_pool import ServerSamplingPool
 
 
 class DistServerSamplingProducer:
   r"""Samples one client loader's batches on a server, ahead of its requests.
 
-  Batches run on an event loop of its own, ``num_workers *
-  worker_concurrency`` at a time, and wait in a buffer (at most
-  ``buffer_capacity`` batches and ``buffer_size`` bytes) until the client
-  fetches them. A fetch that finds the buffer empty is answered by the next
-  batch to finish, so no RPC thread waits.
+  Batches run ``num_workers * worker_concurrency`` at a time, in the
+  server's sampling processes (``pool``) or else on an event loop of the
+  producer's own, and wait in a buffer (at most ``buffer_capacity`` batches
+  and ``buffer_size`` bytes) until the client fetches them. A fetch that
+  finds the buffer empty is answered by the next batch to finish, so no RPC
+  thread waits.
 
   Args:
     service: the server's PartitionService.
@@ -38,6 +41,11 @@ class DistServerSamplingProducer:
     worker_options: concurrency and buffer bounds.
     input_offset: added to the input ids the batches carry (the position of
       this server's seeds among the loader's).
+    pool: the server's sampling processes, to sample in (default: sample
+      in this process).
+    producer_id: the producer's id on its server (names it to the pool).
+    channel: the client loader's channel on this host, where the pool's
+      processes send batches straight (see ``ProducerSpec``).
   """
 
   def __init__(
@@ -47,6 +55,9 @@ class DistServerSamplingProducer:
     sampling_config: SamplingConfig,
     worker_options: RemoteDistSamplingWorkerOptions,
     input_offset: int = 0,
+    pool: Optional[ServerSamplingPool] = None,
+    producer_id: int = 0,
+    channel: Optional[ChannelBase] = None,
   ):
     cfg = sampling_config.seeded()
     self.sampler_input = sampler_input
@@ -58,8 +69,14 @@ class DistServerSamplingProducer:
     # A batch counts in _in_flight from before its add_task until its
     # callback, and holds its place in the loop for less: _fill's add_task
     # never waits, also when a callback (in the loop's thread) calls it.
-    self.messages = MessageSampler.from_config(service.data, cfg, service=service)
-    self.loop = ConcurrentEventLoop(self.concurrency)
+    self.producer_id = producer_id
+    self.pool = pool
+    if pool is None:
+      self.messages = MessageSampler.from_config(service.data, cfg, service=service)
+      self.loop = ConcurrentEventLoop(self.concurrency)
+    else:
+      offset = self.input_offset  # a batch's stream and input ids as the loop's have them
+      pool.create(producer_id, ProducerSpec(sampler_input, cfg, (offset,), offset, channel))
     self._batcher = SeedBatcher.from_config(len(sampler_input), cfg)
     self._lock = threading.Lock()
     self._epoch, self._start = -1, 0
@@ -116,6 +133,10 @@ class DistServerSamplingProducer:
         position, index = self._todo.popleft()
         self._in_flight += 1
         epoch = self._epoch
+      if self.pool is not None:
+        done = functools.partial(self._finished, epoch, position)
+        self.pool.sample(self.producer_id, self._batcher.seed, epoch, position, index, done)
+        continue
       config = self.sampling_config
       random = RandomStream.for_batch(self._batcher.seed, epoch, position, self.input_offset)
       coro = self.messages.message(
@@ -184,4 +205,7 @@ class DistServerSamplingProducer:
       stale, self._waiters = self._waiters, collections.deque()
     for waiter in stale:
       waiter.set_exception(RuntimeError('the sampling producer was destroyed'))
-    self.loop.shutdown_loop(timeout)
+    if self.pool is not None:
+      self.pool.destroy(self.producer_id)
+    else:
+      self.loop.shutdown_loop(timeout)
