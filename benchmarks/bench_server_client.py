@@ -1,6 +1,6 @@
 """Client throughput in server-client mode vs worker mode, on the same data.
 
-  python benchmarks/bench_server_client.py [--num_nodes 1000000] [--batches 40]
+  python benchmarks/bench_server_client.py [--num_nodes 1000000] [--batches 80]
                                           [--glt-python .venv-glt/bin/python]
 
 Graph and partitions as in bench_dist_sampling.py (the planted-community
@@ -25,6 +25,7 @@ start, the seconds from starting the processes to the later first batch.
 
 import argparse
 import os
+import statistics
 
 import numpy as np
 import torch
@@ -80,7 +81,7 @@ def server_client(root: str, batches: int, num_workers: int, concurrency: int):
 def main():
   p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   p.add_argument('--num_nodes', type=int, default=1_000_000)
-  p.add_argument('--batches', type=int, default=40, help='timed batches per mode')
+  p.add_argument('--batches', type=int, default=80, help='timed batches per mode')
   p.add_argument('--num_workers', type=int, default=2, help='sampling processes per server')
   p.add_argument(
     '--concurrency', type=int, default=4, help='batches in flight on each sampling process'
@@ -89,48 +90,72 @@ def main():
     '--glt-python', default=None,
     help="GLT 0.2.4's environment's python: its server-client mode on the same partitions",
   )  # fmt: skip
+  p.add_argument('--runs', type=int, default=3, help='runs of every row, back to back')
   add_results_argument(p)
   args = p.parse_args()
   results = Results('bench_server_client', args)
   root = partition(args.num_nodes)
+  runs = [one_run(args, root) for _ in range(args.runs)]
+  print(results.add(server_client_table(args, runs)).render())
+  results.write()
+
+
+WORKERS = 'worker mode, 2 trainers x 2 samplers'
+GLT_ROW = 'GLT 0.2.4 server-client, 2 servers x 2 samplers + 2 clients'
+
+
+def one_run(args, root: str) -> dict:
+  r"""One run of every row: worker mode before and after ours (pooled: the
+  machine's speed drifts), ours, GLT's; ``{row: run_timed's result}``."""
   per_client = args.batches // 2
   before = worker_mode(root, 'mp', 2, per_client, gpu=None)
   sc = server_client(root, per_client, args.num_workers, args.concurrency)
   after = worker_mode(root, 'mp', 2, per_client, gpu=None)
-  workers = (*(a + b for a, b in zip(before[:3], after[:3])), None, min(before[4], after[4]))
-  base = workers[0] / workers[2]
-  ours = (
-    f'server-client, 2 servers x {args.num_workers} samplers + 2 clients'
-    if args.num_workers > 1
-    else f'server-client, 2 servers + 2 clients, {args.concurrency} batches in flight'
-  )
-  rows = [('worker mode, 2 trainers x 2 samplers', workers), (ours, sc)]
+  run = {
+    WORKERS: (*(a + b for a, b in zip(before[:3], after[:3])), None, min(before[4], after[4])),
+    ours_row(args): sc,
+  }
   if args.glt_python:
-    glt_sc = glt_worker_mode(args.glt_python, root, 'server-client', per_client, num_workers=2)
-    rows.append(('GLT 0.2.4 server-client, 2 servers x 2 samplers + 2 clients', glt_sc))
-  print(results.add(server_client_table(args, rows, base, before, after)).render())
-  results.write()
+    run[GLT_ROW] = glt_worker_mode(args.glt_python, root, 'server-client', per_client, 2)
+  return run
 
 
-def server_client_table(args, rows, base: float, before, after) -> Table:
-  r"""Each row's throughput against worker mode's (``base`` batches/s) and
-  its start; GLT's row, where there is one, beside ours."""
+def ours_row(args) -> str:
+  if args.num_workers > 1:
+    return f'server-client, 2 servers x {args.num_workers} samplers + 2 clients'
+  return f'server-client, 2 servers + 2 clients, {args.concurrency} batches in flight'
+
+
+def server_client_table(args, runs: list) -> Table:
+  r"""Each row's throughput (pooled over the runs) against worker mode's,
+  and its median start; every run's ratios in the note."""
+
+  def rate(result) -> float:
+    return result[0] / result[2]
+
+  names = list(runs[0])
+  pooled = {n: [sum(run[n][k] for run in runs) for k in range(3)] for n in names}
+  base = rate(pooled[WORKERS])
   table_rows = [
-    [name, c / s, e / s, c / s / base, up] for name, (c, e, s, _, up) in rows
+    [n, rate(pooled[n]), pooled[n][1] / pooled[n][2], rate(pooled[n]) / base,
+     statistics.median(run[n][4] for run in runs)]
+    for n in names
   ]  # fmt: skip
+  ours = ours_row(args)
+  each = '; '.join(
+    f'run {i + 1}: {rate(run[ours]):.2f} vs worker mode {rate(run[WORKERS]):.2f} batches/s '
+    f'({rate(run[ours]) / rate(run[WORKERS]):.2f}x)'
+    + (f', GLT {rate(run[GLT_ROW]):.2f} ({rate(run[ours]) / rate(run[GLT_ROW]):.2f}x)'
+       if GLT_ROW in run else '')
+    for i, run in enumerate(runs)
+  )  # fmt: skip
   note = (
-    f'Fanout {FANOUT}, batches of {BATCH} seeds, features and labels collected. Worker mode '
-    f'measured before and after the server-client row ({before[0] / before[2]:.2f} / '
-    f'{after[0] / after[2]:.2f} batches/s) and pooled; its start is the faster one. Start: '
-    "from starting the processes (servers and clients) to the later of the clients' first "
-    'batches.'
+    f'Fanout {FANOUT}, batches of {BATCH} seeds, features and labels collected. '
+    f'{len(runs)} runs back to back, each of worker mode (before and after ours, pooled), '
+    'ours and GLT; batches/s pooled over the runs, start the median. Start: from starting '
+    "the processes to the later of the trainers' (clients') first batches. Each run, "
+    f'ours: {each}.'
   )
-  if len(rows) > 2:
-    ours, glt_row = table_rows[1], table_rows[2]
-    note += (
-      f" Ours against GLT's server-client mode: {ours[1] / glt_row[1]:.2f}x its batches/s, "
-      f'{ours[4] / glt_row[4]:.2f}x its start.'
-    )
   return Table(
     'server_client',
     f'Server-client against worker mode, {args.num_nodes:,} nodes, 2 METIS partitions',

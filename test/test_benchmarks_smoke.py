@@ -52,7 +52,7 @@ SCRIPTS = [
   ('bench_dist_sampling.py', [*DIST, *peer_flags('glt'), '--start_rounds', '2'],
    'bench_dist_sampling',
    ['worker_mode'] + (['vs_glt', 'startup_vs_glt'] if peer_flags('glt') else [])),
-  ('bench_server_client.py', DIST, 'bench_server_client', ['server_client']),
+  ('bench_server_client.py', [*DIST, '--runs', '2'], 'bench_server_client', ['server_client']),
   ('profile_dist_rpc.py', DIST, 'profile_dist_rpc', ['rpc']),
   ('fault_suite.py', ['--only', 'partition: values'], 'fault_suite', ['faults']),
   ('ab_builds.py', [str(ROOT), str(ROOT), '--rounds', '1', *TINY], 'ab_builds', ['ab']),
