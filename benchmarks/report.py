@@ -97,7 +97,8 @@ SECTIONS = [
     'across both partitions (collocated, or in sampling processes), against the '
     "single-machine loader on the whole graph in the same run and against GLT 0.2.4's worker "
     'mode on the same partitions. The RPC rows read the other partition over RPC, as '
-    "between hosts; the cache rows hold the hottest quarter of the other partition's rows. "
+    "between hosts; the cache rows hold the hottest quarter of the other partition's rows, "
+    'and the memory table weighs what the cache costs the host. '
     "DGL's distributed sampler runs on two hosts only (it tells machines apart by address): "
     'see the next section. The third table times the start: from partitions on disk to '
     "every trainer's first batch.",
@@ -107,6 +108,7 @@ SECTIONS = [
       ('bench_dist_sampling', 'startup_vs_glt'),
       ('bench_dist_sampling_temporal', 'worker_mode'),
       ('profile_dist_rpc', 'rpc'),
+      ('bench_cache_memory', 'cache_memory'),
     ],
   ),
   Section(

@@ -79,7 +79,7 @@ def parser() -> argparse.ArgumentParser:
   p.add_argument('--master_addr', default='127.0.0.1')
   p.add_argument('--master_port', type=int, default=11120, help='the job rendezvous')
   p.add_argument('--training_pg_master_port', type=int, default=11121, help="the clients' DDP")
-  p.add_argument('--num_workers', type=int, default=1, help='sampling streams per server')
+  p.add_argument('--num_workers', type=int, default=1, help='sampling processes per server')
   p.add_argument('--worker_concurrency', type=int, default=4)
   p.add_argument('--prefetch_size', type=int, default=4, help='batches requested ahead')
   sage_common.add_training_args(p)
