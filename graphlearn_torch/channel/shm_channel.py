@@ -8,7 +8,7 @@ from typing import Dict, Optional, Tuple, Union
 import torch
 
 from .._ext import ops
-from ..utils.host_share import HostShareError, boot_id
+from ..utils.host_share import boot_id, open_host_fd
 from ..utils.memory import available_memory
 from ..utils.units import parse_size
 from .base import (
@@ -116,14 +116,7 @@ class ShmChannel(ChannelBase):
       HostShareError: the channel is on another host, or its process is
         gone or not this user's.
     """
-    host, pid, fd = handle
-    if host != boot_id():
-      raise HostShareError('the channel is on another host')
-    path = f'/proc/{pid}/fd/{fd}'
-    try:  # O_NONBLOCK: a stranger's fifo must not block the open
-      own = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError as e:
-      raise HostShareError(f'cannot open {path}: {e.strerror}') from e
+    own = open_host_fd(*handle)
     channel = cls.__new__(cls)
     channel._queue = ops.ShmQueue.attach(own)  # it owns the descriptor from here
     channel._pinned = False

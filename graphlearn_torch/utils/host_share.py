@@ -100,6 +100,23 @@ def _data(mapped: torch.Tensor, handle: HostTensorHandle) -> torch.Tensor:
   return data.view(handle.dtype).view(handle.shape)
 
 
+def open_host_fd(host: str, pid: int, fd: int) -> int:
+  r"""This process's own descriptor of descriptor ``fd`` of process ``pid``
+  of host ``host`` (its boot id), read and write.
+
+  Raises:
+    HostShareError: it is on another host, or the process is gone or not
+      this user's.
+  """
+  if not host_sharing_available() or host != boot_id():
+    raise HostShareError(f'descriptor {fd} of process {pid} is on another host')
+  path = f'/proc/{pid}/fd/{fd}'
+  try:  # O_NONBLOCK: a stranger's fifo must not block the open
+    return os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NONBLOCK)
+  except OSError as e:
+    raise HostShareError(f'cannot open {path}: {e.strerror}') from e
+
+
 class HostSharedTensor:
   r"""A tensor in a memfd this process holds open (``tensor``), and the
   ``handle`` another process of this host maps it by. The descriptor is
@@ -146,13 +163,8 @@ class HostSharedTensor:
       HostShareError: it is on another host, its holder is gone or not this
         user's, or the descriptor is not the tensor the handle names.
     """
-    if not host_sharing_available() or handle.boot_id != boot_id():
-      raise HostShareError('the tensor is on another host')
+    fd = open_host_fd(handle.boot_id, handle.pid, handle.fd)
     path = f'/proc/{handle.pid}/fd/{handle.fd}'
-    try:  # O_NONBLOCK: a stranger's fifo must not block the open
-      fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError as e:
-      raise HostShareError(f'cannot open {path}: {e.strerror}') from e
     try:
       info = os.fstat(fd)
       if not stat.S_ISREG(info.st_mode) or info.st_size != HEADER_BYTES + handle.nbytes:
