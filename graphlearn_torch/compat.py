@@ -58,6 +58,7 @@ MODULE_PATHS: Dict[str, Tuple[str, ...]] = {
   'distributed.dist_sampling_producer': (
     'distributed.sources.collocated',
     'distributed.sources.multiprocess',
+    'distributed.sources.processes',
     'distributed.sources.sampling_process',
     'distributed.sources.server',
   ),
@@ -80,6 +81,7 @@ MODULE_PATHS: Dict[str, Tuple[str, ...]] = {
   'distributed.message': ('batch.codec',),
   'distributed.mp_producer': (
     'distributed.sources.multiprocess',
+    'distributed.sources.processes',
     'distributed.sources.sampling_process',
   ),
   'distributed.partition_service': ('distributed.sampling.partition_service',),
@@ -95,6 +97,7 @@ MODULE_PATHS: Dict[str, Tuple[str, ...]] = {
 
 # Modules that still exist, and the modules that hold names they had.
 MOVED_NAMES: Dict[str, Tuple[str, ...]] = {
+  'distributed.sources.multiprocess': ('distributed.sources.processes',),
   'partition.load': ('partition.reader',),
   'sampler.multihop': ('sampler.schema', 'sampler.link'),
 }
