@@ -24,6 +24,57 @@ from .sampling_process import ProducerSpec
 from .server_pool import ServerSamplingPool
 
 
+class InServerSampling:
+  r"""A producer's batches sampled in the server's own process, on an event
+  loop of the producer's own, ``concurrency`` at a time: the in-process
+  counterpart of the server's ``ServerSamplingPool`` (``create``,
+  ``sample``, ``destroy``), for ``num_workers=1``.
+
+  Args:
+    service: the server's PartitionService.
+    concurrency: batches in flight at once.
+  """
+
+  def __init__(self, service: PartitionService, concurrency: int):
+    self.service = service
+    self.loop = ConcurrentEventLoop(concurrency)
+    self._spec: Optional[ProducerSpec] = None
+    self._messages: Optional[MessageSampler] = None
+
+  def create(self, producer: int, spec: ProducerSpec) -> None:
+    r"""Samples ``spec`` (this loop's only producer)."""
+    self._spec = spec
+    data = self.service.data
+    self._messages = MessageSampler.from_config(data, spec.config, service=self.service)
+
+  def sample(
+    self, producer: int, seed: int, epoch: int, position: int, index: torch.Tensor, deliver
+  ) -> None:
+    r"""Samples batch ``position`` of ``epoch`` (seeds ``index``, stream
+    ``seed``); ``deliver`` gets its message, or an error message. A
+    batch holds its place in the loop until just before ``deliver`` runs, so
+    a ``deliver`` that starts the next batch never waits."""
+    spec = self._spec
+    random = RandomStream.for_batch(seed, epoch, position, *spec.stream_keys)
+    inputs = spec.sampler_input[index]
+    coro = self._messages.message(
+      spec.config.sampling_type, inputs, index + spec.input_offset, random
+    )
+    self.loop.add_task(coro, callback=deliver, on_error=lambda e: deliver(_error_message(e)))
+
+  def destroy(self, producer: int, timeout: float = 30.0) -> None:
+    r"""Stops the loop."""
+    self.loop.shutdown_loop(timeout)
+
+
+def _error_message(error: BaseException) -> SampleMessage:
+  r"""The message of a batch that failed to sample in this server."""
+  text = ''.join(traceback.format_exception(type(error), error, error.__traceback__))
+  where = f'server {get_context().rank} (pid {os.getpid()})'
+  summary = f'{where} failed to sample a batch: {type(error).__name__}: {error}'
+  return encode_error(f'{summary}\n{text}')
+
+
 class DistServerSamplingProducer:
   r"""Samples one client loader's batches on a server, ahead of its requests.
 
@@ -66,17 +117,12 @@ class DistServerSamplingProducer:
     self.concurrency = worker_options.num_workers * worker_options.worker_concurrency
     self.buffer_capacity = max(worker_options.buffer_capacity, self.concurrency)
     self.buffer_size = worker_options.buffer_size
-    # A batch counts in _in_flight from before its add_task until its
-    # callback, and holds its place in the loop for less: _fill's add_task
-    # never waits, also when a callback (in the loop's thread) calls it.
+    # A batch counts in _in_flight from before it is handed to the sampling
+    # until it is delivered.
     self.producer_id = producer_id
-    self.pool = pool
-    if pool is None:
-      self.messages = MessageSampler.from_config(service.data, cfg, service=service)
-      self.loop = ConcurrentEventLoop(self.concurrency)
-    else:
-      offset = self.input_offset  # a batch's stream and input ids as the loop's have them
-      pool.create(producer_id, ProducerSpec(sampler_input, cfg, (offset,), offset, channel))
+    self.sampling = pool if pool is not None else InServerSampling(service, self.concurrency)
+    offset = self.input_offset  # in each batch's random stream and input ids
+    self.sampling.create(producer_id, ProducerSpec(sampler_input, cfg, (offset,), offset, channel))
     self._batcher = SeedBatcher.from_config(len(sampler_input), cfg)
     self._lock = threading.Lock()
     self._epoch, self._start = -1, 0
@@ -133,20 +179,8 @@ class DistServerSamplingProducer:
         position, index = self._todo.popleft()
         self._in_flight += 1
         epoch = self._epoch
-      if self.pool is not None:
-        done = functools.partial(self._finished, epoch, position)
-        self.pool.sample(self.producer_id, self._batcher.seed, epoch, position, index, done)
-        continue
-      config = self.sampling_config
-      random = RandomStream.for_batch(self._batcher.seed, epoch, position, self.input_offset)
-      coro = self.messages.message(
-        config.sampling_type, self.sampler_input[index], index + self.input_offset, random
-      )
-      self.loop.add_task(
-        coro,
-        callback=functools.partial(self._finished, epoch, position),
-        on_error=functools.partial(self._failed, epoch, position),
-      )
+      done = functools.partial(self._finished, epoch, position)
+      self.sampling.sample(self.producer_id, self._batcher.seed, epoch, position, index, done)
 
   def _finished(self, epoch: int, position: int, msg: SampleMessage) -> None:
     answered = []
@@ -167,12 +201,6 @@ class DistServerSamplingProducer:
     self._done_bytes -= message_nbytes(msg)
     self._next_position += 1
     return msg
-
-  def _failed(self, epoch: int, position: int, error: BaseException) -> None:
-    text = ''.join(traceback.format_exception(type(error), error, error.__traceback__))
-    where = f'server {get_context().rank} (pid {os.getpid()})'
-    summary = f'{where} failed to sample a batch: {type(error).__name__}: {error}'
-    self._finished(epoch, position, encode_error(f'{summary}\n{text}'))
 
   def fetch(self) -> torch.futures.Future:
     r"""A future of this epoch's next batch, in batch order."""
@@ -195,7 +223,7 @@ class DistServerSamplingProducer:
     self._fill()
     return fut
 
-  def shutdown(self, timeout: float = 30.0) -> None:
+  def shutdown(self) -> None:
     r"""Stops sampling and drops the buffer; pending fetches fail."""
     with self._lock:
       self._closed = True
@@ -205,7 +233,4 @@ class DistServerSamplingProducer:
       stale, self._waiters = self._waiters, collections.deque()
     for waiter in stale:
       waiter.set_exception(RuntimeError('the sampling producer was destroyed'))
-    if self.pool is not None:
-      self.pool.destroy(self.producer_id)
-    else:
-      self.loop.shutdown_loop(timeout)
+    self.sampling.destroy(self.producer_id)
