@@ -27,9 +27,11 @@ trainer per host, 1 sampling process of concurrency 4 each) runs on each
 link too, against ours at concurrency 4. With --dgl-python, DGL 2.1's
 distributed sampling (benchmarks/dgl_dist_peer.py: on each host a
 DistGraphServer and a trainer with 1 sampling process, the graph
-partitioned in 2 by DGL's own METIS partitioner) runs on each link between
-hosts (DGL tells its machines apart by address, so not on loopback), each
-host with a /dev/shm of its own, as separate machines have. Beside the
+partitioned in 2 by DGL's own METIS partitioner) runs on each link, each
+machine with a /dev/shm of its own, as separate machines have (on loopback
+the two listen on 127.0.0.1 and 127.0.0.2 and take their machine ids from
+benchmarks/dgl_machine_id: DGL tells its machines apart by address). With
+--runs N, every link runs N times back to back, ours and the peers in turn. Beside the
 batches/s, every row between hosts gives the bytes each host's interface
 sent and received per batch of its trainer (both trainers' mean).
 """
@@ -50,6 +52,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, 'test'))  # the host network fixture
 sys.path.insert(0, HERE)
 
+from link_probe import probe_link  # noqa: E402
 from netns_hosts import HOSTS_RPC_CHANNELS  # noqa: E402
 from peer_protocol import bytes_per_batch, interface_bytes  # noqa: E402
 from results import add_results_argument  # noqa: E402
@@ -60,41 +63,12 @@ PORT = 29500
 GLT_PEER = os.path.join(HERE, 'glt_dist_peer.py')
 DGL_PEER = os.path.join(HERE, 'dgl_dist_peer.py')
 DGL_SAMPLERS = 1  # DGL's sampling processes per trainer, as ours here
+DGL_MACHINE_ID_SITE = os.path.join(HERE, 'dgl_machine_id')  # sitecustomize: see its docstring
+LOOPBACK_DGL_ADDRESSES = ('127.0.0.1', '127.0.0.2')
 # a /dev/shm of its own, as a separate machine has (DGL names its shared
 # memory by graph, so two of its machines on one /dev/shm collide)
 OWN_SHM = ['unshare', '--mount', '--propagation', 'private', 'sh', '-c',
            'mount -t tmpfs tmpfs /dev/shm && exec "$@"', 'sh']  # fmt: skip
-
-PROBE_BYTES = 64 << 20  # sent one way to measure a link's throughput
-
-# the client: 200 round trips of a byte (the median, ms), then PROBE_BYTES
-# one way until the server's byte says they arrived (MB/s)
-PING = """
-import socket, sys, time
-c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
-c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-times = []
-for _ in range(200):
-  t = time.perf_counter(); c.sendall(b'x'); c.recv(1); times.append(time.perf_counter() - t)
-chunk, t = bytes(1 << 20), time.perf_counter()
-for _ in range(int(sys.argv[3]) >> 20):
-  c.sendall(chunk)
-c.recv(1)
-print(sorted(times)[100] * 1000, int(sys.argv[3]) / (time.perf_counter() - t) / 1e6)
-"""
-
-ECHO = """
-import socket, sys
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(); c, _ = s.accept()
-c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-for _ in range(200):
-  c.sendall(c.recv(1))
-left = int(sys.argv[3])
-while left > 0:
-  left -= len(c.recv(min(left, 1 << 20)))
-c.sendall(b'x')
-"""
 
 
 class Row(NamedTuple):
@@ -108,6 +82,7 @@ class Row(NamedTuple):
   edges_s: float
   bytes: Optional[tuple]  # (sent, received) per batch; None on loopback
   startup_s: float  # from starting the trainers to the later first batch
+  run: int = 1  # which of the --runs back to back
 
 
 def trainer(args) -> None:
@@ -215,24 +190,34 @@ def glt_pair(python, commands, master, port, root, seeds, batches, ifname) -> tu
 
 def dgl_pair(python, net, parts, batches) -> tuple:
   r"""DGL 2.1's distributed sampling (dgl_dist_peer.py: a server and a
-  trainer with DGL_SAMPLERS sampling processes per host, each host with a
-  /dev/shm of its own) on ``net``'s 2 hosts over DGL's partitions ``parts``,
-  as ``pooled``."""
+  trainer with DGL_SAMPLERS sampling processes per machine, each machine
+  with a /dev/shm of its own) on ``net``'s 2 hosts, or on loopback for
+  ``net`` None, over DGL's partitions ``parts``, as ``pooled``. On loopback
+  the machines listen on 127.0.0.1 and 127.0.0.2 and learn their machine
+  ids from DGL_MACHINE_ID_SITE (DGL would take both for machine 0)."""
   import bench_dist_sampling as one_host
 
+  if net is None:
+    addresses, port = LOOPBACK_DGL_ADDRESSES, one_host.free_port()
+    commands = [[*OWN_SHM, 'env', f'DGL_BENCH_MACHINE_ID={r}'] for r in (0, 1)]
+    path = os.pathsep.join(p for p in (DGL_MACHINE_ID_SITE, os.environ.get('PYTHONPATH')) if p)
+    env, ifname = dict(os.environ, PYTHONPATH=path), []
+  else:
+    addresses, port = [h.address for h in net.hosts], PORT + 10
+    commands = [h.command(OWN_SHM) for h in net.hosts]
+    env, ifname = os.environ, ['--ifname', 'eth0']
   with tempfile.NamedTemporaryFile('w', suffix='.txt') as ip_config:
-    ip_config.write(''.join(f'{h.address} {PORT + 10}\n' for h in net.hosts))
+    ip_config.write(''.join(f'{address} {port}\n' for address in addresses))
     ip_config.flush()
 
     def argv(rank, out):
       return [
         python, DGL_PEER, 'machine', parts, '--rank', rank, '--ip_config', ip_config.name,
         '--num_samplers', DGL_SAMPLERS, '--batches', batches, '--warmup', one_host.WARMUP,
-        '--ifname', 'eth0', '--report', out,
+        '--report', out, *ifname,
       ]  # fmt: skip
 
-    commands = [h.command(OWN_SHM) for h in net.hosts]
-    return pooled(run_pair(commands, argv, os.environ))
+    return pooled(run_pair(commands, argv, env))
 
 
 def dgl_partitions(python, num_nodes: int) -> str:
@@ -246,27 +231,6 @@ def dgl_partitions(python, num_nodes: int) -> str:
     one_host.write_graph_arrays(num_nodes, graph)
     subprocess.run([python, DGL_PEER, 'prepare', graph, out], check=True, timeout=3600)
   return out
-
-
-def probe_link(server_prefix, client_prefix, address) -> tuple:
-  r"""``(round trip ms, MB/s one way)`` of the link from ``client_prefix``'s
-  host to ``address`` on ``server_prefix``'s."""
-  port, size = str(PORT + 7), str(PROBE_BYTES)
-  echo = subprocess.Popen([*server_prefix, sys.executable, '-c', ECHO, address, port, size])
-  try:
-    for _ in range(50):
-      ping = subprocess.run(
-        [*client_prefix, sys.executable, '-c', PING, address, port, size],
-        capture_output=True, text=True, timeout=120,
-      )  # fmt: skip
-      if ping.returncode == 0:
-        rtt, throughput = map(float, ping.stdout.split())
-        return rtt, throughput
-      time.sleep(0.1)  # the echo server is not listening yet
-    raise RuntimeError(f'no round trip to {address}: {ping.stderr[-500:]}')
-  finally:
-    echo.kill()
-    echo.wait()
 
 
 def measure_links(args, root: str) -> tuple:
@@ -285,26 +249,30 @@ def measure_links(args, root: str) -> tuple:
   dgl_parts = dgl_partitions(args.dgl_python, args.num_nodes) if args.dgl_python else None
 
   def measure(label, net, master, port, probe):
+    for run in range(1, args.runs + 1):  # ours and the peers in turn, run by run
+      measure_run(label, net, master, port, probe, run)
+
+  def measure_run(label, net, master, port, probe, run):
     commands = [h.command([]) for h in net.hosts] if net else [[], []]
     for c in args.concurrency:
       count, edges, seconds, per_batch, startup = ours(
         commands, master, port, root, c, args.batches
       )
-      rows.append(Row(label, *probe, c, count / seconds, edges / seconds, per_batch, startup))
-      print(f'{label}, concurrency {c}: {count / seconds:.2f} batches/s', flush=True)
+      rows.append(Row(label, *probe, c, count / seconds, edges / seconds, per_batch, startup, run))
+      print(f'{label}, run {run}, concurrency {c}: {count / seconds:.2f} batches/s', flush=True)
     if args.glt_python:
       ifname = 'eth0' if net else 'lo'  # the hosts' interface, or loopback
       count, _, seconds, per_batch, startup = glt_pair(
         args.glt_python, commands, master, port, root, seeds, args.batches, ifname
       )
-      peer_rows['glt'].append((label, count / seconds, per_batch, startup))
-      print(f'{label}, GLT 0.2.4: {count / seconds:.2f} batches/s', flush=True)
-    if args.dgl_python and net:
+      peer_rows['glt'].append((label, run, count / seconds, per_batch, startup))
+      print(f'{label}, run {run}, GLT 0.2.4: {count / seconds:.2f} batches/s', flush=True)
+    if args.dgl_python:
       count, _, seconds, per_batch, startup = dgl_pair(
         args.dgl_python, net, dgl_parts, args.batches
       )
-      peer_rows['dgl'].append((label, count / seconds, per_batch, startup))
-      print(f'{label}, DGL 2.1: {count / seconds:.2f} batches/s', flush=True)
+      peer_rows['dgl'].append((label, run, count / seconds, per_batch, startup))
+      print(f'{label}, run {run}, DGL 2.1: {count / seconds:.2f} batches/s', flush=True)
 
   try:
     probe = probe_link([], [], '127.0.0.1')
@@ -342,6 +310,10 @@ def main() -> None:
     '--dgl-python', default=None,
     help="DGL 2.1's environment's python (make dgl-peer): its distributed sampling on each "
     'link between hosts',
+  )  # fmt: skip
+  p.add_argument(
+    '--runs', type=int, default=1,
+    help='runs on each link back to back, ours and the peers in turn',
   )  # fmt: skip
   add_results_argument(p)
   sub = p.add_subparsers(dest='role')
@@ -389,7 +361,7 @@ def links_table(args, rows, singles):
   from results import Table
 
   single = max(s[0] / s[2] for s in singles)
-  base = {r.concurrency: r.batches_s for r in rows if r.link == 'loopback'}
+  base = {(r.run, r.concurrency): r.batches_s for r in rows if r.link == 'loopback'}
   before_after = ' / '.join(f'{s[0] / s[2]:.2f}' for s in singles)
   return Table(
     'multihost',
@@ -397,6 +369,7 @@ def links_table(args, rows, singles):
     '1 sampling process per trainer',
     [
       'link',
+      'run',
       'round trip, ms',
       'link, MB/s',
       'concurrency',
@@ -410,8 +383,10 @@ def links_table(args, rows, singles):
     ],  # fmt: skip
     [
       [
-        *r[:6],
-        r.batches_s / base[r.concurrency],
+        r.link,
+        r.run,
+        *r[1:6],
+        r.batches_s / base[(r.run, r.concurrency)],
         r.batches_s / single,
         kb(r.bytes, 0),
         kb(r.bytes, 1),
@@ -437,8 +412,8 @@ PEERS = {
     'DGL 2.1',
     'DGL on its own METIS partitions of the same graph (dgl.distributed.partition_graph), '
     'a DistGraphServer and a trainer per host, features pulled per batch with '
-    "g.ndata[...], as DGL's GraphSAGE example does; not on loopback (DGL tells its "
-    'machines apart by address).',
+    "g.ndata[...], as DGL's GraphSAGE example does; on loopback its two machines listen "
+    'on 127.0.0.1 and 127.0.0.2, each with a /dev/shm of its own.',
   ),
 }
 
@@ -450,12 +425,13 @@ def peer_table(args, peer: str, rows, peer_rows):
 
   name, how = PEERS[peer]
   c = 4 if 4 in args.concurrency else args.concurrency[0]
-  ours_at = {r.link: r for r in rows if r.concurrency == c}
+  ours_at = {(r.link, r.run): r for r in rows if r.concurrency == c}
   return Table(
     f'vs_{peer}',
     f"Worker mode across 2 hosts against {name}'s, {args.num_nodes:,} nodes",
     [
       'link',
+      'run',
       'ours, batches/s',
       f'{name}, batches/s',
       f'ours vs {name}',
@@ -470,18 +446,19 @@ def peer_table(args, peer: str, rows, peer_rows):
     [
       [
         label,
-        ours_at[label].batches_s,
+        run,
+        ours_at[label, run].batches_s,
         rate,
-        ours_at[label].batches_s / rate,
-        kb(ours_at[label].bytes, 0),
-        kb(ours_at[label].bytes, 1),
+        ours_at[label, run].batches_s / rate,
+        kb(ours_at[label, run].bytes, 0),
+        kb(ours_at[label, run].bytes, 1),
         kb(b, 0),
         kb(b, 1),
-        ours_at[label].startup_s,
+        ours_at[label, run].startup_s,
         startup,
-        ours_at[label].startup_s / startup,
+        ours_at[label, run].startup_s / startup,
       ]
-      for label, rate, b, startup in peer_rows
+      for label, run, rate, b, startup in peer_rows
     ],  # fmt: skip
     note=f'Both with 1 sampling process per trainer (ours of concurrency {c}). {how} Start '
     "to first batch: from starting both hosts' trainers (and DGL's servers) to the later "

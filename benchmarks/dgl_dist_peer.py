@@ -3,7 +3,7 @@
   DGL_PYTHON benchmarks/dgl_dist_peer.py prepare GRAPH OUT
   DGL_PYTHON benchmarks/dgl_dist_peer.py machine OUT --rank R --ip_config FILE
                                         --num_samplers S --batches B --warmup W
-                                        --ifname eth0 --out REPORT
+                                        [--ifname eth0] --report REPORT
 
 Run by bench_multihost.py --dgl-python in DGL's own environment (make
 dgl-peer), so that DGL and graphlearn_torch never share a process.
@@ -156,9 +156,10 @@ def main() -> None:
   m = sub.add_parser('machine', help='one machine: its server and its trainer')
   m.add_argument('out_dir')
   options = (('rank', int), ('ip_config', str), ('num_samplers', int), ('batches', int),
-             ('warmup', int), ('ifname', str), ('report', str))  # fmt: skip
+             ('warmup', int), ('report', str))  # fmt: skip
   for name, kind in options:
     m.add_argument(f'--{name}', type=kind, required=True)
+  m.add_argument('--ifname', default=None, help='the interface whose bytes count (none on lo)')
   args = p.parse_args()
   if args.role == 'prepare':
     prepare(args.graph, args.out_dir)
