@@ -60,7 +60,7 @@ import subprocess
 import tempfile
 import time
 from collections import defaultdict
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 import torch
@@ -179,9 +179,16 @@ def single_machine(ds: glt.data.Dataset, batches: int, gpu: Optional[int]):
   return timed_loader(iter(loader), batches)
 
 
-def timed_loader(it, batches: int) -> Timed:
-  r"""Times ``batches`` batches of ``it`` after its first WARMUP."""
-  return timed(lambda: next(it).edge_index.size(1), WARMUP, batches)
+def timed_loader(it, batches: int, on_batch: Callable = lambda batch: None) -> Timed:
+  r"""Times ``batches`` batches of ``it`` after its first WARMUP, handing
+  each batch (warm-up included) to ``on_batch``."""
+
+  def step() -> int:
+    batch = next(it)
+    on_batch(batch)
+    return batch.edge_index.size(1)
+
+  return timed(step, WARMUP, batches)
 
 
 def trainer_seeds(node_pb, rank: int, batches: int) -> torch.Tensor:
@@ -191,9 +198,10 @@ def trainer_seeds(node_pb, rank: int, batches: int) -> torch.Tensor:
   return owned[seed_batches(owned.numel(), batches + WARMUP, rank) % owned.numel()]
 
 
-def time_loader(data, node_pb, rank: int, options, batches: int, to_device=None):
+def time_loader(data, node_pb, rank: int, options, batches: int, to_device=None, on_batch=None):
   r"""Times ``batches`` batches (after WARMUP) of a DistNeighborLoader over
-  this rank's own nodes; ``data`` is None on a server-client client."""
+  this rank's own nodes; ``data`` is None on a server-client client.
+  ``on_batch``, where given, sees every batch."""
   seeds = trainer_seeds(node_pb, rank, batches)
   temporal = data is not None and data.node_time is not None
   loader = glt.distributed.DistNeighborLoader(
@@ -201,7 +209,7 @@ def time_loader(data, node_pb, rank: int, options, batches: int, to_device=None)
     worker_options=options, to_device=to_device, **loader_options(temporal),
   )  # fmt: skip
   try:
-    return timed_loader(iter(loader), batches)
+    return timed_loader(iter(loader), batches, on_batch or (lambda batch: None))
   finally:
     loader.shutdown()
 

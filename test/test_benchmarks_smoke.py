@@ -53,7 +53,7 @@ SCRIPTS = [
    'bench_dist_sampling',
    ['worker_mode'] + (['vs_glt', 'startup_vs_glt'] if peer_flags('glt') else [])),
   ('bench_server_client.py', [*DIST, '--runs', '2'], 'bench_server_client', ['server_client']),
-  ('profile_dist_rpc.py', DIST, 'profile_dist_rpc', ['rpc']),
+  ('profile_dist_rpc.py', DIST, 'profile_dist_rpc', ['rpc', 'remote_share']),
   ('bench_cache_memory.py', DIST, 'bench_cache_memory', ['cache_memory']),
   ('fault_suite.py', ['--only', 'partition: values'], 'fault_suite', ['faults']),
   ('ab_builds.py', [str(ROOT), str(ROOT), '--rounds', '1', *TINY], 'ab_builds', ['ab']),
