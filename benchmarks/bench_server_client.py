@@ -1,7 +1,8 @@
 """Client throughput in server-client mode vs worker mode, on the same data.
 
-  python benchmarks/bench_server_client.py [--num_nodes 1000000] [--batches 80]
+  python benchmarks/bench_server_client.py [--num_nodes 1000000] [--batches 320]
                                           [--glt-python .venv-glt/bin/python]
+                                          [--glt_batches 80]
 
 Graph and partitions as in bench_dist_sampling.py (the planted-community
 graph, METIS in 2, cached under .bench/dist_sampling); every loader samples
@@ -21,6 +22,9 @@ machine:
     processes each, 2 clients), as GLT's server_client_mode example runs it.
 Throughput is both clients' (trainers') batches over the wall time; the
 start, the seconds from starting the processes to the later first batch.
+Ours and worker mode time ``--batches`` batches each (10 s or so: shorter
+windows make the ratio a coin toss on a machine whose speed drifts); GLT,
+ten times slower, ``--glt_batches``.
 """
 
 import argparse
@@ -81,7 +85,8 @@ def server_client(root: str, batches: int, num_workers: int, concurrency: int):
 def main():
   p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   p.add_argument('--num_nodes', type=int, default=1_000_000)
-  p.add_argument('--batches', type=int, default=80, help='timed batches per mode')
+  p.add_argument('--batches', type=int, default=320, help='timed batches of ours and worker mode')
+  p.add_argument('--glt_batches', type=int, default=80, help="timed batches of GLT's")
   p.add_argument('--num_workers', type=int, default=2, help='sampling processes per server')
   p.add_argument(
     '--concurrency', type=int, default=4, help='batches in flight on each sampling process'
@@ -116,7 +121,8 @@ def one_run(args, root: str) -> dict:
     ours_row(args): sc,
   }
   if args.glt_python:
-    run[GLT_ROW] = glt_worker_mode(args.glt_python, root, 'server-client', per_client, 2)
+    glt_per_client = args.glt_batches // 2
+    run[GLT_ROW] = glt_worker_mode(args.glt_python, root, 'server-client', glt_per_client, 2)
   return run
 
 
