@@ -2,6 +2,7 @@
 
   python benchmarks/bench_dist_sampling.py [--num_nodes 1000000] [--batches 200] [--gpu 0]
                                           [--temporal] [--glt-python .venv-glt/bin/python]
+                                          [--dgl-python .venv-dgl/bin/python]
 
 Graph: the planted-community synthetic graph (glt.datasets.community_graph,
 1M nodes, about 10 directed edges per node, 32-dim features), METIS-partitioned
@@ -32,7 +33,12 @@ labels. Rows, all measured in this run:
     partition's rows over RPC, so its peers are our RPC rows. The start
     (partitions on disk to every trainer's first batch) of each of our
     worker-mode rows and of GLT's is then taken --start_rounds times, ours
-    and GLT's in turn, and the start table gives the medians.
+    and GLT's in turn, and the start table gives the medians;
+  - with --dgl-python, DGL 2.1's distributed sampling (dist_peers.py's
+    dgl_loopback: DGL's own METIS partitions of the graph, a server and a
+    trainer with 1 sampling process per machine, 2 machines on loopback),
+    against our 1-sampler RPC row: DGL too reads the other partition over
+    its RPC (root: each DGL machine gets a /dev/shm of its own).
 With --gpu, every loader samples and gathers on that GPU (GPU_PLACEMENT):
 the graph in GPU memory ('CUDA'), a fifth of each feature table's rows
 there too (on one machine the hottest by in-degree; in a partition its
@@ -51,19 +57,16 @@ after the first runs at.
 """
 
 import argparse
-import json
 import multiprocessing
 import os
-import signal
 import statistics
-import subprocess
-import tempfile
 import time
 from collections import defaultdict
 from typing import Callable, Optional
 
 import numpy as np
 import torch
+from dist_peers import dgl_loopback, glt_worker_mode
 from peer_protocol import Timed, timed
 from results import Results, Table, add_results_argument
 
@@ -280,45 +283,6 @@ def write_trainer_seeds(root: str, work: str, batches: int) -> None:
     np.save(os.path.join(work, f'seeds{rank}.npy'), seeds.numpy())
 
 
-def glt_worker_mode(python: str, root: str, mode: str, batches: int, num_workers: int = 1):
-  r"""GLT's worker mode ('collocated' or 'mp') or its 'server-client' mode
-  (glt_dist_peer.py in GLT's environment ``python``, ``num_workers`` sampling
-  processes per trainer or server) on ``root``'s partitions with our
-  trainers' seeds, as ``run_timed`` reports."""
-  with tempfile.TemporaryDirectory() as work:
-    write_trainer_seeds(root, work, batches)
-    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'glt_dist_peer.py')
-    command = [python, script, root, work, '--mode', mode, '--batches', str(batches)]
-    command += ['--warmup', str(WARMUP), '--num_workers', str(num_workers)]
-    returncode, stdout, stderr = run_process_group(command, work, timeout=900)
-  if returncode != 0:
-    raise RuntimeError(f'glt_dist_peer.py --mode {mode} failed ({returncode}):\n{stderr[-3000:]}')
-  r = json.loads(stdout.strip().splitlines()[-1])
-  return r['batches'], r['edges'], r['seconds'], r['warmup'], r['startup']
-
-
-def run_process_group(command: list, work: str, timeout: float) -> tuple:
-  r"""Runs ``command`` in a session of its own, its output in files under
-  ``work`` (a process it leaves behind cannot hold a pipe open), and kills
-  whatever of the session is left when it ends or after ``timeout`` s.
-  Returns the exit code (None on timeout), stdout and stderr."""
-  out_path, err_path = os.path.join(work, 'stdout'), os.path.join(work, 'stderr')
-  with open(out_path, 'w') as out, open(err_path, 'w') as err:
-    proc = subprocess.Popen(command, stdout=out, stderr=err, start_new_session=True)
-    try:
-      returncode = proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-      returncode = None
-    finally:
-      try:
-        os.killpg(proc.pid, signal.SIGKILL)
-      except ProcessLookupError:
-        pass
-      proc.wait()
-  with open(out_path) as out, open(err_path) as err:
-    return returncode, out.read(), err.read()
-
-
 def our_row(mode: str, workers: int) -> str:
   r"""The name of our worker-mode row ``mode`` with ``workers`` sampling processes."""
   return (
@@ -375,17 +339,25 @@ def measure_rows(args, root: str, ds) -> tuple:
             ('mp', 1, cached, f'1 sampler, on RPC, {cache}'))  # fmt: skip
   for mode, workers, partitions, label in on_rpc:
     measure(label, worker_mode(partitions, mode, workers, per_trainer, gpu, False))
+  if args.dgl_python:
+    count, edges, seconds, _, start = dgl_loopback(args.dgl_python, args.num_nodes, per_trainer)
+    measure(DGL_ROW, (count, edges, seconds, None, start), into=glt_rows)
   rows += glt_rows
   pooled = (*(sum(s[k] for s in singles) for k in range(3)), max(s[3] for s in singles), None)
   rows.insert(0, ('single machine NeighborLoader', pooled, pooled[0] / pooled[2]))
   return rows, singles
 
 
-def versus_glt(key: str, title: str, unit: str, figure: dict, pairs, note: str = '') -> Table:
-  r"""A table of our rows against GLT's: ``figure`` (in ``unit``) of each
-  ``(ours, GLT)`` pair of row names, and their ratio."""
+DGL_ROW = 'DGL 2.1, 1 sampler/trainer, on loopback'
+
+
+def versus_glt(
+  key: str, title: str, unit: str, figure: dict, pairs, note: str = '', peer: str = 'GLT'
+) -> Table:
+  r"""A table of our rows against ``peer``'s: ``figure`` (in ``unit``) of
+  each ``(ours, peer's)`` pair of row names, and their ratio."""
   return Table(
-    key, title, ['ours', 'GLT', f'ours, {unit}', f'GLT, {unit}', 'ours vs GLT'],
+    key, title, ['ours', peer, f'ours, {unit}', f'{peer}, {unit}', f'ours vs {peer}'],
     [[o, g, figure[o], figure[g], figure[o] / figure[g]] for o, g in pairs], note=note,
   )  # fmt: skip
 
@@ -418,8 +390,12 @@ def tables(args, rows, singles, more_starts: dict) -> list:
       'partitions loaded from disk, the RPC worlds and the sampling processes started).',
     )
   ]
+  rate = {name: c / s for name, (c, _, s, _, _), _ in rows}
+  if args.dgl_python:
+    title = "Our RPC row against DGL 2.1's distributed sampling (its own METIS partitions)"
+    pairs = (('1 sampler, other partition on RPC', DGL_ROW),)
+    out.append(versus_glt('vs_dgl', title, 'batches/s', rate, pairs, peer='DGL 2.1'))
   if args.glt_python:
-    rate = {name: c / s for name, (c, _, s, _, _), _ in rows}
     starts = {name: [up, *more_starts.get(name, [])] for name, (*_, up), _ in rows}
     startup = {name: statistics.median(runs) for name, runs in starts.items()}
     pairs = (
@@ -476,13 +452,17 @@ def main():
     help="GLT 0.2.4's environment's python: its worker mode on the same partitions",
   )  # fmt: skip
   p.add_argument(
+    '--dgl-python', default=None,
+    help="DGL 2.1's environment's python: its distributed sampling, 2 machines on loopback",
+  )  # fmt: skip
+  p.add_argument(
     '--start_rounds', type=int, default=3,
     help="with --glt-python: starts of each pair in the start table (ours and GLT's in turn)",
   )  # fmt: skip
   add_results_argument(p)
   args = p.parse_args()
-  if args.glt_python and (args.temporal or args.gpu is not None):
-    p.error('--glt-python measures the CPU rows without time (GLT 0.2.4 has no temporal sampling)')
+  if (args.glt_python or args.dgl_python) and (args.temporal or args.gpu is not None):
+    p.error('the peers run beside the CPU rows without time (GLT 0.2.4 samples by no time)')
   name = 'bench_dist_sampling' + ('_temporal' if args.temporal else '')
   results = Results(name + ('_gpu' if args.gpu is not None else ''), args)
   start = time.perf_counter()

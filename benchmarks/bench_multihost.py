@@ -44,7 +44,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from typing import NamedTuple, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -52,6 +51,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, 'test'))  # the host network fixture
 sys.path.insert(0, HERE)
 
+from dist_peers import dgl_pair, dgl_partitions, pooled, run_pair  # noqa: E402
 from link_probe import probe_link  # noqa: E402
 from netns_hosts import HOSTS_RPC_CHANNELS  # noqa: E402
 from peer_protocol import bytes_per_batch, interface_bytes  # noqa: E402
@@ -61,14 +61,6 @@ DELAYS_MS = (0.0, 1.0, 5.0)
 CONCURRENCY = (1, 4, 16)
 PORT = 29500
 GLT_PEER = os.path.join(HERE, 'glt_dist_peer.py')
-DGL_PEER = os.path.join(HERE, 'dgl_dist_peer.py')
-DGL_SAMPLERS = 1  # DGL's sampling processes per trainer, as ours here
-DGL_MACHINE_ID_SITE = os.path.join(HERE, 'dgl_machine_id')  # sitecustomize: see its docstring
-LOOPBACK_DGL_ADDRESSES = ('127.0.0.1', '127.0.0.2')
-# a /dev/shm of its own, as a separate machine has (DGL names its shared
-# memory by graph, so two of its machines on one /dev/shm collide)
-OWN_SHM = ['unshare', '--mount', '--propagation', 'private', 'sh', '-c',
-           'mount -t tmpfs tmpfs /dev/shm && exec "$@"', 'sh']  # fmt: skip
 
 
 class Row(NamedTuple):
@@ -112,45 +104,6 @@ def trainer(args) -> None:
     json.dump(report, f)
 
 
-def run_pair(commands, argv, env) -> list:
-  r"""Runs both trainers, ``commands[r] + argv(r, out)`` for rank r, each in
-  a session of its own, and returns their reports (``out``, JSON), each
-  with ``launched`` (``time.time()`` before the first was started)."""
-  launched = time.time()
-  with tempfile.TemporaryDirectory() as tmp:
-    outs = [os.path.join(tmp, f'{r}.json') for r in (0, 1)]
-    procs = [
-      subprocess.Popen([*commands[r], *map(str, argv(r, outs[r]))], start_new_session=True, env=env)
-      for r in (0, 1)
-    ]
-    try:
-      for p in procs:
-        if p.wait(timeout=1200) != 0:
-          raise RuntimeError(f'a trainer failed (exit code {p.returncode})')
-    finally:
-      for p in procs:
-        if p.poll() is None:
-          os.killpg(p.pid, 9)
-          p.wait()
-    return [dict(json.load(open(out)), launched=launched) for out in outs]
-
-
-def pooled(reports) -> tuple:
-  r"""Both trainers' reports as one: (batches, edges, the slower one's
-  seconds, (sent, received) bytes per batch, the hosts' mean, or None, and
-  the seconds from starting the trainers to the later first batch)."""
-  per_batch = None
-  if reports[0].get('bytes') is not None:
-    per_batch = tuple(sum(r['bytes'][d] for r in reports) / len(reports) for d in (0, 1))
-  return (
-    sum(r['batches'] for r in reports),
-    sum(r['edges'] for r in reports),
-    max(r['seconds'] for r in reports),
-    per_batch,
-    max(r['first_at'] for r in reports) - reports[0]['launched'],
-  )
-
-
 def ours(commands, master, port, root, concurrency, batches) -> tuple:
   r"""Our trainers on ``commands``' hosts, as ``pooled``."""
 
@@ -186,51 +139,6 @@ def glt_pair(python, commands, master, port, root, seeds, batches, ifname) -> tu
 
   env = dict(os.environ, TP_SOCKET_IFNAME=ifname, GLOO_SOCKET_IFNAME=ifname)
   return pooled(run_pair(commands, argv, env))
-
-
-def dgl_pair(python, net, parts, batches) -> tuple:
-  r"""DGL 2.1's distributed sampling (dgl_dist_peer.py: a server and a
-  trainer with DGL_SAMPLERS sampling processes per machine, each machine
-  with a /dev/shm of its own) on ``net``'s 2 hosts, or on loopback for
-  ``net`` None, over DGL's partitions ``parts``, as ``pooled``. On loopback
-  the machines listen on 127.0.0.1 and 127.0.0.2 and learn their machine
-  ids from DGL_MACHINE_ID_SITE (DGL would take both for machine 0)."""
-  import bench_dist_sampling as one_host
-
-  if net is None:
-    addresses, port = LOOPBACK_DGL_ADDRESSES, one_host.free_port()
-    commands = [[*OWN_SHM, 'env', f'DGL_BENCH_MACHINE_ID={r}'] for r in (0, 1)]
-    path = os.pathsep.join(p for p in (DGL_MACHINE_ID_SITE, os.environ.get('PYTHONPATH')) if p)
-    env, ifname = dict(os.environ, PYTHONPATH=path), []
-  else:
-    addresses, port = [h.address for h in net.hosts], PORT + 10
-    commands = [h.command(OWN_SHM) for h in net.hosts]
-    env, ifname = os.environ, ['--ifname', 'eth0']
-  with tempfile.NamedTemporaryFile('w', suffix='.txt') as ip_config:
-    ip_config.write(''.join(f'{address} {port}\n' for address in addresses))
-    ip_config.flush()
-
-    def argv(rank, out):
-      return [
-        python, DGL_PEER, 'machine', parts, '--rank', rank, '--ip_config', ip_config.name,
-        '--num_samplers', DGL_SAMPLERS, '--batches', batches, '--warmup', one_host.WARMUP,
-        '--report', out, *ifname,
-      ]  # fmt: skip
-
-    return pooled(run_pair(commands, argv, env))
-
-
-def dgl_partitions(python, num_nodes: int) -> str:
-  r"""DGL's own 2 METIS partitions of bench_dist_sampling.py's graph, made
-  once (cached beside ours); returns their directory."""
-  import bench_dist_sampling as one_host
-
-  out = os.path.join(one_host.CACHE, f'{num_nodes}-dgl-metis-2')
-  if not os.path.exists(os.path.join(out, 'bench.json')):
-    graph = os.path.join(out, 'graph')
-    one_host.write_graph_arrays(num_nodes, graph)
-    subprocess.run([python, DGL_PEER, 'prepare', graph, out], check=True, timeout=3600)
-  return out
 
 
 def measure_links(args, root: str) -> tuple:

@@ -38,12 +38,12 @@ from bench_dist_sampling import (
   FANOUT,
   SPAWN,
   free_port,
-  glt_worker_mode,
   partition,
   run_timed,
   time_loader,
   worker_mode,
 )
+from dist_peers import glt_worker_mode
 from results import Results, Table, add_results_argument
 
 import graphlearn_torch as glt
