@@ -99,12 +99,13 @@ SECTIONS = [
     'mode on the same partitions. The RPC rows read the other partition over RPC, as '
     "between hosts; the cache rows hold the hottest quarter of the other partition's rows, "
     'and the memory table weighs what the cache costs the host. '
-    "DGL's distributed sampler runs beside ours on loopback and between hosts in the next "
-    'section. The third table times the start: from partitions on disk to '
+    "DGL 2.1's distributed sampling runs beside our RPC row on loopback here, and between "
+    'hosts in the next section. The start table times the start: from partitions on disk to '
     "every trainer's first batch.",
     [
       ('bench_dist_sampling', 'worker_mode'),
       ('bench_dist_sampling', 'vs_glt'),
+      ('bench_dist_sampling', 'vs_dgl'),
       ('bench_dist_sampling', 'startup_vs_glt'),
       ('bench_dist_sampling_temporal', 'worker_mode'),
       ('profile_dist_rpc', 'rpc'),
