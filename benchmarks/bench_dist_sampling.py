@@ -182,13 +182,14 @@ def single_machine(ds: glt.data.Dataset, batches: int, gpu: Optional[int]):
   return timed_loader(iter(loader), batches)
 
 
-def timed_loader(it, batches: int, on_batch: Callable = lambda batch: None) -> Timed:
+def timed_loader(it, batches: int, on_batch: Optional[Callable] = None) -> Timed:
   r"""Times ``batches`` batches of ``it`` after its first WARMUP, handing
-  each batch (warm-up included) to ``on_batch``."""
+  each batch (warm-up included) to ``on_batch`` where given."""
 
   def step() -> int:
     batch = next(it)
-    on_batch(batch)
+    if on_batch is not None:
+      on_batch(batch)
     return batch.edge_index.size(1)
 
   return timed(step, WARMUP, batches)
@@ -212,7 +213,7 @@ def time_loader(data, node_pb, rank: int, options, batches: int, to_device=None,
     worker_options=options, to_device=to_device, **loader_options(temporal),
   )  # fmt: skip
   try:
-    return timed_loader(iter(loader), batches, on_batch or (lambda batch: None))
+    return timed_loader(iter(loader), batches, on_batch)
   finally:
     loader.shutdown()
 

@@ -51,7 +51,14 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, 'test'))  # the host network fixture
 sys.path.insert(0, HERE)
 
-from dist_peers import dgl_pair, dgl_partitions, pooled, run_pair  # noqa: E402
+from dist_peers import (  # noqa: E402
+  GLT_DIST_PEER,
+  dgl_pair,
+  dgl_partitions,
+  glt_pair,
+  pooled,
+  run_pair,
+)
 from link_probe import probe_link  # noqa: E402
 from netns_hosts import HOSTS_RPC_CHANNELS  # noqa: E402
 from peer_protocol import bytes_per_batch, interface_bytes  # noqa: E402
@@ -60,7 +67,6 @@ from results import add_results_argument  # noqa: E402
 DELAYS_MS = (0.0, 1.0, 5.0)
 CONCURRENCY = (1, 4, 16)
 PORT = 29500
-GLT_PEER = os.path.join(HERE, 'glt_dist_peer.py')
 
 
 class Row(NamedTuple):
@@ -123,24 +129,6 @@ def ours(commands, master, port, root, concurrency, batches) -> tuple:
   return pooled(run_pair(commands, argv, env))
 
 
-def glt_pair(python, commands, master, port, root, seeds, batches, ifname) -> tuple:
-  r"""GLT 0.2.4's worker mode (glt_dist_peer.py, 1 sampling process of
-  concurrency 4 per trainer) on ``commands``' hosts, as ``ours``. Its RPC
-  goes over ``ifname`` (``TP_SOCKET_IFNAME``, as GLT's users set it on a
-  host with several interfaces)."""
-  import bench_dist_sampling as one_host
-
-  def argv(rank, out):
-    return [
-      python, GLT_PEER, root, seeds, '--mode', 'mp', '--rank', rank, '--master', master,
-      '--port', port, '--batches', batches, '--warmup', one_host.WARMUP, '--out', out,
-      '--ifname', ifname,
-    ]  # fmt: skip
-
-  env = dict(os.environ, TP_SOCKET_IFNAME=ifname, GLOO_SOCKET_IFNAME=ifname)
-  return pooled(run_pair(commands, argv, env))
-
-
 def measure_links(args, root: str) -> tuple:
   r"""Every link's rows: a ``Row`` of ours at each concurrency: loopback, then 2
   network-namespace hosts on a bridge and with each of DELAYS_MS added one
@@ -153,7 +141,9 @@ def measure_links(args, root: str) -> tuple:
   seeds = tempfile.mkdtemp(prefix='glt-seeds-')
   if args.glt_python:
     one_host.write_trainer_seeds(root, seeds, args.batches)
-    subprocess.run([args.glt_python, GLT_PEER, root, seeds, '--prepare'], check=True, timeout=900)
+    subprocess.run(
+      [args.glt_python, GLT_DIST_PEER, root, seeds, '--prepare'], check=True, timeout=900
+    )
   dgl_parts = dgl_partitions(args.dgl_python, args.num_nodes) if args.dgl_python else None
 
   def measure(label, net, master, port, probe):

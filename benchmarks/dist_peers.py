@@ -103,6 +103,24 @@ def pooled(reports) -> tuple:
   )
 
 
+def glt_pair(python, commands, master, port, root, seeds, batches, ifname) -> tuple:
+  r"""GLT 0.2.4's worker mode (glt_dist_peer.py, 1 sampling process of
+  concurrency 4 per trainer) on ``commands``' hosts, as ``ours``. Its RPC
+  goes over ``ifname`` (``TP_SOCKET_IFNAME``, as GLT's users set it on a
+  host with several interfaces)."""
+  import bench_dist_sampling as one_host
+
+  def argv(rank, out):
+    return [
+      python, GLT_DIST_PEER, root, seeds, '--mode', 'mp', '--rank', rank, '--master', master,
+      '--port', port, '--batches', batches, '--warmup', one_host.WARMUP, '--out', out,
+      '--ifname', ifname,
+    ]  # fmt: skip
+
+  env = dict(os.environ, TP_SOCKET_IFNAME=ifname, GLOO_SOCKET_IFNAME=ifname)
+  return pooled(run_pair(commands, argv, env))
+
+
 def dgl_pair(python, net, parts, batches) -> tuple:
   r"""DGL 2.1's distributed sampling (dgl_dist_peer.py: a server and a
   trainer with DGL_SAMPLERS sampling processes per machine, each machine
