@@ -52,7 +52,8 @@ CHILD = textwrap.dedent(
     pymetis.part_graph(num_parts, adj, recursive=False)
     cut = float('nan')
   else:
-    cls = {'random': glt.partition.RandomPartitioner, 'metis': glt.partition.MetisPartitioner}[kind]
+    cls = {'random': glt.partition.RandomPartitioner, 'metis': glt.partition.MetisPartitioner,
+           'streaming': glt.partition.StreamingPartitioner}[kind]
     summary = cls(out, num_parts, num_nodes, edges, node_feat=feats, progress=False).partition()
     cut = summary.cut_ratio
   seconds = time.perf_counter() - t
@@ -106,6 +107,7 @@ def main():
   p.add_argument('--parts', type=int, nargs='+', default=[2, 4])
   p.add_argument('--workdir', default='.bench/partition')
   p.add_argument('--seed', type=int, default=0)
+  p.add_argument('--kinds', nargs='+', default=['random', 'streaming', 'metis'])
   add_results_argument(p)
   args = p.parse_args()
   results = Results('bench_partition', args)
@@ -122,7 +124,7 @@ def main():
   )
   rows = []
   for num_parts in args.parts:
-    for kind in ('random', 'metis'):
+    for kind in args.kinds:
       r = run_child(args.workdir, kind, num_parts)
       peer = run_child(args.workdir, 'pymetis', num_parts) if kind == 'metis' else None
       rows.append(

@@ -16,6 +16,7 @@ from graphlearn_torch.partition import (
   MetisPartitioner,
   RandomPartitioner,
   RangePartitionBook,
+  StreamingPartitioner,
   load_partition,
   read_meta,
 )
@@ -23,7 +24,7 @@ from graphlearn_torch.partition.load import PartitionReader, book_tensor
 from graphlearn_torch.partition.partition_book import owned_ids
 
 NUM_PARTS = 3
-PARTITIONERS = ('random', 'frequency', 'metis')
+PARTITIONERS = ('random', 'frequency', 'metis', 'streaming')
 
 
 def make_partitioner(kind, root, num_nodes, edge_index, probs=None, **kwargs):
@@ -32,6 +33,10 @@ def make_partitioner(kind, root, num_nodes, edge_index, probs=None, **kwargs):
   if kind == 'frequency':
     return FrequencyPartitioner(
       root, NUM_PARTS, num_nodes, edge_index, probs, cache_ratio=0.1, chunk_size=64, **kwargs
+    )
+  if kind == 'streaming':  # small blocks: several per graph
+    return StreamingPartitioner(
+      root, NUM_PARTS, num_nodes, edge_index, max_block_edges=300, **kwargs
     )
   return MetisPartitioner(root, NUM_PARTS, num_nodes, edge_index, **kwargs)
 

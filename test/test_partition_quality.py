@@ -1,5 +1,5 @@
-"""METIS against random partitioning on real and synthetic graphs, and the
-memory-mapped load of a large feature file."""
+"""METIS and the streaming partitioner against random partitioning on real
+and synthetic graphs, and the memory-mapped load of a large feature file."""
 
 import json
 import logging
@@ -13,37 +13,33 @@ import pytest
 import torch
 
 import graphlearn_torch as glt
-from graphlearn_torch.partition import MetisPartitioner, RandomPartitioner
+from graphlearn_torch.partition import MetisPartitioner, RandomPartitioner, StreamingPartitioner
 
 log = logging.getLogger(__name__)
 
 
 def compare_cuts(tmp_path, num_nodes, edge_index, train, num_parts):
-  """Partitions with random and METIS (balancing training nodes); returns both summaries."""
+  """Partitions with random, METIS and the streaming partitioner (the last
+  two balancing training nodes); returns the three summaries."""
+  common = dict(node_split=(train, None, None), progress=False)
   random = RandomPartitioner(
-    str(tmp_path / f'random{num_parts}'),
-    num_parts,
-    num_nodes,
-    edge_index,
-    node_split=(train, None, None),
-    seed=0,
-    progress=False,
+    str(tmp_path / f'random{num_parts}'), num_parts, num_nodes, edge_index, seed=0, **common
   ).partition()
   metis = MetisPartitioner(
-    str(tmp_path / f'metis{num_parts}'),
-    num_parts,
-    num_nodes,
-    edge_index,
-    node_split=(train, None, None),
-    balance_train=True,
-    progress=False,
-  ).partition()
-  print(
-    f'{num_nodes} nodes, {num_parts} parts: edge cut random {random.cut_ratio:.3f}, '
-    f'metis {metis.cut_ratio:.3f}; metis node balance {metis.node_balance():.3f}, '
-    f'train balance {metis.train_balance():.3f}'
-  )
-  return random, metis
+    str(tmp_path / f'metis{num_parts}'), num_parts, num_nodes, edge_index, balance_train=True,
+    **common,
+  ).partition()  # fmt: skip
+  streaming = StreamingPartitioner(
+    str(tmp_path / f'streaming{num_parts}'), num_parts, num_nodes, edge_index,
+    balance_train=True, **common,
+  ).partition()  # fmt: skip
+  for s in (metis, streaming):
+    print(
+      f'{num_nodes} nodes, {num_parts} parts, {s.partitioner}: edge cut {s.cut_ratio:.4f} '
+      f'(random {random.cut_ratio:.4f}), node balance {s.node_balance():.3f}, '
+      f'train balance {s.train_balance():.3f}, {s.seconds:.1f} s'
+    )
+  return random, metis, streaming
 
 
 def check_metis_wins(random, metis):
@@ -52,20 +48,37 @@ def check_metis_wins(random, metis):
   assert metis.train_balance() <= 1.10
 
 
+def check_streaming_near_metis(metis, streaming, most):
+  """The streaming partitioner's cut is at most ``most`` times METIS's, with
+  nodes and training nodes balanced within 5%."""
+  assert streaming.cut_ratio <= most * metis.cut_ratio
+  assert streaming.node_balance() <= 1.05
+  assert streaming.train_balance() <= 1.05
+
+
+@pytest.mark.parametrize('name', ['cora', 'citeseer'])
 @pytest.mark.parametrize('num_parts', [2, 4])
-def test_metis_halves_random_cut_on_cora(tmp_path, cora_root, num_parts):
-  data = glt.datasets.load_planetoid(cora_root, 'cora')
+def test_planetoid_cuts(tmp_path, cora_root, name, num_parts):
+  data = glt.datasets.load_planetoid(cora_root, name)
   train = data.train_mask.nonzero().view(-1)
-  check_metis_wins(*compare_cuts(tmp_path, data.num_nodes, data.edge_index, train, num_parts))
+  random, metis, streaming = compare_cuts(
+    tmp_path, data.num_nodes, data.edge_index, train, num_parts
+  )
+  check_metis_wins(random, metis)
+  check_streaming_near_metis(metis, streaming, 1.5)
 
 
 @pytest.mark.parametrize('num_parts', [2, 4])
-def test_metis_halves_random_cut_on_1m_nodes(tmp_path, num_parts):
+def test_1m_node_community_graph_cuts(tmp_path, num_parts):
   data = glt.datasets.community_graph(
     1_000_000, num_classes=16, avg_degree=10, feature_dim=1, homophily=0.9, seed=0
   )
   train = data.train_mask.nonzero().view(-1)
-  check_metis_wins(*compare_cuts(tmp_path, data.num_nodes, data.edge_index, train, num_parts))
+  random, metis, streaming = compare_cuts(
+    tmp_path, data.num_nodes, data.edge_index, train, num_parts
+  )
+  check_metis_wins(random, metis)
+  check_streaming_near_metis(metis, streaming, 1.3)
 
 
 MEASURE = textwrap.dedent(

@@ -1,7 +1,8 @@
 """Partitioning a graph across machines, and reading partitions back.
 
 Partitioners: RandomPartitioner, FrequencyPartitioner (hotness-aware, with
-feature caches) and MetisPartitioner (min edge cut). The on-disk format is
+feature caches), MetisPartitioner (min edge cut) and StreamingPartitioner
+(a low edge cut in memory of the order of the node count). The on-disk format is
 described in docs/partition_format.md.
 """
 
@@ -40,6 +41,7 @@ from .partition_book import (
 from .partitioner import PartitionerBase
 from .random_partitioner import RandomPartitioner
 from .reader import PartitionReader, read_meta
+from .streaming_partitioner import StreamingPartitioner
 from .summary import PartitionSummary
 
 __all__ = [
@@ -58,6 +60,7 @@ __all__ = [
   'PartitionerBase',
   'RandomPartitioner',
   'RangePartitionBook',
+  'StreamingPartitioner',
   'TensorPartitionBook',
   'add_partition_times',
   'build_partition_feature',

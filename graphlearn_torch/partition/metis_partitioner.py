@@ -34,9 +34,11 @@ def metis_kway(
   num_parts: int,
   ufactor: int,
   seed: Optional[int],
+  eweights: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
   """METIS_PartGraphKway on a CSR graph with ``vweights`` ``[n, ncon]``
-  (ncon balance constraints; None: one, the node count).
+  (ncon balance constraints; None: one, the node count) and ``eweights``
+  (one per entry of ``indices``; None: all ones).
 
   pymetis's ``part_graph`` passes a single constraint, so this calls the
   METIS_PartGraphKway that pymetis ships through ctypes, with its idx_t.
@@ -58,6 +60,7 @@ def metis_kway(
   xadj, adjncy = arr(indptr), arr(indices)
   ncon = 1 if vweights is None else vweights.size(1)
   vwgt = None if vweights is None else arr(vweights.contiguous().view(-1))
+  adjwgt = None if eweights is None else arr(eweights)
   options = np.zeros(METIS_NOPTIONS, dtype=idx_dtype)
   lib.METIS_SetDefaultOptions(options.ctypes.data_as(ptr))
   options[int(pymetis.OptionKey.UFACTOR)] = ufactor
@@ -74,7 +77,7 @@ def metis_kway(
     adjncy.ctypes.data_as(ptr),
     None if vwgt is None else vwgt.ctypes.data_as(ptr),
     None,
-    None,
+    None if adjwgt is None else adjwgt.ctypes.data_as(ptr),
     ctypes.byref(args[2]),
     None,
     None,
