@@ -28,17 +28,15 @@ PARTITIONERS = ('random', 'frequency', 'metis', 'streaming')
 
 
 def make_partitioner(kind, root, num_nodes, edge_index, probs=None, **kwargs):
-  if kind == 'random':
-    return RandomPartitioner(root, NUM_PARTS, num_nodes, edge_index, seed=0, **kwargs)
+  args = (root, NUM_PARTS, num_nodes, edge_index)
   if kind == 'frequency':
-    return FrequencyPartitioner(
-      root, NUM_PARTS, num_nodes, edge_index, probs, cache_ratio=0.1, chunk_size=64, **kwargs
-    )
-  if kind == 'streaming':  # small blocks: several per graph
-    return StreamingPartitioner(
-      root, NUM_PARTS, num_nodes, edge_index, max_block_edges=300, **kwargs
-    )
-  return MetisPartitioner(root, NUM_PARTS, num_nodes, edge_index, **kwargs)
+    return FrequencyPartitioner(*args, probs, cache_ratio=0.1, chunk_size=64, **kwargs)
+  cls, extra = {
+    'random': (RandomPartitioner, {'seed': 0}),
+    'metis': (MetisPartitioner, {}),
+    'streaming': (StreamingPartitioner, {'max_block_edges': 300}),  # several blocks a graph
+  }[kind]
+  return cls(*args, **extra, **kwargs)
 
 
 def random_probs(num_nodes, seed):
