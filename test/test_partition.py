@@ -12,7 +12,6 @@ from conftest import random_edges
 from graphlearn_torch.distributed import DistDataset
 from graphlearn_torch.partition import (
   FrequencyPartitioner,
-  GLTPartitionBook,
   MetisPartitioner,
   RandomPartitioner,
   RangePartitionBook,
@@ -440,62 +439,3 @@ def test_metis_cache_holds_the_hottest_remote_rows(tmp_path, strategy):
     k = fd.cache_ids.numel()
     assert k == min(int(nd.num_nodes * 0.1), int((hot > 0).sum())) and k > 0
     assert torch.allclose(hot[fd.cache_ids], torch.topk(hot, k).values), 'hottest first'
-
-
-@pytest.mark.parametrize('kind', ['tensor', 'range'])
-def test_a_book_groups_ids_by_owner(kind):
-  g = torch.Generator().manual_seed(0)
-  if kind == 'tensor':
-    owners = torch.randint(0, 3, (1000,), generator=g)
-    book = GLTPartitionBook(owners)
-  else:
-    book = RangePartitionBook([(0, 300), (300, 700), (700, 1000)])
-    owners = torch.cat([torch.full((n,), p) for p, n in enumerate((300, 400, 300))])
-  ids = torch.randint(0, 1000, (5000,), generator=g)
-  # one more group than the book knows of: a partition may own none of its ids
-  positions, grouped = book.group(ids, 4)
-  assert len(positions) == len(grouped) == 4
-  for p in range(4):
-    expected = torch.nonzero(owners[ids] == p).view(-1)
-    assert torch.equal(positions[p], expected)
-    assert torch.equal(grouped[p], ids[expected])
-  assert torch.equal(book.partitions(ids).long(), owners[ids])
-
-
-@pytest.mark.parametrize('num_parts', [2, 300, 40000])
-def test_a_book_groups_through_its_narrowed_copy_and_follows_a_new_tensor(num_parts):
-  # group and partitions look ids up in a copy of the book in the narrowest
-  # dtype (int8 up to 127 partitions); they must answer as the book does, wide ones included,
-  # and follow a tensor assigned to the book
-  g = torch.Generator().manual_seed(1)
-  owners = torch.randint(0, num_parts, (2000,), generator=g)
-  book = GLTPartitionBook(owners, num_parts)
-  ids = torch.randint(0, 2000, (3000,), generator=g)
-
-  def check():
-    positions, grouped = book.group(ids)
-    for p in owners[ids].unique().tolist():
-      expected = torch.nonzero(owners[ids] == p).view(-1)
-      assert torch.equal(positions[p], expected)
-      assert torch.equal(grouped[p], ids[expected])
-    assert sum(pos.numel() for pos in positions) == ids.numel()
-    assert torch.equal(book.partitions(ids).long(), owners[ids])
-
-  check()
-  owners = owners.clone()
-  owners[ids[0]] = (int(owners[ids[0]]) + 1) % num_parts
-  book.tensor = owners
-  check()
-  copy = pickle.loads(pickle.dumps(book))
-  positions, _ = copy.group(ids)
-  assert torch.equal(positions[int(owners[ids[0]])][:1], torch.tensor([0]))
-
-
-def test_a_book_entry_beyond_the_narrow_dtype_is_named_not_wrapped():
-  # 2 partitions, but one entry is 257: an int8 copy would read it as 1
-  owners = torch.zeros(100, dtype=torch.int64)
-  owners[7] = 257
-  book = GLTPartitionBook(owners, 2)
-  with pytest.raises(ValueError, match='the book gives id 7 partition 257, outside'):
-    book.group(torch.tensor([3, 7]))
-  assert book.partitions(torch.tensor([3, 7])).tolist() == [0, 257]
