@@ -6,7 +6,8 @@ Writes a seeded power-law graph with ogbn-products' size (2,449,029 nodes,
 123,718,280 directed edges) and a 100-dim fp32 feature table to .npy files once,
 then runs each partitioning in a fresh process that memory-maps them, and
 reports wall time and peak RSS (the input itself is 1.98 GB of edges and
-0.98 GB of features). Beside METIS it runs the peer: pymetis.part_graph on the
+0.98 GB of features) of the random, streaming and METIS partitioners
+(``--kinds``). Beside METIS it runs the peer: pymetis.part_graph on the
 same undirected graph (METIS alone, reading nothing and writing nothing),
 measured in the same run, so the ratio is the cost of our whole pipeline
 (symmetrising, METIS, writing every partition) over METIS's own.

@@ -54,6 +54,8 @@ SCRIPTS = [
   ('bench_link.py', ['--scale', '0.004', '--batches', '2', '--pairs', '20000', '--pyg_pairs',
                      '2000'], 'bench_link', ['link']),
   ('bench_partition.py', ['--scale', '0.002', '--parts', '2'], 'bench_partition', ['partition']),
+  ('bench_partition_quality.py', ['--parts', '2', '--community_nodes', '5000'],
+   'bench_partition_quality', ['quality']),
   ('bench_channel.py', ['--sizes', '256KB', '--gb', '0.02'], 'bench_channel', ['channel']),
   ('bench_dist_sampling.py', [*DIST, *peer_flags('glt'), *dgl_on_loopback(), '--start_rounds', '2'],
    'bench_dist_sampling',
@@ -86,7 +88,8 @@ def run(script: str, args: list, cwd: Path, timeout: float = 900) -> subprocess.
 def test_every_benchmark_runs_and_writes_its_results(tmp_path, script, args, name, keys):
   if script == 'bench_multihost.py' and unavailable_reason() is not None:
     pytest.skip(f'no network-namespace hosts here: {unavailable_reason()}')
-  workdir = ['--workdir', str(tmp_path / 'work')] if script == 'bench_partition.py' else []
+  writes = script in ('bench_partition.py', 'bench_partition_quality.py')
+  workdir = ['--workdir', str(tmp_path / 'work')] if writes else []
   done = run(script, [*args, *workdir, '--results', str(tmp_path)], ROOT)
   assert done.returncode == 0, done.stderr[-4000:]
   doc = json.loads((tmp_path / f'{name}.json').read_text())

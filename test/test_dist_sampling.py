@@ -12,7 +12,7 @@ import torch
 
 import graphlearn_torch as glt
 from graphlearn_torch.distributed.sources.processes import can_fork_sampling_processes
-from graphlearn_torch.partition import RandomPartitioner
+from graphlearn_torch.partition import RandomPartitioner, StreamingPartitioner
 from graphlearn_torch.typing import reverse_edge_type
 
 # Spawned processes or builds: left out of make test-fast.
@@ -59,10 +59,10 @@ def hetero_graph(seed=0):
   return out
 
 
-def partition(root, num_parts, hetero):
+def partition(root, num_parts, hetero, partitioner=RandomPartitioner):
   if hetero:
     graph = hetero_graph()
-    RandomPartitioner(
+    partitioner(
       root,
       num_parts,
       HETERO_SIZES,
@@ -75,7 +75,7 @@ def partition(root, num_parts, hetero):
     ).partition()
   else:
     graph = homo_graph()
-    RandomPartitioner(
+    partitioner(
       root,
       num_parts,
       graph['num_nodes'],
@@ -400,6 +400,13 @@ def assert_ok(reports):
 def test_dist_neighbor_loader_homo(tmp_path, num_parts, mode, share):
   partition(str(tmp_path), num_parts, hetero=False)
   assert_ok(run_group(str(tmp_path), num_parts, hetero=False, mode=mode, share=share))
+
+
+@pytest.mark.parametrize('hetero', [False, True])
+def test_dist_neighbor_loader_on_streaming_partitions(tmp_path, hetero):
+  # partitions of another partitioner load and sample as the full graph does
+  partition(str(tmp_path), 2, hetero=hetero, partitioner=StreamingPartitioner)
+  assert_ok(run_group(str(tmp_path), 2, hetero=hetero, mode='collocated', share='0'))
 
 
 @pytest.mark.parametrize('mode,share', [('collocated', '1'), ('mp', '1'), ('mp', '0')])

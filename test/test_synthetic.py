@@ -1,6 +1,7 @@
 """The synthetic generators: shapes, seeding, and the planted communities
 measured edge by edge (homophily) against the requested share."""
 
+import numpy as np
 import torch
 
 import graphlearn_torch as glt
@@ -46,3 +47,27 @@ def test_mag_like_graph_shape_and_communities():
   pairs = [(i, j) for i in range(4) for j in range(i + 1, 4)]
   same = torch.stack([by_author[:, i] == by_author[:, j] for i, j in pairs]).float().mean()
   assert abs(float(same) - 0.575) < 0.03, float(same)
+
+
+def test_community_files_are_written_in_chunks_as_a_symmetric_graph(tmp_path):
+  files = glt.datasets.write_community_graph(
+    str(tmp_path), 2000, 30001, num_classes=4, homophily=0.8, feature_dim=8, chunk_edges=4000,
+    progress=False,
+  )  # fmt: skip
+  rows, cols = (torch.from_numpy(np.load(p)).long() for p in (files.rows, files.cols))
+  labels, feats = torch.from_numpy(np.load(files.labels)), torch.from_numpy(np.load(files.feats))
+  assert files.num_edges == rows.numel() == cols.numel() == 30000 and rows.dtype == torch.int64
+  assert np.load(files.rows, mmap_mode='r').dtype == np.int32
+  # Both directions of every edge.
+  n = files.num_nodes
+  assert torch.equal(torch.sort(rows * n + cols).values, torch.sort(cols * n + rows).values)
+  # Equal communities; edges inside them at homophily plus chance.
+  assert torch.bincount(labels).tolist() == [500] * 4
+  inside = float((labels[rows] == labels[cols]).double().mean())
+  assert abs(inside - (0.8 + 0.2 / 4)) < 0.02
+  # Features: the community centroid shows through the noise.
+  assert feats.shape == (n, 8) and feats.dtype == torch.float16
+  means = torch.stack([feats[labels == c].float().mean(0) for c in range(4)])
+  assert torch.cdist(means, means).triu(1)[torch.triu_indices(4, 4, 1).unbind()].min() > 0.5
+  train = np.load(files.train_idx)
+  assert train.size == n // 10 and np.unique(train).size == train.size
