@@ -27,8 +27,11 @@ def graphs(planetoid: Path, community_nodes: int):
   for name in ('cora', 'citeseer'):
     if (planetoid / f'ind.{name}.graph').exists():
       yield name, glt.datasets.load_planetoid(planetoid, name)
-  yield f'community, {community_nodes:,} nodes', glt.datasets.community_graph(
-    community_nodes, num_classes=16, avg_degree=10, feature_dim=1, homophily=0.9, seed=0
+  yield (
+    f'community, {community_nodes:,} nodes',
+    glt.datasets.community_graph(
+      community_nodes, num_classes=16, avg_degree=10, feature_dim=1, homophily=0.9, seed=0
+    ),
   )
 
 
@@ -65,7 +68,8 @@ def main():
       s = partition_all(data, num_parts, args.workdir)
       for kind in ('streaming', 'metis'):
         rows.append(
-          [f'{name}, {num_parts} parts, {kind}', s[kind].cut_ratio, s['random'].cut_ratio,
+          [f'{name}, {num_parts} parts, {kind}', 100 * s[kind].cut_ratio,
+           100 * s['random'].cut_ratio,
            s[kind].cut_ratio / s['metis'].cut_ratio, s[kind].cut_ratio / s['random'].cut_ratio,
            s[kind].node_balance(), s[kind].train_balance(), s[kind].seconds]
         )  # fmt: skip
@@ -74,8 +78,16 @@ def main():
     Table(
       'quality',
       'Edge cut and balance by partitioner',
-      ['graph, parts, partitioner', 'edge cut', 'random cut', 'vs METIS', 'vs random',
-       'node balance', 'train balance', 'seconds'],  # fmt: skip
+      [
+        'graph, parts, partitioner',
+        'edge cut, %',
+        'random cut, %',
+        'vs METIS',
+        'vs random',
+        'node balance',
+        'train balance',
+        'seconds',
+      ],  # fmt: skip
       rows,
       chart={'label': 'graph, parts, partitioner', 'value': 'vs METIS'},
       note='Cut: the share of directed edges whose ends lie in different partitions; '

@@ -73,8 +73,10 @@ class StreamingPartitioner(PartitionerBase):
       cluster_factor)`` of the nodes (default 8).
     cluster_passes: at most this many label propagation passes to cluster
       (default 4); they stop early when under 1% of the nodes move.
-    refine_passes: at most this many refinement passes (default 8); they
-      stop early when under 0.1% of the nodes move.
+    cluster_refine_passes: at most this many passes moving whole clusters
+      (default 8); they stop early when under 0.1% of the clusters move.
+    refine_passes: at most this many passes moving single nodes (default
+      8); they stop early when under 0.1% of the nodes move.
     max_block_edges: the edges held in memory at a time (default 2**23).
     max_coarse_edges: the most edges the clusters' graph may have to be
       split by METIS (default 2**24); past it, the clusters are packed
@@ -96,6 +98,7 @@ class StreamingPartitioner(PartitionerBase):
     imbalance: float = 0.03,
     cluster_factor: float = 8.0,
     cluster_passes: int = 4,
+    cluster_refine_passes: int = 8,
     refine_passes: int = 8,
     max_block_edges: int = 1 << 23,
     max_coarse_edges: int = 1 << 24,
@@ -120,6 +123,7 @@ class StreamingPartitioner(PartitionerBase):
     self.imbalance = float(imbalance)
     self.cluster_factor = float(cluster_factor)
     self.cluster_passes = int(cluster_passes)
+    self.cluster_refine_passes = int(cluster_refine_passes)
     self.refine_passes = int(refine_passes)
     self.max_block_edges = int(max_block_edges)
     self.max_coarse_edges = int(max_coarse_edges)
@@ -268,7 +272,7 @@ class StreamingPartitioner(PartitionerBase):
     load.index_add_(0, cluster_part, cluster_weight)
     cap = self._capacity(weights)
     half, moved = max(adjacency.total_weight / 2, 1), 0
-    for i in range(self.refine_passes + 1):
+    for i in range(self.cluster_refine_passes + 1):
       by_part = weight_to_parts(
         adjacency, label, cluster_part[label], (num_clusters, self.num_parts)
       )
@@ -276,7 +280,7 @@ class StreamingPartitioner(PartitionerBase):
       self._cut_weight = (adjacency.total_weight - inside) / 2
       self.passes.append(('split' if i == 0 else 'cluster refine', moved, self._cut_weight / half))
       logger.info('%s: %s, edge cut %.4f', self.name, self.passes[-1][0], self.passes[-1][2])
-      if i == self.refine_passes or (i and moved < 0.001 * num_clusters):
+      if i == self.cluster_refine_passes or (i and moved < 0.001 * num_clusters):
         break
       moves = group_moves(by_part, cluster_part, 0.5, generator)
       moved = take_moves(moves, cluster_part, cluster_weight, load, cap)[0].numel()
