@@ -10,7 +10,7 @@ import graphlearn_torch  # noqa: F401  (registers torch.ops.glt)
 
 OPS = ('coo_to_csr', 'sample_neighbors', 'sample_negative', 'has_edge', 'induced_subgraph',
        'gather_rows', 'bucket_by_partition', 'group_by_partition', 'scatter_rows_',
-       'stitch_neighbors', 'sample_neighbors_partitioned')  # fmt: skip
+       'stitch_neighbors', 'sample_neighbors_partitioned', 'propagate_labels_')  # fmt: skip
 
 
 @pytest.mark.parametrize('op', OPS)

@@ -1,6 +1,7 @@
 """MetisPartitioner: min edge-cut partitioning with METIS (through pymetis)."""
 
 import ctypes
+import importlib.util
 import logging
 from typing import Dict, Optional
 
@@ -11,6 +12,11 @@ from ..typing import NodeType
 from .partitioner import PartitionerBase
 
 logger = logging.getLogger(__name__)
+
+
+def has_pymetis() -> bool:
+  """Whether pymetis (METIS's Python binding) is installed."""
+  return importlib.util.find_spec('pymetis') is not None
 
 
 def _import_pymetis():

@@ -26,6 +26,7 @@ from ..typing import NodeType
 from .adjacency_blocks import BlockedAdjacency, contract
 from .hotness import EDGE_CHUNK
 from .label_propagation import PassState, group_moves, propagate, take_moves, weight_to_parts
+from .metis_partitioner import has_pymetis, metis_kway
 from .partitioner import PartitionerBase
 
 logger = logging.getLogger(__name__)
@@ -111,10 +112,10 @@ class StreamingPartitioner(PartitionerBase):
     if balance_train and not self.node_split.get('train_idx'):
       raise ValueError('balance_train needs the training nodes: pass node_split=(train, val, test)')
     if coarse is None:
-      coarse = 'metis' if _has_pymetis() else 'greedy'
+      coarse = 'metis' if has_pymetis() else 'greedy'
     if coarse not in ('metis', 'greedy'):
       raise ValueError(f"coarse must be 'metis' or 'greedy', got {coarse!r}")
-    if coarse == 'metis' and not _has_pymetis():
+    if coarse == 'metis' and not has_pymetis():
       raise ImportError("coarse='metis' needs pymetis: pip install pymetis")
     for name, value in (('cluster_factor', cluster_factor), ('max_block_edges', max_block_edges)):
       if value <= 0:
@@ -131,7 +132,6 @@ class StreamingPartitioner(PartitionerBase):
     self.workdir = workdir
     self.seed = int(seed)
     self.passes = []  # (stage, nodes moved, cut ratio after the pass), filled by partition()
-    self._cut_weight = 0.0
 
   # -- the graph as one node space -------------------------------------------------
 
@@ -179,17 +179,30 @@ class StreamingPartitioner(PartitionerBase):
       )
       label, coarse = self._cluster(adjacency, generator)
       weights = self._node_weights(offsets, total)
-      part = self._split_clusters(coarse, label, weights, generator)
+      cluster_weight = torch.zeros(int(label.max()) + 1, weights.size(1), dtype=torch.int64)
+      cluster_weight.index_add_(0, label, weights)
+      cluster_part = self._split_clusters(coarse, cluster_weight, generator)
       del coarse
-      part = self._refine_clusters(adjacency, label, part, weights, generator)
-      del label
-      self._refine(adjacency, part, weights, generator)
+      part, cut_weight = self._refine_clusters(
+        adjacency, label, cluster_part, cluster_weight, generator
+      )
+      del label, cluster_weight
+      self._refine(adjacency, part, weights, cut_weight, generator)
     return {t: part[offsets[t] : offsets[t] + n].clone() for t, n in self.num_nodes.items()}
 
-  def _passes(self, adjacency, state: PassState, stage: str, passes: int, stop_share: float):
+  def _passes(
+    self,
+    adjacency,
+    state: PassState,
+    stage: str,
+    passes: int,
+    stop_share: float,
+    cut_weight: Optional[float] = None,
+  ) -> Optional[float]:
     """Up to ``passes`` passes over ``adjacency``; stops once fewer than
-    ``stop_share`` of the nodes move. Logs each pass."""
-    num_rounds = 4
+    ``stop_share`` of the nodes move. Logs each pass, with the cut when
+    refining from a known ``cut_weight``; returns the cut weight after."""
+    half = max(adjacency.total_weight / 2, 1)
     for i in range(passes):
       moved = 0
       bar = tqdm(
@@ -200,12 +213,13 @@ class StreamingPartitioner(PartitionerBase):
         disable=None if self.progress else True,
       )
       for block in adjacency:
-        count, change = propagate(block, state, num_rounds)
+        count, gain = propagate(block, state)
         moved += count
-        self._cut_weight += change
+        if cut_weight is not None:
+          cut_weight -= gain
         bar.update(1)
       bar.close()
-      cut = self._cut_weight / max(adjacency.total_weight / 2, 1) if state.num_parts else None
+      cut = None if cut_weight is None else cut_weight / half
       self.passes.append((stage, moved, cut))
       logger.info(
         '%s: %s pass %d moved %d nodes%s',
@@ -213,6 +227,7 @@ class StreamingPartitioner(PartitionerBase):
       )  # fmt: skip
       if moved < stop_share * adjacency.num_nodes:
         break
+    return cut_weight
 
   def _cluster(self, adjacency: BlockedAdjacency, generator):
     """Each node's cluster (ids ``[0, clusters)``), and the clusters'
@@ -221,7 +236,7 @@ class StreamingPartitioner(PartitionerBase):
     node_weight = torch.ones(adjacency.num_nodes, 1, dtype=torch.int64)
     cap = max(1, int(adjacency.num_nodes / (self.num_parts * self.cluster_factor)))
     state = PassState(
-      torch.arange(adjacency.num_nodes), node_weight, node_weight.clone(), torch.tensor([cap]), 0,
+      torch.arange(adjacency.num_nodes), node_weight, node_weight.clone(), torch.tensor([cap]),
       generator,
     )  # fmt: skip
     self._passes(adjacency, state, 'cluster', self.cluster_passes, 0.01)
@@ -234,16 +249,12 @@ class StreamingPartitioner(PartitionerBase):
     )  # fmt: skip
     return label, coarse
 
-  def _split_clusters(self, coarse, label: torch.Tensor, weights: torch.Tensor, generator):
+  def _split_clusters(self, coarse, cluster_weight: torch.Tensor, generator) -> torch.Tensor:
     """Each cluster's partition: a partitioning of the clusters' graph
-    (``coarse``; None: clusters packed greedily by weight)."""
-    num_clusters = int(label.max()) + 1
-    cluster_weight = torch.zeros(num_clusters, weights.size(1), dtype=torch.int64)
-    cluster_weight.index_add_(0, label, weights)
+    (``coarse``; None: clusters packed greedily by ``cluster_weight``)."""
+    num_clusters = cluster_weight.size(0)
     how = self.coarse if coarse is not None and num_clusters > self.num_parts else 'greedy'
     if how == 'metis':
-      from .metis_partitioner import metis_kway
-
       src, dst, w = coarse
       indptr = torch.zeros(num_clusters + 1, dtype=torch.int64)
       indptr[1:] = torch.cumsum(torch.bincount(src, minlength=num_clusters), 0)
@@ -257,45 +268,37 @@ class StreamingPartitioner(PartitionerBase):
     return cluster_part
 
   def _capacity(self, weights: torch.Tensor) -> torch.Tensor:
-    """The most weight of each column a partition may hold."""
-    cap = torch.ceil(weights.sum(0).to(torch.float64) * (1 + self.imbalance) / self.num_parts)
-    return cap.to(torch.int64)
+    """The most weight of each column a partition may hold: ``1 +
+    imbalance`` of the mean, rounded down, but never under the mean."""
+    total = weights.sum(0).to(torch.float64)
+    cap = torch.floor(total * (1 + self.imbalance) / self.num_parts)
+    return torch.maximum(cap, torch.ceil(total / self.num_parts)).to(torch.int64)
 
-  def _refine_clusters(self, adjacency, label, cluster_part, weights, generator) -> torch.Tensor:
+  def _refine_clusters(self, adjacency, label, cluster_part, cluster_weight, generator) -> tuple:
     """Passes that move whole clusters to the partition most of their edges
     lead to (half of the clusters may move in a pass); returns each node's
-    partition and sets the cut."""
+    partition and the undirected cut weight."""
     num_clusters = cluster_part.numel()
-    cluster_weight = torch.zeros(num_clusters, weights.size(1), dtype=torch.int64)
-    cluster_weight.index_add_(0, label, weights)
-    load = torch.zeros(self.num_parts, weights.size(1), dtype=torch.int64)
+    load = torch.zeros(self.num_parts, cluster_weight.size(1), dtype=torch.int64)
     load.index_add_(0, cluster_part, cluster_weight)
-    cap = self._capacity(weights)
+    cap = self._capacity(cluster_weight)
     half, moved = max(adjacency.total_weight / 2, 1), 0
     for i in range(self.cluster_refine_passes + 1):
       by_part = weight_to_parts(
         adjacency, label, cluster_part[label], (num_clusters, self.num_parts)
       )
       inside = float(by_part.gather(1, cluster_part.view(-1, 1)).sum())
-      self._cut_weight = (adjacency.total_weight - inside) / 2
-      self.passes.append(('split' if i == 0 else 'cluster refine', moved, self._cut_weight / half))
+      cut_weight = (adjacency.total_weight - inside) / 2
+      self.passes.append(('split' if i == 0 else 'cluster refine', moved, cut_weight / half))
       logger.info('%s: %s, edge cut %.4f', self.name, self.passes[-1][0], self.passes[-1][2])
       if i == self.cluster_refine_passes or (i and moved < 0.001 * num_clusters):
         break
       moves = group_moves(by_part, cluster_part, 0.5, generator)
       moved = take_moves(moves, cluster_part, cluster_weight, load, cap)[0].numel()
-    return cluster_part[label]
+    return cluster_part[label], cut_weight
 
-  def _refine(self, adjacency, part: torch.Tensor, weights: torch.Tensor, generator) -> None:
+  def _refine(self, adjacency, part, weights: torch.Tensor, cut_weight: float, generator) -> None:
     load = torch.zeros(self.num_parts, weights.size(1), dtype=torch.int64)
     load.index_add_(0, part, weights)
-    state = PassState(part, weights, load, self._capacity(weights), self.num_parts, generator)
-    self._passes(adjacency, state, 'refine', self.refine_passes, 0.001)
-
-
-def _has_pymetis() -> bool:
-  try:
-    import pymetis  # noqa: F401
-  except ImportError:
-    return False
-  return True
+    state = PassState(part, weights, load, self._capacity(weights), generator)
+    self._passes(adjacency, state, 'refine', self.refine_passes, 0.001, cut_weight)
