@@ -135,6 +135,8 @@ bench: install
 	$(PY) benchmarks/bench_link.py
 	$(PY) benchmarks/bench_partition.py
 	$(PY) benchmarks/bench_partition_quality.py
+	$(PY) benchmarks/bench_partition_large.py
+	$(PY) benchmarks/bench_partition_locality.py
 	$(PY) benchmarks/bench_channel.py
 	$(PY) benchmarks/bench_dist_sampling.py $$(test -x $(GLT_PY) && echo --glt-python $(GLT_PY))
 	$(PY) benchmarks/bench_dist_sampling.py --temporal

@@ -136,9 +136,15 @@ SECTIONS = [
   Section(
     'Partitioning',
     'Time and peak memory to partition the ogbn-products-size graph from memory-mapped .npy '
-    "files, beside METIS's own run on the same graph (pymetis), and the edge cut each "
-    'partitioner leaves on real and synthetic graphs.',
-    [('bench_partition', 'partition'), ('bench_partition_quality', 'quality')],
+    "files, beside METIS's own run on the same graph (pymetis); the edge cut each "
+    'partitioner leaves on real and synthetic graphs; a 400 M-edge graph METIS cannot hold '
+    "here, and the share of a batch's rows its partitions leave on other partitions.",
+    [
+      ('bench_partition', 'partition'),
+      ('bench_partition_quality', 'quality'),
+      ('bench_partition_large', 'partition_large'),
+      ('bench_partition_locality', 'partition_locality'),
+    ],
   ),
   Section(
     'The shared-memory channel',

@@ -56,6 +56,8 @@ SCRIPTS = [
   ('bench_partition.py', ['--scale', '0.002', '--parts', '2'], 'bench_partition', ['partition']),
   ('bench_partition_quality.py', ['--parts', '2', '--community_nodes', '5000'],
    'bench_partition_quality', ['quality']),
+  ('bench_partition_large.py', ['--nodes', '4000', '--edges', '80000', '--parts', '2', '--keep'],
+   'bench_partition_large', ['partition_large']),
   ('bench_channel.py', ['--sizes', '256KB', '--gb', '0.02'], 'bench_channel', ['channel']),
   ('bench_dist_sampling.py', [*DIST, *peer_flags('glt'), *dgl_on_loopback(), '--start_rounds', '2'],
    'bench_dist_sampling',
@@ -88,7 +90,7 @@ def run(script: str, args: list, cwd: Path, timeout: float = 900) -> subprocess.
 def test_every_benchmark_runs_and_writes_its_results(tmp_path, script, args, name, keys):
   if script == 'bench_multihost.py' and unavailable_reason() is not None:
     pytest.skip(f'no network-namespace hosts here: {unavailable_reason()}')
-  writes = script in ('bench_partition.py', 'bench_partition_quality.py')
+  writes = script.startswith('bench_partition')
   workdir = ['--workdir', str(tmp_path / 'work')] if writes else []
   done = run(script, [*args, *workdir, '--results', str(tmp_path)], ROOT)
   assert done.returncode == 0, done.stderr[-4000:]
@@ -100,6 +102,20 @@ def test_every_benchmark_runs_and_writes_its_results(tmp_path, script, args, nam
   for table in tables.values():
     assert table['rows'] and all(len(r) == len(table['columns']) for r in table['rows'])
     assert table['title'] in done.stdout  # printed too
+
+
+def test_the_locality_benchmark_reads_the_kept_partitions(tmp_path):
+  work = ['--workdir', str(tmp_path / 'work'), '--results', str(tmp_path)]
+  tiny = ['--nodes', '4000', '--edges', '80000', '--parts', '4', '--keep', '4']
+  done = run('bench_partition_large.py', [*tiny, *work], ROOT)
+  assert done.returncode == 0, done.stderr[-4000:]
+  done = run('bench_partition_locality.py', ['--batches', '2', '--batch_size', '16', *work], ROOT)
+  assert done.returncode == 0, done.stderr[-4000:]
+  doc = json.loads((tmp_path / 'bench_partition_locality.json').read_text())
+  (table,) = doc['tables']
+  assert [r[0] for r in table['rows']] == ['random', 'streaming']
+  random, streaming = table['rows']
+  assert streaming[1] < random[1] and streaming[3] < random[3]  # lower cut, fewer remote rows
 
 
 def test_the_report_renders_a_page_with_charts(tmp_path):
