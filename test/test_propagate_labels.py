@@ -19,10 +19,11 @@ def splitmix64(x: int) -> int:
   return x ^ (x >> 31)
 
 
-def brute_force(src, dst, weight, start, order, label, node_weight, load, cap, salt):
+def brute_force(src, dst, weight, start, order, label, node_weight, load, cap, salt, move_on_tie):
   """Each node in ``order``: the label its edges weigh most into among
   those with room, when that beats its own (ties: the larger
-  splitmix64(label ^ salt))."""
+  splitmix64(label ^ salt), the own label among them with
+  ``move_on_tie``)."""
   label, load = label.tolist(), load.tolist()
   weight = [1] * len(src) if weight is None else weight.tolist()
   out = {}
@@ -35,14 +36,17 @@ def brute_force(src, dst, weight, start, order, label, node_weight, load, cap, s
     into = Counter()
     for d, w in out.get(v, []):
       into[label[d]] += w
+
+    rank = {lab: (into[lab], splitmix64(lab ^ salt)) for lab in into}
+    rank[own] = (into[own], splitmix64(own ^ salt) if move_on_tie else MASK + 1)
     fitting = [
       lab for lab in into
-      if lab != own and into[lab] > into[own]
+      if lab != own and rank[lab] > rank[own]
       and all(load[lab][c] + mine[c] <= cap[c] for c in range(len(mine)))
     ]  # fmt: skip
     if not fitting:
       continue
-    best = max(fitting, key=lambda lab: (into[lab], splitmix64(lab ^ salt)))
+    best = max(fitting, key=rank.get)
     for c in range(len(mine)):
       load[own][c] -= mine[c]
       load[best][c] += mine[c]
@@ -60,8 +64,12 @@ def block_of(num_nodes, num_edges, start, stop, seed, weighted):
   return src, dst, weight, g
 
 
-@pytest.mark.parametrize('num_labels,weighted,seed', [(200, False, 0), (4, True, 1), (7, True, 2)])
-def test_each_node_takes_the_heaviest_label_with_room(num_labels, weighted, seed):
+@pytest.mark.parametrize(
+  'num_labels,weighted,move_on_tie,seed',
+  [(200, False, False, 0), (4, True, False, 1), (7, True, False, 2), (200, False, True, 3),
+   (7, True, True, 4)],
+)  # fmt: skip
+def test_each_node_takes_the_heaviest_label_with_room(num_labels, weighted, move_on_tie, seed):
   num_nodes, start, stop = 200, 40, 160
   src, dst, weight, g = block_of(num_nodes, 1500, start, stop, seed, weighted)
   label = torch.randint(0, num_labels, (num_nodes,), generator=g)
@@ -71,10 +79,10 @@ def test_each_node_takes_the_heaviest_label_with_room(num_labels, weighted, seed
   order = torch.randperm(stop - start, generator=g)
   salt = 12345
   expected = brute_force(
-    src, dst, weight, start, order, label, node_weight, load, cap.tolist(), salt
+    src, dst, weight, start, order, label, node_weight, load, cap.tolist(), salt, move_on_tie
   )
   moved, gain = torch.ops.glt.propagate_labels_(
-    src, dst, weight, start, order, label, node_weight, load, cap, salt
+    src, dst, weight, start, order, label, node_weight, load, cap, salt, move_on_tie
   )
   assert label.tolist() == expected[0] and load.tolist() == expected[1]
   assert (moved, gain) == expected[2:] and moved > 0
@@ -97,16 +105,38 @@ def test_gain_is_the_drop_of_the_cut_and_clusters_form():
   before = undirected_cut(src, dst, label)
   moved, gain = torch.ops.glt.propagate_labels_(
     src, dst, None, 0, torch.randperm(60, generator=g), label, node_weight, load,
-    torch.tensor([30]), 7,
+    torch.tensor([30]), 7, False,
   )  # fmt: skip
   assert gain == before - undirected_cut(src, dst, label) and moved > 0
   for _ in range(3):
     torch.ops.glt.propagate_labels_(
       src, dst, None, 0, torch.randperm(60, generator=g), label, node_weight, load,
-      torch.tensor([30]), 7,
+      torch.tensor([30]), 7, False,
     )  # fmt: skip
   assert len(set(label[:30].tolist())) == 1 and len(set(label[30:].tolist())) == 1
   assert label[0] != label[30] and undirected_cut(src, dst, label) == 1
+
+
+def test_moving_on_ties_merges_a_ring_that_stalls_without():
+  # A ring of singletons: the first moves make runs of two or three, and
+  # then a node at a run's end weighs its own run and the next one alike;
+  # without ties it stays (19 runs here), with them runs merge (6).
+  n = 64
+  ring = torch.arange(n)
+  src = torch.cat([ring, ring])
+  dst = torch.cat([(ring + 1) % n, (ring - 1) % n])
+  counts = []
+  for move_on_tie in (False, True):
+    g = torch.Generator().manual_seed(6)
+    label, node_weight = torch.arange(n), torch.ones(n, 1, dtype=torch.int64)
+    load = node_weight.clone()
+    for _ in range(4):
+      torch.ops.glt.propagate_labels_(
+        src, dst, None, 0, torch.randperm(n, generator=g), label, node_weight, load,
+        torch.tensor([n]), 11, move_on_tie,
+      )  # fmt: skip
+    counts.append(torch.unique(label).numel())
+  assert counts[1] <= counts[0] // 2
 
 
 def test_bad_input_is_a_value_error():
@@ -117,7 +147,7 @@ def test_bad_input_is_a_value_error():
 
   def call(**change):
     args = dict(src=src, dst=dst, weight=weight, start=0, order=order, label=label,
-                node_weight=node_weight, load=load, cap=cap, salt=0)  # fmt: skip
+                node_weight=node_weight, load=load, cap=cap, salt=0, move_on_tie=False)  # fmt: skip
     args.update(change)
     torch.ops.glt.propagate_labels_(*args.values())
 

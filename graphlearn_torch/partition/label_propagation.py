@@ -8,7 +8,7 @@ before it; groups of nodes (clusters) move together by :func:`take_moves`.
 """
 
 from dataclasses import dataclass
-from typing import Iterable, Tuple
+from typing import Iterable, Optional, Tuple
 
 import torch
 
@@ -64,6 +64,11 @@ class PassState:
     load: each label's summed node weights ``[labels, columns]``.
     cap: the most weight a label may hold, per column.
     generator: the random generator of the visit orders and ties.
+    tie_salt: when set, nodes also move on a tie, toward the label with the
+      larger ``splitmix64(label ^ tie_salt)``, the same order in every block
+      (clustering: groups of equal pull merge instead of stalling). When
+      None, a node keeps its label on a tie, and ties between other labels
+      are broken by a salt drawn per block.
   """
 
   label: torch.Tensor
@@ -71,6 +76,7 @@ class PassState:
   load: torch.Tensor
   cap: torch.Tensor
   generator: torch.Generator
+  tie_salt: Optional[int] = None
 
 
 def take_moves(
@@ -108,14 +114,20 @@ def propagate(block: AdjacencyBlock, state: PassState) -> Tuple[int, int]:
   """One block of a pass, node by node in a random order
   (``glt::propagate_labels_``): each node takes the label its edges weigh
   most into, among those with room for it, when that weighs more than its
-  own. Returns the nodes moved and the drop of the undirected cut weight
-  between labels."""
+  own (or as much, with ``state.tie_salt``). Returns the nodes moved and
+  the drop of the undirected cut weight between labels."""
   order = torch.randperm(block.stop - block.start, generator=state.generator)
-  salt = int(torch.randint(0, 2**62, (1,), generator=state.generator))
+  move_on_tie = state.tie_salt is not None
+  salt = state.tie_salt if move_on_tie else draw_salt(state.generator)
   return torch.ops.glt.propagate_labels_(
     block.src, block.dst, block.weight, block.start, order, state.label, state.node_weight,
-    state.load, state.cap, salt,
+    state.load, state.cap, salt, move_on_tie,
   )  # fmt: skip
+
+
+def draw_salt(generator: torch.Generator) -> int:
+  """A random 62-bit salt for the kernel's tie keys."""
+  return int(torch.randint(0, 2**62, (1,), generator=generator))
 
 
 def weight_to_parts(

@@ -25,7 +25,14 @@ from tqdm.auto import tqdm
 from ..typing import NodeType
 from .adjacency_blocks import BlockedAdjacency, contract
 from .hotness import EDGE_CHUNK
-from .label_propagation import PassState, group_moves, propagate, take_moves, weight_to_parts
+from .label_propagation import (
+  PassState,
+  draw_salt,
+  group_moves,
+  propagate,
+  take_moves,
+  weight_to_parts,
+)
 from .metis_partitioner import has_pymetis, metis_kway
 from .partitioner import PartitionerBase
 
@@ -237,7 +244,7 @@ class StreamingPartitioner(PartitionerBase):
     cap = max(1, int(adjacency.num_nodes / (self.num_parts * self.cluster_factor)))
     state = PassState(
       torch.arange(adjacency.num_nodes), node_weight, node_weight.clone(), torch.tensor([cap]),
-      generator,
+      generator, tie_salt=draw_salt(generator),
     )  # fmt: skip
     self._passes(adjacency, state, 'cluster', self.cluster_passes, 0.01)
     del node_weight, state.load

@@ -94,7 +94,7 @@ std::tuple<int64_t, int64_t> propagate_labels_kernel(
     const at::Tensor& src_arg, const at::Tensor& dst_arg,
     const c10::optional<at::Tensor>& weight_arg, int64_t start, const at::Tensor& order_arg,
     at::Tensor& label, const at::Tensor& node_weight_arg, at::Tensor& load,
-    const at::Tensor& cap_arg, int64_t salt) {
+    const at::Tensor& cap_arg, int64_t salt, bool move_on_tie) {
   const at::Tensor src = src_arg.contiguous(), dst = dst_arg.contiguous();
   const at::Tensor order = order_arg.contiguous(), cap = cap_arg.contiguous();
   const at::Tensor node_weight = node_weight_arg.contiguous();
@@ -108,6 +108,7 @@ std::tuple<int64_t, int64_t> propagate_labels_kernel(
   const int64_t* cp = cap.data_ptr<int64_t>();
   const int64_t* visit = order.data_ptr<int64_t>();
   std::vector<int64_t> into(load.size(0), 0), touched;
+  const auto key_of = [salt](int64_t l) { return splitmix64(static_cast<uint64_t>(l ^ salt)); };
   const auto fits = [&](int64_t l, const int64_t* w) {
     for (int64_t c = 0; c < cols; ++c)
       if (ld[l * cols + c] + w[c] > cp[c]) return false;
@@ -123,12 +124,13 @@ std::tuple<int64_t, int64_t> propagate_labels_kernel(
       if (into[l] == 0) touched.push_back(l);
       into[l] += adj.weight[e];
     }
+    // With move_on_tie, the own label competes in the ties like any other.
     int64_t best = -1, best_into = into[own];
-    uint64_t best_key = 0;
+    uint64_t best_key = move_on_tie ? key_of(own) : 0;
     for (const int64_t l : touched) {
       if (l == own || into[l] < best_into) continue;
-      const uint64_t key = splitmix64(static_cast<uint64_t>(l ^ salt));
-      const bool better = into[l] > best_into || (best >= 0 && key > best_key);
+      const uint64_t key = key_of(l);
+      const bool better = into[l] > best_into || ((best >= 0 || move_on_tie) && key > best_key);
       if (better && fits(l, w)) best = l, best_into = into[l], best_key = key;
     }
     if (best >= 0) {
