@@ -302,6 +302,8 @@ class StreamingPartitioner(PartitionerBase):
         break
       moves = group_moves(by_part, cluster_part, 0.5, generator)
       moved = take_moves(moves, cluster_part, cluster_weight, load, cap)[0].numel()
+      if moved == 0:  # the cut stands, and the rule above would stop after recounting it
+        break
     return cluster_part[label], cut_weight
 
   def _refine(self, adjacency, part, weights: torch.Tensor, cut_weight: float, generator) -> None:
