@@ -178,8 +178,10 @@ TUNING = """## Tuning
   with milliseconds of delay; `channel_size` holds about three batches
   (measure one batch's bytes first).
 - **Between hosts.** Most bytes of a remote batch are the other partitions'
-  feature rows: partition with METIS, and cache the hottest remote rows
-  (`cache_ratio` or `cache_memory_budget` of the partitioner). See
+  feature rows: partition with METIS (`StreamingPartitioner` where METIS's
+  memory does not fit: about 170 bytes per directed edge), and cache the
+  hottest remote rows (`cache_ratio` or `cache_memory_budget` of the
+  partitioner). See
   docs/distributed.md, "Speed between machines, and what to tune".
 - **On a GPU.** `graph_mode='CUDA'` where the topology fits in GPU memory,
   else 'ZERO_COPY'; `split_ratio` puts the hottest feature rows in GPU memory
