@@ -24,3 +24,17 @@ def cuda_kernels_available() -> bool:
   the extension has the CUDA kernels. Every GPU option falls back to the CPU
   path (with a log line) where this is False."""
   return torch.cuda.is_available() and hasattr(_C, 'CudaInducer')
+
+
+def has_kernel(op: str, device: torch.device) -> bool:
+  """Whether ``torch.ops.glt.<op>`` runs on tensors on ``device``: every op
+  has a CPU kernel, and a build with the CUDA kernels (where a GPU is seen)
+  has a CUDA one for each (``tools/check_cuda_build.py`` holds that).
+
+  Args:
+    op: the op's name, e.g. ``'bucket_by_partition'``.
+    device: where its inputs are.
+  """
+  if not hasattr(torch.ops.glt, op):
+    raise ValueError(f'graphlearn_torch has no op {op!r}')
+  return device.type == 'cpu' or (device.type == 'cuda' and cuda_kernels_available())

@@ -66,3 +66,11 @@ def harness():
   h = load_harness()
   h.set_num_threads(4)
   return h
+
+
+@pytest.fixture(params=[1, 4], ids=['serial', '4-threads'])
+def threads(request, harness):
+  """The host harness's thread count for a test: serial, then 4 threads."""
+  harness.set_num_threads(request.param)
+  yield request.param
+  harness.set_num_threads(4)

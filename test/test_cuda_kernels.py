@@ -10,10 +10,13 @@ import torch
 from conftest import random_edges
 from scipy import stats
 from test_kernel_bodies import csr, flat, run_hops, star
+from test_ops import partition_topologies
+from test_partition_kernel_bodies import stitch_pieces
 from test_temporal_kernel import temporal_csr
 
 import graphlearn_torch
 from graphlearn_torch._ext import ops
+from graphlearn_torch.partition.partition_book import GLTPartitionBook, positions_by_partition
 
 
 def cuda_kernels_available() -> bool:
@@ -149,6 +152,53 @@ def test_cuda_inducer_equals_the_cpu_inducer(num_types):
     assert flat(gpu) == flat(cpu)
 
 
+def test_partition_ops_equal_the_cpu_kernels():
+  g = torch.Generator().manual_seed(3)
+  parts = torch.randint(0, 5, (100_001,), generator=g).to(torch.int8)
+  assert_all_equal(OPS.bucket_by_partition(parts.cuda(), 5), OPS.bucket_by_partition(parts, 5))
+  book, ids = parts[:5000], torch.randint(0, 5000, (100_001,), generator=g)
+  assert_all_equal(
+    OPS.group_by_partition(*cuda(book, ids), 5), OPS.group_by_partition(book, ids, 5)
+  )
+  out, rows = torch.randn(4000, 100, generator=g), torch.randn(3000, 100, generator=g)
+  positions = torch.randperm(4000, generator=g)[:3000]
+  want = OPS.scatter_rows_(out.clone(), positions, rows)
+  assert torch.equal(OPS.scatter_rows_(*cuda(out, positions, rows)).cpu(), want)
+  pos, num, nbr, edge = stitch_pieces(20_000, seed=5)
+  got = OPS.stitch_neighbors(20_000, cuda(*pos), cuda(*num), cuda(*nbr), cuda(*edge))
+  assert_all_equal(got, OPS.stitch_neighbors(20_000, pos, num, nbr, edge))
+  assert torch.equal(OPS.concat(cuda(*nbr)).cpu(), torch.cat(nbr))
+
+
+def test_partition_book_groups_gpu_ids_as_cpu_ones():
+  g = torch.Generator().manual_seed(8)
+  book = GLTPartitionBook(torch.randint(0, 4, (5000,), generator=g), 4)
+  on_gpu = GLTPartitionBook(book.tensor.cuda(), 4)
+  ids = torch.randint(0, 5000, (20_000,), generator=g)
+  for got, want in zip(on_gpu.group(ids.cuda()), book.group(ids)):
+    assert_all_equal(got, want)
+  parts = book.tensor[ids]
+  assert_all_equal(positions_by_partition(parts.cuda(), 4), positions_by_partition(parts, 4))
+
+
+@pytest.mark.parametrize('dtype', [torch.int64, torch.int32])
+@pytest.mark.parametrize('weighted', [False, True])
+@pytest.mark.parametrize('k', [-1, 5])
+def test_sample_neighbors_partitioned_equals_the_host_harness(harness, dtype, weighted, k):
+  g = torch.Generator().manual_seed(6)
+  owner = torch.randint(0, 3, (2000,), generator=g)
+  topos = partition_topologies(owner, dtype)
+  seeds = torch.randint(0, 2000, (20_000,), generator=g)
+  args = (
+    [t[0] for t in topos], [t[1] for t in topos], [t[2] for t in topos],
+    [t[3] if weighted else None for t in topos],
+  )  # fmt: skip
+  want = harness.sample_neighbors_partitioned(*args, owner[seeds], seeds, k, False, [1, 2, 3])
+  on_gpu = [[t.cuda() if t is not None else None for t in a] for a in args]
+  got = OPS.sample_neighbors_partitioned(*on_gpu, *cuda(owner[seeds], seeds), k, False, [1, 2, 3])
+  assert_all_equal(got, want)
+
+
 def test_every_op_has_a_cuda_kernel():
   for op in (
     'coo_to_csr',
@@ -159,6 +209,12 @@ def test_every_op_has_a_cuda_kernel():
     'has_edge',
     'induced_subgraph',
     'gather_rows',
+    'sample_neighbors_partitioned',
+    'bucket_by_partition',
+    'group_by_partition',
+    'stitch_neighbors',
+    'scatter_rows_',
+    'concat',
   ):
     assert torch._C._dispatch_has_kernel_for_dispatch_key(f'glt::{op}', 'CUDA'), op
   assert graphlearn_torch._ext.cuda_kernels_available()

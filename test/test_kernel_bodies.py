@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 import torch
 from conftest import random_edges
-from kernel_harness import load_harness
 from scipy import stats
 
 import graphlearn_torch  # noqa: F401  (registers torch.ops.glt)
@@ -21,19 +20,6 @@ import graphlearn_torch  # noqa: F401  (registers torch.ops.glt)
 pytestmark = pytest.mark.slow
 
 OPS = torch.ops.glt
-
-
-@pytest.fixture(scope='module')
-def harness():
-  h = load_harness()
-  yield h
-  h.set_num_threads(4)
-
-
-@pytest.fixture(params=[1, 4], ids=['serial', '4-threads'])
-def threads(request, harness):
-  harness.set_num_threads(request.param)
-  return request.param
 
 
 def csr(num_rows, num_cols, num_edges, seed, dtype=torch.int64, weighted=False):

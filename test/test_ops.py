@@ -6,7 +6,7 @@ import pytest
 import torch
 from conftest import random_edges
 
-import graphlearn_torch  # noqa: F401  (registers torch.ops.glt)
+from graphlearn_torch._ext import has_kernel
 
 OPS = ('coo_to_csr', 'sample_neighbors', 'sample_negative', 'has_edge', 'induced_subgraph',
        'gather_rows', 'bucket_by_partition', 'group_by_partition', 'scatter_rows_',
@@ -16,6 +16,7 @@ OPS = ('coo_to_csr', 'sample_neighbors', 'sample_negative', 'has_edge', 'induced
 @pytest.mark.parametrize('op', OPS)
 def test_every_op_has_a_schema_and_a_cpu_kernel(op):
   assert torch._C._dispatch_has_kernel_for_dispatch_key(f'glt::{op}', 'CPU')
+  assert has_kernel(op, torch.device('cpu')) and not has_kernel(op, torch.device('meta'))
   schema = getattr(torch.ops.glt, op).default._schema
   assert schema.name == f'glt::{op}'
 

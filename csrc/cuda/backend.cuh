@@ -31,6 +31,12 @@ struct CudaBackend {
     for_each_kernel<<<blocks, kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(n, f);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
+
+  // A small host tensor (a table of pointers, bounds) on `device`, copied
+  // from pinned memory on the current stream: the host does not wait.
+  at::Tensor to_device(const at::Tensor& host, const at::Device& device) const {
+    return host.pin_memory().to(device, /*non_blocking=*/true);
+  }
 };
 
 }  // namespace cuda

@@ -136,19 +136,23 @@ GLT_HOST_DEVICE void sample_positions(const CsrView<index_t>& g, int64_t begin, 
   }
 }
 
+// Where seed i draws from: its topology and its Philox stream.
+template <typename index_t>
+struct SeedSource {
+  CsrView<index_t> g;
+  uint64_t key, stream;
+};
+
 // Samples every seed: returns (neighbors, count per seed, edge ids or an
-// empty tensor). `indptr`, `indices` (of index_t), `seeds` (int64) and the
-// optional `edge_ids` (int64) and `weights` (float) are on the backend's
-// device and checked by the caller. `window(i, s, &begin, &end)` gives the
-// candidate edges of seed i (row s): its whole row, or a temporal window.
-template <typename index_t, typename Backend, typename Window>
+// empty tensor). `seeds` (int64) and the topologies are on the backend's
+// device and checked by the caller; `with_edge` and `weighted` say whether
+// the topologies have edge ids and weights. `source(i)` gives seed i's
+// SeedSource; `window(i, s, &begin, &end)` the candidate edges of seed i
+// (row s): its whole row, or a temporal window.
+template <typename index_t, typename Backend, typename Source, typename Window>
 std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_impl(
-    const Backend& backend, const at::Tensor& indptr, const at::Tensor& indices,
-    const at::Tensor* edge_ids, const at::Tensor* weights, const at::Tensor& seeds, int64_t k,
-    bool replace, int64_t rng_seed, Window window) {
-  const CsrView<index_t> g{indptr.data_ptr<index_t>(), indices.data_ptr<index_t>(),
-                           edge_ids ? edge_ids->data_ptr<int64_t>() : nullptr,
-                           weights ? weights->data_ptr<float>() : nullptr};
+    const Backend& backend, const at::Tensor& seeds, int64_t k, bool replace, bool with_edge,
+    bool weighted, Source source, Window window) {
   const auto long_opts = seeds.options().dtype(at::kLong);
   const int64_t n = seeds.numel();
   auto counts = at::empty({n}, long_opts);
@@ -159,35 +163,55 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_impl(
   int64_t* bound = bounds.data_ptr<int64_t>();
   backend.for_each(n, [=] GLT_HOST_DEVICE(int64_t i) {
     window(i, seed[i], bound + 2 * i, bound + 2 * i + 1);
-    cnt[i] = sample_count(g, bound[2 * i], bound[2 * i + 1], k, replace);
+    cnt[i] = sample_count(source(i).g, bound[2 * i], bound[2 * i + 1], k, replace);
   });
   auto offsets = at::zeros({n + 1}, long_opts);
   offsets.narrow(0, 1, n).copy_(counts.cumsum(0));
   const int64_t total = offsets[n].item<int64_t>();
   auto nbrs = at::empty({total}, long_opts);
-  auto eids = at::empty({edge_ids ? total : 0}, long_opts);
+  auto eids = at::empty({with_edge ? total : 0}, long_opts);
   auto pos = at::empty({total}, long_opts);
-  const bool keyed = weights && !replace && k >= 0;
+  const bool keyed = weighted && !replace && k >= 0;
   auto keys = at::empty({keyed ? total : 0}, seeds.options().dtype(at::kDouble));
   const int64_t* off = offsets.data_ptr<int64_t>();
   int64_t* out_nbr = nbrs.data_ptr<int64_t>();
-  int64_t* out_eid = edge_ids ? eids.data_ptr<int64_t>() : nullptr;
+  int64_t* out_eid = with_edge ? eids.data_ptr<int64_t>() : nullptr;
   int64_t* scratch = pos.data_ptr<int64_t>();
   double* key_scratch = keyed ? keys.data_ptr<double>() : nullptr;
-  const uint64_t key = static_cast<uint64_t>(rng_seed);
   backend.for_each(n, [=] GLT_HOST_DEVICE(int64_t i) {
-    device::Philox rng(key, static_cast<uint64_t>(i));
+    const SeedSource<index_t> src = source(i);
+    device::Philox rng(src.key, src.stream);
     const int64_t o = off[i], m = cnt[i];
     int64_t* p = scratch + o;
-    sample_positions(g, bound[2 * i], bound[2 * i + 1], k, m, replace, rng, p,
+    sample_positions(src.g, bound[2 * i], bound[2 * i + 1], k, m, replace, rng, p,
                      key_scratch ? key_scratch + o : nullptr);
     for (int64_t j = 0; j < m; ++j) {
-      out_nbr[o + j] = static_cast<int64_t>(g.indices[p[j]]);
-      if (out_eid) out_eid[o + j] = g.edge_ids[p[j]];
+      out_nbr[o + j] = static_cast<int64_t>(src.g.indices[p[j]]);
+      if (out_eid) out_eid[o + j] = src.g.edge_ids[p[j]];
     }
   });
   return {nbrs, counts, eids};
 }
+
+// The SeedSource of every seed of a one-topology hop: its topology, and
+// stream i of key `rng_seed` for seed i.
+template <typename index_t>
+struct OneTopology {
+  CsrView<index_t> g;
+  uint64_t key;
+
+  OneTopology(const at::Tensor& indptr, const at::Tensor& indices,
+              const std::optional<at::Tensor>& edge_ids,
+              const std::optional<at::Tensor>& edge_weights, int64_t rng_seed)
+      : g{indptr.data_ptr<index_t>(), indices.data_ptr<index_t>(),
+          edge_ids.has_value() ? edge_ids->data_ptr<int64_t>() : nullptr,
+          edge_weights.has_value() ? edge_weights->data_ptr<float>() : nullptr},
+        key(static_cast<uint64_t>(rng_seed)) {}
+
+  GLT_HOST_DEVICE SeedSource<index_t> operator()(int64_t i) const {
+    return {g, key, static_cast<uint64_t>(i)};
+  }
+};
 
 // The op for any backend: inputs checked, then the kernel.
 template <typename Backend>
@@ -197,16 +221,16 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors(
     const at::Tensor& seeds, int64_t num_neighbors, bool replace, int64_t rng_seed) {
   const auto seed_t =
       checked_sampling_args(indptr, indices, edge_ids, edge_weights, seeds, num_neighbors);
-  const at::Tensor* eids = edge_ids.has_value() ? &*edge_ids : nullptr;
-  const at::Tensor* weights = edge_weights.has_value() ? &*edge_weights : nullptr;
   return AT_DISPATCH_INDEX_TYPES(indptr.scalar_type(), "sample_neighbors", [&] {
     const index_t* ptr = indptr.data_ptr<index_t>();
     auto whole_row = [=] GLT_HOST_DEVICE(int64_t, int64_t s, int64_t* begin, int64_t* end) {
       *begin = ptr[s];
       *end = ptr[s + 1];
     };
-    return sample_neighbors_impl<index_t>(backend, indptr, indices, eids, weights, seed_t,
-                                          num_neighbors, replace, rng_seed, whole_row);
+    const OneTopology<index_t> source(indptr, indices, edge_ids, edge_weights, rng_seed);
+    return sample_neighbors_impl<index_t>(backend, seed_t, num_neighbors, replace,
+                                          edge_ids.has_value(), edge_weights.has_value(), source,
+                                          whole_row);
   });
 }
 
@@ -221,8 +245,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_temporal(
   const auto seed_t =
       checked_sampling_args(indptr, indices, edge_ids, edge_weights, seeds, num_neighbors);
   const auto seed_time_t = checked_time_args(edge_time, indices, seed_time, seed_t);
-  const at::Tensor* eids = edge_ids.has_value() ? &*edge_ids : nullptr;
-  const at::Tensor* weights = edge_weights.has_value() ? &*edge_weights : nullptr;
   return AT_DISPATCH_INDEX_TYPES(indptr.scalar_type(), "sample_neighbors_temporal", [&] {
     using idx_t = index_t;
     // scalar_t: the times' type.
@@ -234,8 +256,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_temporal(
       auto window = [=] GLT_HOST_DEVICE(int64_t i, int64_t s, int64_t* begin, int64_t* end) {
         temporal_window(ptr, times, s, bound[i], k, last, begin, end);
       };
-      return sample_neighbors_impl<idx_t>(backend, indptr, indices, eids, weights, seed_t,
-                                          num_neighbors, replace, rng_seed, window);
+      const OneTopology<idx_t> source(indptr, indices, edge_ids, edge_weights, rng_seed);
+      return sample_neighbors_impl<idx_t>(backend, seed_t, num_neighbors, replace,
+                                          edge_ids.has_value(), edge_weights.has_value(), source,
+                                          window);
     });
   });
 }

@@ -10,7 +10,8 @@
 // draws as sample_neighbors draws the seeds of its own partition, taken
 // apart in seed order, with rng_seeds[p]; the outputs are sample_neighbors'
 // in seed order: the draws of sampling each partition's seeds apart,
-// stitched back. CPU topologies of one dtype (int32 or int64).
+// stitched back. Topologies on the seeds' device (and `parts` too), of one
+// dtype (int32 or int64).
 #include <torch/library.h>
 
 TORCH_LIBRARY_FRAGMENT(glt, m) {

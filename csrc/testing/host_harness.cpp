@@ -8,6 +8,8 @@
 #include "kernels/disjoint_keys.h"
 #include "kernels/graph_ops.h"
 #include "kernels/inducer.h"
+#include "kernels/partition_ops.h"
+#include "kernels/sample_partitioned.h"
 #include "kernels/sample_neighbors.h"
 #include "inducer_bindings.h"
 #include "kernels/unified_gather.h"
@@ -28,6 +30,49 @@ at::Tensor philox(int64_t seed, int64_t stream, int64_t counter, int64_t count) 
 }
 
 using HostInducer = glt::kernels::InducerImpl<HostBackend>;
+
+c10::List<std::optional<at::Tensor>> as_list(const std::vector<std::optional<at::Tensor>>& v) {
+  c10::List<std::optional<at::Tensor>> out;
+  for (const auto& t : v) out.push_back(t);
+  return out;
+}
+
+// The partition ops (kernels/partition_ops.h, kernels/sample_partitioned.h).
+void bind_partition_ops(py::module& m) {
+  m.def("bucket_by_partition",
+        torch::wrap_pybind_function([](const at::Tensor& partitions, int64_t num_partitions) {
+          return glt::kernels::bucket_by_partition(HostBackend{}, partitions, num_partitions);
+        }));
+  m.def("group_by_partition", torch::wrap_pybind_function([](const at::Tensor& book,
+                                                             const at::Tensor& ids,
+                                                             int64_t num_partitions) {
+          return glt::kernels::group_by_partition(HostBackend{}, book, ids, num_partitions);
+        }));
+  m.def("scatter_rows_", torch::wrap_pybind_function([](at::Tensor out, const at::Tensor& positions,
+                                                        const at::Tensor& rows) {
+          return glt::kernels::scatter_rows_(HostBackend{}, out, positions, rows);
+        }));
+  m.def("stitch_neighbors",
+        torch::wrap_pybind_function([](int64_t num_seeds, const std::vector<at::Tensor>& positions,
+                                       const std::vector<at::Tensor>& nbr_nums,
+                                       const std::vector<at::Tensor>& nbrs,
+                                       const std::vector<at::Tensor>& edges) {
+          return glt::kernels::stitch_neighbors(HostBackend{}, num_seeds, positions, nbr_nums,
+                                                nbrs, edges);
+        }));
+  m.def("sample_neighbors_partitioned",
+        torch::wrap_pybind_function([](const std::vector<std::optional<at::Tensor>>& indptrs,
+                                       const std::vector<std::optional<at::Tensor>>& indices,
+                                       const std::vector<std::optional<at::Tensor>>& edge_ids,
+                                       const std::vector<std::optional<at::Tensor>>& edge_weights,
+                                       const at::Tensor& parts, const at::Tensor& seeds,
+                                       int64_t num_neighbors, bool replace,
+                                       const std::vector<int64_t>& rng_seeds) {
+          return glt::kernels::sample_neighbors_partitioned(
+              HostBackend{}, as_list(indptrs), as_list(indices), as_list(edge_ids),
+              as_list(edge_weights), parts, seeds, num_neighbors, replace, rng_seeds);
+        }));
+}
 
 }  // namespace
 
@@ -97,6 +142,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
                                        const std::optional<at::Tensor>& id2index) {
           return glt::kernels::unified_gather(HostBackend{}, parts, ids, id2index);
         }));
+  bind_partition_ops(m);
   glt::bind_inducer_methods(
       py::class_<HostInducer>(m, "Inducer")
           .def(py::init(torch::wrap_pybind_function([](int64_t num_node_types) {

@@ -5,6 +5,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
+from .._ext import has_kernel
 from ..typing import EdgeType, NodeType
 from ..utils.common import default_id_filter
 
@@ -113,10 +114,11 @@ class GLTPartitionBook(PartitionBook):
     self, ids: torch.Tensor, num_partitions: Optional[int] = None
   ) -> Tuple[List[torch.Tensor], List[torch.Tensor]]:
     num_partitions = num_partitions or self.num_parts
-    cpu = self.tensor.device.type == 'cpu' and ids.device.type == 'cpu'
-    if not (cpu and ids.dim() == 1 and ids.dtype == torch.int64):
+    one_device = self.tensor.device == ids.device and has_kernel('group_by_partition', ids.device)
+    if not (one_device and ids.dim() == 1 and ids.dtype == torch.int64):
       return super().group(ids, num_partitions)
-    # one C++ pass: the lookups, the counting sort, the ids in group order
+    # one kernel: the lookups, the counting sort (a stable sort on a GPU), the
+    # ids in group order
     order, counts, grouped = torch.ops.glt.group_by_partition(
       self._narrow_book(), ids, num_partitions
     )
@@ -254,11 +256,10 @@ def owned_ids(book: PartitionBookLike, partition_idx: int) -> torch.Tensor:
 def positions_by_partition(partitions: torch.Tensor, num_partitions: int) -> List[torch.Tensor]:
   r"""For every partition, the positions in ``partitions`` that name it (in
   order; empty when none)."""
-  if partitions.device.type == 'cpu':  # one counting sort, two passes
+  if has_kernel('bucket_by_partition', partitions.device):
+    # one kernel: a counting sort on the CPU, a stable sort on a GPU
     order, counts = torch.ops.glt.bucket_by_partition(partitions, num_partitions)
     return list(torch.split(order, counts.tolist()))
-  if num_partitions <= 4:  # a scan per partition beats a sort
-    return [torch.nonzero(partitions == p).view(-1) for p in range(num_partitions)]
-  order = torch.argsort(partitions, stable=True)
+  order = torch.argsort(partitions, stable=True)  # a build without the CUDA kernels
   counts = torch.bincount(partitions, minlength=num_partitions).tolist()
   return list(torch.split(order, counts))

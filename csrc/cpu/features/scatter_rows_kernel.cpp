@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "checks.h"
 #include "cpu/runtime/parallel.h"
 
 namespace glt::cpu {
@@ -12,20 +13,7 @@ namespace {
 
 at::Tensor& scatter_rows_kernel(at::Tensor& out, const at::Tensor& positions,
                                 const at::Tensor& rows) {
-  TORCH_CHECK_VALUE(out.dim() == 2 && rows.dim() == 2,
-                    "scatter_rows_: out and rows must be 2-D, got ", out.dim(), "-D and ",
-                    rows.dim(), "-D");
-  TORCH_CHECK_VALUE(out.scalar_type() == rows.scalar_type(), "scatter_rows_: out is ",
-                    out.scalar_type(), " but rows are ", rows.scalar_type());
-  TORCH_CHECK_VALUE(out.size(1) == rows.size(1), "scatter_rows_: out rows have ", out.size(1),
-                    " columns but rows have ", rows.size(1));
-  TORCH_CHECK_VALUE(out.is_contiguous(), "scatter_rows_: out must be contiguous");
-  TORCH_CHECK_VALUE(positions.dim() == 1 && positions.scalar_type() == at::kLong,
-                    "scatter_rows_: positions must be a 1-D int64 tensor");
-  TORCH_CHECK_VALUE(positions.numel() == rows.size(0), "scatter_rows_: ", positions.numel(),
-                    " positions for ", rows.size(0), " rows");
-  const at::Tensor src_rows = rows.contiguous();
-  const at::Tensor pos_c = positions.contiguous();
+  const auto [pos_c, src_rows] = checked_scatter_args(out, positions, rows);
   const int64_t n = pos_c.numel();
   const int64_t num_out = out.size(0);
   const int64_t row_bytes = out.size(1) * out.element_size();

@@ -2,6 +2,7 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include "checks.h"
 #include "cpu/partitions/bucket.h"
 
 namespace glt::cpu {
@@ -9,12 +10,7 @@ namespace {
 
 std::tuple<at::Tensor, at::Tensor> bucket_by_partition_kernel(const at::Tensor& partitions,
                                                               int64_t num_partitions) {
-  TORCH_CHECK_VALUE(partitions.dim() == 1, "partitions must be 1-D, got shape ",
-                    partitions.sizes());
-  TORCH_CHECK_VALUE(at::isIntegralType(partitions.scalar_type(), /*includeBool=*/false),
-                    "partitions must be an integer tensor, got ", partitions.scalar_type());
-  TORCH_CHECK_VALUE(num_partitions >= 1, "num_partitions must be at least 1, got ", num_partitions);
-  const auto part = partitions.contiguous();
+  const auto part = checked_bucket_args(partitions, num_partitions);
   const int64_t n = part.numel();
   auto order = at::empty({n}, part.options().dtype(at::kLong));
   auto counts = at::empty({num_partitions}, part.options().dtype(at::kLong));

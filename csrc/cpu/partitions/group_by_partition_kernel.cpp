@@ -10,6 +10,7 @@
 #include <atomic>
 #include <memory>
 
+#include "checks.h"
 #include "cpu/partitions/bucket.h"
 #include "cpu/runtime/parallel.h"
 
@@ -19,15 +20,7 @@ namespace {
 std::tuple<at::Tensor, at::Tensor, at::Tensor> group_by_partition_kernel(const at::Tensor& book,
                                                                          const at::Tensor& ids,
                                                                          int64_t num_partitions) {
-  TORCH_CHECK_VALUE(book.dim() == 1, "book must be 1-D, got shape ", book.sizes());
-  TORCH_CHECK_VALUE(at::isIntegralType(book.scalar_type(), /*includeBool=*/false),
-                    "book must be an integer tensor, got ", book.scalar_type());
-  TORCH_CHECK_VALUE(ids.dim() == 1 && ids.scalar_type() == at::kLong,
-                    "ids must be a 1-D int64 tensor, got ", ids.scalar_type(), " of shape ",
-                    ids.sizes());
-  TORCH_CHECK_VALUE(num_partitions >= 1, "num_partitions must be at least 1, got ", num_partitions);
-  const auto book_c = book.contiguous();
-  const auto ids_c = ids.contiguous();
+  const auto [book_c, ids_c] = checked_group_args(book, ids, num_partitions);
   const int64_t n = ids_c.numel();
   const int64_t num_ids = book_c.numel();
   const int64_t* id = ids_c.data_ptr<int64_t>();

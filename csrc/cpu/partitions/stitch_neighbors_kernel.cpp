@@ -8,54 +8,15 @@
 #include <optional>
 #include <vector>
 
+#include "checks.h"
 #include "cpu/runtime/parallel.h"
 
 namespace glt::cpu {
 namespace {
 
-struct Pieces {
-  std::vector<at::Tensor> pos, num, nbr, edge;  // edge: empty without edge ids
-};
-
-// The pieces, contiguous and checked: 1-D int64 tensors, a count per
-// position and an edge id per neighbor.
-Pieces checked_pieces(at::TensorList positions, at::TensorList nbr_nums, at::TensorList nbrs,
-                      at::TensorList edges) {
-  const size_t num_pieces = positions.size();
-  const bool with_edge = !edges.empty();
-  TORCH_CHECK_VALUE(nbr_nums.size() == num_pieces && nbrs.size() == num_pieces &&
-                        (!with_edge || edges.size() == num_pieces),
-                    "stitch_neighbors: ", num_pieces, " positions, ", nbr_nums.size(),
-                    " nbr_nums, ", nbrs.size(), " nbrs and ", edges.size(),
-                    " edges (all as many, or no edges)");
-  Pieces pieces;
-  for (size_t j = 0; j < num_pieces; ++j) {
-    const at::Tensor pos = positions[j].contiguous(), num = nbr_nums[j].contiguous();
-    const at::Tensor nbr = nbrs[j].contiguous();
-    TORCH_CHECK_VALUE(pos.dim() == 1 && num.dim() == 1 && nbr.dim() == 1,
-                      "stitch_neighbors: piece ", j, " has a tensor that is not 1-D");
-    TORCH_CHECK_VALUE(pos.scalar_type() == at::kLong && num.scalar_type() == at::kLong &&
-                          nbr.scalar_type() == at::kLong,
-                      "stitch_neighbors: piece ", j, " must be int64");
-    TORCH_CHECK_VALUE(pos.numel() == num.numel(), "stitch_neighbors: piece ", j, " has ",
-                      pos.numel(), " positions but ", num.numel(), " counts");
-    pieces.pos.push_back(pos);
-    pieces.num.push_back(num);
-    pieces.nbr.push_back(nbr);
-    if (with_edge) {
-      const at::Tensor edge = edges[j].contiguous();
-      TORCH_CHECK_VALUE(
-          edge.dim() == 1 && edge.scalar_type() == at::kLong && edge.numel() == nbr.numel(),
-          "stitch_neighbors: piece ", j, " needs one int64 edge id per neighbor");
-      pieces.edge.push_back(edge);
-    }
-  }
-  return pieces;
-}
-
 // Every piece's own run starts (its runs one after another), checked
 // against its neighbors; the counts go to their seeds in `count`.
-std::vector<std::vector<int64_t>> piece_starts(const Pieces& pieces, int64_t num_seeds,
+std::vector<std::vector<int64_t>> piece_starts(const StitchPieces& pieces, int64_t num_seeds,
                                                int64_t* count) {
   std::vector<std::vector<int64_t>> piece_start(pieces.pos.size());
   std::vector<uint8_t> named(num_seeds, 0);  // a seed in two pieces would overrun its run
@@ -87,7 +48,7 @@ std::tuple<at::Tensor, at::Tensor, std::optional<at::Tensor>> stitch_neighbors_k
     int64_t num_seeds, at::TensorList positions, at::TensorList nbr_nums, at::TensorList nbrs,
     at::TensorList edges) {
   TORCH_CHECK_VALUE(num_seeds >= 0, "stitch_neighbors: num_seeds must be >= 0, got ", num_seeds);
-  const Pieces pieces = checked_pieces(positions, nbr_nums, nbrs, edges);
+  const StitchPieces pieces = checked_pieces(positions, nbr_nums, nbrs, edges);
   const bool with_edge = !pieces.edge.empty();
   auto nbr_num = at::zeros({num_seeds}, at::kLong);
   int64_t* count = nbr_num.data_ptr<int64_t>();

@@ -7,26 +7,16 @@
 #include <cstring>
 #include <vector>
 
+#include "checks.h"
 #include "cpu/runtime/parallel.h"
 
 namespace glt::cpu {
 namespace {
 
 at::Tensor concat_kernel(at::TensorList parts) {
-  TORCH_CHECK_VALUE(!parts.empty(), "concat needs at least one tensor");
-  const auto dtype = parts[0].scalar_type();
-  std::vector<at::Tensor> inputs;
+  const std::vector<at::Tensor> inputs = checked_concat_parts(parts);
   std::vector<int64_t> offsets{0};
-  for (size_t p = 0; p < parts.size(); ++p) {
-    TORCH_CHECK_VALUE(parts[p].dim() == 1, "concat joins 1-D tensors, got a ", parts[p].dim(),
-                      "-D one at position ", p);
-    TORCH_CHECK_VALUE(parts[p].scalar_type() == dtype, "concat joins tensors of one dtype, got ",
-                      dtype, " and ", parts[p].scalar_type());
-    TORCH_CHECK_VALUE(parts[p].device().is_cpu(), "concat's CPU kernel got a tensor on ",
-                      parts[p].device());
-    inputs.push_back(parts[p].contiguous());
-    offsets.push_back(offsets.back() + parts[p].numel());
-  }
+  for (const at::Tensor& part : inputs) offsets.push_back(offsets.back() + part.numel());
   at::Tensor out = at::empty({offsets.back()}, parts[0].options());
   const int64_t item = out.element_size();
   char* dst = static_cast<char*>(out.data_ptr());

@@ -24,63 +24,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> draw_all(draws::HopDraws<index_t>
   return {hop.nbrs, hop.counts, hop.eids};
 }
 
-// A partition's topology (or none: not on this host), checked.
-struct PartitionTopology {
-  at::Tensor indptr, indices;
-  std::optional<at::Tensor> edge_ids, edge_weights;
-  int64_t num_rows = -1;  // -1: none
-};
-
-// The partitions' topologies, checked, and their index dtype (one for all).
-struct PartitionTopologies {
-  std::vector<PartitionTopology> parts;
-  at::ScalarType dtype;
-};
-
-PartitionTopologies checked_partitions(const c10::List<std::optional<at::Tensor>>& indptrs,
-                                       const c10::List<std::optional<at::Tensor>>& indices,
-                                       const c10::List<std::optional<at::Tensor>>& edge_ids,
-                                       const c10::List<std::optional<at::Tensor>>& edge_weights,
-                                       int64_t num_rng_seeds) {
-  const size_t n = indptrs.size();
-  TORCH_CHECK_VALUE(n >= 1, "sample_neighbors_partitioned needs at least one partition");
-  TORCH_CHECK_VALUE(indices.size() == n && edge_ids.size() == n && edge_weights.size() == n &&
-                        static_cast<size_t>(num_rng_seeds) == n,
-                    "sample_neighbors_partitioned expects indptrs, indices, edge_ids, "
-                    "edge_weights and rng_seeds of one length, got ",
-                    n, ", ", indices.size(), ", ", edge_ids.size(), ", ", edge_weights.size(),
-                    " and ", num_rng_seeds);
-  std::vector<PartitionTopology> parts(n);
-  std::optional<at::ScalarType> dtype;
-  std::optional<bool> with_edge, with_weight;
-  for (size_t p = 0; p < n; ++p) {
-    const std::optional<at::Tensor> ptr = indptrs.get(p), idx = indices.get(p);
-    TORCH_CHECK_VALUE(ptr.has_value() == idx.has_value(), "partition ", p,
-                      " has indptr or indices but not both");
-    if (!ptr.has_value()) continue;
-    PartitionTopology& t = parts[p];
-    t.indptr = *ptr;
-    t.indices = *idx;
-    t.edge_ids = edge_ids.get(p);
-    t.edge_weights = edge_weights.get(p);
-    t.num_rows = check_csr(t.indptr, t.indices);
-    check_edge_data(t.edge_ids, t.edge_weights, t.indices);
-    TORCH_CHECK_VALUE(t.indptr.device().is_cpu(), "partition ", p,
-                      "'s topology must be on the CPU, got ", t.indptr.device());
-    TORCH_CHECK_VALUE(!dtype || *dtype == t.indptr.scalar_type(), "partition ", p,
-                      "'s topology is ", t.indptr.scalar_type(), ", the others' ", *dtype);
-    TORCH_CHECK_VALUE(!with_edge || *with_edge == t.edge_ids.has_value(),
-                      "edge_ids must be given for every partition's topology or for none");
-    TORCH_CHECK_VALUE(!with_weight || *with_weight == t.edge_weights.has_value(),
-                      "edge_weights must be given for every partition's topology or for none");
-    dtype = t.indptr.scalar_type();
-    with_edge = t.edge_ids.has_value();
-    with_weight = t.edge_weights.has_value();
-  }
-  TORCH_CHECK_VALUE(dtype.has_value(), "sample_neighbors_partitioned needs a partition's topology");
-  return {std::move(parts), *dtype};
-}
-
 // Each seed's partition (narrowed) and its rank among that partition's
 // seeds (its random stream), after checking that the partition has a
 // topology here and the seed is one of its rows.
@@ -144,10 +87,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_partitioned_kern
     const c10::List<std::optional<at::Tensor>>& edge_ids,
     const c10::List<std::optional<at::Tensor>>& edge_weights, const at::Tensor& parts,
     const at::Tensor& seeds, int64_t num_neighbors, bool replace, at::IntArrayRef rng_seeds) {
-  const auto topologies =
-      checked_partitions(indptrs, indices, edge_ids, edge_weights, rng_seeds.size());
   check_index(seeds, "seeds");
   TORCH_CHECK_VALUE(seeds.device().is_cpu(), "seeds must be a CPU tensor");
+  const auto topologies = checked_partitions(indptrs, indices, edge_ids, edge_weights,
+                                             rng_seeds.size(), seeds.device());
   check_partition_of_each(parts, seeds, "seed");
   TORCH_CHECK_VALUE(num_neighbors >= -1, "num_neighbors must be -1 (all) or >= 0, got ",
                     num_neighbors);
