@@ -87,6 +87,8 @@ void bind_inducers(py::module_& m) {
 
 #ifdef WITH_CUDA
   m.def("uva_view", wrap_pybind_function(&glt::cuda::uva_view), py::arg("host"), py::arg("device"));
+  m.def("registered_view", wrap_pybind_function(&glt::cuda::registered_view), py::arg("host"),
+        py::arg("device"));
   m.def("enable_peer_access", wrap_pybind_function(&glt::cuda::enable_peer_access),
         py::arg("device"), py::arg("peer"));
   glt::bind_inducer_methods(

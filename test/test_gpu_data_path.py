@@ -18,6 +18,7 @@ from test_neighbor_sampler import HOMO_E, HOMO_T, check_output
 import graphlearn_torch as glt
 from graphlearn_torch._ext import cuda_kernels_available
 from graphlearn_torch.data import Dataset, Feature, UnifiedTensor, sort_by_in_degree
+from graphlearn_torch.data.unified_tensor import host_view
 from graphlearn_torch.distributed.sources.sampling_process import worker_device
 from graphlearn_torch.loader import LinkNeighborLoader, NeighborLoader, SubGraphLoader
 from graphlearn_torch.sampler import NegativeSampling, NeighborSampler, NodeSamplerInput
@@ -84,6 +85,23 @@ def test_unified_tensor_shares_its_parts():
   other = UnifiedTensor.new_from_ipc(unified.share_ipc(), 0 if GPU else None)
   ids = torch.randperm(30)
   assert torch.equal(other[ids].cpu(), table[ids])
+
+
+@gpu
+def test_shared_host_memory_is_read_where_it_lies():
+  shared = torch.arange(1000, dtype=torch.float32).share_memory_()
+  private = torch.arange(1000, dtype=torch.float32)
+  view = host_view(shared, 0)
+  assert view.device == torch.device('cuda', 0)
+  assert view.data_ptr() == shared.data_ptr()  # registered in place: UVA maps it 1:1
+  assert torch.equal(view.cpu(), shared)
+  shared[7] = -1.0  # one memory: the GPU sees the host's writes
+  assert view[7].item() == -1.0
+  copied = host_view(private, 0)
+  assert copied.data_ptr() != private.data_ptr() and torch.equal(copied.cpu(), private)
+  assert torch.equal(host_view(shared, 0).cpu(), shared)  # registered twice: viewed
+  del view
+  torch.cuda.synchronize()
 
 
 @pytest.mark.parametrize('split_ratio', [0.0, 0.3, 1.0])

@@ -14,6 +14,13 @@ namespace cuda {
 // such views.
 at::Tensor uva_view(const at::Tensor& host, int64_t device);
 
+// A tensor on CUDA device `device` over the host memory of `host` where it
+// lies (shared memory a host's processes map, for one): its pages registered
+// with CUDA (cudaHostRegister, mapped and portable) for as long as a view of
+// them lives, so no process copies them into pinned memory of its own. Memory
+// registered otherwise (pinned, a channel's) is viewed as it is.
+at::Tensor registered_view(const at::Tensor& host, int64_t device);
+
 // Lets kernels on `device` read the memory of `peer` (idempotent); returns
 // whether the two GPUs can.
 bool enable_peer_access(int64_t device, int64_t peer);

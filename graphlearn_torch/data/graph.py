@@ -8,12 +8,13 @@ from typing import Dict, Literal, NamedTuple, Optional, Tuple
 
 import torch
 
-from .._ext import cuda_kernels_available, ops
+from .._ext import cuda_kernels_available
 from ..typing import TensorDataType
 from ..utils.host_share import HostSharedTensor, HostTensorHandle, host_sharing_available
 from ..utils.tensor import convert_to_tensor
 from ..utils.topo import ptr2ind
 from .edge_input import as_index, coo_edges
+from .unified_tensor import host_view
 
 logger = logging.getLogger(__name__)
 
@@ -381,8 +382,7 @@ class Graph:
     return self._placed
 
   def _zero_copy(self, t: torch.Tensor) -> torch.Tensor:
-    pinned = t if t.is_pinned() else t.contiguous().pin_memory()
-    return ops.uva_view(pinned, self.device)
+    return host_view(t, self.device)
 
   def export_topology(self) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``(indptr, indices, edge_ids)`` of the topology, int64 and on the CPU,

@@ -22,6 +22,24 @@ logger = logging.getLogger(__name__)
 HOST = -1  # the device index of a part in host memory
 
 
+def host_view(host: torch.Tensor, device: int) -> torch.Tensor:
+  r"""A CUDA view of the host tensor ``host`` that GPU ``device``'s kernels
+  read in place (UVA): pinned memory as it is; memory the host's processes
+  share (``share_memory_``, host-shared partitions) registered where it lies,
+  so the processes of a host hold one copy, not one pinned copy each; other
+  memory pinned into a copy of this process's own.
+
+  Args:
+    host: a CPU tensor.
+    device: the GPU that reads it.
+  """
+  if host.is_shared() and host.is_contiguous():  # first: registered here, it reads as pinned
+    return ops.registered_view(host, device)
+  if host.is_pinned():
+    return ops.uva_view(host.contiguous(), device)
+  return ops.uva_view(host.contiguous().pin_memory(), device)
+
+
 class UnifiedTensor:
   """A table made of parts stacked row-wise, each in GPU or host memory.
 
@@ -81,15 +99,15 @@ class UnifiedTensor:
     self._append(part, part.device.index)
 
   def append_cpu_tensor(self, cpu_tensor: torch.Tensor) -> None:
-    """Appends a part in host memory: pinned and read by the GPU through
-    UVA (a plain host part without the CUDA kernels)."""
+    """Appends a part in host memory, read by the GPU in place through UVA
+    (``host_view``: shared memory registered where it lies, other memory
+    pinned); a plain host part without the CUDA kernels."""
     part = self._check_part(cpu_tensor.cpu())
     if not self.on_gpu:
       self._append(part, HOST)
       return
-    pinned = part if part.is_pinned() else part.pin_memory()
-    self._host_parts.append(pinned)
-    self._append(ops.uva_view(pinned, self.current_device), HOST)
+    self._host_parts.append(part)
+    self._append(host_view(part, self.current_device), HOST)
 
   def _append(self, part: torch.Tensor, device: int) -> None:
     self.parts.append(part)
@@ -147,7 +165,10 @@ class UnifiedTensor:
     host = [h for h in self._host_parts] or [
       p for p, d in zip(self.parts, self.part_devices) if d == HOST
     ]
-    host_rows = torch.cat(host).share_memory_() if host else None
+    if len(host) == 1 and host[0].is_shared():
+      host_rows = host[0]  # the same pages: the other process registers them too
+    else:
+      host_rows = torch.cat(host).share_memory_() if host else None
     return gpu_parts, host_rows
 
   def from_ipc_handle(self, cuda_ipc_list, cpu_part: Optional[torch.Tensor]) -> None:
