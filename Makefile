@@ -10,6 +10,7 @@
 #   make dgl-peer  set up .venv-dgl: DGL 2.1.0 and GraphBolt, peers the benchmarks measure
 #   make pyg-peer  set up .venv-pyg: PyG with pyg-lib built from ../shared/peers
 #   make device-ext  build the extension for a GPU machine's Python and torch, to carry there
+#   make glt-gpu-peer  build GLT 0.2.4 with its CUDA kernels for that machine (build/glt-gpu/pkg)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -31,7 +32,7 @@ GLT_PY := $(GLT_VENV)/bin/python
 
 SOURCES := setup.py pyproject.toml $(wildcard csrc/*.h csrc/*.cpp csrc/*/*.h csrc/*/*.cpp csrc/*/*/*.h csrc/*/*/*.cpp csrc/*/*.cu csrc/*/*.cuh)
 
-.PHONY: install demo test test-fast lint docs bench bench-report clean cuda glt-peer device-ext dgl-peer pyg-peer
+.PHONY: install demo test test-fast lint docs bench bench-report clean cuda glt-peer device-ext dgl-peer pyg-peer glt-gpu-peer
 
 # torch is pinned and installed first, so nothing pulls a CUDA build of it;
 # the package is then built against it with --no-build-isolation.
@@ -175,3 +176,9 @@ device-ext: $(DEVICE_VENV)/.installed
 	  $(DEVICE_PY) setup.py -q build_ext --inplace --build-temp build/device/temp
 	strip --strip-debug graphlearn_torch/_C.cpython-312-*.so
 	$(DEVICE_PY) tools/check_cuda_build.py .
+
+# GLT 0.2.4 from ../shared/peers with its CUDA kernels, for the same GPU
+# machine (tools/build_glt_gpu_peer.sh; its patches: benchmarks/peers/glt_cuda):
+# build/glt-gpu/pkg, which the GPU benchmarks run beside ours (--glt-gpu).
+glt-gpu-peer: $(DEVICE_VENV)/.installed
+	CUDA_HOME=$(CUDA_HOME) CUDA_ARCHS='$(CUDA_ARCHS)' DEVICE_PY=$(DEVICE_PY) tools/build_glt_gpu_peer.sh

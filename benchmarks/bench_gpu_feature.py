@@ -16,19 +16,24 @@ the GPU, as a GPU loader holds them). Rows, all measured in this run:
     sort_func=sort_by_in_degree, split_ratio=0.2)`` places them; beside the
     pinned host-to-device copy;
   - CPU: ``Feature(table, with_gpu=False)`` on every core, beside
-    ``torch.index_select`` on the same ids.
+    ``torch.index_select`` on the same ids;
+  - with ``--glt-gpu build/glt-gpu/pkg`` (``make glt-gpu-peer``): GLT 0.2.4's
+    Feature at splits 0.0, 0.2 (reordered by its sort_by_in_degree) and 1.0
+    on the same table and ids, in a process of its own
+    (benchmarks/glt_gpu_peer.py), beside the same limits.
 GB/s counts the gathered rows' bytes once. A machine without a GPU and the
 CUDA kernels prints the CPU row and says why the GPU rows are missing.
 """
 
 import argparse
 import os
+import sys
 from typing import Callable
 
 import torch
 from bench_gpu_sampler import describe_machine
 from results import Results, Table, add_results_argument
-from workloads import build_graph, make_seed_batches, rows_per_s
+from workloads import build_graph, make_seed_batches, rows_per_s, run_peer_script
 
 import graphlearn_torch as glt
 
@@ -82,6 +87,31 @@ def gpu_rows(ds, table, id_sets, args) -> list:
   return rows
 
 
+def glt_gpu_rows(ds, table, id_sets, ours: list, args) -> list:
+  r"""GLT's GPU lookups of the same table and ids (glt_gpu_peer.py), each
+  beside the limit ours (its rows ``ours``) is measured against at that
+  split: ``(gather, rows/s, peer, peer rows/s)``."""
+  limits = {}
+  for name, _, peer, peer_rate in ours:
+    for ratio in ('0.0', '0.2', '1.0'):
+      if f'split {ratio}' in name:
+        limits[ratio] = (peer, peer_rate)
+  topo = ds.graph.topo
+  arrays = {
+    'indptr': topo.indptr,
+    'indices': topo.indices,
+    'gather_ids': torch.cat(id_sets),
+    'gather_offsets': torch.tensor([0] + [ids.numel() for ids in id_sets]).cumsum(0),
+  }
+  options = ['--gpu', str(args.gpu), '--dim', str(args.dim), '--repeat', str(args.repeat)]
+  options += ['--table-seed', '0', '--rows', str(table.size(0))]
+  got = run_peer_script('glt_gpu_peer.py', sys.executable, arrays, options, args.glt_gpu)
+  return [
+    (f'GLT {got["glt"]} gather (split {ratio})', rate, *limits[ratio])
+    for ratio, rate in got['gather_rows_per_s'].items()
+  ]
+
+
 def main():
   p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   p.add_argument('--gpu', type=int, default=0)
@@ -89,6 +119,9 @@ def main():
   p.add_argument('--scale', type=float, default=1.0, help='graph size relative to products')
   p.add_argument('--repeat', type=int, default=5, help='timed rounds over the 8 node sets')
   p.add_argument('--seed', type=int, default=0)
+  p.add_argument(
+    '--glt-gpu', default='', help="GLT's package built with CUDA (make glt-gpu-peer), to run beside"
+  )
   add_results_argument(p)
   args = p.parse_args()
   results = Results(f'bench_gpu_feature_dim{args.dim}', args)
@@ -110,6 +143,8 @@ def main():
     print('GPU rows skipped: this build has no CUDA kernels')
   else:
     rows += gpu_rows(ds, table, id_sets, args)
+    if args.glt_gpu:
+      rows += glt_gpu_rows(ds, table, id_sets, rows, args)
   out = Table(
     'gpu_gather',
     f'Feature lookup, {args.dim}-dim fp32 rows ({table.nbytes / 1e6:,.0f} MB table), the node '

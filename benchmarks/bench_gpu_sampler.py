@@ -9,7 +9,10 @@ runs glt.sampler.NeighborSampler, fanout [15, 10, 5], on the same batches of
   - 'CUDA': the topology in GPU memory;
   - 'ZERO_COPY': the topology in pinned host memory, read in place by the
     GPU kernels (UVA);
-  - 'CPU' at 2 threads, and at every core of this machine.
+  - 'CPU' at 2 threads, and at every core of this machine;
+  - with ``--glt-gpu build/glt-gpu/pkg`` (``make glt-gpu-peer``): GLT 0.2.4's
+    CUDA NeighborSampler in 'CUDA' and 'ZERO_COPY' modes, on the same graph
+    and seeds, in a process of its own (benchmarks/glt_gpu_peer.py).
 Ratios are to the CPU sampler at 2 threads, in sampled edges/s. The GPU
 rows time whole batches, outputs on the GPU, from the first hop's launch to
 the last one's end
@@ -20,11 +23,12 @@ prints the CPU rows and says why the GPU rows are missing.
 import argparse
 import os
 import platform
+import sys
 from typing import Optional, Tuple
 
 import torch
 from results import Results, Table, add_results_argument
-from workloads import build_graph, make_seed_batches, time_batches
+from workloads import build_graph, make_seed_batches, run_peer_script, time_batches
 
 import graphlearn_torch as glt
 
@@ -55,6 +59,21 @@ def describe_machine(gpu: int) -> str:
   return text
 
 
+def glt_gpu_rows(topo: glt.data.Topology, seed_batches, args) -> list:
+  r"""GLT's CUDA sampler on the same graph and seeds (glt_gpu_peer.py):
+  ``(sampler, '-', (batches/s, edges/s, nodes/batch, edges/batch, None))``
+  per mode."""
+  arrays = {'indptr': topo.indptr, 'indices': topo.indices, 'seeds': torch.stack(seed_batches)}
+  options = ['--gpu', str(args.gpu), '--batches', str(args.batches), '--seed', str(args.seed)]
+  options += ['--fanout', *map(str, FANOUT)]
+  got = run_peer_script('glt_gpu_peer.py', sys.executable, arrays, options, args.glt_gpu)
+  return [
+    (f"GLT {got['glt']}, '{mode}'", '-', (f['batches_per_s'], f['edges_per_s'],
+                                          f['nodes_per_batch'], f['edges_per_batch'], None))
+    for mode, f in got['sampling'].items()
+  ]  # fmt: skip
+
+
 def main():
   p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   p.add_argument('--gpu', type=int, default=0, help='the GPU to sample on')
@@ -62,6 +81,9 @@ def main():
   p.add_argument('--batch_size', type=int, default=1024)
   p.add_argument('--scale', type=float, default=1.0, help='graph size relative to products')
   p.add_argument('--seed', type=int, default=0)
+  p.add_argument(
+    '--glt-gpu', default='', help="GLT's package built with CUDA (make glt-gpu-peer), to run beside"
+  )
   add_results_argument(p)
   args = p.parse_args()
   results = Results('bench_gpu_sampler', args)
@@ -90,6 +112,8 @@ def main():
     rows.append(
       (mode, '-', time_batches(sampler, seed_batches, args.batches, torch.cuda.synchronize))
     )
+  if args.glt_gpu and rows:
+    rows += glt_gpu_rows(topo, seed_batches, args)
   for threads in sorted({2, cores}):
     torch.set_num_threads(threads)
     sampler = glt.sampler.NeighborSampler(

@@ -118,28 +118,40 @@ def run_peer(
   ``tree``, our library as that source tree (with its built extension) has
   it, through glt_peer.py (our API is GLT's)."""
   topo = ds.graph.topo
+  arrays = {
+    'indptr': topo.indptr,
+    'indices': topo.indices,
+    'seeds': torch.stack(seed_batches),
+    'gather_ids': torch.cat(sampled),
+    'gather_offsets': torch.tensor([0] + [n.numel() for n in sampled]).cumsum(0),
+  }
+  options = ['--threads', str(threads), '--batches', str(args.batches), '--dim', str(args.dim)]
+  options += ['--seed', str(args.seed), '--fanout', *map(str, args.fanout)]
+  return run_peer_script(script, python, arrays, options, tree)
+
+
+def run_peer_script(
+  script: str, python: str, arrays: dict, options: list, pythonpath: str = ''
+) -> dict:
+  r"""The JSON line ``benchmarks/<script>`` prints, run by ``python`` in a
+  process of its own on a directory holding ``arrays`` (name: tensor, as
+  .npy files), with ``options``; ``pythonpath``: where its library is when
+  it is not installed in ``python``'s environment (a source tree)."""
   with tempfile.TemporaryDirectory(prefix='bench_peer_') as d:
-    for name, t in (
-      ('indptr', topo.indptr),
-      ('indices', topo.indices),
-      ('seeds', torch.stack(seed_batches)),
-      ('gather_ids', torch.cat(sampled)),
-      ('gather_offsets', torch.tensor([0] + [n.numel() for n in sampled]).cumsum(0)),
-    ):
+    for name, t in arrays.items():
       np.save(f'{d}/{name}.npy', t.numpy())
     # Neither our tree nor our environment may shadow the peer's packages
     # (GLT imports as graphlearn_torch too).
     env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'VIRTUAL_ENV')}
-    if tree:
-      env['PYTHONPATH'] = os.path.abspath(tree)
+    if pythonpath:
+      env['PYTHONPATH'] = os.path.abspath(pythonpath)
     # abspath, not realpath: a venv's python must keep its own path.
     cmd = [
       os.path.abspath(python),
       os.path.join(os.path.dirname(os.path.abspath(__file__)), script),
       d,
+      *options,
     ]
-    cmd += ['--threads', str(threads), '--batches', str(args.batches), '--dim', str(args.dim)]
-    cmd += ['--seed', str(args.seed), '--fanout', *map(str, args.fanout)]
     done = subprocess.run(cmd, cwd=d, env=env, capture_output=True, text=True, timeout=1800)
   if done.returncode != 0:
     sys.exit(f'{script} failed ({done.returncode}):\n{done.stderr[-4000:]}')

@@ -1,9 +1,10 @@
 """Every script of benchmarks/ runs, in a small setting, as a user runs it,
 and writes its results: a table with rows for each of its tables. The peer
 scripts (glt_peer.py, dgl_peer.py, pyg_peer.py, glt_dist_peer.py,
-dgl_dist_peer.py, startup_peer.py) run
+dgl_dist_peer.py, startup_peer.py, glt_gpu_peer.py) run
 through the benchmarks that call them where their environments are set up
-(make glt-peer, dgl-peer, pyg-peer). The report renders a page, with its
+(make glt-peer, dgl-peer, pyg-peer; glt_gpu_peer.py on a GPU, where make
+glt-gpu-peer built GLT's package). The report renders a page, with its
 charts, from the committed results."""
 
 import json
@@ -34,6 +35,13 @@ def peer_flags(*names) -> list:
     if (venv / '.installed').exists():
       flags += [f'--{name}-python', str(venv / 'bin' / 'python')]
   return flags
+
+
+def glt_gpu_flag() -> list:
+  r"""``--glt-gpu`` where GLT's CUDA build is (make glt-gpu-peer); the GPU
+  benchmarks run it only on a GPU."""
+  pkg = ROOT / 'build' / 'glt-gpu' / 'pkg'
+  return ['--glt-gpu', str(pkg)] if (pkg / 'graphlearn_torch').is_dir() else []
 
 
 def dgl_on_loopback() -> list:
@@ -68,9 +76,9 @@ SCRIPTS = [
   ('bench_cache_memory.py', DIST, 'bench_cache_memory', ['cache_memory']),
   ('fault_suite.py', ['--only', 'partition: values'], 'fault_suite', ['faults']),
   ('ab_builds.py', [str(ROOT), str(ROOT), '--rounds', '1', *TINY], 'ab_builds', ['ab']),
-  ('bench_gpu_sampler.py', TINY, 'bench_gpu_sampler', ['gpu_sampling']),
-  ('bench_gpu_feature.py', ['--scale', '0.004', '--repeat', '1'], 'bench_gpu_feature_dim100',
-   ['gpu_gather']),
+  ('bench_gpu_sampler.py', [*TINY, *glt_gpu_flag()], 'bench_gpu_sampler', ['gpu_sampling']),
+  ('bench_gpu_feature.py', ['--scale', '0.004', '--repeat', '1', *glt_gpu_flag()],
+   'bench_gpu_feature_dim100', ['gpu_gather']),
   ('bench_gpu_train.py', ['--num_nodes', '4000', '--workers', '0'], 'bench_gpu_train', ['train']),
   ('bench_multihost.py', ['--num_nodes', '20000', '--batches', '4', '--concurrency', '4',
                          '--delays', *peer_flags('glt', 'dgl')], 'bench_multihost',

@@ -19,7 +19,9 @@
 #   sanitizer  compute-sanitizer memcheck over test_cuda_kernels.py and the
 #              single-process tests of test_gpu_data_path.py
 #   racecheck  compute-sanitizer racecheck over the same (not in the default list)
-#   bench      benchmarks/bench_gpu_sampler.py and bench_gpu_feature.py
+#   bench      benchmarks/bench_gpu_sampler.py and bench_gpu_feature.py, beside GLT
+#              0.2.4's CUDA build where GLT_GPU (default build/glt-gpu/pkg: make
+#              glt-gpu-peer, carried) holds it
 #   gather-dims  bench_gpu_feature.py at dim 128 and 64 (512- and 256-byte rows, whole
 #              128-byte lines): how much of the UVA and GPU gathers' gap at dim 100 is
 #              row alignment (not in the default list)
@@ -58,6 +60,10 @@ export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 # compilers, which link the C++ runtime dynamically, as the build needs.
 export CC=${CC:-/usr/bin/gcc} CXX=${CXX:-/usr/bin/g++}
 RESULTS=(--results "$LOGS/results" --results-suffix _gpu)
+# GLT's package built with its CUDA kernels (make glt-gpu-peer), run beside ours.
+GLT_GPU=${GLT_GPU:-build/glt-gpu/pkg}
+PEER=()
+[ -d "$GLT_GPU/graphlearn_torch" ] && PEER=(--glt-gpu "$GLT_GPU")
 SANITIZED=(test/test_cuda_kernels.py test/test_gpu_data_path.py
   -k 'not is_uniform and not two_partition')
 
@@ -113,13 +119,13 @@ stage_racecheck() {
 }
 
 stage_bench() {
-  "$PY" benchmarks/bench_gpu_sampler.py "${RESULTS[@]}" &&
-    "$PY" benchmarks/bench_gpu_feature.py "${RESULTS[@]}"
+  "$PY" benchmarks/bench_gpu_sampler.py "${RESULTS[@]}" "${PEER[@]}" &&
+    "$PY" benchmarks/bench_gpu_feature.py "${RESULTS[@]}" "${PEER[@]}"
 }
 
 stage_gather_dims() {
-  "$PY" benchmarks/bench_gpu_feature.py --dim 128 "${RESULTS[@]}" &&
-    "$PY" benchmarks/bench_gpu_feature.py --dim 64 "${RESULTS[@]}"
+  "$PY" benchmarks/bench_gpu_feature.py --dim 128 "${RESULTS[@]}" "${PEER[@]}" &&
+    "$PY" benchmarks/bench_gpu_feature.py --dim 64 "${RESULTS[@]}" "${PEER[@]}"
 }
 
 stage_train() {

@@ -1,0 +1,146 @@
+"""GLT 0.2.4's CUDA sampler and GPU feature lookup, measured as bench_gpu_sampler.py
+and bench_gpu_feature.py ask.
+
+  PYTHONPATH=build/glt-gpu/pkg python benchmarks/glt_gpu_peer.py DIR --gpu 0
+
+Run by those benchmarks with ``--glt-gpu build/glt-gpu/pkg`` (GLT's package,
+built with its CUDA kernels by ``make glt-gpu-peer``), in a process of its own:
+GLT imports as ``graphlearn_torch``, like ours. DIR holds (numpy .npy files):
+  - indptr.npy, indices.npy: the graph in CSC (destination-major), as ours
+    holds it;
+  - seeds.npy: the [batches, batch_size] seed batches ours sampled (sampling);
+  - gather_ids.npy, gather_offsets.npy: the node sets to gather rows for
+    (lookup; absent: no lookup rows).
+The feature table is ``torch.randn(nodes, dim)`` from generator seed
+``--table-seed``: the table the benchmark gathers from, made again here.
+Prints one JSON line with the figures.
+
+GLT is configured as its users would for speed on a GPU:
+``Graph(topo, mode, device)`` in 'CUDA' and 'ZERO_COPY' modes with
+``NeighborSampler(..., device=cuda, seed=...)``, batches timed from the first
+hop's launch to the last one's end (``torch.cuda.synchronize``); and
+``Feature(table, split_ratio=r, device_group_list=[DeviceGroup(0, [gpu])],
+device=gpu)`` for r in 0.0 and 1.0, and for 0.2 the table reordered by
+``sort_by_in_degree`` (its ``id2index`` given), as GLT's Dataset places a
+hot fifth; ids on the GPU.
+"""
+
+import argparse
+import importlib.metadata
+import json
+import os
+import time
+
+import torch
+from glt_peer import import_glt
+from peer_protocol import load
+
+
+def parse_args() -> argparse.Namespace:
+  p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  p.add_argument('dir')
+  p.add_argument('--gpu', type=int, default=0)
+  p.add_argument('--fanout', type=int, nargs='+', default=[15, 10, 5])
+  p.add_argument('--batches', type=int, default=100)
+  p.add_argument('--dim', type=int, default=100)
+  p.add_argument('--repeat', type=int, default=5)
+  p.add_argument('--table-seed', type=int, default=0)
+  p.add_argument('--rows', type=int, default=0, help="the table's rows (default: the nodes)")
+  p.add_argument('--seed', type=int, default=0)
+  return p.parse_args()
+
+
+def sampling(glt, topo, seeds: torch.Tensor, args) -> dict:
+  r"""``{mode: {batches_per_s, edges_per_s, edges_per_batch}}`` of GLT's
+  CUDA sampler in 'CUDA' and 'ZERO_COPY' modes."""
+  device = torch.device('cuda', args.gpu)
+  out = {}
+  for mode in ('CUDA', 'ZERO_COPY'):
+    graph = glt.data.Graph(topo, mode=mode, device=args.gpu)
+    sampler = glt.sampler.NeighborSampler(
+      graph, args.fanout, device=device, edge_dir='in', seed=args.seed
+    )
+    batches = list(seeds)  # on the CPU: the sampler moves them, as ours does
+    for s in batches[:3]:  # warm-up: the graph's lazy copy or pinning, the kernels' load
+      sampler.sample_from_nodes(glt.sampler.NodeSamplerInput(s))
+    torch.cuda.synchronize()
+    edges = nodes = 0
+    start = time.perf_counter()
+    for i in range(args.batches):
+      result = sampler.sample_from_nodes(glt.sampler.NodeSamplerInput(batches[i % len(batches)]))
+      edges += result.row.numel()
+      nodes += result.node.numel()
+    torch.cuda.synchronize()
+    seconds = time.perf_counter() - start
+    out[mode] = {
+      'batches_per_s': args.batches / seconds,
+      'edges_per_s': edges / seconds,
+      'edges_per_batch': edges / args.batches,
+      'nodes_per_batch': nodes / args.batches,
+    }
+    del sampler, graph
+  return out
+
+
+def lookups(glt, topo, table: torch.Tensor, id_sets, args) -> dict:
+  r"""``{split ratio: rows/s}`` of GLT's Feature on the GPU."""
+  device = torch.device('cuda', args.gpu)
+  gpu_ids = [ids.to(device) for ids in id_sets]
+  group = [glt.data.DeviceGroup(0, [args.gpu])]
+  out = {}
+  for ratio in (0.0, 0.2, 1.0):
+    if ratio == 0.2:  # the hottest fifth first, as GLT's Dataset places it
+      rows, id2index = glt.data.sort_by_in_degree(table, ratio, topo)
+    else:
+      rows, id2index = table, None
+    feature = glt.data.Feature(
+      rows, id2index, split_ratio=ratio, device_group_list=group, device=args.gpu
+    )
+    check = gpu_ids[0][:1000]
+    assert torch.equal(feature[check].cpu(), table[check.cpu()]), f'split {ratio}: wrong rows'
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(args.repeat):
+      for ids in gpu_ids:
+        feature[ids]
+    torch.cuda.synchronize()
+    out[str(ratio)] = (
+      args.repeat * sum(ids.numel() for ids in gpu_ids) / (time.perf_counter() - start)
+    )
+    del feature
+  return out
+
+
+def glt_version(glt) -> str:
+  r"""GLT's version: its install's, or what the build from source recorded
+  (``make glt-gpu-peer`` writes version.txt beside the package)."""
+  recorded = os.path.join(os.path.dirname(glt.__file__), 'version.txt')
+  if os.path.exists(recorded):
+    with open(recorded) as f:
+      return f.read().strip()
+  return importlib.metadata.version('graphlearn-torch')
+
+
+def main():
+  args = parse_args()
+  glt = import_glt()
+  topo = glt.data.Topology(
+    (load(args.dir, 'indices').long(), load(args.dir, 'indptr').long()),
+    input_layout='CSC',
+    layout='CSC',
+  )
+  figures = {'glt': glt_version(glt), 'torch': torch.__version__}
+  if os.path.exists(f'{args.dir}/seeds.npy'):
+    figures['sampling'] = sampling(glt, topo, load(args.dir, 'seeds'), args)
+  if os.path.exists(f'{args.dir}/gather_ids.npy'):
+    ids = load(args.dir, 'gather_ids')
+    bounds = load(args.dir, 'gather_offsets').tolist()
+    id_sets = [ids[bounds[i] : bounds[i + 1]] for i in range(len(bounds) - 1)]
+    generator = torch.Generator().manual_seed(args.table_seed)
+    table = torch.randn(args.rows or topo.indptr.numel() - 1, args.dim, generator=generator)
+    figures['gather_rows_per_s'] = lookups(glt, topo, table, id_sets, args)
+  print(json.dumps(figures))
+
+
+if __name__ == '__main__':
+  main()
