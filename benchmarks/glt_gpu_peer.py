@@ -32,7 +32,7 @@ import os
 import time
 
 import torch
-from glt_peer import import_glt
+from glt_peer import import_glt, time_sampling
 from peer_protocol import load
 
 
@@ -51,7 +51,7 @@ def parse_args() -> argparse.Namespace:
 
 
 def sampling(glt, topo, seeds: torch.Tensor, args) -> dict:
-  r"""``{mode: {batches_per_s, edges_per_s, edges_per_batch}}`` of GLT's
+  r"""``{mode: time_sampling figures}`` of GLT's
   CUDA sampler in 'CUDA' and 'ZERO_COPY' modes."""
   device = torch.device('cuda', args.gpu)
   out = {}
@@ -60,24 +60,8 @@ def sampling(glt, topo, seeds: torch.Tensor, args) -> dict:
     sampler = glt.sampler.NeighborSampler(
       graph, args.fanout, device=device, edge_dir='in', seed=args.seed
     )
-    batches = list(seeds)  # on the CPU: the sampler moves them, as ours does
-    for s in batches[:3]:  # warm-up: the graph's lazy copy or pinning, the kernels' load
-      sampler.sample_from_nodes(glt.sampler.NodeSamplerInput(s))
-    torch.cuda.synchronize()
-    edges = nodes = 0
-    start = time.perf_counter()
-    for i in range(args.batches):
-      result = sampler.sample_from_nodes(glt.sampler.NodeSamplerInput(batches[i % len(batches)]))
-      edges += result.row.numel()
-      nodes += result.node.numel()
-    torch.cuda.synchronize()
-    seconds = time.perf_counter() - start
-    out[mode] = {
-      'batches_per_s': args.batches / seconds,
-      'edges_per_s': edges / seconds,
-      'edges_per_batch': edges / args.batches,
-      'nodes_per_batch': nodes / args.batches,
-    }
+    # the seeds on the CPU: the sampler moves them, as ours does
+    out[mode] = time_sampling(glt, sampler, list(seeds), args.batches, torch.cuda.synchronize)
     del sampler, graph
   return out
 

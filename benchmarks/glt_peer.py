@@ -53,6 +53,30 @@ def import_glt():
   return graphlearn_torch
 
 
+def time_sampling(glt, sampler, seeds, batches: int, sync=lambda: None) -> dict:
+  r"""GLT's ``sampler`` on ``batches`` batches of ``seeds`` (taken in turn)
+  after 3 warm-up ones: ``batches_per_s``, ``edges_per_s``,
+  ``nodes_per_batch`` and ``edges_per_batch``; ``sync`` waits for a device's
+  work (``torch.cuda.synchronize`` for a GPU sampler)."""
+  for s in seeds[:3]:  # warm-up
+    sampler.sample_from_nodes(glt.sampler.NodeSamplerInput(s))
+  sync()
+  edges = nodes = 0
+  start = time.perf_counter()
+  for i in range(batches):
+    out = sampler.sample_from_nodes(glt.sampler.NodeSamplerInput(seeds[i % len(seeds)]))
+    edges += out.row.numel()
+    nodes += out.node.numel()
+  sync()
+  seconds = time.perf_counter() - start
+  return {
+    'batches_per_s': batches / seconds,
+    'edges_per_s': edges / seconds,
+    'nodes_per_batch': nodes / batches,
+    'edges_per_batch': edges / batches,
+  }
+
+
 def main():
   args = parse_peer_args(__doc__.split('\n')[0])
   glt = import_glt()
@@ -67,16 +91,7 @@ def main():
   sampler = glt.sampler.NeighborSampler(
     graph, args.fanout, device=torch.device('cpu'), edge_dir='in', seed=args.seed
   )
-  seeds = load(args.dir, 'seeds')
-  for s in seeds[:3]:  # warm-up
-    sampler.sample_from_nodes(glt.sampler.NodeSamplerInput(s))
-  edges = nodes = 0
-  t = time.perf_counter()
-  for i in range(args.batches):
-    out = sampler.sample_from_nodes(glt.sampler.NodeSamplerInput(seeds[i % len(seeds)]))
-    edges += out.row.numel()
-    nodes += out.node.numel()
-  sample_s = time.perf_counter() - t
+  sampled = time_sampling(glt, sampler, list(load(args.dir, 'seeds')), args.batches)
 
   ids = load(args.dir, 'gather_ids')
   bounds = load(args.dir, 'gather_offsets').tolist()
@@ -97,10 +112,7 @@ def main():
         'glt': importlib.metadata.version('graphlearn-torch'),
         'torch': torch.__version__,
         'threads': args.threads,
-        'batches_per_s': args.batches / sample_s,
-        'edges_per_s': edges / sample_s,
-        'nodes_per_batch': nodes / args.batches,
-        'edges_per_batch': edges / args.batches,
+        **sampled,
         'gather_rows_per_s': args.repeat * ids.numel() / gather_s,
       }
     )

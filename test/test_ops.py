@@ -230,6 +230,18 @@ def partition_topologies(owner: torch.Tensor, dtype):
   return out
 
 
+# (weighted, replace, fanout, with edge ids) of the partitioned hops checked
+PARTITIONED_CASES = (
+  (False, False, 5, True),
+  (False, True, 5, False),
+  (True, False, 3, True),
+  (True, True, 4, False),
+  (False, False, -1, True),
+  (False, False, 0, False),
+  (False, False, 40, False),
+)
+
+
 @pytest.mark.parametrize('dtype', [torch.int64, torch.int32])
 @pytest.mark.parametrize('threads', [1, 2])
 def test_sample_neighbors_partitioned_is_each_partitions_draws_stitched(dtype, threads):
@@ -242,15 +254,7 @@ def test_sample_neighbors_partitioned_is_each_partitions_draws_stitched(dtype, t
   old = torch.get_num_threads()
   torch.set_num_threads(threads)
   try:
-    for weighted, replace, k, with_edge in (
-      (False, False, 5, True),
-      (False, True, 5, False),
-      (True, False, 3, True),
-      (True, True, 4, False),
-      (False, False, -1, True),
-      (False, False, 0, False),
-      (False, False, 40, False),
-    ):
+    for weighted, replace, k, with_edge in PARTITIONED_CASES:
       got = torch.ops.glt.sample_neighbors_partitioned(
         [t[0] for t in topos], [t[1] for t in topos],
         [t[2] if with_edge else None for t in topos],

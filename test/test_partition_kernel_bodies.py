@@ -7,7 +7,7 @@ bad input raising the CPU kernel's ValueError."""
 
 import pytest
 import torch
-from test_ops import partition_topologies
+from test_ops import PARTITIONED_CASES, partition_topologies
 
 import graphlearn_torch  # noqa: F401  (registers torch.ops.glt)
 
@@ -92,14 +92,7 @@ def test_sample_neighbors_partitioned_is_each_partitions_draws_stitched(harness,
   seeds = torch.randint(0, 300, (1500,), generator=g)
   parts = owner[seeds].to(torch.int8)
   rng_seeds = [11, 22, 33]
-  for weighted, replace, k, with_edge in (
-    (False, False, 5, True),
-    (False, True, 5, False),
-    (True, False, 3, True),
-    (True, True, 4, False),
-    (False, False, -1, True),
-    (False, False, 0, False),
-  ):
+  for weighted, replace, k, with_edge in PARTITIONED_CASES:
     eids = [t[2] if with_edge else None for t in topos]
     weights = [t[3] if weighted else None for t in topos]
     got = harness.sample_neighbors_partitioned(
