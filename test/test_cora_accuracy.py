@@ -85,6 +85,7 @@ def cora(cora_root):
   return data, ds, ours
 
 
+@pytest.mark.slow  # models trained to accuracy
 def test_neighbor_loader_matches_full_batch_on_cora(cora):
   data, _, mini = cora
 
@@ -107,6 +108,7 @@ def test_neighbor_loader_matches_full_batch_on_cora(cora):
   assert abs(mini_acc - full_acc) <= 0.02
 
 
+@pytest.mark.slow  # models trained to accuracy
 def test_pyg_node_loader_with_our_sampler_matches_ours_on_cora(cora):
   r"""PyG's own NodeLoader driven by PyGNeighborSampler trains GraphSAGE to
   the accuracy our NeighborLoader reaches (same fanouts, batches, seeds)."""

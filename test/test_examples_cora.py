@@ -3,6 +3,8 @@
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 EXAMPLES = Path(__file__).resolve().parents[1] / 'examples'
 
 
@@ -13,6 +15,7 @@ def load_example(name):
   return module
 
 
+@pytest.mark.slow  # a whole example
 def test_link_prediction_on_cora_reaches_auc(cora_root):
   example = load_example('link_pred_sage')
   args = example.parser().parse_args(

@@ -50,6 +50,7 @@ def igbh(tmp_path_factory):
   return raw
 
 
+@pytest.mark.slow  # whole example scripts, in processes of their own
 def test_igbh_rgat_partitions_trains_and_resumes(igbh, tmp_path):
   shm_before = shm_files()
   coo, csc = tmp_path / 'coo', tmp_path / 'csc'

@@ -317,6 +317,7 @@ def run_two_trainers(root, gpu_options):
   return [report for *_, report in reports]
 
 
+@pytest.mark.slow  # spawned processes
 def test_two_partition_worker_mode_with_gpu_options_equals_the_cpu_path(tmp_path):
   """On a GPU: graphs in 'ZERO_COPY', hot rows on the GPU, samplers on the
   GPU, batches on the GPU. Without one: the same options fall back. Either

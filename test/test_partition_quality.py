@@ -68,6 +68,7 @@ def test_planetoid_cuts(tmp_path, cora_root, name, num_parts):
   check_streaming_near_metis(metis, streaming, 1.5)
 
 
+@pytest.mark.slow  # a million-node graph partitioned twice: a benchmark's setting
 @pytest.mark.parametrize('num_parts', [2, 4])
 def test_1m_node_community_graph_cuts(tmp_path, num_parts):
   data = glt.datasets.community_graph(

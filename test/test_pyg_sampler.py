@@ -53,7 +53,10 @@ def check_batch(batch, data, fanouts, seeds):
       assert picked <= every and len(picked) == min(fanouts[0], len(every))
 
 
-@pytest.mark.parametrize('num_workers, context', [(0, None), (2, None), (2, 'spawn')])
+SPAWNED = pytest.param(2, 'spawn', marks=pytest.mark.slow)  # spawned processes
+
+
+@pytest.mark.parametrize('num_workers, context', [(0, None), (2, None), SPAWNED])
 def test_node_loader(num_workers, context):
   data = random_data()
   fanouts = [3, 2]
@@ -322,7 +325,7 @@ def temporal_hetero_data(seed=3) -> HeteroData:
   return data
 
 
-@pytest.mark.parametrize('num_workers, context', [(0, None), (2, 'spawn')])
+@pytest.mark.parametrize('num_workers, context', [(0, None), SPAWNED])
 def test_pyg_node_loader_temporal_hetero(num_workers, context):
   data = temporal_hetero_data()
   # Spawned workers get the time-sorted topologies through shared memory.

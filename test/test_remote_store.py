@@ -6,6 +6,7 @@ graph, then trains-style iterates PyG's NodeLoader over the store pair."""
 import os
 import traceback
 
+import pytest
 import torch
 from test_dist_sampling import partition
 from test_server_client import NUM_CLIENTS, NUM_SERVERS, spawn_job
@@ -113,11 +114,13 @@ def run_store_job(root, hetero):
   assert all(p.exitcode == 0 for p in procs), [p.exitcode for p in procs]
 
 
+@pytest.mark.slow  # spawned processes
 def test_remote_stores_homo(tmp_path):
   partition(str(tmp_path), NUM_SERVERS, hetero=False)
   run_store_job(str(tmp_path), hetero=False)
 
 
+@pytest.mark.slow  # spawned processes
 def test_remote_stores_hetero(tmp_path):
   partition(str(tmp_path), NUM_SERVERS, hetero=True)
   run_store_job(str(tmp_path), hetero=True)
