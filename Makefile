@@ -53,9 +53,17 @@ lint: install
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
+# After the suite, the CUDA build where nvcc is and the disk has room for it
+# (CUDA_NEEDS_GB: torch with CUDA in its venv and the build; less once the
+# venv is there). Without either it is skipped, and says why.
+CUDA_NEEDS_GB ?= $$(test -e $(CUDA_VENV)/.installed && echo 3 || echo 10)
 test: lint
 	$(PY) -m pytest -q -rs
-	@if command -v nvcc >/dev/null; then $(MAKE) cuda; else echo "nvcc not found: the CUDA build (make cuda) is skipped"; fi
+	@free_gb=$$(df -Pk . | awk 'NR == 2 { print int($$4 / 1048576) }'); \
+	if ! command -v nvcc >/dev/null; then echo "nvcc not found: the CUDA build (make cuda) is skipped"; \
+	elif [ "$$free_gb" -lt "$(CUDA_NEEDS_GB)" ]; then \
+	  echo "$$free_gb GB free on this disk, make cuda needs about $(CUDA_NEEDS_GB): the CUDA build is skipped"; \
+	else $(MAKE) cuda; fi
 
 # The inner loop: everything but the tests marked slow (spawned processes,
 # builds, whole examples), in a few minutes.
@@ -65,8 +73,8 @@ test-fast: lint
 $(CUDA_VENV)/.installed:
 	test -x $(CUDA_PY) || $(PYTHON) -m venv $(CUDA_VENV)
 	$(CUDA_PY) -m pip install -q --upgrade pip
-	$(CUDA_PY) -m pip install -q torch==$(CUDA_TORCH_VERSION)
-	$(CUDA_PY) -m pip install -q setuptools wheel ninja numpy
+	$(CUDA_PY) -m pip install -q --no-cache-dir torch==$(CUDA_TORCH_VERSION)
+	$(CUDA_PY) -m pip install -q --no-cache-dir setuptools wheel ninja numpy
 	touch $@
 
 # Compile and link with WITH_CUDA=ON into build/cuda, then load the module

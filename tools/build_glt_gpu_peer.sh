@@ -21,6 +21,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 archive=${GLT_ARCHIVE:-$root/../shared/peers/graphlearn-for-pytorch-0.2.4.tar.gz}
 py=${DEVICE_PY:-$root/.venv-device/bin/python}
+py=$(realpath -s "$py")  # the build runs in the source folder: an absolute path
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
 archs=${CUDA_ARCHS:-9.0}
 out=$root/build/glt-gpu
@@ -41,7 +42,8 @@ done
 purelib=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 (
   cd "$out/src"
-  CUDA_HOME=$cuda_home CC=/usr/bin/gcc CXX=/usr/bin/g++ WITH_CUDA=ON TORCH_CUDA_ARCH_LIST=$archs \
+  # GLT's CMake asks the first python on the PATH for torch's paths.
+  PATH=$(dirname "$py"):$PATH CUDA_HOME=$cuda_home CC=/usr/bin/gcc CXX=/usr/bin/g++ WITH_CUDA=ON TORCH_CUDA_ARCH_LIST=$archs \
     CPATH="$purelib/nvidia/cu13/include${CPATH:+:$CPATH}" MAX_JOBS=${MAX_JOBS:-$(nproc)} \
     "$py" setup.py -q build_ext --inplace
 )
