@@ -10,6 +10,10 @@ runs glt.sampler.NeighborSampler, fanout [15, 10, 5], on the same batches of
   - 'ZERO_COPY': the topology in pinned host memory, read in place by the
     GPU kernels (UVA);
   - 'CPU' at 2 threads, and at every core of this machine;
+  - the device's limit for each GPU mode: random reads of the topology's
+    ``indices`` where that mode keeps them (one per sampled edge), by
+    ``index_select`` at uniform random positions; each GPU row is reported
+    as a fraction of it;
   - with ``--glt-gpu build/glt-gpu/pkg`` (``make glt-gpu-peer``): GLT 0.2.4's
     CUDA NeighborSampler in 'CUDA' and 'ZERO_COPY' modes, on the same graph
     and seeds, in a process of its own (benchmarks/glt_gpu_peer.py).
@@ -28,7 +32,13 @@ from typing import Optional, Tuple
 
 import torch
 from results import Results, Table, add_results_argument
-from workloads import build_graph, make_seed_batches, run_peer_script, time_batches
+from workloads import (
+  build_graph,
+  make_seed_batches,
+  random_reads_per_s,
+  run_peer_script,
+  time_batches,
+)
 
 import graphlearn_torch as glt
 
@@ -44,6 +54,15 @@ def gpu_graph(topo: glt.data.Topology, mode: str, gpu: int) -> Tuple[Optional[gl
     return None, f'this build has no CUDA kernels: a {mode} graph runs as {graph.mode}'
   graph.lazy_init()  # the copy to the GPU, or the pinning, out of the timed window
   return graph, ''
+
+
+def indices_reads_per_s(graph: glt.data.Graph) -> float:
+  r"""Random reads per second of the graph's ``indices`` as its GPU kernels
+  see them (GPU memory in 'CUDA' mode, pinned host memory read over the bus
+  in 'ZERO_COPY' mode): the limit of a sampler that reads one entry per
+  sampled edge."""
+  indices = graph.device_topology().indices
+  return random_reads_per_s(indices, 1 << 24, sync=torch.cuda.synchronize, repeat=4)
 
 
 def describe_machine(gpu: int) -> str:
@@ -74,6 +93,23 @@ def glt_gpu_rows(topo: glt.data.Topology, seed_batches, args) -> list:
   ]  # fmt: skip
 
 
+def limits_table(rows: list, limits: dict) -> Table:
+  r"""Each GPU mode's sampling beside the random reads of its ``indices``."""
+  body = []
+  for name, _, (_, eps, _, _, _) in rows:
+    mode = next((m for m in limits if name == m or name.endswith(f"'{m}'")), None)
+    if mode is not None:
+      body.append([name, eps, limits[mode], eps / limits[mode]])
+  return Table(
+    'gpu_sampling_limits',
+    "GPU sampling against the device's random reads of the topology's indices",
+    ['sampler', 'sampled edges/s', 'random indices reads/s', 'fraction of the reads'],
+    body,
+    note="One random read of indices per sampled edge: a sampler's ceiling. The reads are "
+    'index_select at uniform positions, 16 M at a time, where the mode keeps indices.',
+  )
+
+
 def main():
   p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   p.add_argument('--gpu', type=int, default=0, help='the GPU to sample on')
@@ -100,6 +136,7 @@ def main():
   seed_batches = make_seed_batches(ds.num_nodes(), args.batches, args.batch_size, args.seed)
 
   rows = []  # (sampler, threads, time_batches(...))
+  limits = {}  # mode -> random reads/s of its indices
   for mode in ('CUDA', 'ZERO_COPY'):
     graph, why = gpu_graph(topo, mode, args.gpu)
     if graph is None:
@@ -112,6 +149,7 @@ def main():
     rows.append(
       (mode, '-', time_batches(sampler, seed_batches, args.batches, torch.cuda.synchronize))
     )
+    limits[mode] = indices_reads_per_s(graph)
   if args.glt_gpu and rows:
     rows += glt_gpu_rows(topo, seed_batches, args)
   for threads in sorted({2, cores}):
@@ -140,6 +178,8 @@ def main():
     note=f'{describe_machine(args.gpu)}. The GPU rows time whole batches, outputs on the GPU.',
   )
   print(results.add(table).render())
+  if limits:
+    print(results.add(limits_table(rows, limits)).render())
   results.write()
 
 

@@ -78,11 +78,13 @@ SECTIONS = [
     'On a GPU',
     "The same graph on a GPU: sampling with the topology in GPU memory ('CUDA') and read in "
     "place from pinned host memory ('ZERO_COPY'), beside the CPU sampler on the GPU "
-    "machine's cores; feature lookup beside the device's own limits (a pinned "
-    'host-to-device copy for UVA reads, a device-to-device copy for GPU memory); training; '
+    "machine's cores and the device's random reads of the topology; feature lookup beside "
+    "the device's own limits (a pinned host-to-device copy for UVA reads, a device-to-device "
+    'copy for GPU memory); training; '
     "worker mode on one GPU; the CPU sampler on the GPU machine's cores.",
     [
       ('bench_gpu_sampler_gpu', 'gpu_sampling'),
+      ('bench_gpu_sampler_gpu', 'gpu_sampling_limits'),
       ('bench_gpu_feature_dim100_gpu', 'gpu_gather'),
       ('bench_gpu_feature_dim128_gpu', 'gpu_gather'),
       ('bench_gpu_train_gpu', 'train'),

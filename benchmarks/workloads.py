@@ -100,13 +100,26 @@ def rows_per_s(fn, id_batches, repeat: int, sync: Callable[[], None] = lambda: N
   return repeat * sum(ids.numel() for ids in id_batches) / (time.perf_counter() - t)
 
 
-def random_reads_per_s(table: torch.Tensor, num_reads: int = 4_000_000, seed: int = 0) -> float:
-  """Random 8-byte reads per second from ``table`` (as many threads as torch has)."""
+def random_reads_per_s(
+  table: torch.Tensor,
+  num_reads: int = 4_000_000,
+  seed: int = 0,
+  sync: Callable[[], None] = lambda: None,
+  repeat: int = 1,
+) -> float:
+  """Random reads per second of ``table``'s elements (``index_select`` at
+  uniform random positions, on the table's device, as many CPU threads as
+  torch has), ``repeat`` times after a warm-up; ``sync`` waits for a
+  device's work."""
   ids = torch.randint(0, table.numel(), (num_reads,), generator=torch.Generator().manual_seed(seed))
+  ids = ids.to(table.device)
   table.index_select(0, ids[:100_000])
+  sync()
   t = time.perf_counter()
-  table.index_select(0, ids)
-  return num_reads / (time.perf_counter() - t)
+  for _ in range(repeat):
+    table.index_select(0, ids)
+  sync()
+  return repeat * num_reads / (time.perf_counter() - t)
 
 
 def run_peer(

@@ -13,6 +13,8 @@
 #              modes 'ZERO_COPY' and 'CUDA' (test_gpu_data_path.py, the *_gpu_flags
 #              tests of test_examples_smoke.py); -rs lists
 #              what was skipped (only multi-GPU tests should be)
+#   syncs      test_gpu_syncs.py: the host syncs of a batch sampled on the GPU
+#              (at most one a hop), and where each one is
 #   kernels    test_cuda_kernels.py: every CUDA op against the host harness (which
 #              it compiles first, about a minute)
 #   all-tests  the whole suite (long: not in the default list)
@@ -98,6 +100,10 @@ stage_tests() {
   "$PY" -m pytest -q -rs -p no:cacheprovider --timeout 300 test/test_gpu_data_path.py \
     test/test_examples_smoke.py::test_train_sage_smoke_with_gpu_flags \
     test/test_examples_smoke.py::test_worker_mode_smoke_with_gpu_flags
+}
+
+stage_syncs() {
+  "$PY" -m pytest -q -rs -p no:cacheprovider --timeout 300 test/test_gpu_syncs.py
 }
 
 stage_kernels() {

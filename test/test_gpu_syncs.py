@@ -1,0 +1,57 @@
+"""Host syncs of a batch sampled on the GPU: the sampler and the inducer keep
+their sizes and checks on the device, so a hop stops the GPU at most once
+(to learn how many nodes it added). Counted with torch's sync debug mode,
+which warns at every synchronizing CUDA call (a scalar read, a copy to the
+host), ours included. Needs a GPU and the CUDA kernels."""
+
+import collections
+import warnings
+from typing import Callable, List
+
+import pytest
+import torch
+from conftest import random_edges
+
+from graphlearn_torch._ext import cuda_kernels_available
+from graphlearn_torch.data import Dataset
+from graphlearn_torch.sampler import NeighborSampler, NodeSamplerInput
+
+pytestmark = pytest.mark.skipif(
+  not cuda_kernels_available(), reason='needs a GPU and a build with the CUDA kernels'
+)
+
+
+def host_syncs(fn: Callable[[], object]) -> List[warnings.WarningMessage]:
+  r"""The synchronizing CUDA calls ``fn`` makes, one warning each."""
+  torch.cuda.synchronize()
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter('always')
+    torch.cuda.set_sync_debug_mode('warn')
+    try:
+      fn()
+    finally:
+      torch.cuda.set_sync_debug_mode('default')
+  return [w for w in caught if 'synchronizing' in str(w.message)]
+
+
+@pytest.mark.parametrize('mode', ['CUDA', 'ZERO_COPY'])
+@pytest.mark.parametrize('fanout', [[10, 5, 5], [4, 4]])
+def test_a_sampled_batch_syncs_at_most_once_a_hop(mode, fanout):
+  num_nodes = 2000
+  ds = Dataset(edge_dir='in')
+  ds.init_graph(random_edges(num_nodes, num_nodes, 20_000, seed=5), graph_mode=mode)
+  sampler = NeighborSampler(ds.graph, fanout, device=torch.device('cuda', 0), seed=1)
+  seeds = torch.randperm(num_nodes, generator=torch.Generator().manual_seed(2))[:256].cuda()
+  sampler.sample_from_nodes(NodeSamplerInput(seeds))  # warm-up: placement, allocations
+  out = None
+
+  def batch():
+    nonlocal out
+    out = sampler.sample_from_nodes(NodeSamplerInput(seeds))
+
+  syncs = host_syncs(batch)
+  assert out.node.numel() > seeds.numel()  # the batch grew past its seeds
+  where = collections.Counter(f'{w.filename}:{w.lineno}' for w in syncs)
+  assert len(syncs) <= len(fanout), (
+    f'{len(syncs)} host syncs in a {len(fanout)}-hop batch, at: {dict(where)}'
+  )
