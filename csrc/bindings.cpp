@@ -66,24 +66,16 @@ void bind_buffers(py::module_& m) {
 }
 
 void bind_inducers(py::module_& m) {
-  glt::bind_inducer_methods(
-      py::class_<glt::cpu::Inducer>(m, "Inducer")
-          .def(py::init(wrap_pybind_function([](int64_t num_node_types,
-                                                const std::vector<int64_t>& num_nodes,
-                                                int64_t disjoint_bits) {
-                 return std::make_unique<glt::cpu::Inducer>(num_node_types, num_nodes,
-                                                            disjoint_bits);
-               })),
-               py::arg("num_node_types"), py::arg("num_nodes") = std::vector<int64_t>{},
-               py::arg("disjoint_bits") = 0)
-          .def("sample_induce_next", wrap_pybind_function_no_gil(&glt::cpu::Inducer::sample_induce_next),
-               py::arg("src_types"), py::arg("nbr_types"), py::arg("srcs"), py::arg("indptrs"),
-               py::arg("indices"), py::arg("edge_ids"), py::arg("edge_weights"),
-               py::arg("fanouts"), py::arg("replace"), py::arg("rng_seeds"),
-               py::arg("row_prefixes"), py::arg("col_prefixes"),
-               py::arg("edge_times") = std::vector<std::optional<at::Tensor>>{},
-               py::arg("seed_times") = std::vector<std::optional<at::Tensor>>{},
-               py::arg("last") = false));
+  py::class_<glt::cpu::Inducer> inducer(m, "Inducer");
+  inducer.def(py::init(wrap_pybind_function([](int64_t num_node_types,
+                                               const std::vector<int64_t>& num_nodes,
+                                               int64_t disjoint_bits) {
+                return std::make_unique<glt::cpu::Inducer>(num_node_types, num_nodes,
+                                                           disjoint_bits);
+              })),
+              py::arg("num_node_types"), py::arg("num_nodes") = std::vector<int64_t>{},
+              py::arg("disjoint_bits") = 0);
+  glt::bind_inducer_methods(glt::bind_sample_induce_next(inducer));
 
 #ifdef WITH_CUDA
   m.def("uva_view", wrap_pybind_function(&glt::cuda::uva_view), py::arg("host"), py::arg("device"));
@@ -91,12 +83,12 @@ void bind_inducers(py::module_& m) {
         py::arg("device"));
   m.def("enable_peer_access", wrap_pybind_function(&glt::cuda::enable_peer_access),
         py::arg("device"), py::arg("peer"));
-  glt::bind_inducer_methods(
-      py::class_<glt::cuda::CudaInducer>(m, "CudaInducer")
-          .def(py::init(wrap_pybind_function([](int64_t num_node_types, int64_t device) {
-                 return std::make_unique<glt::cuda::CudaInducer>(num_node_types, device);
-               })),
-               py::arg("num_node_types"), py::arg("device")));
+  py::class_<glt::cuda::CudaInducer> cuda_inducer(m, "CudaInducer");
+  cuda_inducer.def(py::init(wrap_pybind_function([](int64_t num_node_types, int64_t device) {
+                     return std::make_unique<glt::cuda::CudaInducer>(num_node_types, device);
+                   })),
+                   py::arg("num_node_types"), py::arg("device"));
+  glt::bind_inducer_methods(glt::bind_sample_induce_next(cuda_inducer));
 #endif
 }
 

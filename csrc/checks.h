@@ -77,9 +77,10 @@ inline void check_range(const at::Tensor& t, int64_t upper, const char* name) {
                     ", max ", hi);
 }
 
-// Checks a compressed sparse topology (indptr and indices 1-D, contiguous,
-// of one dtype, int32 or int64, on one device); returns its number of rows.
-inline int64_t check_csr(const at::Tensor& indptr, const at::Tensor& indices) {
+// Checks a compressed sparse topology's layout (indptr and indices 1-D,
+// contiguous, of one dtype, int32 or int64, on one device), reading none of
+// its values; returns its number of rows.
+inline int64_t check_csr_layout(const at::Tensor& indptr, const at::Tensor& indices) {
   const auto dtype = indptr.scalar_type();
   TORCH_CHECK_VALUE(dtype == at::kLong || dtype == at::kInt, "indptr must be int64 or int32, got ",
                     dtype);
@@ -90,7 +91,13 @@ inline int64_t check_csr(const at::Tensor& indptr, const at::Tensor& indices) {
   TORCH_CHECK_VALUE(indptr.is_contiguous() && indices.is_contiguous(),
                     "indptr and indices must be contiguous");
   check_device(indices, "indices", indptr.device());
-  const int64_t num_rows = indptr.numel() - 1;
+  return indptr.numel() - 1;
+}
+
+// check_csr_layout, and that indptr ends at the end of indices; returns the
+// number of rows.
+inline int64_t check_csr(const at::Tensor& indptr, const at::Tensor& indices) {
+  const int64_t num_rows = check_csr_layout(indptr, indices);
   const int64_t end = indptr[num_rows].item<int64_t>();
   TORCH_CHECK_VALUE(end == indices.numel(), "indptr ends at ", end, " but indices holds ",
                     indices.numel(), " entries");

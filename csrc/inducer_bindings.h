@@ -3,9 +3,24 @@
 
 #include <torch/extension.h>
 
+#include <optional>
 #include <vector>
 
 namespace glt {
+
+// sample_induce_next (a hop drawn and added at once), for the inducers that
+// have it.
+template <typename T>
+py::class_<T>& bind_sample_induce_next(py::class_<T>& cls) {
+  return cls.def("sample_induce_next", torch::wrap_pybind_function_no_gil(&T::sample_induce_next),
+                 py::arg("src_types"), py::arg("nbr_types"), py::arg("srcs"), py::arg("indptrs"),
+                 py::arg("indices"), py::arg("edge_ids"), py::arg("edge_weights"),
+                 py::arg("fanouts"), py::arg("replace"), py::arg("rng_seeds"),
+                 py::arg("row_prefixes"), py::arg("col_prefixes"),
+                 py::arg("edge_times") = std::vector<std::optional<at::Tensor>>{},
+                 py::arg("seed_times") = std::vector<std::optional<at::Tensor>>{},
+                 py::arg("last") = false);
+}
 
 // The methods an inducer (the CPU Inducer, its CUDA twin, the host harness's
 // generic one) has in Python.

@@ -1,8 +1,9 @@
 """Host syncs of a batch sampled on the GPU: the sampler and the inducer keep
-their sizes and checks on the device, so a hop stops the GPU at most once
-(to learn how many nodes it added). Counted with torch's sync debug mode,
-which warns at every synchronizing CUDA call (a scalar read, a copy to the
-host), ours included. Needs a GPU and the CUDA kernels."""
+their sizes and checks on the device, so a hop stops the GPU once (to learn
+how many neighbors it drew and nodes it added), and the seeds once (how many
+distinct ones there are). Counted with torch's sync debug mode, which warns
+at every synchronizing CUDA call (a scalar read, a copy to the host), ours
+included. Needs a GPU and the CUDA kernels."""
 
 import collections
 import warnings
@@ -36,12 +37,13 @@ def host_syncs(fn: Callable[[], object]) -> List[warnings.WarningMessage]:
 
 @pytest.mark.parametrize('mode', ['CUDA', 'ZERO_COPY'])
 @pytest.mark.parametrize('fanout', [[10, 5, 5], [4, 4]])
-def test_a_sampled_batch_syncs_at_most_once_a_hop(mode, fanout):
+def test_a_sampled_batch_syncs_once_a_hop_and_once_for_its_seeds(mode, fanout):
   num_nodes = 2000
   ds = Dataset(edge_dir='in')
   ds.init_graph(random_edges(num_nodes, num_nodes, 20_000, seed=5), graph_mode=mode)
-  sampler = NeighborSampler(ds.graph, fanout, device=torch.device('cuda', 0), seed=1)
-  seeds = torch.randperm(num_nodes, generator=torch.Generator().manual_seed(2))[:256].cuda()
+  sampler = NeighborSampler(ds.graph, fanout, device=torch.device('cuda', 0), edge_dir='in', seed=1)
+  # As a loader gives them: a batch of the CPU's seed ids.
+  seeds = torch.randperm(num_nodes, generator=torch.Generator().manual_seed(2))[:256]
   sampler.sample_from_nodes(NodeSamplerInput(seeds))  # warm-up: placement, allocations
   out = None
 
@@ -52,6 +54,6 @@ def test_a_sampled_batch_syncs_at_most_once_a_hop(mode, fanout):
   syncs = host_syncs(batch)
   assert out.node.numel() > seeds.numel()  # the batch grew past its seeds
   where = collections.Counter(f'{w.filename}:{w.lineno}' for w in syncs)
-  assert len(syncs) <= len(fanout), (
+  assert len(syncs) <= len(fanout) + 1, (
     f'{len(syncs)} host syncs in a {len(fanout)}-hop batch, at: {dict(where)}'
   )

@@ -15,109 +15,21 @@
 #include <ATen/ATen.h>
 
 #include <limits>
+#include <optional>
 #include <tuple>
 #include <vector>
 
 #include "checks.h"
-#include "kernels/hash_table.h"
+#include "kernels/hop_induce.h"
+#include "kernels/id_table.h"
 
 namespace glt {
 namespace kernels {
 
-constexpr int64_t kUnclaimed = std::numeric_limits<int64_t>::min();
-
-// One node type's table: the node ids known and their local ids.
-struct IdTable {
-  at::Tensor keys, vals;  // hash slots (device::kEmptyKey / kUnclaimed when free)
-  int64_t capacity = 0;
-  int64_t size = 0;  // nodes known
-};
-
-// Free functions rather than members: nvcc takes extended lambdas only in
-// functions whose address can be taken.
-
-inline void allocate_table(IdTable& table, int64_t capacity, const at::TensorOptions& options) {
-  table.keys = at::full({capacity}, device::kEmptyKey, options);
-  table.vals = at::full({capacity}, kUnclaimed, options);
-  table.capacity = capacity;
-}
-
-// Makes room for `more` nodes, moving the known ones to a larger table.
-template <typename Backend>
-void reserve_table(const Backend& backend, IdTable& table, int64_t more,
-                   const at::TensorOptions& options) {
-  const int64_t capacity = device::table_capacity(table.size + more);
-  if (capacity <= table.capacity) return;
-  IdTable old = table;
-  allocate_table(table, capacity, options);
-  const int64_t* old_keys = old.keys.data_ptr<int64_t>();
-  const int64_t* old_vals = old.vals.data_ptr<int64_t>();
-  int64_t* keys = table.keys.data_ptr<int64_t>();
-  int64_t* vals = table.vals.data_ptr<int64_t>();
-  const uint64_t mask = table.capacity - 1;
-  backend.for_each(old.capacity, [=] GLT_HOST_DEVICE(int64_t i) {
-    if (old_keys[i] == device::kEmptyKey) return;
-    vals[device::hash_insert(keys, mask, old_keys[i])] = old_vals[i];
-  });
-}
-
-// Local ids of `ids` in a table (-1 for unknown ones).
-template <typename Backend>
-at::Tensor lookup_table(const Backend& backend, const IdTable& table, const at::Tensor& ids) {
-  auto out = at::empty({ids.numel()}, ids.options());
-  const int64_t* key = ids.data_ptr<int64_t>();
-  const int64_t* keys = table.keys.data_ptr<int64_t>();
-  const int64_t* vals = table.vals.data_ptr<int64_t>();
-  const uint64_t mask = table.capacity - 1;
-  int64_t* local = out.data_ptr<int64_t>();
-  backend.for_each(ids.numel(), [=] GLT_HOST_DEVICE(int64_t i) {
-    const int64_t slot = key[i] < 0 ? -1 : device::hash_find(keys, mask, key[i]);
-    local[i] = slot < 0 ? -1 : vals[slot];
-  });
-  return out;
-}
-
-// Adds `ids` (int64, >= 0) to a table; returns the new ones in order of
-// first appearance, and, when `local` is given, every id's local id.
-template <typename Backend>
-at::Tensor add_to_table(const Backend& backend, IdTable& table, const at::Tensor& ids,
-                        at::Tensor* local) {
-  const auto options = ids.options();
-  const int64_t n = ids.numel();
-  reserve_table(backend, table, n, options);
-  auto slots = at::empty({n}, options);
-  auto first = at::empty({n}, options);
-  const int64_t* key = ids.data_ptr<int64_t>();
-  int64_t* keys = table.keys.data_ptr<int64_t>();
-  int64_t* vals = table.vals.data_ptr<int64_t>();
-  int64_t* slot = slots.data_ptr<int64_t>();
-  int64_t* is_first = first.data_ptr<int64_t>();
-  const uint64_t mask = table.capacity - 1;
-  backend.for_each(n, [=] GLT_HOST_DEVICE(int64_t i) {
-    const int64_t s = device::hash_insert(keys, mask, key[i]);
-    slot[i] = s;
-    device::atomic_max(&vals[s], -(i + 2));
-  });
-  backend.for_each(n, [=] GLT_HOST_DEVICE(int64_t i) { is_first[i] = vals[slot[i]] == -(i + 2); });
-  auto rank = first.cumsum(0) - first;  // exclusive prefix sum
-  const int64_t count = n ? (rank[n - 1] + first[n - 1]).item<int64_t>() : 0;
-  auto fresh = at::empty({count}, options);
-  const int64_t* order = rank.data_ptr<int64_t>();
-  int64_t* fresh_ids = fresh.data_ptr<int64_t>();
-  const int64_t base = table.size;
-  backend.for_each(n, [=] GLT_HOST_DEVICE(int64_t i) {
-    if (!is_first[i]) return;
-    vals[slot[i]] = base + order[i];
-    fresh_ids[order[i]] = key[i];
-  });
-  table.size += count;
-  if (local != nullptr) {
-    *local = at::empty({n}, options);
-    int64_t* out = local->data_ptr<int64_t>();
-    backend.for_each(n, [=] GLT_HOST_DEVICE(int64_t i) { out[i] = vals[slot[i]]; });
-  }
-  return fresh;
-}
+// What a hop drawn and added at once returns (InducerImpl::sample_induce_next).
+using HopOutputs =
+    std::tuple<std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>,
+               std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>>;
 
 template <typename Backend>
 class InducerImpl {
@@ -132,18 +44,90 @@ class InducerImpl {
 
   int64_t num_node_types() const { return static_cast<int64_t>(tables_.size()); }
 
-  // Registers the seeds; returns them per type without duplicates, in order.
+  // Registers the seeds; returns them per type without duplicates, in order
+  // (one host sync).
   std::vector<at::Tensor> init_nodes(const std::vector<at::Tensor>& seeds) {
-    TORCH_CHECK_VALUE(static_cast<int64_t>(seeds.size()) == num_node_types(),
-                      "init_nodes expects one seed tensor per node type (", num_node_types(),
-                      "), got ", seeds.size());
+    const int64_t num_types = num_node_types();
+    TORCH_CHECK_VALUE(static_cast<int64_t>(seeds.size()) == num_types,
+                      "init_nodes expects one seed tensor per node type (", num_types, "), got ",
+                      seeds.size());
     reset();
+    // Per type: the new nodes, the table's size, the first negative id.
+    auto tally = at::zeros({2 * num_types}, options_);
+    auto negative = at::full({num_types}, kNone, options_);
+    int64_t* count = tally.data_ptr<int64_t>();
+    std::vector<at::Tensor> ids, fresh;
+    for (int64_t t = 0; t < num_types; ++t) {
+      ids.push_back(checked(seeds[t], "seeds"));
+      const int64_t* id = ids[t].data_ptr<int64_t>();
+      int64_t* first_negative = negative.data_ptr<int64_t>() + t;
+      backend_.for_each(ids[t].numel(), [=] GLT_HOST_DEVICE(int64_t i) {
+        if (id[i] < 0) device::atomic_min(first_negative, i);
+      });
+      reserve_table(backend_, tables_[t], ids[t].numel(), options_);
+      fresh.push_back(insert_bounded(backend_, tables_[t], ids[t], nullptr, count + num_types + t,
+                                     count + t, nullptr));
+    }
+    const at::Tensor read = at::cat({tally, negative}).cpu();  // the one sync
+    const int64_t* r = read.data_ptr<int64_t>();
     std::vector<at::Tensor> out;
-    for (size_t t = 0; t < seeds.size(); ++t) {
-      const at::Tensor ids = checked_ids(seeds[t], "seeds");
-      out.push_back(add_to_table(backend_, tables_[t], ids, nullptr));
+    for (int64_t t = 0; t < num_types; ++t) {
+      if (r[2 * num_types + t] != kNone) {
+        const int64_t lo = ids[t].min().item<int64_t>();
+        reset();
+        TORCH_CHECK_VALUE(false, "seeds holds ids outside [0, ", INT64_MAX, "): min ", lo);
+      }
+      tables_[t].size = r[num_types + t];
+      out.push_back(fresh[t].narrow(0, 0, r[t]));
     }
     return out;
+  }
+
+  // A hop drawn and added at once, with one host sync (kernels/hop_induce.h):
+  // the arguments and results of the CPU Inducer::sample_induce_next, less
+  // its temporal draws (edge_times and seed_times must hold no tensor) and
+  // its disjoint keys. A hop that fails a check forgets all nodes (reset)
+  // before it raises.
+  HopOutputs sample_induce_next(const std::vector<int64_t>& src_types,
+                                const std::vector<int64_t>& nbr_types,
+                                const std::vector<at::Tensor>& srcs,
+                                const std::vector<at::Tensor>& indptrs,
+                                const std::vector<at::Tensor>& indices,
+                                const std::vector<std::optional<at::Tensor>>& edge_ids,
+                                const std::vector<std::optional<at::Tensor>>& edge_weights,
+                                const std::vector<int64_t>& fanouts, bool replace,
+                                const std::vector<int64_t>& rng_seeds,
+                                const std::vector<at::Tensor>& row_prefixes,
+                                const std::vector<at::Tensor>& col_prefixes,
+                                const std::vector<std::optional<at::Tensor>>& edge_times = {},
+                                const std::vector<std::optional<at::Tensor>>& seed_times = {},
+                                bool /*last*/ = false) {
+    const size_t n = srcs.size();
+    for (size_t size : {src_types.size(), nbr_types.size(), indptrs.size(), indices.size(),
+                        edge_ids.size(), edge_weights.size(), fanouts.size(), rng_seeds.size(),
+                        row_prefixes.size(), col_prefixes.size()}) {
+      TORCH_CHECK_VALUE(size == n, "sample_induce_next expects one entry per request (", n,
+                        ") in every list, got one of ", size);
+    }
+    for (const auto* times : {&edge_times, &seed_times}) {
+      for (const auto& t : *times) {
+        TORCH_CHECK_VALUE(!t.has_value(),
+                          "this inducer draws no temporal hops: sample them with "
+                          "sample_neighbors_temporal and add them with induce_next");
+      }
+    }
+    std::vector<int64_t> host_sizes, pending(tables_.size(), 0);
+    for (const auto& table : tables_) host_sizes.push_back(table.size);
+    at::Tensor sizes = backend_.to_device(at::tensor(host_sizes, at::kLong), options_.device());
+    std::vector<BoundedHop> hops;
+    for (size_t e = 0; e < n; ++e) {
+      check_type(src_types[e]);
+      check_type(nbr_types[e]);
+      hops.push_back(draw_and_insert(src_types[e], nbr_types[e], srcs[e], indptrs[e], indices[e],
+                                     edge_ids[e], edge_weights[e], fanouts[e], replace,
+                                     rng_seeds[e], sizes, pending[nbr_types[e]]));
+    }
+    return finish_hop(hops, nbr_types, srcs, indptrs, row_prefixes, col_prefixes, sizes);
   }
 
   // Adds one hop (see the CPU Inducer::induce_next): returns (nodes new to
@@ -243,6 +227,97 @@ class InducerImpl {
       TORCH_CHECK_VALUE(lo >= 0, name, " holds ids outside [0, ", INT64_MAX, "): min ", lo);
     }
     return ids;
+  }
+
+  // Draws request e of a hop and adds its neighbors (kernels/hop_induce.h);
+  // `pending`: the bound of the type's earlier requests in this hop.
+  BoundedHop draw_and_insert(int64_t src_type, int64_t nbr_type, const at::Tensor& srcs,
+                             const at::Tensor& indptr, const at::Tensor& indices,
+                             const std::optional<at::Tensor>& edge_ids,
+                             const std::optional<at::Tensor>& edge_weights, int64_t fanout,
+                             bool replace, int64_t rng_seed, at::Tensor& sizes, int64_t& pending) {
+    const at::Tensor src = checked(srcs, "srcs");
+    const int64_t num_rows = check_csr_layout(indptr, indices);
+    check_device(indptr, "indptr", options_.device());
+    check_edge_data(edge_ids, edge_weights, indices);
+    TORCH_CHECK_VALUE(fanout >= -1, "fanouts must be -1 (all) or >= 0, got ", fanout);
+    BoundedHop hop;
+    hop.report = new_report(options_);
+    const at::Tensor seed_local = lookup_table(backend_, tables_[src_type], src);
+    const int64_t n = src.numel();
+    int64_t bound = 0;
+    AT_DISPATCH_INDEX_TYPES(indptr.scalar_type(), "sample_induce_next", [&] {
+      const CsrView<index_t> g{indptr.data_ptr<index_t>(), indices.data_ptr<index_t>(),
+                               edge_ids.has_value() ? edge_ids->data_ptr<int64_t>() : nullptr,
+                               edge_weights.has_value() ? edge_weights->data_ptr<float>() : nullptr};
+      count_bounded(backend_, g, num_rows, indices.numel(), src, seed_local, fanout, replace, hop);
+      // All neighbors (fanout -1): no bound ahead, the total is read here.
+      bound = fanout >= 0 ? n * fanout : hop.offsets[n].item<int64_t>();
+      draw_bounded(backend_, g, src, seed_local, fanout, replace, static_cast<uint64_t>(rng_seed),
+                   bound, hop);
+    });
+    IdTable& table = tables_[nbr_type];
+    pending += bound;
+    reserve_table(backend_, table, pending, options_);
+    hop.cols = at::empty({bound}, options_);
+    int64_t* report = hop.report.data_ptr<int64_t>();
+    hop.fresh = insert_bounded(backend_, table, hop.nbrs, hop.offsets.data_ptr<int64_t>() + n,
+                               sizes.data_ptr<int64_t>() + nbr_type, report + kFresh,
+                               hop.cols.data_ptr<int64_t>());
+    return hop;
+  }
+
+  // Reads a hop's reports and the tables' sizes (the one sync), raises what
+  // a check found, and cuts the hop's outputs to their sizes.
+  HopOutputs finish_hop(const std::vector<BoundedHop>& hops, const std::vector<int64_t>& nbr_types,
+                        const std::vector<at::Tensor>& srcs, const std::vector<at::Tensor>& indptrs,
+                        const std::vector<at::Tensor>& row_prefixes,
+                        const std::vector<at::Tensor>& col_prefixes, const at::Tensor& sizes) {
+    std::vector<at::Tensor> parts;
+    for (const auto& hop : hops) parts.push_back(hop.report);
+    parts.push_back(sizes);
+    const at::Tensor read = at::cat(parts).cpu();
+    const int64_t* r = read.data_ptr<int64_t>();
+    for (size_t e = 0; e < hops.size(); ++e) {
+      raise_failure(r + e * kReportSize, srcs[e], indptrs[e], hops[e]);
+    }
+    std::vector<at::Tensor> rows, cols, nbrs, nums, eids;
+    std::vector<std::vector<at::Tensor>> fresh(tables_.size());
+    for (size_t e = 0; e < hops.size(); ++e) {
+      const BoundedHop& hop = hops[e];
+      const int64_t total = r[e * kReportSize + kTotal];
+      rows.push_back(at::cat({checked(row_prefixes[e], "row_prefixes"), hop.rows.narrow(0, 0, total)}));
+      cols.push_back(at::cat({checked(col_prefixes[e], "col_prefixes"), hop.cols.narrow(0, 0, total)}));
+      nbrs.push_back(hop.nbrs.narrow(0, 0, total));
+      nums.push_back(hop.counts);
+      eids.push_back(hop.eids.numel() ? hop.eids.narrow(0, 0, total) : hop.eids);
+      fresh[nbr_types[e]].push_back(hop.fresh.narrow(0, 0, r[e * kReportSize + kFresh]));
+    }
+    std::vector<at::Tensor> nodes;
+    for (size_t t = 0; t < tables_.size(); ++t) {
+      tables_[t].size = r[hops.size() * kReportSize + t];
+      nodes.push_back(fresh[t].empty() ? at::empty({0}, options_) : at::cat(fresh[t]));
+    }
+    return {nodes, rows, cols, nbrs, nums, eids};
+  }
+
+  // Raises what a request's report `r` says failed, after forgetting all nodes.
+  void raise_failure(const int64_t* r, const at::Tensor& srcs, const at::Tensor& indptr,
+                     const BoundedHop& hop) {
+    if (r[kBadSeed] == kNone && r[kUnseenSeed] == kNone && r[kBadRow] == kNone &&
+        r[kBadNeighbor] == kNone) {
+      return;
+    }
+    reset();
+    const auto seed = [&](int64_t slot) { return srcs[r[slot]].template item<int64_t>(); };
+    TORCH_CHECK_VALUE(r[kBadSeed] == kNone, "srcs holds ids outside [0, ", indptr.numel() - 1,
+                      "): ", seed(kBadSeed));
+    TORCH_CHECK_VALUE(r[kUnseenSeed] == kNone, "source node ", seed(kUnseenSeed),
+                      " was not seen by the inducer before this hop");
+    TORCH_CHECK_VALUE(r[kBadRow] == kNone, "indptr gives row ", seed(kBadRow),
+                      " entries outside indices");
+    TORCH_CHECK_VALUE(false, "indices holds a negative id: ",
+                      hop.nbrs[r[kBadNeighbor]].template item<int64_t>());
   }
 
   Backend backend_;

@@ -143,10 +143,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
           return glt::kernels::unified_gather(HostBackend{}, parts, ids, id2index);
         }));
   bind_partition_ops(m);
-  glt::bind_inducer_methods(
-      py::class_<HostInducer>(m, "Inducer")
-          .def(py::init(torch::wrap_pybind_function([](int64_t num_node_types) {
-            return std::make_unique<HostInducer>(num_node_types, HostBackend{},
-                                                 at::TensorOptions());
-          }))));
+  py::class_<HostInducer> inducer(m, "Inducer");
+  inducer.def(py::init(torch::wrap_pybind_function([](int64_t num_node_types) {
+    return std::make_unique<HostInducer>(num_node_types, HostBackend{}, at::TensorOptions());
+  })));
+  glt::bind_inducer_methods(glt::bind_sample_induce_next(inducer));
 }

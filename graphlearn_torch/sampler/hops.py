@@ -48,11 +48,13 @@ def extended(values: torch.Tensor, n: int) -> Tuple[torch.Tensor, torch.Tensor]:
 
 @dataclass
 class LocalDraws:
-  """What ``sample_one_hop`` needs to answer every hop from CPU topologies
-  held here; the engine then has its inducer draw each hop and relabel each
-  chunk of draws as soon as it is drawn (``Inducer.sample_induce_next``),
-  so that the inducer's sequential inserts overlap the draws. The batches
-  are the ones ``sample_one_hop``'s answers give.
+  """What ``sample_one_hop`` needs to answer every hop from topologies held
+  here (on the CPU, or on the GPU that samples); the engine then has its
+  inducer draw each hop and relabel the draws in the same call
+  (``sample_induce_next``): on the CPU each chunk as soon as it is drawn,
+  so that the inducer's sequential inserts overlap the draws; on a GPU with
+  one host sync a hop. The batches are the ones ``sample_one_hop``'s
+  answers give.
 
   Args:
     topologies: each edge type's topology (``Graph.device_topology()``).

@@ -20,9 +20,10 @@ Driving the engine::
 ``MultiHopSampler.sample`` does exactly that for an answer that returns at
 once. A new sampler (another device, another storage) plugs in by answering
 ``HopRequest`` s with ``NeighborOutput`` s. A sampler whose topologies are
-on this machine's CPU also passes them as ``LocalDraws``: the inducer then
-draws each hop itself, relabelling the draws while they are drawn, with the
-batches the answers would give.
+on this machine (its CPU, or the GPU it samples on) also passes them as
+``LocalDraws``: the inducer then draws each hop itself, relabelling the
+draws while they are drawn (on a GPU, telling the host the hop's sizes once),
+with the batches the answers would give.
 """
 
 import contextlib
@@ -156,7 +157,8 @@ class MultiHopSampler(LinkSampling):
     Args:
       seed_dict: checked seed ids by node type.
       inducer: the inducer to use.
-      local: the topologies to draw from here (CPU inducers only).
+      local: the topologies to draw from here (on a GPU, with no disjoint
+        keys and no times: its inducer draws no temporal hops).
       seed_time: the seeds' times by node type (temporal sampling, which is
         disjoint): every request then carries its seeds' times.
     """
@@ -286,8 +288,7 @@ class MultiHopSampler(LinkSampling):
     seed_time: Optional[Dict[NodeType, torch.Tensor]] = None,
   ) -> HopResult:
     """Samples every hop, each request answered by ``answer`` in turn, or
-    drawn by the inducer from ``local`` where one is given and the inducer
-    is a CPU one.
+    drawn by the inducer from ``local`` where one is given.
 
     Args:
       seed_dict: checked seed ids by node type.

@@ -174,16 +174,17 @@ class NeighborSampler(BaseSampler):
     random: RandomStream,
     seed_time: Optional[Dict[NodeType, torch.Tensor]] = None,
   ):
-    """The engine's multi-hop result, drawn from ``random``: on the CPU each
-    hop is drawn and relabelled in one pass (``LocalDraws``), elsewhere
-    answered hop by hop. With ``subgraph_type``
-    'induced', the edges are every edge among the nodes sampled."""
+    """The engine's multi-hop result, drawn from ``random``: each hop drawn
+    and relabelled in one pass (``LocalDraws``; on a GPU with one host sync
+    a hop), except disjoint and temporal sampling on a GPU, answered hop by
+    hop. With ``subgraph_type`` 'induced', the edges are every edge among
+    the nodes sampled."""
 
     def answer(request: HopRequest) -> NeighborOutput:
       return self._answer(request, random)
 
     local = None
-    if self.sample_device.type == 'cpu':
+    if self.sample_device.type == 'cpu' or not self.engine.disjoint:
       temporal = self.temporal.graphs if self.temporal is not None else {}
       local = LocalDraws(
         {etype: g.device_topology() for etype, g in self.graphs.items()},

@@ -140,9 +140,12 @@ class SamplingSchema:
       seeds = torch.as_tensor(seeds)
     if seeds.is_floating_point() or seeds.dtype == torch.bool:
       raise ValueError(f'seed node ids must be integers, got dtype {seeds.dtype}')
-    seeds = seeds.to(device=device, dtype=torch.int64).reshape(-1)
+    seeds = seeds.to(dtype=torch.int64).reshape(-1)
+    # Checked where they are (on a GPU, one read of both bounds), then sent
+    # to the device without stopping the host.
     if seeds.numel():
-      lo, hi, n = int(seeds.min()), int(seeds.max()), self.num_nodes[ntype]
+      lo, hi = torch.stack([seeds.min(), seeds.max()]).tolist()
+      n = self.num_nodes[ntype]
       if lo < 0 or hi >= n:
         what = f"node type '{ntype}'" if self.is_hetero else 'the graph'
         bad = lo if lo < 0 else hi
@@ -150,7 +153,10 @@ class SamplingSchema:
           f'seed node id {bad} is out of range: {what} has {n} nodes (ids 0..{n - 1}); '
           f'a graph with isolated high-id nodes needs num_nodes in Dataset.init_graph'
         )
-    return seeds
+    device = torch.device(device)
+    if seeds.is_cpu and device.type == 'cuda':
+      return seeds.pin_memory().to(device, non_blocking=True)
+    return seeds.to(device)
 
   def normalize_fanouts(self, num_neighbors: NumNeighbors) -> Dict[EdgeType, List[int]]:
     """``num_neighbors`` as a list of per-hop fanouts for every edge type

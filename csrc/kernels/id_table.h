@@ -1,0 +1,112 @@
+// The inducer's hash tables (one per node type: the node ids known and
+// their local ids) and the passes that look nodes up and add them, for any
+// backend (csrc/kernels/inducer.h says how an insert keeps first-appearance
+// order).
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <limits>
+
+#include "kernels/hash_table.h"
+
+namespace glt {
+namespace kernels {
+
+constexpr int64_t kUnclaimed = std::numeric_limits<int64_t>::min();
+
+// One node type's table: the node ids known and their local ids.
+struct IdTable {
+  at::Tensor keys, vals;  // hash slots (device::kEmptyKey / kUnclaimed when free)
+  int64_t capacity = 0;
+  int64_t size = 0;  // nodes known
+};
+
+// Free functions rather than members: nvcc takes extended lambdas only in
+// functions whose address can be taken.
+
+inline void allocate_table(IdTable& table, int64_t capacity, const at::TensorOptions& options) {
+  table.keys = at::full({capacity}, device::kEmptyKey, options);
+  table.vals = at::full({capacity}, kUnclaimed, options);
+  table.capacity = capacity;
+}
+
+// Makes room for `more` nodes, moving the known ones to a larger table.
+template <typename Backend>
+void reserve_table(const Backend& backend, IdTable& table, int64_t more,
+                   const at::TensorOptions& options) {
+  const int64_t capacity = device::table_capacity(table.size + more);
+  if (capacity <= table.capacity) return;
+  IdTable old = table;
+  allocate_table(table, capacity, options);
+  const int64_t* old_keys = old.keys.data_ptr<int64_t>();
+  const int64_t* old_vals = old.vals.data_ptr<int64_t>();
+  int64_t* keys = table.keys.data_ptr<int64_t>();
+  int64_t* vals = table.vals.data_ptr<int64_t>();
+  const uint64_t mask = table.capacity - 1;
+  backend.for_each(old.capacity, [=] GLT_HOST_DEVICE(int64_t i) {
+    if (old_keys[i] == device::kEmptyKey) return;
+    vals[device::hash_insert(keys, mask, old_keys[i])] = old_vals[i];
+  });
+}
+
+// Local ids of `ids` in a table (-1 for unknown ones).
+template <typename Backend>
+at::Tensor lookup_table(const Backend& backend, const IdTable& table, const at::Tensor& ids) {
+  auto out = at::empty({ids.numel()}, ids.options());
+  const int64_t* key = ids.data_ptr<int64_t>();
+  const int64_t* keys = table.keys.data_ptr<int64_t>();
+  const int64_t* vals = table.vals.data_ptr<int64_t>();
+  const uint64_t mask = table.capacity - 1;
+  int64_t* local = out.data_ptr<int64_t>();
+  backend.for_each(ids.numel(), [=] GLT_HOST_DEVICE(int64_t i) {
+    const int64_t slot = key[i] < 0 ? -1 : device::hash_find(keys, mask, key[i]);
+    local[i] = slot < 0 ? -1 : vals[slot];
+  });
+  return out;
+}
+
+// Adds `ids` (int64, >= 0) to a table; returns the new ones in order of
+// first appearance, and, when `local` is given, every id's local id.
+template <typename Backend>
+at::Tensor add_to_table(const Backend& backend, IdTable& table, const at::Tensor& ids,
+                        at::Tensor* local) {
+  const auto options = ids.options();
+  const int64_t n = ids.numel();
+  reserve_table(backend, table, n, options);
+  auto slots = at::empty({n}, options);
+  auto first = at::empty({n}, options);
+  const int64_t* key = ids.data_ptr<int64_t>();
+  int64_t* keys = table.keys.data_ptr<int64_t>();
+  int64_t* vals = table.vals.data_ptr<int64_t>();
+  int64_t* slot = slots.data_ptr<int64_t>();
+  int64_t* is_first = first.data_ptr<int64_t>();
+  const uint64_t mask = table.capacity - 1;
+  backend.for_each(n, [=] GLT_HOST_DEVICE(int64_t i) {
+    const int64_t s = device::hash_insert(keys, mask, key[i]);
+    slot[i] = s;
+    device::atomic_max(&vals[s], -(i + 2));
+  });
+  backend.for_each(n, [=] GLT_HOST_DEVICE(int64_t i) { is_first[i] = vals[slot[i]] == -(i + 2); });
+  auto rank = first.cumsum(0) - first;  // exclusive prefix sum
+  const int64_t count = n ? (rank[n - 1] + first[n - 1]).item<int64_t>() : 0;
+  auto fresh = at::empty({count}, options);
+  const int64_t* order = rank.data_ptr<int64_t>();
+  int64_t* fresh_ids = fresh.data_ptr<int64_t>();
+  const int64_t base = table.size;
+  backend.for_each(n, [=] GLT_HOST_DEVICE(int64_t i) {
+    if (!is_first[i]) return;
+    vals[slot[i]] = base + order[i];
+    fresh_ids[order[i]] = key[i];
+  });
+  table.size += count;
+  if (local != nullptr) {
+    *local = at::empty({n}, options);
+    int64_t* out = local->data_ptr<int64_t>();
+    backend.for_each(n, [=] GLT_HOST_DEVICE(int64_t i) { out[i] = vals[slot[i]]; });
+  }
+  return fresh;
+}
+
+}  // namespace kernels
+}  // namespace glt

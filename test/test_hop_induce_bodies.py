@@ -1,0 +1,159 @@
+"""A hop drawn and added at once by the device inducer (kernels/hop_induce.h:
+buffers sized by the fanout, sizes and checks kept on the device until one
+read a hop), run on the CPU through the host harness, against the same
+kernels' sample_neighbors then induce_next, which must give the same batch
+exactly (the CPU kernels draw other samples from the same seeds)."""
+
+import pytest
+import torch
+from test_kernel_bodies import csr, flat
+
+# Builds the host harness: left out of make test-fast.
+pytestmark = pytest.mark.slow
+
+NUM_NODES = [300, 120, 40]
+
+
+def hetero_graph(num_types, seed, dtype, weighted):
+  """Every (src type, nbr type) pair's CSR topology, with edge ids (and
+  weights)."""
+  graph = {}
+  for s in range(num_types):
+    for d in range(num_types):
+      graph[(s, d)] = csr(NUM_NODES[s], NUM_NODES[d], 6 * NUM_NODES[s], seed + 10 * s + d, dtype,
+                          weighted)  # fmt: skip
+  return graph
+
+
+def fused_hop(harness, inducer, **request):
+  r"""One hop through ``sample_induce_next``."""
+  return inducer.sample_induce_next(**request)
+
+
+def unfused_hop(harness, inducer, **request):
+  r"""The same hop as the kernels' sample_neighbors, then induce_next."""
+  draws = [
+    harness.sample_neighbors(indptr, indices, eids, weights, srcs, fanout, request['replace'], seed)
+    for indptr, indices, eids, weights, srcs, fanout, seed in zip(
+      *(
+        request[k]
+        for k in ('indptrs', 'indices', 'edge_ids', 'edge_weights', 'srcs', 'fanouts', 'rng_seeds')
+      )  # fmt: skip
+    )
+  ]
+  new, rows, cols = inducer.induce_next(
+    request['src_types'], request['nbr_types'], request['srcs'], [d[0] for d in draws],
+    [d[1] for d in draws],
+  )  # fmt: skip
+  rows = [torch.cat([p, r]) for p, r in zip(request['row_prefixes'], rows)]
+  cols = [torch.cat([p, c]) for p, c in zip(request['col_prefixes'], cols)]
+  return new, rows, cols, [d[0] for d in draws], [d[1] for d in draws], [d[2] for d in draws]
+
+
+def run_hops(hop, harness, graph, num_types, fanouts, replace, with_edge, weighted, seed):
+  """Seeds of every type, then one ``hop`` per hop over every edge type
+  whose seeds are not empty; returns everything answered."""
+  inducer = harness.Inducer(num_types)
+  g = torch.Generator().manual_seed(seed)
+  seeds = [torch.randint(0, NUM_NODES[t], (9,), generator=g) for t in range(num_types)]
+  answers = [inducer.init_nodes(seeds)]
+  frontier = answers[0]
+  rows = {e: torch.empty(0, dtype=torch.long) for e in graph}
+  cols = dict(rows)
+  for i, fanout in enumerate(fanouts):
+    etypes = [e for e in graph if frontier[e[0]].numel() > 0]
+    topos = [graph[e] for e in etypes]
+    out = hop(
+      harness,
+      inducer,
+      src_types=[s for s, _ in etypes],
+      nbr_types=[d for _, d in etypes],
+      srcs=[frontier[s] for s, _ in etypes],
+      indptrs=[t[0] for t in topos],
+      indices=[t[1] for t in topos],
+      edge_ids=[t[2] if with_edge else None for t in topos],
+      edge_weights=[t[3] if weighted else None for t in topos],
+      fanouts=[fanout] * len(etypes),
+      replace=replace,
+      rng_seeds=[100 * i + j for j in range(len(etypes))],
+      row_prefixes=[rows[e] for e in etypes],
+      col_prefixes=[cols[e] for e in etypes],
+    )
+    answers.append(out)
+    for e, row, col in zip(etypes, out[1], out[2]):
+      rows[e], cols[e] = row, col
+    frontier = out[0]
+  answers.append([inducer.local_ids(t, torch.arange(-1, NUM_NODES[t])) for t in range(num_types)])
+  return answers
+
+
+@pytest.mark.parametrize('num_types', [1, 3])
+@pytest.mark.parametrize('dtype', [torch.int64, torch.int32])
+@pytest.mark.parametrize(
+  'fanouts,replace,weighted',
+  [([4, 3, 2], False, False), ([3, 3], True, False), ([4, 2], False, True), ([2, 2], True, True),
+   ([2, -1], False, False), ([0, 3], False, False)],
+)  # fmt: skip
+def test_fused_hops_equal_the_cpu_inducer(harness, threads, num_types, dtype, fanouts, replace,
+                                          weighted):  # fmt: skip
+  graph = hetero_graph(num_types, 3, dtype, weighted)
+  args = (harness, graph, num_types, fanouts, replace, True, weighted, 5)
+  assert flat(run_hops(fused_hop, *args)) == flat(run_hops(unfused_hop, *args))
+
+
+def test_fused_hops_without_edge_ids(harness):
+  graph = hetero_graph(1, 4, torch.int64, False)
+  args = (harness, graph, 1, [5, 5], False, False, False, 6)
+  fused = run_hops(fused_hop, *args)
+  assert flat(fused) == flat(run_hops(unfused_hop, *args))
+  assert all(eids.numel() == 0 for *_, eid_list in fused[1:-1] for eids in eid_list)
+
+
+def one_hop(inducer, srcs, indptr, indices, **overrides):
+  args = dict(
+    src_types=[0],
+    nbr_types=[0],
+    srcs=[srcs],
+    indptrs=[indptr],
+    indices=[indices],
+    edge_ids=[None],
+    edge_weights=[None],
+    fanouts=[2],
+    replace=False,
+    rng_seeds=[1],
+    row_prefixes=[torch.empty(0, dtype=torch.long)],
+    col_prefixes=[torch.empty(0, dtype=torch.long)],
+  )
+  args.update(overrides)
+  return inducer.sample_induce_next(**args)
+
+
+def test_fused_hop_checks_on_the_device_and_forgets_the_hop(harness):
+  indptr, indices = torch.tensor([0, 2, 3, 3, 4]), torch.tensor([1, 2, 3, 0])
+  inducer = harness.Inducer(1)
+
+  def seeded():
+    inducer.init_nodes([torch.tensor([0, 1])])
+    return inducer
+
+  with pytest.raises(ValueError, match='source node 2 was not seen'):
+    one_hop(seeded(), torch.tensor([0, 2]), indptr, indices)
+  assert inducer.local_ids(0, torch.tensor([0, 1])).tolist() == [-1, -1]  # forgotten
+  with pytest.raises(ValueError, match=r'srcs holds ids outside \[0, 4\): 7'):
+    one_hop(seeded(), torch.tensor([0, 7]), indptr, indices)
+  with pytest.raises(ValueError, match='indices holds a negative id: -5'):
+    one_hop(seeded(), torch.tensor([0, 1]), indptr, torch.tensor([1, -5, 3, 0]))
+  with pytest.raises(ValueError, match='indptr gives row 1 entries outside indices'):
+    one_hop(seeded(), torch.tensor([1]), torch.tensor([0, 2, 9, 9, 9]), indices)
+  with pytest.raises(ValueError, match='draws no temporal hops'):
+    one_hop(seeded(), torch.tensor([0]), indptr, indices, edge_times=[torch.zeros(4)],
+            seed_times=[torch.zeros(1)])  # fmt: skip
+  with pytest.raises(ValueError, match='one entry per request'):
+    one_hop(seeded(), torch.tensor([0]), indptr, indices, fanouts=[2, 2])
+  with pytest.raises(ValueError, match='fanouts must be -1'):
+    one_hop(seeded(), torch.tensor([0]), indptr, indices, fanouts=[-3])
+  with pytest.raises(ValueError, match=r'seeds holds ids outside \[0, \d+\): min -4'):
+    inducer.init_nodes([torch.tensor([3, -4])])
+  new, rows, cols, nbrs, nums, _ = one_hop(seeded(), torch.tensor([0, 1]), indptr, indices)
+  assert (nums[0].tolist(), nbrs[0].tolist(), new[0].tolist()) == ([2, 1], [1, 2, 3], [2, 3])
+  assert (rows[0].tolist(), cols[0].tolist()) == ([0, 0, 1], [1, 2, 3])
