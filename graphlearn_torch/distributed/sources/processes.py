@@ -40,17 +40,20 @@ STARTUP_S = 30.0
 
 def can_fork_sampling_processes(on_gpu: bool) -> bool:
   r"""Whether this process's sampling processes can be forked from it: they
-  sample on the CPU, and this process has neither started CUDA (a forked
-  process cannot use it) nor joined an RPC world (a forked process would
-  carry its agent). A forked process starts in milliseconds with
-  everything its owner imported, as torch's DataLoader workers do.
+  sample on the CPU, the machine has no GPU, and this process has not
+  joined an RPC world (a forked process would carry its agent). On a
+  machine with a GPU, a process that has only asked how many GPUs there
+  are has started the CUDA driver, which a forked process cannot start
+  again, and TensorPipe's agent starts it. A forked process starts in
+  milliseconds with everything its owner imported, as torch's DataLoader
+  workers do.
 
   Args:
     on_gpu: whether the sampling processes sample on a GPU.
   """
   if on_gpu or 'fork' not in multiprocessing.get_all_start_methods():
     return False
-  return not (torch.cuda.is_initialized() or process_has_rpc_agent())
+  return not (torch.cuda.is_available() or process_has_rpc_agent())
 
 
 def sampling_process_context(on_gpu: bool) -> multiprocessing.context.BaseContext:
