@@ -311,6 +311,25 @@ def test_unified_gather_equals_index_select(harness, threads, bounds, dtype):
   assert torch.equal(OPS.unified_gather(parts, ids, id2index), want)
 
 
+@pytest.mark.parametrize(
+  'dtype,dim,offset',
+  [(torch.float32, 4, 0), (torch.float32, 4, 1), (torch.float32, 100, 0), (torch.float16, 3, 0),
+   (torch.bool, 5, 0), (torch.float64, 1, 0)],
+)  # fmt: skip
+def test_unified_gather_in_every_copy_width(harness, threads, dtype, dim, offset):
+  """Rows copied 16 bytes at a time where rows and addresses allow, in
+  narrower units where a row's bytes or a part's address do not (offset: a
+  part starting ``offset`` elements into its memory)."""
+  flat = (torch.randn(offset + 40 * dim) * 10).to(dtype)
+  table = flat[offset:].view(40, dim)
+  parts = split_rows(table, [17])
+  ids = torch.tensor([39, 0, 16, 17, 5, 5, 30])
+  assert torch.equal(harness.unified_gather(parts, ids, None), table[ids])
+  positions = torch.tensor([2, 0, 6, 1, 3, 4, 5])
+  out = harness.gather_rows(table, ids, None, positions, 7)
+  assert torch.equal(out[positions], table[ids])
+
+
 def test_unified_gather_of_a_hottest_first_table(harness, threads):
   """The GPU cache's index arithmetic: rows reordered hottest first
   (``sort_by_in_degree``), the first ``split_ratio`` of them in the GPU part;

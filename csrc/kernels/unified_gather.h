@@ -1,10 +1,12 @@
 // Feature rows from a table split into parts that live in different memories
 // (GPU memory of several GPUs, pinned host memory read through UVA), for any
-// backend: one thread per output element finds its row's part and copies.
+// backend: one thread per chunk of a row (16 bytes where the rows and the
+// memory allow, down to one element) finds its row's part and copies.
 #pragma once
 
 #include <ATen/ATen.h>
 
+#include <cstdint>
 #include <vector>
 
 #include "checks.h"
@@ -36,6 +38,54 @@ GLT_HOST_DEVICE GLT_INLINE int locate_row(const PartTable& table, int64_t row, i
   return -1;
 }
 
+// The units a row is copied in: 16, 8, 4, 2 or 1 bytes, as one load and
+// one store.
+struct alignas(16) Bytes16 {
+  uint32_t x, y, z, w;
+};
+struct alignas(8) Bytes8 {
+  uint32_t x, y;
+};
+
+// The widest copy unit (bytes) that divides a row's bytes and every base
+// address: the parts' and the output's.
+inline int copy_width(const PartTable& table, const void* out, int64_t row_bytes) {
+  int width = 16;
+  auto fits = [&](const void* p) { return reinterpret_cast<uintptr_t>(p) % width == 0; };
+  while (width > 1) {
+    bool all = row_bytes % width == 0 && fits(out);
+    for (int p = 0; p < table.num; ++p) all = all && fits(table.data[p]);
+    if (all) break;
+    width /= 2;
+  }
+  return width;
+}
+
+// Copies rows `ids` (through `map` when given) in units of `unit_t`, `units`
+// of them a row: output row i, or row pos[i]. An id without a row is left
+// out and the first such index kept in *first_bad.
+template <typename unit_t, typename Backend>
+void copy_part_rows(const Backend& backend, const PartTable& table, int64_t units, int64_t n,
+                    const int64_t* id, const int64_t* map, int64_t num_ids, const int64_t* pos,
+                    void* out, int64_t* first_bad) {
+  unit_t* dst = static_cast<unit_t*>(out);
+  // 32-bit division where every index fits: far cheaper on a GPU.
+  const bool narrow = n * units < INT32_MAX;
+  backend.for_each(n * units, [=] GLT_HOST_DEVICE(int64_t k) {
+    const int64_t i = narrow ? static_cast<int32_t>(k) / static_cast<int32_t>(units) : k / units;
+    const int64_t j = k - i * units;
+    const int64_t v = id[i];
+    const int64_t row = (v >= 0 && v < num_ids) ? (map ? map[v] : v) : -1;
+    int64_t local = 0;
+    const int part = row < 0 ? -1 : locate_row(table, row, &local);
+    if (part < 0) {
+      if (j == 0) device::atomic_min(first_bad, i);
+      return;
+    }
+    dst[(pos ? pos[i] : i) * units + j] = static_cast<const unit_t*>(table.data[part])[local * units + j];
+  });
+}
+
 // Rows `ids` of a part table of width `dim` (through `id2index` when given)
 // into a new tensor with `options`: row i of the output, or row positions[i]
 // of `num_out_rows`. Ids without a row are an error naming the first of them.
@@ -50,24 +100,25 @@ at::Tensor gather_part_rows(const Backend& backend, const PartTable& table, int6
   auto out = at::empty({positions ? num_out_rows : n, dim}, options);
   if (n == 0 || dim == 0) return out;
   auto bad = at::full({1}, n, ids.options());
-  scalar_t* dst = out.data_ptr<scalar_t>();
   const int64_t* id = ids.data_ptr<int64_t>();
   const int64_t* map = id2index ? id2index->data_ptr<int64_t>() : nullptr;
   const int64_t* pos = positions ? positions->data_ptr<int64_t>() : nullptr;
   int64_t* first_bad = bad.data_ptr<int64_t>();
-  backend.for_each(n * dim, [=] GLT_HOST_DEVICE(int64_t k) {
-    const int64_t i = k / dim, j = k - i * dim;
-    const int64_t v = id[i];
-    const int64_t row = (v >= 0 && v < num_ids) ? (map ? map[v] : v) : -1;
-    int64_t local = 0;
-    const int part = row < 0 ? -1 : locate_row(table, row, &local);
-    if (part < 0) {
-      if (j == 0) device::atomic_min(first_bad, i);
-      return;
-    }
-    dst[(pos ? pos[i] : i) * dim + j] =
-        static_cast<const scalar_t*>(table.data[part])[local * dim + j];
-  });
+  void* dst = out.data_ptr();
+  const int64_t row_bytes = dim * static_cast<int64_t>(sizeof(scalar_t));
+  const int width = copy_width(table, dst, row_bytes);
+  const int64_t units = row_bytes / width;
+  const auto copy = [&](auto unit) {
+    copy_part_rows<decltype(unit)>(backend, table, units, n, id, map, num_ids, pos, dst,
+                                   first_bad);
+  };
+  switch (width) {
+    case 16: copy(Bytes16{}); break;
+    case 8: copy(Bytes8{}); break;
+    case 4: copy(uint32_t{}); break;
+    case 2: copy(uint16_t{}); break;
+    default: copy(uint8_t{}); break;
+  }
   const int64_t first = bad.item<int64_t>();
   if (first < n) {
     const int64_t v = ids[first].item<int64_t>();
