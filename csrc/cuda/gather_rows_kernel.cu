@@ -1,5 +1,5 @@
-// glt::gather_rows on CUDA (see csrc/ops/gather_rows.cpp): one thread per
-// output element.
+// glt::gather_rows on CUDA (see csrc/ops/gather_rows.cpp): one thread per 16
+// bytes of a row (or narrower units).
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 

@@ -1,6 +1,6 @@
 // glt::unified_gather on CUDA (see csrc/ops/unified_gather.cpp): one thread
-// per output element, reading GPU memory (peer access for other GPUs' parts)
-// and pinned host memory through UVA.
+// per 16 bytes of a row (or narrower units), reading GPU memory (peer access
+// for other GPUs' parts) and pinned host memory through UVA.
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
