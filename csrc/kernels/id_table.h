@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include <cstdint>
 #include <limits>
 
 #include "kernels/hash_table.h"
@@ -66,14 +67,20 @@ at::Tensor lookup_table(const Backend& backend, const IdTable& table, const at::
   return out;
 }
 
-// Adds `ids` (int64, >= 0) to a table; returns the new ones in order of
-// first appearance, and, when `local` is given, every id's local id.
+// Adds ids[i] for i < *count (every id when `count` is null; negative ids
+// never) to `table`, numbering the new ones from *size in order of first
+// appearance; then *size and *fresh_count grow by their number. Returns the
+// new ids in a buffer of ids.numel() entries (the first *fresh_count hold
+// them) and writes each added id's local id to `local_out` (-1 for the
+// others) when it is given. `table` must have room for them all.
 template <typename Backend>
-at::Tensor add_to_table(const Backend& backend, IdTable& table, const at::Tensor& ids,
-                        at::Tensor* local) {
-  const auto options = ids.options();
+at::Tensor insert_bounded(const Backend& backend, IdTable& table, const at::Tensor& ids,
+                          const int64_t* count, int64_t* size, int64_t* fresh_count,
+                          int64_t* local_out) {
   const int64_t n = ids.numel();
-  reserve_table(backend, table, n, options);
+  const auto options = ids.options();
+  auto fresh = at::empty({n}, options);
+  if (n == 0) return fresh;
   auto slots = at::empty({n}, options);
   auto first = at::empty({n}, options);
   const int64_t* key = ids.data_ptr<int64_t>();
@@ -83,29 +90,56 @@ at::Tensor add_to_table(const Backend& backend, IdTable& table, const at::Tensor
   int64_t* is_first = first.data_ptr<int64_t>();
   const uint64_t mask = table.capacity - 1;
   backend.for_each(n, [=] GLT_HOST_DEVICE(int64_t i) {
+    if ((count != nullptr && i >= *count) || key[i] < 0) {
+      slot[i] = -1;
+      return;
+    }
     const int64_t s = device::hash_insert(keys, mask, key[i]);
     slot[i] = s;
     device::atomic_max(&vals[s], -(i + 2));
   });
-  backend.for_each(n, [=] GLT_HOST_DEVICE(int64_t i) { is_first[i] = vals[slot[i]] == -(i + 2); });
+  backend.for_each(n, [=] GLT_HOST_DEVICE(int64_t i) {
+    is_first[i] = slot[i] >= 0 && vals[slot[i]] == -(i + 2);
+  });
   auto rank = first.cumsum(0) - first;  // exclusive prefix sum
-  const int64_t count = n ? (rank[n - 1] + first[n - 1]).item<int64_t>() : 0;
-  auto fresh = at::empty({count}, options);
   const int64_t* order = rank.data_ptr<int64_t>();
   int64_t* fresh_ids = fresh.data_ptr<int64_t>();
-  const int64_t base = table.size;
   backend.for_each(n, [=] GLT_HOST_DEVICE(int64_t i) {
     if (!is_first[i]) return;
-    vals[slot[i]] = base + order[i];
+    vals[slot[i]] = *size + order[i];
     fresh_ids[order[i]] = key[i];
   });
-  table.size += count;
-  if (local != nullptr) {
-    *local = at::empty({n}, options);
-    int64_t* out = local->data_ptr<int64_t>();
-    backend.for_each(n, [=] GLT_HOST_DEVICE(int64_t i) { out[i] = vals[slot[i]]; });
+  if (local_out != nullptr) {
+    backend.for_each(n, [=] GLT_HOST_DEVICE(int64_t i) {
+      local_out[i] = slot[i] >= 0 ? vals[slot[i]] : -1;
+    });
   }
+  backend.for_each(1, [=] GLT_HOST_DEVICE(int64_t) {
+    const int64_t added = order[n - 1] + is_first[n - 1];
+    *fresh_count += added;
+    *size += added;
+  });
   return fresh;
+}
+
+// Adds `ids` (int64, >= 0) to a table; returns the new ones in order of
+// first appearance, and, when `local` is given, every id's local id (one
+// host sync: how many are new).
+template <typename Backend>
+at::Tensor add_to_table(const Backend& backend, IdTable& table, const at::Tensor& ids,
+                        at::Tensor* local) {
+  const int64_t n = ids.numel();
+  if (local != nullptr) *local = at::empty({n}, ids.options());
+  if (n == 0) return at::empty({0}, ids.options());
+  reserve_table(backend, table, n, ids.options());
+  auto tally = at::zeros({2}, ids.options());  // the table's size, the new ids
+  tally.narrow(0, 0, 1).fill_(table.size);
+  int64_t* count = tally.data_ptr<int64_t>();
+  const at::Tensor fresh = insert_bounded(backend, table, ids, nullptr, count, count + 1,
+                                          local ? local->data_ptr<int64_t>() : nullptr);
+  const int64_t added = tally[1].item<int64_t>();
+  table.size += added;
+  return fresh.narrow(0, 0, added);
 }
 
 }  // namespace kernels
