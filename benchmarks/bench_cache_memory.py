@@ -21,41 +21,12 @@ import collections
 import os
 
 import numpy as np
-import psutil
 import torch
 from bench_dist_sampling import BATCH, FANOUT, SPAWN, free_port, partition, trainer_seeds
+from memory import tree_pss_mb
 from results import Results, Table, add_results_argument
 
 import graphlearn_torch as glt
-
-CHANNEL = 'glt-shm-channel'
-
-
-def pss_mb(pid: int) -> collections.Counter:
-  r"""A process's PSS in MB: ``'channel'`` (its shared-memory channels'
-  pages) and ``'rest'``."""
-  kb = collections.Counter()
-  where = 'rest'
-  with open(f'/proc/{pid}/smaps') as f:
-    for line in f:
-      fields = line.split()
-      if not fields[0].endswith(':'):  # a mapping's first line
-        where = 'channel' if CHANNEL in line else 'rest'
-      elif fields[0] == 'Pss:':
-        kb[where] += int(fields[1])
-  return collections.Counter({k: v / 1024 for k, v in kb.items()})
-
-
-def tree_pss_mb() -> collections.Counter:
-  r"""PSS of this process and every process under it."""
-  me = psutil.Process()
-  total = collections.Counter()
-  for proc in [me, *me.children(recursive=True)]:
-    try:
-      total.update(pss_mb(proc.pid))
-    except (OSError, psutil.Error):  # it exited meanwhile
-      pass
-  return total
 
 
 def trainer(rank, root, ports, batches, share, results):
@@ -76,7 +47,9 @@ def trainer(rank, root, ports, batches, share, results):
   batch_iter = iter(loader)
   for _ in range(batches):
     next(batch_iter)
-  results.put((rank, tree_pss_mb()))
+  pss, _ = tree_pss_mb()
+  channels = pss['channels']
+  results.put((rank, collections.Counter(channel=channels, rest=sum(pss.values()) - channels)))
   loader.shutdown()
 
 

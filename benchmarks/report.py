@@ -89,6 +89,7 @@ SECTIONS = [
       ('bench_gpu_feature_dim128_gpu', 'gpu_gather'),
       ('bench_gpu_train_gpu', 'train'),
       ('bench_dist_sampling_gpu', 'worker_mode'),
+      ('bench_dist_memory_gpu', 'memory'),
       ('bench_sampler_gpu', 'threads'),
     ],
     missing='needs a GPU machine: `bash tools/gpu_check.sh env build bench` (docs/cuda.md)',
@@ -100,7 +101,8 @@ SECTIONS = [
     "single-machine loader on the whole graph in the same run and against GLT 0.2.4's worker "
     'mode on the same partitions. The RPC rows read the other partition over RPC, as '
     "between hosts; the cache rows hold the hottest quarter of the other partition's rows, "
-    'and the memory table weighs what the cache costs the host. '
+    'the first memory table weighs what the cache costs the host, the second what more '
+    'trainers and sampling processes a partition cost it. '
     "DGL 2.1's distributed sampling runs beside our RPC row on loopback here, and between "
     'hosts in the next section. The start table times the start: from partitions on disk to '
     "every trainer's first batch.",
@@ -113,6 +115,7 @@ SECTIONS = [
       ('profile_dist_rpc', 'rpc'),
       ('profile_dist_rpc', 'remote_share'),
       ('bench_cache_memory', 'cache_memory'),
+      ('bench_dist_memory', 'memory'),
     ],
   ),
   Section(

@@ -11,6 +11,7 @@ from .._ext import cuda_kernels_available, ops
 from ..partition.partition_book import OffsetId2Index
 from ..typing import TensorDataType
 from ..utils.host_share import HostSharedTensor, HostTensorHandle, host_sharing_available
+from ..utils.mapped_file import MappedFileHandle, MappedFileTensor
 from ..utils.tensor import convert_to_tensor
 from .unified_tensor import UnifiedTensor
 
@@ -42,11 +43,12 @@ class FeatureHostHandle:
   """Where a Feature's host-shared table lives (see ``Feature.host_share``).
 
   Args:
-    table: the table's handle.
+    table: the table's handle: of host-shared memory, or of the file it is
+      read from in place.
     id2index: the id-to-row map's handle, the OffsetId2Index, or None.
   """
 
-  table: HostTensorHandle
+  table: Union[HostTensorHandle, MappedFileHandle]
   id2index: Union[None, HostTensorHandle, OffsetId2Index]
 
 
@@ -101,7 +103,7 @@ class Feature:
     self._unified: Optional[UnifiedTensor] = None  # the GPU path's table, built on first use
     self._shared_unified = None  # another process's GPU parts (share_ipc)
     self._gpu_id2index: Optional[torch.Tensor] = None
-    self._host_table: Optional[HostSharedTensor] = None  # see host_share
+    self._host_table: Union[None, HostSharedTensor, MappedFileTensor] = None  # see host_share
     self._host_id2index: Optional[HostSharedTensor] = None
     self._row_ranks: Optional[torch.Tensor] = None  # see row_ranks
     self._row_ranks_built = False
@@ -245,21 +247,29 @@ class Feature:
     )
 
   def host_share(self) -> FeatureHostHandle:
-    """Moves the table (and its id-to-row map) into memory that any process
-    of this host can map (``utils.host_share``), once; returns the handle
-    ``from_host_handle`` maps it by. The move copies the table: its old
-    memory is freed when nothing else holds it.
+    """Makes the table (and its id-to-row map) mappable by any process of
+    this host, once; returns the handle ``from_host_handle`` maps it by. A
+    table read in place from a file, unmodified, is handed out as that file
+    (the processes then read the same page cache, nothing is copied) unless
+    the GPU reads it: the GPU reads host rows from shared memory it
+    registers. Any other table moves into host-shared memory
+    (``utils.host_share``): a copy, its old memory freed when nothing else
+    holds it.
 
     Raises:
       HostShareError: the platform cannot share memory that way.
     """
     if self._host_table is None:
-      table = HostSharedTensor.copy_of(self.feature_tensor)
+      in_file = None if self.with_gpu else MappedFileTensor.of(self.feature_tensor)
+      table = in_file or HostSharedTensor.copy_of(self.feature_tensor)
       if isinstance(self.id2index, torch.Tensor):
         self._host_id2index = HostSharedTensor.copy_of(self.id2index)
         self.id2index = self._host_id2index.tensor
       self._host_table, self.feature_tensor = table, table.tensor
-      logger.debug('feature table %s moved to host-shared memory', tuple(self.shape))
+      logger.debug(
+        'feature table %s shared on this host (%s)', tuple(self.shape),
+        'as its file' if in_file else 'moved to host-shared memory',
+      )  # fmt: skip
     id2index = self._host_id2index.handle if self._host_id2index is not None else self.id2index
     return FeatureHostHandle(self._host_table.handle, id2index)
 
@@ -283,7 +293,10 @@ class Feature:
       HostShareError: the table cannot be mapped here (another host, its
         holder gone).
     """
-    table = HostSharedTensor.open(handle.table)
+    if isinstance(handle.table, MappedFileHandle):
+      table = MappedFileTensor.open(handle.table)
+    else:
+      table = HostSharedTensor.open(handle.table)
     id2index = handle.id2index
     host_id2index = None
     if isinstance(id2index, HostTensorHandle):

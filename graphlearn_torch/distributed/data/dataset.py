@@ -192,8 +192,8 @@ class DistDataset(Dataset):
     partition's graph (a dict by type when heterogeneous) as another process
     built it, so that its edges are neither read nor converted again.
     ``features``: ``(node_features, edge_features, node_feat_pb,
-    edge_feat_pb)`` as another process joined them with the cache, so that
-    they are not joined (and held) again."""
+    edge_feat_pb, joined)`` as another process built them (``joined``:
+    with the cache), so that they are neither built nor held again."""
     a = SimpleNamespace(**load_args)
     (num_parts, idx, graph_data, node_feat_data, edge_feat_data, node_pb, edge_pb) = load_partition(
       a.root_dir,
@@ -225,8 +225,8 @@ class DistDataset(Dataset):
       placement = (a.feature_with_gpu, a.device_group_list, a.device, a.split_ratio)
       self._init_partition_features(node_feat_data, edge_feat_data, node_pb, edge_pb, *placement)
     else:
-      self.node_features, self.edge_features, self._node_feat_pb, self._edge_feat_pb = features
-      self._features_joined = True
+      (self.node_features, self.edge_features, self._node_feat_pb, self._edge_feat_pb,
+       self._features_joined) = features  # fmt: skip
     self._load_labels_and_splits(a.root_dir, reader, a.whole_node_label_file, hetero)
     if reader is not None:
       self._load_times(reader, hetero)
@@ -420,20 +420,21 @@ def rebuild_dist_dataset(ipc_handle) -> DistDataset:
 def reduce_dist_dataset(dataset: DistDataset):
   """Pickles a DistDataset for another process. One loaded from a directory
   travels as the directory and its load arguments, and the receiver maps the
-  same files again (no copy; the page cache is shared), with the graph this
-  process built moved to shared memory (the receiver neither reads nor
-  converts the edges again, nor holds a copy of its own), and so are
-  feature tables joined with a cache; any other moves all its tensors to
-  shared memory."""
+  same files again (labels and books: no copy, the page cache is shared),
+  with the graph and the feature tables this process built handed over in
+  place: the graph moved to shared memory (the receiver neither reads nor
+  converts the edges again, nor holds a copy of its own), the feature tables
+  as their files or moved to shared memory, with their id-to-row maps
+  (``Feature.host_share``). Any other moves all its tensors to shared
+  memory."""
   if dataset.load_args is not None:
-    features = None
-    if dataset.features_joined:
-      features = (
-        dataset.node_features,
-        dataset.edge_features,
-        dataset.node_feat_pb,
-        dataset.edge_feat_pb,
-      )
+    features = (
+      dataset.node_features,
+      dataset.edge_features,
+      dataset.node_feat_pb,
+      dataset.edge_feat_pb,
+      dataset.features_joined,
+    )
     payload = (dataset.edge_dir, dataset.load_args, dataset.graph, features)
     return rebuild_dist_dataset, (('load', payload),)
   return rebuild_dist_dataset, (('ipc', dataset.share_ipc()),)

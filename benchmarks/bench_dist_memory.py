@@ -1,0 +1,236 @@
+"""Host and GPU memory of worker mode as trainers per host grow.
+
+  python benchmarks/bench_dist_memory.py [--num_nodes 1000000] [--batches 30] [--gpu 0]
+
+bench_dist_sampling.py's graph and its 2 METIS partitions, both held on this
+host. A launcher process loads each partition once and starts the trainers
+that hold it with it, as GLT's examples do (the dataset handed to the
+processes it spawns: DistDataset's pickling shares the graph and maps the
+feature files again, so no process holds a copy of its own). Each trainer
+samples fanout [15, 10, 5] around batches of 1024 of its partition's nodes
+in worker mode, features collected. Jobs, per partition:
+  - 1 trainer with 1 sampling process;
+  - 2 trainers with 2 sampling processes each.
+After every trainer has taken its warm-up and ``--batches`` batches (the
+loaders still running), the launcher sums the PSS of every process of the
+job (launcher, trainers, sampling processes) by what the pages hold
+(benchmarks/memory.py): the shared tables (the topologies and any tables in
+shared memory), the partitions' memory-mapped feature files, the
+shared-memory channels (each trainer's own, backed as batches pass), the GPU
+driver's mappings (pinned allocations), and each process's own memory (the
+interpreter, torch, buffers). With ``--gpu`` the same jobs run in 'ZERO_COPY'
+and 'CUDA' modes (a fifth of each feature table in GPU memory), and the GPU
+memory in use on the device is taken before the job starts and at the
+measurement: the difference is the job's.
+"""
+
+import argparse
+import collections
+import os
+import queue
+import time
+from typing import List, Optional
+
+import torch
+from bench_dist_sampling import BATCH, FANOUT, SPAWN, WARMUP, free_port, partition, seed_batches
+from memory import tree_pss_mb
+from results import Results, Table, add_results_argument
+
+import graphlearn_torch as glt
+
+JOBS = ((1, 1), (2, 2))  # (trainers per partition, sampling processes per trainer)
+NUM_PARTITIONS = 2
+WAIT_S = 900  # for any one trainer's report
+
+
+def load_partition(root: str, part: int, mode: str, gpu: Optional[int]):
+  r"""Partition ``part`` in graph mode ``mode`` (a fifth of the feature rows
+  in GPU ``gpu``'s memory in the GPU modes)."""
+  ds = glt.distributed.DistDataset(edge_dir='in')
+  if mode == 'CPU':
+    return ds.load(root, part, graph_mode='CPU', feature_with_gpu=False)
+  return ds.load(root, part, graph_mode=mode, feature_with_gpu=True, device=gpu, split_ratio=0.2)
+
+
+def trainer(rank, world, ds, samplers, batches, port, gpu, ready, measured):
+  r"""A trainer on ``ds``'s partition: ``WARMUP + batches`` batches, a report
+  on ``ready``, then its loader kept running until ``measured`` is set."""
+  torch.set_num_threads(1)
+  dist = glt.distributed
+  dist.init_worker_group(world, rank, 'memory')
+  device = torch.device('cuda', gpu) if gpu is not None else None
+  options = dist.MpDistSamplingWorkerOptions(
+    num_workers=samplers, worker_concurrency=4, master_addr='127.0.0.1', master_port=port,
+    channel_size='256MB', worker_devices=[device] if device is not None else None,
+  )  # fmt: skip
+  owned = glt.partition.partition_book.owned_ids(ds.node_pb, ds.partition_idx)
+  seeds = owned[seed_batches(owned.numel(), WARMUP + batches, rank) % owned.numel()]
+  loader = dist.DistNeighborLoader(
+    ds, FANOUT, seeds, batch_size=BATCH, edge_dir='in', collect_features=True,
+    worker_options=options, to_device=device,
+  )  # fmt: skip
+  try:
+    batch_iter = iter(loader)
+    for _ in range(WARMUP + batches):
+      next(batch_iter)
+    ready.put(rank)
+    measured.wait(WAIT_S)
+  finally:
+    loader.shutdown()
+
+
+def gpu_used_mb(gpu: Optional[int]) -> Optional[float]:
+  r"""Memory in use on GPU ``gpu`` (every process's), in MB."""
+  if gpu is None:
+    return None
+  free, total = torch.cuda.mem_get_info(gpu)
+  return (total - free) / 2**20
+
+
+def next_report(reports, procs: List, deadline: float, what: str):
+  r"""The next item on ``reports``; raises when one of ``procs`` exits first
+  or ``deadline`` (``time.monotonic``) passes."""
+  while True:
+    try:
+      return reports.get(timeout=1.0)
+    except queue.Empty:
+      dead = [p.name for p in procs if p.exitcode is not None]
+      late = time.monotonic() > deadline
+    if dead or late:
+      raise RuntimeError(f'{what}: ' + (f'{dead[0]} exited' if dead else 'timed out'))
+
+
+def launcher(root, mode, gpu, per_partition, samplers, batches, out):
+  r"""One job: loads each partition once, starts its ``per_partition``
+  trainers with it, and puts ``(PSS by kind, processes, GPU MB)`` on
+  ``out`` once every trainer is at its last batch."""
+  datasets = [load_partition(root, p, mode, gpu) for p in range(NUM_PARTITIONS)]
+  gpu_before = gpu_used_mb(gpu)
+  ready, measured = SPAWN.Queue(), SPAWN.Event()
+  world, port = NUM_PARTITIONS * per_partition, free_port()
+  procs = []
+  for rank in range(world):
+    args = (rank, world, datasets[rank // per_partition], samplers, batches, port, gpu)
+    name = f'trainer {rank}'
+    procs.append(SPAWN.Process(target=trainer, args=(*args, ready, measured), name=name))
+  for p in procs:
+    p.start()
+  try:
+    deadline = time.monotonic() + WAIT_S
+    for _ in procs:
+      next_report(ready, procs, deadline, 'a trainer gave no report')
+    pss, count = tree_pss_mb(files_under=os.path.realpath(root))
+    gpu_mb = None if gpu is None else gpu_used_mb(gpu) - gpu_before
+    out.put((pss, count, gpu_mb))
+  finally:
+    measured.set()
+    for p in procs:
+      p.join(120)
+      if p.is_alive():
+        p.kill()
+
+
+def job_memory(root: str, mode: str, gpu: Optional[int], per_partition: int, samplers, batches):
+  r"""``launcher``'s report of one job, run in a process of its own."""
+  out = SPAWN.Queue()
+  args = (root, mode, gpu, per_partition, samplers, batches, out)
+  proc = SPAWN.Process(target=launcher, args=args, name='the launcher')
+  proc.start()
+  try:
+    return next_report(out, [proc], time.monotonic() + 2 * WAIT_S, f'the {mode} job')
+  finally:
+    proc.join(300)
+    if proc.is_alive():
+      proc.kill()
+
+
+def bare_process(out) -> None:
+  r"""Puts this process's PSS by kind on ``out``: a process that imported
+  torch and this library, and nothing more."""
+  out.put(tree_pss_mb()[0])
+
+
+def bare_process_mb() -> collections.Counter:
+  r"""``bare_process``'s report, from a process of its own."""
+  out = SPAWN.Queue()
+  proc = SPAWN.Process(target=bare_process, args=(out,), name='the bare process')
+  proc.start()
+  try:
+    return next_report(out, [proc], time.monotonic() + 120, 'the bare process')
+  finally:
+    proc.join(60)
+    if proc.is_alive():
+      proc.kill()
+
+
+def memory_rows(args, root: str, bare: collections.Counter) -> list:
+  r"""A row per mode and job: its memory by kind (tables, channels, the GPU
+  driver's, the processes' own), the host total against the mode's first
+  job, what ``bare`` processes alone would hold, and the GPU's."""
+  modes = ['CPU'] if args.gpu is None else ['CPU', 'ZERO_COPY', 'CUDA']
+  rows = []
+  for mode in modes:
+    first = None
+    for per_partition, samplers in JOBS:
+      pss, count, gpu_mb = job_memory(root, mode, args.gpu, per_partition, samplers, args.batches)
+      total = sum(pss.values())
+      tables = pss['shared tables'] + pss['partition files']
+      first = first or (total, tables)
+      floor = count * bare['process'] + bare['libraries']
+      own = pss['process'] + pss['libraries']
+      job = f'{per_partition} trainer(s) x {samplers} sampler(s)'
+      rows.append([
+        mode, job, count, tables, pss['channels'], pss['GPU driver'], own, floor, total,
+        total / first[0], tables / first[1], gpu_mb,
+      ])  # fmt: skip
+      print(f'{mode}, {job}: {count} processes, {total:,.0f} MB', flush=True)
+  return rows
+
+
+def main():
+  p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  p.add_argument('--num_nodes', type=int, default=1_000_000)
+  p.add_argument('--batches', type=int, default=30, help='batches per trainer after warm-up')
+  p.add_argument('--gpu', type=int, default=None, help="also the 'ZERO_COPY' and 'CUDA' jobs")
+  add_results_argument(p)
+  args = p.parse_args()
+  results = Results('bench_dist_memory' + ('_gpu' if args.gpu is not None else ''), args)
+  root = partition(args.num_nodes)
+  bare = bare_process_mb()
+  rows = memory_rows(args, root, bare)
+  table = Table(
+    'memory',
+    f'Memory of worker mode, {args.num_nodes:,} nodes, {NUM_PARTITIONS} METIS partitions on '
+    'one host, per partition 1 trainer x 1 sampling process and 2 trainers x 2',
+    [
+      'mode',
+      'per partition',
+      'processes',
+      'tables, MB',
+      'channels, MB',
+      'GPU driver, MB',
+      "processes' own, MB",
+      'bare processes, MB',
+      'host, MB',
+      'host vs 1 trainer',
+      'tables vs 1 trainer',
+      'GPU, MB',
+    ],  # fmt: skip
+    rows,
+    note=f'PSS of every process of the job (launcher, trainers, sampling processes) after '
+    f'{WARMUP} + {args.batches} batches per trainer, by what the pages hold '
+    '(benchmarks/memory.py): a page shared by k processes counts 1/k in each, so a table the '
+    'processes share counts once. Tables: the topologies, feature tables and their maps, in '
+    "shared memory or read in place from the partition files. Channels: each trainer's "
+    "shared-memory channel (256 MB, backed as batches pass). Processes' own: the libraries "
+    "and each process's heap and buffers; 'bare processes': what as many processes hold that "
+    f'import torch and this library and do nothing else ({bare["process"]:.0f} MB each, '
+    f"{bare['libraries']:.0f} MB of libraries, measured in this run). GPU: the device's "
+    'memory in use at the measurement less before the job started.',
+  )
+  print(results.add(table).render())
+  results.write()
+
+
+if __name__ == '__main__':
+  main()
