@@ -31,7 +31,11 @@
 #   threads    benchmarks/bench_sampler.py --threads 1 2 4 8 16: the CPU sampler's
 #              scaling on the machine's cores (not in the default list)
 #   dist       benchmarks/bench_dist_sampling.py --gpu 0 $DIST_ARGS (not in the default list; its METIS
-#              partitioning needs pymetis: carry its wheel)
+#              partitioning needs pymetis: carry its wheel; 540 s unless TIMEOUT_dist says)
+#   memory     benchmarks/bench_dist_memory.py --gpu 0: host, pinned and GPU memory of worker
+#              mode, 1 trainer x 1 sampling process a partition against 2 x 2, in 'CPU',
+#              'ZERO_COPY' and 'CUDA' modes (not in the default list; pymetis as for dist;
+#              420 s unless TIMEOUT_memory says)
 #
 # A STAGE written A+B runs stages A and B at the same time (correctness
 # stages only: they share the machine, so never time anything beside another).
@@ -54,6 +58,9 @@ LOGS=${LOGS:-$OUT}
 mkdir -p "$LOGS"
 PY=${PY:-python3}
 STAGE_TIMEOUT=${STAGE_TIMEOUT:-240}
+# the stages that start distributed jobs take longer than the others
+TIMEOUT_dist=${TIMEOUT_dist:-540}
+TIMEOUT_memory=${TIMEOUT_memory:-420}
 MIN_STAGE_S=${MIN_STAGE_S:-20}
 RUN_START=${RUN_START:-$(date +%s)}
 export RUN_START
@@ -144,6 +151,10 @@ stage_threads() {
 
 stage_dist() {
   "$PY" benchmarks/bench_dist_sampling.py --gpu 0 ${DIST_ARGS:-} --results "$LOGS/results"
+}
+
+stage_memory() {
+  "$PY" benchmarks/bench_dist_memory.py --gpu 0 --results "$LOGS/results"
 }
 
 # One stage, run by run_stage below in a process of its own (under timeout).
