@@ -160,13 +160,14 @@ SECTIONS = [
     'Faults',
     'Each fault of the fault suite, how long the survivors take to see it, and what it '
     'leaves behind (docs/reliability.md says what each fault does).',
-    [('fault_suite', 'faults')],
+    [('fault_suite', 'faults'), ('fault_suite_gpu', 'faults')],
   ),
 ]
 
 # Results files not named as their script.
 SCRIPT_OF = {
   'bench_dist_sampling_temporal': 'bench_dist_sampling.py --temporal',
+  'fault_suite_gpu': 'fault_suite.py --gpu` on a GPU machine: `bash tools/gpu_check.sh faults',
 }
 
 TUNING = """## Tuning

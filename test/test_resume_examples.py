@@ -5,6 +5,7 @@ and the single-machine example resumes to the same model. Processes are
 reaped also on failure."""
 
 import datetime
+import functools
 import os
 import re
 import signal
@@ -17,7 +18,9 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import kill_sessions
+from test_dist_fault import GPU_SLACK_BYTES, gpu_used_bytes
 from test_dist_sampling import free_port
+from test_examples_smoke import NEEDS_GPU, gpu_flags
 
 import graphlearn_torch as glt
 
@@ -30,7 +33,9 @@ EXAMPLE_EPOCHS = 3
 KILL_AT = (2, 3)  # the job is killed once every trainer checkpointed epoch 2 after 3 steps
 
 
-def example_args(root, ckpt, ports):
+def example_args(root, ckpt, ports, mode='CPU'):
+  r"""The worker-mode example's command line; in graph mode ``mode`` with
+  GLT's GPU flags where it is not 'CPU'."""
   return [
     sys.executable, str(EXAMPLE / 'dist_train_sage_supervised.py'),
     '--dataset_root_dir', str(root), '--synthetic_nodes', '4000', '--epochs',
@@ -38,6 +43,7 @@ def example_args(root, ckpt, ports):
     '--checkpoint', str(ckpt), '--checkpoint_every', '3', '--deterministic', '--timeout', '60',
     '--training_pg_master_port', str(ports[0]), '--train_loader_master_port', str(ports[1]),
     '--test_loader_master_port', str(ports[2]), '--no-progress',
+    *(gpu_flags(mode) if mode != 'CPU' else ()),
   ]  # fmt: skip
 
 
@@ -69,13 +75,19 @@ def run_to_end(cmd, timeout=300) -> str:
   return out
 
 
-def test_killed_job_resumes_to_the_uninterrupted_model(tmp_path):
+@pytest.mark.parametrize(
+  'mode', ['CPU', *(pytest.param(m, marks=NEEDS_GPU) for m in ('ZERO_COPY', 'CUDA'))]
+)
+def test_killed_job_resumes_to_the_uninterrupted_model(tmp_path, mode):
   r"""The worker-mode example, 2 trainers with a sampling process each,
   checkpointing every 3 steps: SIGKILLed whole mid-run and restarted with
   --resume, it ends with the parameters of an uninterrupted run, equal;
-  nothing of the killed job is left (processes, /dev/shm)."""
+  nothing of the killed job is left (processes, /dev/shm; on the GPU, its
+  memory)."""
   ports = [free_port() for _ in range(3)]
-  run_to_end(example_args(tmp_path, tmp_path / 'whole', ports))
+  args = functools.partial(example_args, ports=ports, mode=mode)
+  gpu_before = gpu_used_bytes(mode)
+  run_to_end(args(tmp_path, tmp_path / 'whole'))
   want = final_model(tmp_path / 'whole')
 
   before = set(os.listdir('/dev/shm'))
@@ -84,7 +96,7 @@ def test_killed_job_resumes_to_the_uninterrupted_model(tmp_path):
     ckpt / f'rank{r}' / f'model_seq_{KILL_AT[0] * SEQ_PER_EPOCH + KILL_AT[1]}.ckpt' for r in (0, 1)
   ]
   job = subprocess.Popen(
-    example_args(tmp_path, ckpt, ports), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    args(tmp_path, ckpt), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     start_new_session=True,
   )  # fmt: skip
   try:
@@ -103,7 +115,7 @@ def test_killed_job_resumes_to_the_uninterrupted_model(tmp_path):
   assert not (ckpt / 'rank0' / f'model_seq_{(EXAMPLE_EPOCHS + 1) * SEQ_PER_EPOCH}.ckpt').exists()
 
   restarted = time.time()
-  out = run_to_end(example_args(tmp_path, ckpt, ports) + ['--resume'])
+  out = run_to_end(args(tmp_path, ckpt) + ['--resume'])
   found = re.search(r'(\S+ \S+),(\d+) \[trainer \d\] resumed from checkpoint (\d+)', out)
   assert found, out[-3000:]
   at = datetime.datetime.strptime(found[1], '%Y-%m-%d %H:%M:%S').timestamp() + int(found[2]) / 1e3
@@ -130,6 +142,7 @@ def test_killed_job_resumes_to_the_uninterrupted_model(tmp_path):
   while set(os.listdir('/dev/shm')) - before and time.monotonic() < deadline:
     time.sleep(0.1)
   assert set(os.listdir('/dev/shm')) - before == set(), 'nothing left in /dev/shm'
+  assert gpu_used_bytes(mode) <= gpu_before + GPU_SLACK_BYTES, 'the GPU memory is back'
 
 
 def fail_or_wait(index, started_dir):

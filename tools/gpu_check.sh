@@ -32,6 +32,10 @@
 #              scaling on the machine's cores (not in the default list)
 #   dist       benchmarks/bench_dist_sampling.py --gpu 0 $DIST_ARGS (not in the default list; its METIS
 #              partitioning needs pymetis: carry its wheel; 540 s unless TIMEOUT_dist says)
+#   faults     benchmarks/fault_suite.py --gpu: the worker-mode faults (a trainer, a sampling
+#              process, the whole job killed) in 'ZERO_COPY' and 'CUDA' modes, nothing left
+#              behind, the GPU's memory back (not in the default list; 540 s unless
+#              TIMEOUT_faults says)
 #   memory     benchmarks/bench_dist_memory.py --gpu 0: host, pinned and GPU memory of worker
 #              mode, 1 trainer x 1 sampling process a partition against 2 x 2, in 'CPU',
 #              'ZERO_COPY' and 'CUDA' modes (not in the default list; pymetis as for dist;
@@ -61,6 +65,7 @@ STAGE_TIMEOUT=${STAGE_TIMEOUT:-240}
 # the stages that start distributed jobs take longer than the others
 TIMEOUT_dist=${TIMEOUT_dist:-540}
 TIMEOUT_memory=${TIMEOUT_memory:-420}
+TIMEOUT_faults=${TIMEOUT_faults:-540}
 MIN_STAGE_S=${MIN_STAGE_S:-20}
 RUN_START=${RUN_START:-$(date +%s)}
 export RUN_START
@@ -151,6 +156,10 @@ stage_threads() {
 
 stage_dist() {
   "$PY" benchmarks/bench_dist_sampling.py --gpu 0 ${DIST_ARGS:-} --results "$LOGS/results"
+}
+
+stage_faults() {
+  "$PY" benchmarks/fault_suite.py --gpu --results "$LOGS/results"
 }
 
 stage_memory() {
