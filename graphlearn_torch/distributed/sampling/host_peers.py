@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 from ...data import Feature, Graph, Topology
 from ...data.feature import FeatureHostHandle
@@ -66,12 +66,26 @@ def _map(handles: Optional[FeatureHandles]) -> Optional[Features]:
 
 
 def _map_topologies(
-  handles: Dict[EdgeType, TopologyHostHandle],
+  handles: Dict[EdgeType, TopologyHostHandle], gpu: Optional[int]
 ) -> Dict[EdgeType, DeviceTopology]:
+  r"""The topologies of ``handles`` where this process samples: in host
+  memory (``gpu`` None), or read in place by GPU ``gpu`` (the host-shared
+  pages registered with CUDA, as in 'ZERO_COPY' mode: no copy)."""
+  mode = 'CPU' if gpu is None else 'ZERO_COPY'
   return {
-    etype: Graph(Topology.from_host_handle(h), mode='CPU').device_topology()
+    etype: Graph(Topology.from_host_handle(h), mode=mode, device=gpu).device_topology()
     for etype, h in handles.items()
   }
+
+
+def sampling_gpu(graphs: Dict[EdgeType, Graph]) -> Tuple[bool, Optional[int]]:
+  r"""``(one device, its GPU)``: whether every graph of ``graphs`` samples
+  on the same device, and that GPU's index (None for the CPU)."""
+  devices = {g.sampling_device for g in graphs.values()}
+  if len(devices) != 1:
+    return False, None
+  device = devices.pop()
+  return True, None if device.type == 'cpu' else device.index
 
 
 class RpcHostShareCallee(RpcCalleeBase):
@@ -149,9 +163,11 @@ class HostPeers:
   def connect(self, router: RpcDataPartitionRouter) -> List[int]:
     r"""Maps the tables of the partitions held by processes of this host, and
     watches those processes; returns those partitions. Their topologies are
-    mapped only where this partition samples on the CPU (a GPU partition's
-    peers sample over RPC). Every process of the group must have built its
-    HostPeers before any calls this.
+    mapped where this partition samples: in host memory, or read in place by
+    its GPU (its graphs in 'ZERO_COPY' or 'CUDA' mode); a partition whose
+    graphs sample on several devices samples its peers over RPC. Every
+    process of the group must have built its HostPeers before any calls
+    this.
 
     Args:
       router: which processes hold each partition (every one is asked, so
@@ -167,7 +183,7 @@ class HostPeers:
       for p in range(self.num_partitions)
       if p != self.partition_idx
     }
-    sample_here = all(g.mode == 'CPU' for g in self.graphs.values())
+    sample_here, gpu = sampling_gpu(self.graphs)
     for p, requests in asked.items():
       answers = [(worker, fut.wait()) for worker, fut in requests]
       if any(handles is None for _, handles in answers):
@@ -179,8 +195,10 @@ class HostPeers:
           f'this one {sorted(self.graphs)}'
         )
       try:
-        topologies = _map_topologies(handles.topologies)
-        temporal = {attr: _map_topologies(h) for attr, h in handles.temporal.items()}
+        topologies, temporal = {}, {}
+        if sample_here:
+          topologies = _map_topologies(handles.topologies, gpu)
+          temporal = {attr: _map_topologies(h, gpu) for attr, h in handles.temporal.items()}
         node_features = _map(handles.node_features)
         edge_features = _map(handles.edge_features)
         for worker, answer in answers:

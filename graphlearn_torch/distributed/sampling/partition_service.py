@@ -37,7 +37,7 @@ from ..runtime.rpc import (
   rpc_request_async,
   rpc_sync_data_partitions,
 )
-from .host_peers import HostPeers
+from .host_peers import HostPeers, sampling_gpu
 from .peer_requests import (
   RpcMethodCallee,
   RpcSamplingCallee,
@@ -210,13 +210,12 @@ class PartitionService:
     return parts
 
   def samples_every_partition(self) -> bool:
-    r"""Whether every partition's steps run in this process, on the CPU
-    (this partition and the others mapped from this host): a hop's seeds
-    are then drawn in one call (``sample_one_hop_partitioned``)."""
-    graphs = self.dist_graph.local_graphs().values()
-    return all(g.mode == 'CPU' for g in graphs) and all(
-      self.runs_here(p) for p in range(self.num_partitions)
-    )
+    r"""Whether every partition's steps run in this process, on one device
+    (this partition and the others mapped from this host, on the CPU or
+    read by this partition's GPU): a hop's seeds are then drawn in one call
+    (``sample_one_hop_partitioned``)."""
+    one_device, _ = sampling_gpu(self.dist_graph.local_graphs())
+    return one_device and all(self.runs_here(p) for p in range(self.num_partitions))
 
   async def sample_neighbors(
     self,
@@ -448,18 +447,20 @@ class PartitionService:
       with_weight: draw proportionally to edge weights.
     """
     topologies = [self._topology(etype, p) for p in range(self.num_partitions)]
+    device = topologies[0].indptr.device
     nbr, nbr_num, eid = torch.ops.glt.sample_neighbors_partitioned(
       [t.indptr for t in topologies],
       [t.indices for t in topologies],
       [t.edge_ids if with_edge else None for t in topologies],
       [t.edge_weights if with_weight else None for t in topologies],
-      parts,
-      seeds,
+      parts.to(device),
+      seeds.to(device),
       int(fanout),
       False,
       rng_seeds,
     )
-    return NeighborOutput(nbr, nbr_num, eid if with_edge else None)
+    # as sample_one_hop's: the hop meets the others on the CPU
+    return NeighborOutput(nbr, nbr_num, eid if with_edge else None).to('cpu')
 
   def has_edge(
     self, rows: torch.Tensor, cols: torch.Tensor, etype: EdgeType, partition: Optional[int] = None
