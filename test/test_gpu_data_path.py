@@ -48,6 +48,40 @@ def split_devices(num_rows, split_ratio):
   return [hot, num_rows - hot], [0, -1]
 
 
+def placed_in_child(ds, ids, results):
+  r"""What a process handed ``ds`` allocates on GPU 0 to sample it and
+  gather its rows, and the rows of ``ids``."""
+  try:
+    torch.cuda.set_device(0)
+    ds.set_device(0)
+    before = torch.cuda.memory_allocated(0)
+    ds.graph.device_topology()
+    rows = ds.node_features[ids].cpu()
+    results.put((torch.cuda.memory_allocated(0) - before, rows.tolist()))
+  except Exception as e:  # the parent fails the test with it
+    results.put((None, f'{type(e).__name__}: {e}'))
+
+
+@gpu
+@pytest.mark.slow  # a spawned process
+def test_gpu_parts_placed_once_are_read_by_cuda_ipc():
+  ds, _, x = homo_dataset(
+    'CUDA', num_nodes=2000, num_edges=200_000, split_ratio=0.5, device=0, with_gpu=True
+  )
+  ds.place_on_gpu(0)  # as a loader does before it starts its sampling processes
+  ids = torch.randperm(x.size(0))
+  results = SPAWN.Queue()
+  [(allocated, rows)] = run_spawned(
+    [SPAWN.Process(target=placed_in_child, args=(ds, ids, results))], results
+  )
+  assert allocated is not None, rows
+  assert torch.equal(torch.tensor(rows), x[ids])
+  # the id map and the gather's output are the child's own; the topology and
+  # the hot rows are not copied
+  topology = sum(t.numel() * t.element_size() for t in ds.graph.device_topology() if t is not None)
+  assert allocated < topology, "the GPU copy of the topology is the parent's"
+
+
 @pytest.mark.parametrize('split_ratio', [0.0, 0.3, 1.0])
 def test_unified_tensor_equals_index_select(split_ratio):
   table = torch.randn(100, 8)

@@ -2,7 +2,7 @@
 
 import logging
 from multiprocessing.reduction import ForkingPickler
-from typing import Dict, List, Literal, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterator, List, Literal, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -411,13 +411,34 @@ class Dataset:
       ids = id2idx.index_select(0, ids)
     return labels.index_select(0, ids)  # several times faster than indexing
 
+  def _placed_items(self) -> Iterator[Union[Graph, Feature]]:
+    for value in (self.graph, self.node_features, self.edge_features):
+      yield from value.values() if isinstance(value, dict) else [value] if value else []
+
   def set_device(self, device: int) -> None:
     """Samples and looks features up on GPU ``device`` (where the graphs and
     features use the GPU; a sampling process given its own GPU calls it
     before first use)."""
-    for value in (self.graph, self.node_features, self.edge_features):
-      for item in value.values() if isinstance(value, dict) else [value] if value else []:
-        item.set_device(device)
+    for item in self._placed_items():
+      item.set_device(device)
+
+  def place_on_gpu(self, device: int) -> None:
+    """Places here what lives in GPU ``device``'s memory: the graphs in
+    'CUDA' mode and the feature tables' hot rows, where they are for that
+    GPU. The processes this dataset is handed to next (pickled, as a
+    loader hands it to its sampling processes) then read them by CUDA IPC
+    rather than each placing a copy of its own.
+
+    Args:
+      device: the GPU.
+    """
+    for item in self._placed_items():
+      if isinstance(item, Graph) and item.mode == 'CUDA' and item.device == device:
+        item.lazy_init()
+      elif isinstance(item, Feature) and item.with_gpu:
+        own = item.device if item.device is not None else torch.cuda.current_device()
+        if own == device:
+          item.lazy_init_with_ipc_handle()
 
   # -- sharing across processes -----------------------------------------------
 

@@ -135,9 +135,10 @@ class Feature:
   def set_device(self, device: int) -> None:
     """Looks rows up on GPU ``device`` from now on (the GPU path only); the
     table is placed for it on first use."""
-    if self.with_gpu:
+    if self.with_gpu and int(device) != self.device:
       self.device = int(device)
-      self._unified = self._gpu_id2index = self._shared_unified = None
+      # another process's GPU parts stay: read in place, or over peer access
+      self._unified = self._gpu_id2index = None
 
   def device_group(self, device: int) -> List[int]:
     """The GPUs that share the hot rows with ``device``: its group's (the
@@ -313,8 +314,8 @@ class Feature:
     """Moves the table to shared memory; returns a picklable handle: the
     host-shared table's where the platform has them (so that the receiving
     process can share it on with its peers of this host), else torch's
-    shared memory. A table already placed for the GPU shares its GPU parts
-    too (CUDA IPC), so another process reads the same hot rows."""
+    shared memory. A table this process placed for the GPU shares its GPU
+    parts too (CUDA IPC), so another process reads the same hot rows."""
     if host_sharing_available():
       tables = self.host_share()
     else:
@@ -322,7 +323,9 @@ class Feature:
       if isinstance(self.id2index, torch.Tensor):
         self.id2index.share_memory_()
       tables = (self.feature_tensor, self.id2index)
-    gpu_parts = self._unified.share_ipc() if self._unified is not None else None
+    # GPU parts this process placed (CUDA IPC cannot hand on those it got)
+    placed_here = self._unified is not None and self._shared_unified is None
+    gpu_parts = self._unified.share_ipc() if placed_here else None
     return (
       tables,
       self.split_ratio,

@@ -346,6 +346,7 @@ class Graph:
     self.device = device
     self._placed: Optional[DeviceTopology] = None
     self._placed_from: Optional[torch.Tensor] = None
+    self._placed_here = False  # GPU copies this process made (not another's, by CUDA IPC)
 
   @property
   def sampling_device(self) -> torch.device:
@@ -355,7 +356,7 @@ class Graph:
   def set_device(self, device: int) -> None:
     """Samples on GPU ``device`` from now on (a 'CPU' graph stays where it
     is); the topology is placed there on first use."""
-    if self.mode != 'CPU':
+    if self.mode != 'CPU' and int(device) != self.device:
       self.device = int(device)
       self._placed = self._placed_from = None
 
@@ -379,6 +380,7 @@ class Graph:
     else:
       placed = list(tensors)
     self._placed, self._placed_from = DeviceTopology(*placed), topo.indptr
+    self._placed_here = self.mode == 'CUDA'
     return self._placed
 
   def _zero_copy(self, t: torch.Tensor) -> torch.Tensor:
@@ -406,19 +408,28 @@ class Graph:
     """Moves the topology to shared memory; returns a picklable handle: the
     host-shared topology's where the platform has them (so that the
     receiving process can share it on with its peers of this host), else
-    the topology in torch's shared memory."""
+    the topology in torch's shared memory. A 'CUDA' graph this process
+    placed on its GPU hands over its GPU copy too (CUDA IPC): a receiver
+    sampling on the same GPU reads it rather than placing one of its own."""
+    fresh = self._placed is not None and self._placed_from is self.topo.indptr
+    gpu = tuple(self._placed) if fresh and self._placed_here else None
     if host_sharing_available():
       topo = self.topo.host_share()
     else:
       topo = self.topo.share_memory_()
-    return topo, self.requested_mode, self.device
+    if fresh:  # the same rows, moved: the placed copy stays current
+      self._placed_from = self.topo.indptr
+    return topo, self.requested_mode, self.device, gpu
 
   @classmethod
   def from_ipc_handle(cls, ipc_handle) -> 'Graph':
-    topo, mode, device = ipc_handle
+    topo, mode, device, gpu = ipc_handle
     if isinstance(topo, TopologyHostHandle):
       topo = Topology.from_host_handle(topo)
-    return cls(topo, mode, device)
+    graph = cls(topo, mode, device)
+    if gpu is not None and graph.mode == 'CUDA':
+      graph._placed, graph._placed_from = DeviceTopology(*gpu), topo.indptr
+    return graph
 
   def __repr__(self) -> str:
     where = '' if self.mode == 'CPU' else f', device={self.device}'

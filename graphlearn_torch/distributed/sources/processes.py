@@ -23,7 +23,7 @@ from ...channel import ChannelBase, ChannelClosedError, QueueTimeoutError
 from ..data.dataset import DistDataset
 from ..runtime.rpc import process_has_rpc_agent
 from .options import MpDistSamplingWorkerOptions
-from .sampling_process import MpCommand, ProducerSpec, run_sampling_process
+from .sampling_process import MpCommand, ProducerSpec, run_sampling_process, worker_device
 
 logger = logging.getLogger(__name__)
 
@@ -119,6 +119,10 @@ class SamplingProcesses:
     """
     devices = self.options.worker_devices or []
     ctx_mp = sampling_process_context(any(torch.device(d).type == 'cuda' for d in devices))
+    gpus = {worker_device(self.options, i) for i in range(self.options.num_workers)}
+    if len(gpus) == 1 and None not in gpus:
+      # placed once here, read by every process on that GPU (CUDA IPC)
+      data.place_on_gpu(gpus.pop().index)
     forked = ctx_mp.get_start_method() == 'fork'
     for i in range(self.options.num_workers):
       task_reader, task_writer = ctx_mp.Pipe(duplex=False)
