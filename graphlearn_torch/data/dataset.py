@@ -7,6 +7,7 @@ from typing import Dict, Iterator, List, Literal, Optional, Sequence, Tuple, Uni
 import torch
 
 from ..typing import EdgeType, NodeIndex, NodeLabel, NodeType, TensorDataType
+from ..utils.host_share import host_sharing_available
 from ..utils.tensor import convert_to_tensor, squeeze
 from .feature import DeviceGroup, Feature
 from .graph import Graph, Topology
@@ -438,6 +439,8 @@ class Dataset:
       elif isinstance(item, Feature) and item.with_gpu:
         own = item.device if item.device is not None else torch.cuda.current_device()
         if own == device:
+          if host_sharing_available():  # host rows registered where all map them, not pinned
+            item.host_share()
           item.lazy_init_with_ipc_handle()
 
   # -- sharing across processes -----------------------------------------------

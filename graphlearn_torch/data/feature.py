@@ -101,7 +101,7 @@ class Feature:
     # Released gather outputs are reused: fresh pages cost more than the copy.
     self._out_pool = ops.BufferPool(OUTPUT_CACHE_BYTES)
     self._unified: Optional[UnifiedTensor] = None  # the GPU path's table, built on first use
-    self._shared_unified = None  # another process's GPU parts (share_ipc)
+    self._shared_unified = None  # another process's GPU parts: [(part, device)] (share_ipc)
     self._gpu_id2index: Optional[torch.Tensor] = None
     self._host_table: Union[None, HostSharedTensor, MappedFileTensor] = None  # see host_share
     self._host_id2index: Optional[HostSharedTensor] = None
@@ -323,9 +323,10 @@ class Feature:
       if isinstance(self.id2index, torch.Tensor):
         self.id2index.share_memory_()
       tables = (self.feature_tensor, self.id2index)
-    # GPU parts this process placed (CUDA IPC cannot hand on those it got)
+    # GPU parts this process placed (CUDA IPC cannot hand on those it got);
+    # the receiver reads the rows after them from the table it maps
     placed_here = self._unified is not None and self._shared_unified is None
-    gpu_parts = self._unified.share_ipc() if placed_here else None
+    gpu_parts = self._unified.gpu_parts() if placed_here else None
     return (
       tables,
       self.split_ratio,
@@ -354,7 +355,9 @@ class Feature:
       return
     if self._shared_unified is not None:
       device = self.device if self.device is not None else torch.cuda.current_device()
-      self._unified = UnifiedTensor.new_from_ipc(self._shared_unified, device, self.dtype)
+      hot = sum(part.size(0) for part, _ in self._shared_unified)
+      cold = self.feature_tensor[hot:] if hot < self.feature_tensor.size(0) else None
+      self._unified = UnifiedTensor.new_from_ipc((self._shared_unified, cold), device, self.dtype)
     else:
       self._unified = self._build_unified()
     if isinstance(self.id2index, torch.Tensor):

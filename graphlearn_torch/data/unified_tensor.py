@@ -157,11 +157,16 @@ class UnifiedTensor:
   def stride(self, dim: int) -> int:
     return (self.shape[1], 1)[dim]
 
+  def gpu_parts(self) -> List[Tuple[torch.Tensor, int]]:
+    """``[(part, device)]`` of the parts in GPU memory, in row order (they
+    come before the host part)."""
+    return [(p, d) for p, d in zip(self.parts, self.part_devices) if d != HOST]
+
   def share_ipc(self) -> Tuple[List[Tuple[torch.Tensor, int]], Optional[torch.Tensor]]:
     """``([(GPU part, device)], host rows)``: what another process needs to
     read the same table (GPU parts travel by CUDA IPC, host rows as shared
     memory)."""
-    gpu_parts = [(p, d) for p, d in zip(self.parts, self.part_devices) if d != HOST]
+    gpu_parts = self.gpu_parts()
     host = [h for h in self._host_parts] or [
       p for p, d in zip(self.parts, self.part_devices) if d == HOST
     ]
