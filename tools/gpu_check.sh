@@ -32,6 +32,11 @@
 #              scaling on the machine's cores (not in the default list)
 #   dist       benchmarks/bench_dist_sampling.py --gpu 0 $DIST_ARGS (not in the default list; its METIS
 #              partitioning needs pymetis: carry its wheel; 540 s unless TIMEOUT_dist says)
+#   profile    tools/profile_gpu_sampler.py under Nsight Systems (each kernel's time and the
+#              host's CUDA calls over 20 'CUDA' batches: launches, syncs) and Nsight Compute
+#              (each kernel of one batch: throughput against the device's peak, memory
+#              traffic, warp stall reasons, occupancy); not in the default list; 420 s
+#              unless TIMEOUT_profile says
 #   faults     benchmarks/fault_suite.py --gpu: the worker-mode faults (a trainer, a sampling
 #              process, the whole job killed) in 'ZERO_COPY' and 'CUDA' modes, nothing left
 #              behind, the GPU's memory back (not in the default list; 540 s unless
@@ -66,6 +71,7 @@ STAGE_TIMEOUT=${STAGE_TIMEOUT:-240}
 TIMEOUT_dist=${TIMEOUT_dist:-540}
 TIMEOUT_memory=${TIMEOUT_memory:-420}
 TIMEOUT_faults=${TIMEOUT_faults:-540}
+TIMEOUT_profile=${TIMEOUT_profile:-420}
 MIN_STAGE_S=${MIN_STAGE_S:-20}
 RUN_START=${RUN_START:-$(date +%s)}
 export RUN_START
@@ -156,6 +162,15 @@ stage_threads() {
 
 stage_dist() {
   "$PY" benchmarks/bench_dist_sampling.py --gpu 0 ${DIST_ARGS:-} --results "$LOGS/results"
+}
+
+stage_profile() {
+  nsys profile --capture-range=cudaProfilerApi --capture-range-end=stop --stats=true \
+    --force-overwrite=true -o /tmp/glt_sampler_profile \
+    "$PY" tools/profile_gpu_sampler.py --batches 20 &&
+    ncu --profile-from-start off --section SpeedOfLight --section MemoryWorkloadAnalysis \
+      --section WarpStateStats --section Occupancy --section LaunchStats \
+      "$PY" tools/profile_gpu_sampler.py --batches 1
 }
 
 stage_faults() {

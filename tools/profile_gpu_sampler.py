@@ -1,0 +1,70 @@
+"""A window of GPU sampling for a profiler to record (tools/gpu_check.sh profile).
+
+  nsys profile --capture-range=cudaProfilerApi --stats=true \\
+    python tools/profile_gpu_sampler.py [--mode CUDA] [--batches 20] [--scale 1.0]
+  ncu --profile-from-start off --set full python tools/profile_gpu_sampler.py --batches 1
+
+bench_gpu_sampler.py's workload (the ogbn-products-size power-law graph,
+fanout [15, 10, 5], batches of 1024 random seeds) on one GPU: the graph is
+built and placed, a few batches warm the sampler up, then ``--batches``
+batches run between cudaProfilerStart and cudaProfilerStop, each in an NVTX
+range named by its index (a profiler started with the capture range above
+records those alone). Prints the window's batches/s and sampled edges/s, as
+the profiler slows them.
+"""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'benchmarks'))
+from workloads import build_graph, make_seed_batches  # noqa: E402
+
+import graphlearn_torch as glt  # noqa: E402
+from graphlearn_torch._ext import cuda_kernels_available  # noqa: E402
+
+FANOUT = [15, 10, 5]
+WARMUP = 5
+
+
+def main() -> None:
+  p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  p.add_argument('--mode', default='CUDA', choices=['CUDA', 'ZERO_COPY'])
+  p.add_argument('--gpu', type=int, default=0)
+  p.add_argument('--batches', type=int, default=20, help='batches in the profiled window')
+  p.add_argument('--batch_size', type=int, default=1024)
+  p.add_argument('--scale', type=float, default=1.0, help='graph size relative to products')
+  args = p.parse_args()
+  if not cuda_kernels_available():
+    sys.exit('needs a GPU and a build with the CUDA kernels')
+  ds, num_edges, _, _ = build_graph(args.scale, 0)
+  graph = glt.data.Graph(ds.graph.topo, args.mode, device=args.gpu)
+  graph.lazy_init()
+  sampler = glt.sampler.NeighborSampler(
+    graph, FANOUT, device=torch.device('cuda', args.gpu), edge_dir='in', seed=0
+  )
+  seeds = make_seed_batches(ds.num_nodes(), 8, args.batch_size, 0)
+  inputs = [glt.sampler.NodeSamplerInput(s) for s in seeds]
+  for i in range(WARMUP):
+    sampler.sample_from_nodes(inputs[i % len(inputs)])
+  torch.cuda.synchronize()
+  edges = 0
+  torch.cuda.profiler.start()
+  started = time.perf_counter()
+  for i in range(args.batches):
+    with torch.cuda.nvtx.range(f'batch {i}'):
+      edges += sampler.sample_from_nodes(inputs[i % len(inputs)]).row.numel()
+  torch.cuda.synchronize()
+  seconds = time.perf_counter() - started
+  torch.cuda.profiler.stop()
+  print(
+    f"'{args.mode}', {num_edges:,} edges: {args.batches / seconds:.1f} batches/s, "
+    f'{edges / seconds / 1e6:.1f} M sampled edges/s in the profiled window'
+  )
+
+
+if __name__ == '__main__':
+  main()
