@@ -19,10 +19,19 @@ mapped in place (one host).
 import argparse
 import collections
 import os
+import time
 
 import numpy as np
 import torch
-from bench_dist_sampling import BATCH, FANOUT, SPAWN, free_port, partition, trainer_seeds
+from bench_dist_sampling import (
+  BATCH,
+  FANOUT,
+  SPAWN,
+  free_port,
+  next_report,
+  partition,
+  trainer_seeds,
+)
 from memory import tree_pss_mb
 from results import Results, Table, add_results_argument
 
@@ -63,7 +72,8 @@ def job_memory(root: str, batches: int, share: bool) -> collections.Counter:
   for p in procs:
     p.start()
   try:
-    reports = [results.get(timeout=900)[1] for _ in procs]
+    deadline = time.monotonic() + 900
+    reports = [next_report(results, procs, deadline, 'a trainer gave no report')[1] for _ in procs]
   finally:
     for p in procs:
       p.join(120)

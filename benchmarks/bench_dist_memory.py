@@ -27,12 +27,20 @@ measurement: the difference is the job's.
 import argparse
 import collections
 import os
-import queue
 import time
-from typing import List, Optional
+from typing import Optional
 
 import torch
-from bench_dist_sampling import BATCH, FANOUT, SPAWN, WARMUP, free_port, partition, seed_batches
+from bench_dist_sampling import (
+  BATCH,
+  FANOUT,
+  SPAWN,
+  WARMUP,
+  free_port,
+  next_report,
+  partition,
+  seed_batches,
+)
 from memory import tree_pss_mb
 from results import Results, Table, add_results_argument
 
@@ -85,19 +93,6 @@ def gpu_used_mb(gpu: Optional[int]) -> Optional[float]:
     return None
   free, total = torch.cuda.mem_get_info(gpu)
   return (total - free) / 2**20
-
-
-def next_report(reports, procs: List, deadline: float, what: str):
-  r"""The next item on ``reports``; raises when one of ``procs`` exits first
-  or ``deadline`` (``time.monotonic``) passes."""
-  while True:
-    try:
-      return reports.get(timeout=1.0)
-    except queue.Empty:
-      dead = [p.name for p in procs if p.exitcode is not None]
-      late = time.monotonic() > deadline
-    if dead or late:
-      raise RuntimeError(f'{what}: ' + (f'{dead[0]} exited' if dead else 'timed out'))
 
 
 def launcher(root, mode, gpu, per_partition, samplers, batches, out):

@@ -59,6 +59,7 @@ after the first runs at.
 import argparse
 import multiprocessing
 import os
+import queue
 import statistics
 import time
 from collections import defaultdict
@@ -253,6 +254,23 @@ def worker_mode(
   return run_timed(procs, results, len(procs))
 
 
+def next_report(reports, procs, deadline: float, what: str):
+  r"""The next item on the queue ``reports``, which ``procs`` fill; raises
+  naming ``what`` as soon as one of them failed (a non-zero exit), all have
+  exited with nothing left to read, or ``deadline`` (``time.monotonic``)
+  passed."""
+  while True:
+    try:
+      return reports.get(timeout=1.0)
+    except queue.Empty:
+      failed = [f'{p.name} exited with {p.exitcode}' for p in procs if p.exitcode not in (None, 0)]
+      gone = all(p.exitcode is not None for p in procs)
+      late = time.monotonic() > deadline
+    if failed or gone or late:
+      why = failed[0] if failed else 'every process exited' if gone else 'timed out'
+      raise RuntimeError(f'{what}: {why}')
+
+
 def run_timed(procs, results, num_timers: int):
   r"""Starts ``procs``, waits for ``num_timers`` ``(rank, Timed)``
   reports and reaps the processes; returns the reports' batches and edges
@@ -263,7 +281,8 @@ def run_timed(procs, results, num_timers: int):
   for p in procs:
     p.start()
   try:
-    reports = [results.get(timeout=1200)[1] for _ in range(num_timers)]
+    deadline = time.monotonic() + 1200
+    reports = [next_report(results, procs, deadline, 'no report')[1] for _ in range(num_timers)]
   finally:
     for p in procs:
       p.join(120)
