@@ -186,6 +186,7 @@ def test_gpu_graph_modes_fall_back_to_the_cpu(mode, caplog):
   assert graph.mode == 'CPU' and graph.requested_mode == mode
   assert graph.sampling_device == torch.device('cpu')
   assert f"graph mode '{mode}' needs a GPU" in caplog.text
+  ds.place_on_gpu(0)  # nothing to place without a GPU
   cpu_ds, _, _ = homo_dataset('CPU')
   batches = [
     list(NeighborLoader(d, [3, 2], torch.arange(60), batch_size=16, device='cuda', seed=5))

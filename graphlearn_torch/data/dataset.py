@@ -7,7 +7,6 @@ from typing import Dict, Iterator, List, Literal, Optional, Sequence, Tuple, Uni
 import torch
 
 from ..typing import EdgeType, NodeIndex, NodeLabel, NodeType, TensorDataType
-from ..utils.host_share import host_sharing_available
 from ..utils.tensor import convert_to_tensor, squeeze
 from .feature import DeviceGroup, Feature
 from .graph import Graph, Topology
@@ -424,24 +423,12 @@ class Dataset:
       item.set_device(device)
 
   def place_on_gpu(self, device: int) -> None:
-    """Places here what lives in GPU ``device``'s memory: the graphs in
-    'CUDA' mode and the feature tables' hot rows, where they are for that
-    GPU. The processes this dataset is handed to next (pickled, as a
-    loader hands it to its sampling processes) then read them by CUDA IPC
-    rather than each placing a copy of its own.
-
-    Args:
-      device: the GPU.
-    """
+    """Places here what lives in GPU ``device``'s memory (``Graph`` and
+    ``Feature.place_on_gpu``), so that the processes this dataset is handed
+    to next (a loader's sampling processes) read it by CUDA IPC rather than
+    each placing a copy of its own."""
     for item in self._placed_items():
-      if isinstance(item, Graph) and item.mode == 'CUDA' and item.device == device:
-        item.lazy_init()
-      elif isinstance(item, Feature) and item.with_gpu:
-        own = item.device if item.device is not None else torch.cuda.current_device()
-        if own == device:
-          if host_sharing_available():  # host rows registered where all map them, not pinned
-            item.host_share()
-          item.lazy_init_with_ipc_handle()
+      item.place_on_gpu(device)
 
   # -- sharing across processes -----------------------------------------------
 

@@ -347,6 +347,19 @@ class Feature:
     feature._shared_unified = gpu_parts
     return feature
 
+  def place_on_gpu(self, device: int) -> None:
+    """Places the table for GPU ``device`` now, where it is for that GPU:
+    its host rows moved to host-shared memory first (registered where every
+    process maps them, not pinned again), so that the processes it is
+    handed to next read its GPU parts by CUDA IPC (``share_ipc``)."""
+    if not self.with_gpu:
+      return
+    if (self.device if self.device is not None else torch.cuda.current_device()) != device:
+      return
+    if host_sharing_available():
+      self.host_share()
+    self.lazy_init_with_ipc_handle()
+
   def lazy_init_with_ipc_handle(self) -> None:
     """Places the table for GPU lookups (once; nothing to do on the CPU
     path): the hot rows in the GPU memory of this device's group, the rest

@@ -365,6 +365,12 @@ class Graph:
     grew rows)."""
     self.device_topology()
 
+  def place_on_gpu(self, device: int) -> None:
+    """Places a 'CUDA' graph for GPU ``device`` now, where it is for that
+    GPU: the processes it is handed to next read that copy (``share_ipc``)."""
+    if self.mode == 'CUDA' and self.device == device:
+      self.lazy_init()
+
   def device_topology(self) -> DeviceTopology:
     """The topology's tensors on the sampling device: the host tensors in
     'CPU' mode, copies in GPU memory in 'CUDA' mode, views of pinned host
