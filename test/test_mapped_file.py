@@ -3,7 +3,6 @@ file's name (utils/mapped_file.py): no copy where the pages are the file's,
 a copy where they are not, and handles that do not name the file refused."""
 
 import dataclasses
-import multiprocessing
 import pickle
 import traceback
 from multiprocessing.reduction import ForkingPickler
@@ -11,6 +10,7 @@ from multiprocessing.reduction import ForkingPickler
 import numpy as np
 import pytest
 import torch
+from test_host_share import run_child
 
 import graphlearn_torch as glt
 from graphlearn_torch.partition import RandomPartitioner
@@ -21,8 +21,6 @@ from graphlearn_torch.utils.mapped_file import MappedFileHandle, MappedFileTenso
 pytestmark = pytest.mark.skipif(
   not glt.utils.host_share.host_sharing_available(), reason='needs Linux /proc and memfds'
 )
-SPAWN = multiprocessing.get_context('spawn')
-TIMEOUT_S = 120
 
 
 def saved_table(tmp_path, rows=1000, dim=7, name='x.npy') -> tuple:
@@ -111,17 +109,6 @@ def test_a_pickled_partition_hands_its_features_over_in_place(tmp_path):
   copy.node_features.id2index[0] = 7
   assert ds.node_features.id2index[0].item() == 7
   ds.node_features.id2index[0] = original
-  queue = SPAWN.Queue()
-  proc = SPAWN.Process(target=rows_in_child, args=(ds, own, queue))
-  proc.start()
-  try:
-    result = queue.get(timeout=TIMEOUT_S)
-  finally:
-    proc.join(TIMEOUT_S / 4)
-    if proc.is_alive():
-      proc.kill()
-  if isinstance(result, str):
-    pytest.fail(result)
-  rows, table_handle = result
+  rows, table_handle = run_child(rows_in_child, ds, own)
   assert torch.equal(torch.tensor(rows), x[own])
   assert isinstance(table_handle, MappedFileHandle), 'the child maps the partition file'

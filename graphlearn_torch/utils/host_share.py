@@ -60,6 +60,14 @@ def share_host_partitions() -> bool:
   return os.environ.get(SHARE_HOST_PARTITIONS_ENV, '1') != '0' and host_sharing_available()
 
 
+def tensor_bytes(dtype: torch.dtype, shape: Tuple[int, ...]) -> int:
+  r"""The bytes of a contiguous tensor of ``dtype`` and ``shape``."""
+  count = 1
+  for size in shape:
+    count *= size
+  return count * torch.empty((), dtype=dtype).element_size()
+
+
 @dataclass(frozen=True)
 class HostTensorHandle:
   r"""Where a host-shared tensor lives.
@@ -82,10 +90,7 @@ class HostTensorHandle:
 
   @property
   def nbytes(self) -> int:
-    count = 1
-    for size in self.shape:
-      count *= size
-    return count * torch.empty((), dtype=self.dtype).element_size()
+    return tensor_bytes(self.dtype, self.shape)
 
 
 def _map(fd: int, nbytes: int) -> torch.Tensor:

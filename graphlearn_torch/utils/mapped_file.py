@@ -20,7 +20,7 @@ from typing import Optional, Tuple
 
 import torch
 
-from .host_share import HostShareError, boot_id, host_sharing_available
+from .host_share import HostShareError, boot_id, host_sharing_available, tensor_bytes
 
 
 @dataclass(frozen=True)
@@ -47,10 +47,7 @@ class MappedFileHandle:
 
   @property
   def nbytes(self) -> int:
-    count = 1
-    for size in self.shape:
-      count *= size
-    return count * torch.empty((), dtype=self.dtype).element_size()
+    return tensor_bytes(self.dtype, self.shape)
 
 
 @dataclass(frozen=True)
