@@ -14,12 +14,12 @@ import time
 from multiprocessing import connection as mp_connection
 from multiprocessing import forkserver
 from multiprocessing.connection import Connection
-from multiprocessing.reduction import ForkingPickler
 from typing import Callable, Dict, List, Optional
 
 import torch
 
 from ...channel import ChannelBase, ChannelClosedError, QueueTimeoutError
+from ...utils.process_payload import pickled_for_process
 from ..data.dataset import DistDataset
 from ..runtime.rpc import process_has_rpc_agent
 from .options import MpDistSamplingWorkerOptions
@@ -127,26 +127,28 @@ class SamplingProcesses:
     for i in range(self.options.num_workers):
       task_reader, task_writer = ctx_mp.Pipe(duplex=False)
       status_reader, status_writer = ctx_mp.Pipe(duplex=False)
-      proc = ctx_mp.Process(
-        target=run_sampling_process,
-        args=(
-          first_rank + i,
-          world_size,
-          bytes(ForkingPickler.dumps(data)),  # one per process: shared fds go once
-          producers,
-          self.options,
-          self.channel,
-          task_reader,
-          status_writer,
-          os.getpid(),
-          dict(os.environ),
-          # a forked process closes its owner's ends of the pipes it inherited
-          [*self.tasks, task_writer, *self.status, status_reader] if forked else [],
-        ),
-        daemon=True,
-        name=f'glt-sampler-{first_rank + i}',
-      )
-      proc.start()
+      # one payload per process: shared descriptors go once
+      with pickled_for_process(data, ctx_mp.get_start_method()) as payload:
+        proc = ctx_mp.Process(
+          target=run_sampling_process,
+          args=(
+            first_rank + i,
+            world_size,
+            payload,
+            producers,
+            self.options,
+            self.channel,
+            task_reader,
+            status_writer,
+            os.getpid(),
+            dict(os.environ),
+            # a forked process closes its owner's ends of the pipes it inherited
+            [*self.tasks, task_writer, *self.status, status_reader] if forked else [],
+          ),
+          daemon=True,
+          name=f'glt-sampler-{first_rank + i}',
+        )
+        proc.start()
       task_reader.close()
       status_writer.close()
       self.tasks.append(task_writer)
