@@ -14,8 +14,15 @@ that finds the rendezvous of another job (a different ``GLT_JOB_ID``), or
 one that is complete (a running job: a second run of the same script, say),
 is refused with an error naming both jobs, before it writes anything there:
 the running job goes on undisturbed.
+
+Rank 0 serves the store for as long as the world lasts: torch's graceful
+shutdown reads it to the end, so a rank 0 that left first would cut the
+others' last reads (a C++ "Connection reset by peer" in their logs). Each
+process that leaves the world says so in the store (``leave_rendezvous``), and rank 0
+waits for the others to have said so before it goes.
 """
 
+import logging
 import os
 import socket
 import sys
@@ -34,10 +41,21 @@ from torch.distributed import (
 
 from ...utils.common import ephemeral_ports
 
+logger = logging.getLogger(__name__)
+
 SCHEME = 'glt'
 _PREFIX = 'glt_rendezvous'
 _JOB_KEY = f'{_PREFIX}/job'
 _COMPLETE_KEY = f'{_PREFIX}/complete'
+_LEFT_KEY = f'{_PREFIX}/left'
+_ALL_LEFT_KEY = f'{_PREFIX}/all_left'
+# Seconds rank 0 waits for the others to leave after a graceful shutdown
+# (they have passed its last barrier: they leave at once unless they died).
+LEAVE_WAIT_S = 5.0
+
+# This process's rendezvous (store, rank, world size) by its RPC name, from
+# the rendezvous until it leaves the world.
+_joined: Dict[str, Tuple[Store, int, int]] = {}
 JOB_ID_VARIABLES = ('GLT_JOB_ID', 'TORCHELASTIC_RUN_ID')
 r"""Where a process finds its job's identity: ``GLT_JOB_ID`` (``launch.py``
 sets it; users may), else torchrun's ``TORCHELASTIC_RUN_ID``."""
@@ -230,8 +248,39 @@ def _bounded_rendezvous(url: str, **kwargs) -> Iterator[Tuple[Store, int, int]]:
     )
   if rank == 0:
     store.set(_COMPLETE_KEY, '1')
+  _joined[name] = (store, rank, world_size)
   yield store, rank, world_size
   raise RuntimeError('the glt:// rendezvous cannot be repeated')
+
+
+def leave_rendezvous(name: str, graceful: bool) -> None:
+  r"""Says in the store that this process (RPC name ``name``) left its
+  world. After a graceful shutdown, rank 0 then waits (up to
+  ``LEAVE_WAIT_S``) until every other rank has said so, keeping the store
+  they read to the end. A process that did not meet its world here
+  returns at once.
+
+  Args:
+    name: this process's RPC name.
+    graceful: whether the world shut down gracefully (every rank passed
+      its last barrier); else nobody waits.
+  """
+  joined = _joined.pop(name, None)
+  if joined is None or not graceful:
+    return
+  store, rank, world_size = joined
+  try:
+    if rank != 0:
+      if store.add(_LEFT_KEY, 1) == world_size - 1:
+        store.set(_ALL_LEFT_KEY, '1')
+    elif world_size > 1:
+      store.wait([_ALL_LEFT_KEY], timedelta(seconds=LEAVE_WAIT_S))
+  except (DistStoreError, DistNetworkError) as e:
+    # The world is over either way: a peer or rank 0 died after its last barrier.
+    logger.warning(
+      '%s (rank %d of %d): not every rank said it left the RPC world: %s',
+      name, rank, world_size, e,
+    )  # fmt: skip
 
 
 register_rendezvous_handler(SCHEME, _bounded_rendezvous)

@@ -22,7 +22,7 @@ from ...utils.host_share import boot_id
 from ...utils.network import advertised_address, default_socket_ifname
 from ...utils.threads import cap_for_shared_host
 from .context import DistRole, get_context, worker_name
-from .rendezvous import rendezvous_url
+from .rendezvous import leave_rendezvous, rendezvous_url
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +83,8 @@ class RpcCalleeBase(ABC):
 class _RpcState:
   r"""This process's RPC state: the world it joined and its callees."""
 
-  def __init__(self, master_addr: str, master_port: int, timeout: float):
+  def __init__(self, name: str, master_addr: str, master_port: int, timeout: float):
+    self.name = name  # this process's RPC name
     self.master_addr = master_addr
     self.master_port = master_port
     self.timeout = timeout
@@ -191,7 +192,7 @@ def init_rpc(
   logger.info('%s joins the RPC world at %s:%s', ctx.worker_name(), master_addr, master_port)
   # The state exists before the agent starts: a peer's first request (the
   # gather below) may arrive as soon as it does.
-  _state = _RpcState(master_addr, int(master_port), rpc_timeout)
+  _state = _RpcState(ctx.worker_name(), master_addr, int(master_port), rpc_timeout)
   try:
     with warnings.catch_warnings():
       # torch's own RPC start-up hands its private gloo group to
@@ -208,6 +209,7 @@ def init_rpc(
       )
   except BaseException:
     _state = None
+    leave_rendezvous(ctx.worker_name(), graceful=False)
     raise
   # Leave at exit if the caller did not: torch's RPC threads killed at
   # interpreter exit abort the process.
@@ -239,13 +241,16 @@ def shutdown_rpc(graceful: bool = True, timeout: Optional[float] = None) -> None
     return
   atexit.unregister(_shutdown_at_exit)
   wait = _state.timeout if timeout is None else timeout
+  name, left_gracefully = _state.name, False
   try:
     if graceful:
       rpc.shutdown(graceful=True, timeout=wait)
+      left_gracefully = True
     else:
       rpc.shutdown(graceful=False)
   finally:
     _state = None
+    leave_rendezvous(name, left_gracefully)
 
 
 def _shutdown_at_exit() -> None:

@@ -1,0 +1,78 @@
+"""Leaving an RPC world: rank 0 serves the rendezvous store that torch's
+graceful shutdown reads to the end, so it goes only after every other rank
+has said it left (a rank 0 gone first cuts a slower rank's last read: a C++
+"Connection reset by peer" in its log), and not much later when one never
+says so. Processes are spawned on loopback and reaped also on failure."""
+
+import time
+import traceback
+
+import pytest
+from event_pipes import EventPipes
+from test_dist_sampling import SPAWN, free_port
+
+import graphlearn_torch as glt
+from graphlearn_torch.distributed.runtime import rpc as rpc_module
+from graphlearn_torch.distributed.runtime.rendezvous import LEAVE_WAIT_S
+
+# Spawned processes: left out of make test-fast.
+pytestmark = pytest.mark.slow
+
+RPC_TIMEOUT_S = 20
+SLOW_LEAVE_S = 1.5
+
+
+def member(rank, port, leaves, events):
+  r"""A rank of a 2-process world that joins and leaves gracefully; rank 1
+  leaves ``SLOW_LEAVE_S`` late (``leaves='late'``) or never says it left
+  (``'silently'``). Reports when it starts to say so, and when it is out."""
+  dist = glt.distributed
+  try:
+    dist.init_worker_group(2, rank, 'leave')
+    dist.init_rpc('127.0.0.1', port, num_rpc_threads=2, rpc_timeout=RPC_TIMEOUT_S)
+    say_left = rpc_module.leave_rendezvous
+
+    def leave(name, graceful):
+      if rank == 1 and leaves == 'late':
+        time.sleep(SLOW_LEAVE_S)  # a rank slow to make its last read of the store
+      events.put(('leaving', rank, time.time()))
+      if rank == 0 or leaves != 'silently':
+        say_left(name, graceful)
+
+    rpc_module.leave_rendezvous = leave
+    dist.shutdown_rpc(graceful=True, timeout=RPC_TIMEOUT_S)
+    events.put(('out', rank, time.time()))
+  except Exception:
+    events.put(('error', rank, traceback.format_exc()))
+
+
+def run_world(leaves):
+  r"""``{(kind, rank): time}`` of a world whose rank 1 leaves as ``leaves``."""
+  port, events = free_port(), EventPipes()
+  procs = [SPAWN.Process(target=member, args=(r, port, leaves, events.writer())) for r in (0, 1)]
+  for proc in procs:
+    proc.start()
+  try:
+    return {
+      (kind, rank): events.wait(kind, rank, failures=('error',))
+      for kind in ('leaving', 'out')
+      for rank in (0, 1)
+    }  # fmt: skip
+  finally:
+    for proc in procs:
+      proc.join(RPC_TIMEOUT_S)
+      if proc.is_alive():
+        proc.kill()
+        proc.join()
+
+
+def test_rank_0_leaves_after_the_others():
+  times = run_world('late')
+  assert times['out', 0] >= times['leaving', 1], 'rank 0 went before rank 1 said it left'
+  assert times['out', 0] - times['leaving', 1] < LEAVE_WAIT_S
+
+
+def test_rank_0_waits_a_bounded_time_for_a_rank_that_never_says_it_left():
+  times = run_world('silently')
+  waited = times['out', 0] - times['leaving', 0]
+  assert LEAVE_WAIT_S - 0.5 <= waited < LEAVE_WAIT_S + 5, waited
