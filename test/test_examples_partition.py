@@ -168,12 +168,14 @@ def test_ogbn_mag_layout_reads_as_hetero_data(tmp_path):
   (tmp_path / 'ogbn_mag' / 'processed').mkdir()
   ref = NodePropPredDataset('ogbn-mag', root=str(tmp_path))
   graph, labels = ref[0]
+
+  def tensor(array):  # ogb's arrays may be read-only, which torch warns of
+    return torch.from_numpy(np.require(array, requirements='W'))
+
   for rel, edge_index in graph['edge_index_dict'].items():
-    assert torch.equal(data[rel].edge_index, torch.from_numpy(edge_index))
-  assert torch.equal(data['paper'].x, torch.from_numpy(graph['node_feat_dict']['paper']))
-  assert torch.equal(
-    data['paper'].train_idx, torch.from_numpy(ref.get_idx_split()['train']['paper'])
-  )
+    assert torch.equal(data[rel].edge_index, tensor(edge_index))
+  assert torch.equal(data['paper'].x, tensor(graph['node_feat_dict']['paper']))
+  assert torch.equal(data['paper'].train_idx, tensor(ref.get_idx_split()['train']['paper']))
 
 
 @pytest.mark.parametrize('partitioner', ['metis', 'random'])
