@@ -104,8 +104,9 @@ def launcher(root, mode, gpu, per_partition, samplers, batches, out):
   ready, measured = SPAWN.Queue(), SPAWN.Event()
   world, port = NUM_PARTITIONS * per_partition, free_port()
   procs = []
+  sample_on = None if mode == 'CPU' else gpu  # the 'CPU' job samples on the CPU, as without a GPU
   for rank in range(world):
-    args = (rank, world, datasets[rank // per_partition], samplers, batches, port, gpu)
+    args = (rank, world, datasets[rank // per_partition], samplers, batches, port, sample_on)
     name = f'trainer {rank}'
     procs.append(SPAWN.Process(target=trainer, args=(*args, ready, measured), name=name))
   for p in procs:
