@@ -6,6 +6,7 @@ graph, seeds and node sets (peer_protocol.py)."""
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -158,6 +159,7 @@ def run_peer_script(
     env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'VIRTUAL_ENV')}
     if pythonpath:
       env['PYTHONPATH'] = os.path.abspath(pythonpath)
+    env['PYTHONFAULTHANDLER'] = '1'  # a crash in the peer's C++ prints its Python stack
     # abspath, not realpath: a venv's python must keep its own path.
     cmd = [
       os.path.abspath(python),
@@ -167,7 +169,12 @@ def run_peer_script(
     ]
     done = subprocess.run(cmd, cwd=d, env=env, capture_output=True, text=True, timeout=1800)
   if done.returncode != 0:
-    sys.exit(f'{script} failed ({done.returncode}):\n{done.stderr[-4000:]}')
+    how = (
+      f'killed by {signal.Signals(-done.returncode).name}'
+      if done.returncode < 0
+      else f'exit code {done.returncode}'
+    )
+    sys.exit(f'{script} failed ({how}):\n{done.stderr[-4000:] or done.stdout[-4000:]}')
   return json.loads(done.stdout.strip().splitlines()[-1])
 
 
