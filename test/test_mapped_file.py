@@ -112,3 +112,6 @@ def test_a_pickled_partition_hands_its_features_over_in_place(tmp_path):
   rows, table_handle = run_child(rows_in_child, ds, own)
   assert torch.equal(torch.tensor(rows), x[own])
   assert isinstance(table_handle, MappedFileHandle), 'the child maps the partition file'
+  # the partition books stay the partition's files, here and in the copy
+  for book in (ds.edge_pb, copy.edge_pb, ds.edge_feat_pb, copy.edge_feat_pb):
+    assert MappedFileTensor.of(book.tensor) is not None, 'an edge book copied into memory'

@@ -5,7 +5,7 @@ import logging
 import os
 from multiprocessing.reduction import ForkingPickler
 from types import SimpleNamespace
-from typing import Callable, Dict, List, Literal, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Literal, Optional, Tuple, Union
 
 import torch
 
@@ -131,6 +131,13 @@ class DistDataset(Dataset):
   @property
   def edge_feat_pb(self):
     return self.edge_pb if self._edge_feat_pb is None else self._edge_feat_pb
+
+  @property
+  def built_feature_books(self) -> Tuple[Any, Any]:
+    """The node and edge feature partition books this dataset built (with
+    a cache of other partitions' rows), each None where the partition's own
+    book (``node_pb``, ``edge_pb``) serves."""
+    return self._node_feat_pb, self._edge_feat_pb
 
   @property
   def features_joined(self) -> bool:
@@ -428,11 +435,12 @@ def reduce_dist_dataset(dataset: DistDataset):
   (``Feature.host_share``). Any other moves all its tensors to shared
   memory."""
   if dataset.load_args is not None:
+    # the partition's own books are mapped from its files again there, not
+    # copied into shared memory here (an edge book: 2 bytes an edge of the graph)
     features = (
       dataset.node_features,
       dataset.edge_features,
-      dataset.node_feat_pb,
-      dataset.edge_feat_pb,
+      *dataset.built_feature_books,
       dataset.features_joined,
     )
     payload = (dataset.edge_dir, dataset.load_args, dataset.graph, features)
