@@ -9,7 +9,8 @@ import traceback
 
 import pytest
 from event_pipes import EventPipes
-from test_dist_sampling import SPAWN, free_port
+from test_dist_sampling import free_port
+from test_job_identity import reap, start
 
 import graphlearn_torch as glt
 from graphlearn_torch.distributed.runtime import rpc as rpc_module
@@ -49,9 +50,7 @@ def member(rank, port, leaves, events):
 def run_world(leaves):
   r"""``{(kind, rank): time}`` of a world whose rank 1 leaves as ``leaves``."""
   port, events = free_port(), EventPipes()
-  procs = [SPAWN.Process(target=member, args=(r, port, leaves, events.writer())) for r in (0, 1)]
-  for proc in procs:
-    proc.start()
+  procs = [start(member, r, port, leaves, events.writer()) for r in (0, 1)]
   try:
     return {
       (kind, rank): events.wait(kind, rank, failures=('error',))
@@ -59,11 +58,7 @@ def run_world(leaves):
       for rank in (0, 1)
     }  # fmt: skip
   finally:
-    for proc in procs:
-      proc.join(RPC_TIMEOUT_S)
-      if proc.is_alive():
-        proc.kill()
-        proc.join()
+    reap(procs)
 
 
 def test_rank_0_leaves_after_the_others():

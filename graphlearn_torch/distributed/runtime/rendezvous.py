@@ -18,8 +18,8 @@ the running job goes on undisturbed.
 Rank 0 serves the store for as long as the world lasts: torch's graceful
 shutdown reads it to the end, so a rank 0 that left first would cut the
 others' last reads (a C++ "Connection reset by peer" in their logs). Each
-process that leaves the world says so in the store (``leave_rendezvous``), and rank 0
-waits for the others to have said so before it goes.
+process that leaves the world says so in the store (``leave_rendezvous``),
+and rank 0 waits for the others to have said so before it goes.
 """
 
 import logging
@@ -49,6 +49,10 @@ _JOB_KEY = f'{_PREFIX}/job'
 _COMPLETE_KEY = f'{_PREFIX}/complete'
 _LEFT_KEY = f'{_PREFIX}/left'
 _ALL_LEFT_KEY = f'{_PREFIX}/all_left'
+JOB_ID_VARIABLES = ('GLT_JOB_ID', 'TORCHELASTIC_RUN_ID')
+r"""Where a process finds its job's identity: ``GLT_JOB_ID`` (``launch.py``
+sets it; users may), else torchrun's ``TORCHELASTIC_RUN_ID``."""
+
 # Seconds rank 0 waits for the others to leave after a graceful shutdown
 # (they have passed its last barrier: they leave at once unless they died).
 LEAVE_WAIT_S = 5.0
@@ -56,9 +60,6 @@ LEAVE_WAIT_S = 5.0
 # This process's rendezvous (store, rank, world size) by its RPC name, from
 # the rendezvous until it leaves the world.
 _joined: Dict[str, Tuple[Store, int, int]] = {}
-JOB_ID_VARIABLES = ('GLT_JOB_ID', 'TORCHELASTIC_RUN_ID')
-r"""Where a process finds its job's identity: ``GLT_JOB_ID`` (``launch.py``
-sets it; users may), else torchrun's ``TORCHELASTIC_RUN_ID``."""
 
 
 def job_identity() -> Tuple[Optional[str], str]:
