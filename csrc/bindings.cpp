@@ -88,7 +88,7 @@ void bind_inducers(py::module_& m) {
                      return std::make_unique<glt::cuda::CudaInducer>(num_node_types, device);
                    })),
                    py::arg("num_node_types"), py::arg("device"));
-  glt::bind_inducer_methods(glt::bind_sample_induce_next(cuda_inducer));
+  glt::bind_inducer_methods(glt::bind_sample_batch(glt::bind_sample_induce_next(cuda_inducer)));
 #endif
 }
 

@@ -22,6 +22,18 @@ py::class_<T>& bind_sample_induce_next(py::class_<T>& cls) {
                  py::arg("last") = false);
 }
 
+// sample_batch (a whole batch drawn and added at once), for the inducers
+// that have it (kernels/batch_sample.h).
+template <typename T>
+py::class_<T>& bind_sample_batch(py::class_<T>& cls) {
+  return cls.def("sample_batch", torch::wrap_pybind_function_no_gil(&T::sample_batch),
+                 py::arg("seeds"), py::arg("num_nodes"), py::arg("num_hops"),
+                 py::arg("num_edge_types"), py::arg("hops"), py::arg("edge_types"),
+                 py::arg("src_types"), py::arg("nbr_types"), py::arg("indptrs"),
+                 py::arg("indices"), py::arg("edge_ids"), py::arg("edge_weights"),
+                 py::arg("fanouts"), py::arg("replace"), py::arg("rng_seeds"));
+}
+
 // The methods an inducer (the CPU Inducer, its CUDA twin, the host harness's
 // generic one) has in Python.
 template <typename T>

@@ -14,7 +14,8 @@
 #              tests of test_examples_smoke.py); -rs lists
 #              what was skipped (only multi-GPU tests should be)
 #   syncs      test_gpu_syncs.py: the host syncs of a batch sampled on the GPU
-#              (at most one a hop), and where each one is
+#              (at most one a batch), and where each one is; test_whole_batch.py:
+#              its batches against the hop-by-hop engine's
 #   kernels    test_cuda_kernels.py: every CUDA op against the host harness (which
 #              it compiles first, about a minute)
 #   all-tests  the whole suite (long: not in the default list)
@@ -85,6 +86,7 @@ GLT_GPU=${GLT_GPU:-build/glt-gpu/pkg}
 PEER=()
 [ -d "$GLT_GPU/graphlearn_torch" ] && PEER=(--glt-gpu "$GLT_GPU")
 SANITIZED=(test/test_cuda_kernels.py test/test_gpu_data_path.py
+  test/test_whole_batch.py::test_gpu_batches_equal_the_hop_by_hop_engine
   -k 'not is_uniform and not two_partition')
 
 stage_env() {
@@ -121,7 +123,8 @@ stage_tests() {
 }
 
 stage_syncs() {
-  "$PY" -m pytest -q -rs -p no:cacheprovider --timeout 300 test/test_gpu_syncs.py
+  "$PY" -m pytest -q -rs -p no:cacheprovider --timeout 300 test/test_gpu_syncs.py \
+    test/test_whole_batch.py::test_gpu_batches_equal_the_hop_by_hop_engine
 }
 
 stage_kernels() {

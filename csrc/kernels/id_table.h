@@ -67,19 +67,29 @@ at::Tensor lookup_table(const Backend& backend, const IdTable& table, const at::
   return out;
 }
 
+// Where an insert's results go besides the returned buffer: each added id's
+// local id to local[at + i] (-1 for the others; `at` read on the device, 0
+// where null), and the new ids to nodes[size + rank] (the type's node list,
+// its entries numbered by local id) rather than to a buffer of their own.
+struct InsertTargets {
+  int64_t* local = nullptr;
+  const int64_t* at = nullptr;
+  int64_t* nodes = nullptr;
+};
+
 // Adds ids[i] for i < *count (every id when `count` is null; negative ids
 // never) to `table`, numbering the new ones from *size in order of first
 // appearance; then *size and *fresh_count grow by their number. Returns the
 // new ids in a buffer of ids.numel() entries (the first *fresh_count hold
-// them) and writes each added id's local id to `local_out` (-1 for the
-// others) when it is given. `table` must have room for them all.
+// them; an empty tensor where `out.nodes` takes them). `table` must have
+// room for them all.
 template <typename Backend>
 at::Tensor insert_bounded(const Backend& backend, IdTable& table, const at::Tensor& ids,
                           const int64_t* count, int64_t* size, int64_t* fresh_count,
-                          int64_t* local_out) {
+                          InsertTargets out) {
   const int64_t n = ids.numel();
   const auto options = ids.options();
-  auto fresh = at::empty({n}, options);
+  auto fresh = at::empty({out.nodes ? 0 : n}, options);
   if (n == 0) return fresh;
   auto slots = at::empty({n}, options);
   auto first = at::empty({n}, options);
@@ -101,21 +111,23 @@ at::Tensor insert_bounded(const Backend& backend, IdTable& table, const at::Tens
   backend.for_each(n, [=] GLT_HOST_DEVICE(int64_t i) {
     is_first[i] = slot[i] >= 0 && vals[slot[i]] == -(i + 2);
   });
-  auto rank = first.cumsum(0) - first;  // exclusive prefix sum
-  const int64_t* order = rank.data_ptr<int64_t>();
-  int64_t* fresh_ids = fresh.data_ptr<int64_t>();
+  const auto firsts = first.cumsum(0);  // a new id's rank among them: its count - 1
+  const int64_t* upto = firsts.data_ptr<int64_t>();
+  int64_t* fresh_ids = out.nodes ? out.nodes : fresh.data_ptr<int64_t>();
+  const bool at_size = out.nodes != nullptr;
   backend.for_each(n, [=] GLT_HOST_DEVICE(int64_t i) {
     if (!is_first[i]) return;
-    vals[slot[i]] = *size + order[i];
-    fresh_ids[order[i]] = key[i];
+    const int64_t rank = upto[i] - 1;
+    vals[slot[i]] = *size + rank;
+    fresh_ids[(at_size ? *size : 0) + rank] = key[i];
   });
-  if (local_out != nullptr) {
+  if (out.local != nullptr) {
     backend.for_each(n, [=] GLT_HOST_DEVICE(int64_t i) {
-      local_out[i] = slot[i] >= 0 ? vals[slot[i]] : -1;
+      out.local[(out.at ? *out.at : 0) + i] = slot[i] >= 0 ? vals[slot[i]] : -1;
     });
   }
   backend.for_each(1, [=] GLT_HOST_DEVICE(int64_t) {
-    const int64_t added = order[n - 1] + is_first[n - 1];
+    const int64_t added = upto[n - 1];
     *fresh_count += added;
     *size += added;
   });
@@ -135,8 +147,9 @@ at::Tensor add_to_table(const Backend& backend, IdTable& table, const at::Tensor
   auto tally = at::zeros({2}, ids.options());  // the table's size, the new ids
   tally.narrow(0, 0, 1).fill_(table.size);
   int64_t* count = tally.data_ptr<int64_t>();
-  const at::Tensor fresh = insert_bounded(backend, table, ids, nullptr, count, count + 1,
-                                          local ? local->data_ptr<int64_t>() : nullptr);
+  InsertTargets out;
+  out.local = local ? local->data_ptr<int64_t>() : nullptr;
+  const at::Tensor fresh = insert_bounded(backend, table, ids, nullptr, count, count + 1, out);
   const int64_t added = tally[1].item<int64_t>();
   table.size += added;
   return fresh.narrow(0, 0, added);

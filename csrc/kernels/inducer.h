@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "checks.h"
+#include "kernels/batch_sample.h"
 #include "kernels/hop_induce.h"
 #include "kernels/id_table.h"
 
@@ -66,7 +67,7 @@ class InducerImpl {
       });
       reserve_table(backend_, tables_[t], ids[t].numel(), options_);
       fresh.push_back(insert_bounded(backend_, tables_[t], ids[t], nullptr, count + num_types + t,
-                                     count + t, nullptr));
+                                     count + t, InsertTargets{}));
     }
     const at::Tensor read = at::cat({tally, negative}).cpu();  // the one sync
     const int64_t* r = read.data_ptr<int64_t>();
@@ -127,7 +128,37 @@ class InducerImpl {
                                      edge_ids[e], edge_weights[e], fanouts[e], replace,
                                      rng_seeds[e], sizes, pending[nbr_types[e]]));
     }
-    return finish_hop(hops, nbr_types, srcs, indptrs, row_prefixes, col_prefixes, sizes);
+    return finish_hop(hops, nbr_types, srcs, indptrs, indices, row_prefixes, col_prefixes, sizes);
+  }
+
+  // A whole batch drawn and added with one host sync (kernels/batch_sample.h):
+  // the seeds by node type, each type's node count, then the requests in
+  // hop order (fanouts >= 0; `rng_seeds`: the keys the requests that draw
+  // take in turn). A batch that fails a check forgets all nodes before it
+  // raises.
+  BatchOutputs sample_batch(const std::vector<at::Tensor>& seeds,
+                            const std::vector<int64_t>& num_nodes, int64_t num_hops,
+                            int64_t num_edge_types, const std::vector<int64_t>& hops,
+                            const std::vector<int64_t>& edge_types,
+                            const std::vector<int64_t>& src_types,
+                            const std::vector<int64_t>& nbr_types,
+                            const std::vector<at::Tensor>& indptrs,
+                            const std::vector<at::Tensor>& indices,
+                            const std::vector<std::optional<at::Tensor>>& edge_ids,
+                            const std::vector<std::optional<at::Tensor>>& edge_weights,
+                            const std::vector<int64_t>& fanouts, bool replace,
+                            const std::vector<int64_t>& rng_seeds) {
+    const BatchPlan plan{seeds,     num_nodes, num_hops, num_edge_types, hops,
+                         edge_types, src_types, nbr_types, fanouts,      indptrs,
+                         indices,   edge_ids,  edge_weights, replace,    rng_seeds};
+    BatchSampling<Backend> batch(backend_, tables_, options_, plan);
+    try {
+      batch.launch();
+    } catch (...) {
+      reset();
+      throw;
+    }
+    return batch.finish([this] { reset(); });
   }
 
   // Adds one hop (see the CPU Inducer::induce_next): returns (nodes new to
@@ -245,25 +276,29 @@ class InducerImpl {
     hop.report = new_report(options_);
     const at::Tensor seed_local = lookup_table(backend_, tables_[src_type], src);
     const int64_t n = src.numel();
+    const SeedRange seeds = seed_range(src, seed_local);
     int64_t bound = 0;
     AT_DISPATCH_INDEX_TYPES(indptr.scalar_type(), "sample_induce_next", [&] {
       const CsrView<index_t> g{indptr.data_ptr<index_t>(), indices.data_ptr<index_t>(),
                                edge_ids.has_value() ? edge_ids->data_ptr<int64_t>() : nullptr,
                                edge_weights.has_value() ? edge_weights->data_ptr<float>() : nullptr};
-      count_bounded(backend_, g, num_rows, indices.numel(), src, seed_local, fanout, replace, hop);
+      count_bounded(backend_, g, num_rows, indices.numel(), seeds, fanout, replace, hop);
+      record_total(backend_, hop);
       // All neighbors (fanout -1): no bound ahead, the total is read here.
       bound = fanout >= 0 ? n * fanout : hop.offsets[n].item<int64_t>();
-      draw_bounded(backend_, g, src, seed_local, fanout, replace, static_cast<uint64_t>(rng_seed),
-                   bound, hop);
+      DrawTargets targets;
+      targets.key = static_cast<uint64_t>(rng_seed);
+      draw_bounded(backend_, g, seeds, fanout, replace, bound, targets, hop);
     });
     IdTable& table = tables_[nbr_type];
     pending += bound;
     reserve_table(backend_, table, pending, options_);
     hop.cols = at::empty({bound}, options_);
     int64_t* report = hop.report.data_ptr<int64_t>();
+    InsertTargets out;
+    out.local = hop.cols.data_ptr<int64_t>();
     hop.fresh = insert_bounded(backend_, table, hop.nbrs, hop.offsets.data_ptr<int64_t>() + n,
-                               sizes.data_ptr<int64_t>() + nbr_type, report + kFresh,
-                               hop.cols.data_ptr<int64_t>());
+                               sizes.data_ptr<int64_t>() + nbr_type, report + kFresh, out);
     return hop;
   }
 
@@ -271,6 +306,7 @@ class InducerImpl {
   // a check found, and cuts the hop's outputs to their sizes.
   HopOutputs finish_hop(const std::vector<BoundedHop>& hops, const std::vector<int64_t>& nbr_types,
                         const std::vector<at::Tensor>& srcs, const std::vector<at::Tensor>& indptrs,
+                        const std::vector<at::Tensor>& indices,
                         const std::vector<at::Tensor>& row_prefixes,
                         const std::vector<at::Tensor>& col_prefixes, const at::Tensor& sizes) {
     std::vector<at::Tensor> parts;
@@ -279,7 +315,7 @@ class InducerImpl {
     const at::Tensor read = at::cat(parts).cpu();
     const int64_t* r = read.data_ptr<int64_t>();
     for (size_t e = 0; e < hops.size(); ++e) {
-      raise_failure(r + e * kReportSize, srcs[e], indptrs[e], hops[e]);
+      raise_failure(r + e * kReportSize, srcs[e], indptrs[e].numel() - 1, indices[e], hops[e]);
     }
     std::vector<at::Tensor> rows, cols, nbrs, nums, eids;
     std::vector<std::vector<at::Tensor>> fresh(tables_.size());
@@ -301,23 +337,29 @@ class InducerImpl {
     return {nodes, rows, cols, nbrs, nums, eids};
   }
 
-  // Raises what a request's report `r` says failed, after forgetting all nodes.
-  void raise_failure(const int64_t* r, const at::Tensor& srcs, const at::Tensor& indptr,
-                     const BoundedHop& hop) {
+  // Raises what a request's report `r` says failed, after forgetting all
+  // nodes: `seeds` are the request's seeds, drawn from a topology of
+  // `num_rows` rows, whose neighbors must lie in [0, num_ids).
+  void raise_failure(const int64_t* r, const at::Tensor& seeds, int64_t num_rows,
+                     const at::Tensor& indices, const BoundedHop& hop,
+                     int64_t num_ids = INT64_MAX) {
     if (r[kBadSeed] == kNone && r[kUnseenSeed] == kNone && r[kBadRow] == kNone &&
         r[kBadNeighbor] == kNone) {
       return;
     }
     reset();
-    const auto seed = [&](int64_t slot) { return srcs[r[slot]].template item<int64_t>(); };
-    TORCH_CHECK_VALUE(r[kBadSeed] == kNone, "srcs holds ids outside [0, ", indptr.numel() - 1,
+    const auto seed = [&](int64_t slot) { return seeds[r[slot]].template item<int64_t>(); };
+    TORCH_CHECK_VALUE(r[kBadSeed] == kNone, "srcs holds ids outside [0, ", num_rows,
                       "): ", seed(kBadSeed));
     TORCH_CHECK_VALUE(r[kUnseenSeed] == kNone, "source node ", seed(kUnseenSeed),
                       " was not seen by the inducer before this hop");
     TORCH_CHECK_VALUE(r[kBadRow] == kNone, "indptr gives row ", seed(kBadRow),
                       " entries outside indices");
-    TORCH_CHECK_VALUE(false, "indices holds a negative id: ",
-                      hop.nbrs[r[kBadNeighbor]].template item<int64_t>());
+    const int64_t entry = hop.positions[r[kBadNeighbor]].template item<int64_t>();
+    const int64_t v = indices[entry].template item<int64_t>();
+    TORCH_CHECK_VALUE(v >= 0, "indices holds a negative id: ", v);
+    TORCH_CHECK_VALUE(false, "indices holds node id ", v, ", outside the ", num_ids,
+                      " nodes of its type");
   }
 
   Backend backend_;

@@ -147,5 +147,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   inducer.def(py::init(torch::wrap_pybind_function([](int64_t num_node_types) {
     return std::make_unique<HostInducer>(num_node_types, HostBackend{}, at::TensorOptions());
   })));
-  glt::bind_inducer_methods(glt::bind_sample_induce_next(inducer));
+  glt::bind_inducer_methods(glt::bind_sample_batch(glt::bind_sample_induce_next(inducer)));
 }

@@ -52,9 +52,9 @@ class LocalDraws:
   here (on the CPU, or on the GPU that samples); the engine then has its
   inducer draw each hop and relabel the draws in the same call
   (``sample_induce_next``): on the CPU each chunk as soon as it is drawn,
-  so that the inducer's sequential inserts overlap the draws; on a GPU with
-  one host sync a hop. The batches are the ones ``sample_one_hop``'s
-  answers give.
+  so that the inducer's sequential inserts overlap the draws; on a GPU every
+  hop of a batch in one call, with one host sync (``whole_batch.py``). The
+  batches are the ones ``sample_one_hop``'s answers give.
 
   Args:
     topologies: each edge type's topology (``Graph.device_topology()``).

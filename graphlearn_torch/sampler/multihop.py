@@ -51,6 +51,7 @@ from .hops import HopAnswer, HopRequest, HopTrace, LocalDraws, extended, hop_cou
 from .link import LinkSampling
 from .one_hop import sample_one_hop  # noqa: F401  (its home before one_hop.py)
 from .schema import RandomStream, SamplingSchema
+from .whole_batch import draws_whole_batch, sample_whole_batch
 
 # Node types up to this size get an id-indexed inducer map (4 bytes a node).
 DENSE_INDUCER_MAX_NODES = 1 << 26
@@ -150,9 +151,9 @@ class MultiHopSampler(LinkSampling):
     Yields, once per hop, the hop's requests and takes back their
     NeighborOutputs in the same order; returns the deduplicated and
     relabelled result. With ``local``, the inducer draws every hop itself
-    and nothing is yielded. ``inducer`` (default: one from the pool,
-    returned when the generator ends or is closed) must not be shared by
-    two unfinished runs.
+    and nothing is yielded (on a GPU, every hop in one call: whole_batch.py).
+    ``inducer`` (default: one from the pool, returned when the generator
+    ends or is closed) must not be shared by two unfinished runs.
 
     Args:
       seed_dict: checked seed ids by node type.
@@ -169,6 +170,10 @@ class MultiHopSampler(LinkSampling):
     if inducer is None:
       with self.inducer() as pooled:
         return (yield from self.sample_steps(seed_dict, pooled, local, seed_time))
+    if seed_time is None and not self.disjoint and draws_whole_batch(inducer, self.fanouts, local):
+      return sample_whole_batch(
+        self.schema, self.fanouts, self.num_hops, inducer, seed_dict, local, self.sample_device
+      )
     schema = self.schema
     keys = DisjointKeys(schema, seed_dict, seed_time) if self.disjoint else None
     if keys is not None:

@@ -247,6 +247,21 @@ class RandomStream:
     """A seed for one call of a C++ sampling kernel."""
     return int(torch.randint(0, SEED_BOUND, (1,), generator=self.generator))
 
+  def next_kernel_seeds(self, n: int) -> List[int]:
+    """The next ``n`` kernel seeds, the stream left where it was: a caller
+    that learns later how many it took advances by that many
+    (``skip_kernel_seeds``)."""
+    generator = self.generator if self.generator is not None else torch.default_generator
+    state = generator.get_state()
+    seeds = [self.kernel_seed() for _ in range(n)]
+    generator.set_state(state)
+    return seeds
+
+  def skip_kernel_seeds(self, n: int) -> None:
+    """Advances the stream past ``n`` kernel seeds."""
+    for _ in range(n):
+      self.kernel_seed()
+
   def randint(self, high: int, n: int) -> torch.Tensor:
     """``n`` uniform integers in ``[0, high)``."""
     return torch.randint(0, high, (n,), generator=self.generator)

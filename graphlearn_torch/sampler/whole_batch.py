@@ -1,0 +1,101 @@
+"""A batch's hops drawn and relabelled in one inducer call.
+
+On a GPU the inducer can take every hop of a batch at once
+(``CudaInducer.sample_batch``): the frontiers, sizes and random keys stay on
+the device and the host waits once, at the batch's end, rather than once a
+hop. The plan it gets is every (hop, edge type) the fanouts ask for; a
+request whose frontier turns out empty draws nothing and takes no kernel
+seed, so the batch equals the hop-by-hop engine's for the same stream.
+"""
+
+from typing import Dict, List
+
+import torch
+
+from ..typing import NodeType
+from .base import HopResult
+from .hops import LocalDraws
+from .schema import SamplingSchema
+
+
+def draws_whole_batch(inducer, fanouts: Dict, local: LocalDraws) -> bool:
+  """Whether ``inducer`` can draw a whole batch from ``local`` in one call:
+  it has ``sample_batch`` and every fanout has a bound (no -1)."""
+  bounded = all(k >= 0 for fanout in fanouts.values() for k in fanout)
+  return bounded and hasattr(inducer, 'sample_batch') and local is not None
+
+
+def sample_whole_batch(
+  schema: SamplingSchema,
+  fanouts: Dict,
+  num_hops: int,
+  inducer,
+  seed_dict: Dict[NodeType, torch.Tensor],
+  local: LocalDraws,
+  device: torch.device,
+) -> HopResult:
+  """Every hop of a batch drawn from ``local`` by ``inducer.sample_batch``.
+
+  Args:
+    schema: the graph's types and sizes.
+    fanouts: neighbors per hop by edge type (each >= 0).
+    num_hops: the hops to draw.
+    inducer: an inducer with ``sample_batch`` (emptied by it first).
+    seed_dict: checked seed ids by node type, on the inducer's device.
+    local: the topologies and the random stream to draw with.
+    device: the inducer's device.
+  """
+  types = schema.node_types
+  etypes = list(schema.edge_types)
+  plan = [
+    (hop, etype, fanout[hop])
+    for hop in range(num_hops)
+    for etype, fanout in fanouts.items()
+    if fanout[hop] != 0
+  ]
+  topos = [local.topologies[etype] for _, etype, _ in plan]
+  empty = torch.empty(0, dtype=torch.int64, device=device)
+  nodes, rows, cols, eids, seed_locals, counts = inducer.sample_batch(
+    seeds=[seed_dict.get(t, empty) for t in types],
+    num_nodes=[schema.num_nodes[t] for t in types],
+    num_hops=num_hops,
+    num_edge_types=len(etypes),
+    hops=[hop for hop, _, _ in plan],
+    edge_types=[etypes.index(etype) for _, etype, _ in plan],
+    src_types=[schema.type_index[schema.seed_type(etype)] for _, etype, _ in plan],
+    nbr_types=[schema.type_index[schema.nbr_type(etype)] for _, etype, _ in plan],
+    indptrs=[t.indptr for t in topos],
+    indices=[t.indices for t in topos],
+    edge_ids=[t.edge_ids if local.with_edge else None for t in topos],
+    edge_weights=[t.edge_weights if local.with_weight else None for t in topos],
+    fanouts=[fanout for _, _, fanout in plan],
+    replace=local.replace,
+    rng_seeds=local.random.next_kernel_seeds(len(plan)),
+  )
+  counts = counts.tolist()
+  local.random.skip_kernel_seeds(counts[-1])
+  marks = len(types) * (num_hops + 1)
+  out_etypes = [schema.out_edge_type(e) for e in etypes]
+  num_edges = {key: [0] * num_hops for key in out_etypes}
+  for (hop, etype, _), total in zip(plan, counts[marks:-1]):
+    num_edges[schema.out_edge_type(etype)][hop] = total
+  # The inducer's rows are each edge's seed, its cols the neighbor: the
+  # output's col and row (messages pass neighbor -> seed).
+  return HopResult(
+    node=dict(zip(types, nodes)),
+    row=dict(zip(out_etypes, cols)),
+    col=dict(zip(out_etypes, rows)),
+    edge=dict(zip(out_etypes, eids)) if local.with_edge else None,
+    num_sampled_nodes={
+      t: hop_sizes(counts[i * (num_hops + 1) : (i + 1) * (num_hops + 1)])
+      for i, t in enumerate(types)
+    },
+    num_sampled_edges=num_edges,
+    seed_local={t: seed_locals[schema.type_index[t]] for t in seed_dict},
+  )
+
+
+def hop_sizes(marks: List[int]) -> List[int]:
+  """Nodes added in each hop (hop 0: the seeds) from a type's node count
+  after the seeds and after each hop."""
+  return [marks[0]] + [b - a for a, b in zip(marks, marks[1:])]

@@ -1,0 +1,214 @@
+"""A whole batch drawn in one inducer call (kernels/batch_sample.h, the GPU
+path's sample_batch), run on the CPU through the host harness: the engine's
+batches must equal those of the same inducer driven hop by hop
+(sample_induce_next, itself checked against the kernels' sample_neighbors
+then induce_next), for homogeneous and heterogeneous graphs, and the random
+stream must stand where the hop-by-hop run leaves it. A bad input raises
+what is wrong and leaves the inducer usable."""
+
+import pytest
+import torch
+from conftest import random_edges
+from test_neighbor_sampler import HOMO_T, check_output, make_hetero, make_homo
+
+from graphlearn_torch._ext import cuda_kernels_available
+from graphlearn_torch.data import Dataset
+from graphlearn_torch.sampler import NeighborSampler, NodeSamplerInput
+
+# Builds the host harness: left out of make test-fast.
+pytestmark = pytest.mark.slow
+
+
+class HopByHop:
+  """An inducer without sample_batch: the engine then drives it hop by hop."""
+
+  def __init__(self, inducer):
+    self.inducer = inducer
+
+  def __getattr__(self, name):
+    if name == 'sample_batch':
+      raise AttributeError(name)
+    return getattr(self.inducer, name)
+
+
+def harness_sampler(harness, ds, fanouts, whole, **options):
+  """A NeighborSampler on ``ds`` whose engine uses the harness's inducer,
+  whole batches at a time or hop by hop."""
+  sampler = NeighborSampler(ds.graph, fanouts, device='cpu', edge_dir='in', seed=7, **options)
+  num_types = len(sampler.schema.node_types)
+
+  def create_inducer():
+    inducer = harness.Inducer(num_types)
+    return inducer if whole else HopByHop(inducer)
+
+  sampler.engine.create_inducer = create_inducer
+  return sampler
+
+
+def assert_same_batch(a, b):
+  for field in ('node', 'row', 'col', 'edge', 'batch', 'num_sampled_nodes', 'num_sampled_edges'):
+    x, y = getattr(a, field), getattr(b, field)
+    if isinstance(x, dict):
+      assert x.keys() == y.keys(), field
+      for key in x:
+        assert torch.equal(torch.as_tensor(x[key]), torch.as_tensor(y[key])), (field, key)
+    elif x is None or y is None:
+      assert x is None and y is None, field
+    else:
+      assert torch.equal(torch.as_tensor(x), torch.as_tensor(y)), field
+  assert torch.equal(a.metadata['seed_local'], b.metadata['seed_local'])
+
+
+def sample_both(harness, ds, fanouts, batches, seed_type=None, **options):
+  """The same batches from a whole-batch and a hop-by-hop sampler."""
+  whole = harness_sampler(harness, ds, fanouts, True, **options)
+  hops = harness_sampler(harness, ds, fanouts, False, **options)
+  outs = []
+  for seeds in batches:
+    inputs = NodeSamplerInput(seeds, seed_type)
+    outs.append((whole.sample_from_nodes(inputs), hops.sample_from_nodes(inputs)))
+  # Both streams stand at the same place: the next draws agree.
+  assert whole.random.kernel_seed() == hops.random.kernel_seed()
+  return outs
+
+
+@pytest.mark.parametrize('with_edge', [False, True])
+@pytest.mark.parametrize('replace', [False, True])
+@pytest.mark.parametrize('fanouts', [[4, 3], [2, 2, 2, 2], [5, 1, 6]])
+def test_homo_batches_equal_the_hop_by_hop_engine(harness, threads, with_edge, replace, fanouts):
+  ds, edges = make_homo('in', num_nodes=60, num_edges=500, seed=3)
+  batches = [torch.tensor([1, 5, 5, 17]), torch.tensor([59]), torch.arange(0, 60, 7)]
+  outs = sample_both(harness, ds, fanouts, batches, with_edge=with_edge, replace=replace)
+  for (whole, hops), seeds in zip(outs, batches):
+    assert_same_batch(whole, hops)
+    if with_edge:  # the brute-force check reads the edge ids
+      check_output(whole, edges, seeds, HOMO_T, {et: fanouts for et in edges}, 'in', replace)
+
+
+SOME_TYPES_SKIP_A_HOP = {
+  ('author', 'writes', 'paper'): [3, 0, 2],
+  ('paper', 'cites', 'paper'): [2, 2, 0],
+  ('author', 'affiliated', 'inst'): [0, 4, 1],
+}
+
+
+@pytest.mark.parametrize('fanouts', [[3, 2], SOME_TYPES_SKIP_A_HOP])
+def test_hetero_batches_equal_the_hop_by_hop_engine(harness, threads, fanouts):
+  ds, edges = make_hetero('in')
+  batches = [torch.tensor([2, 9, 9, 30]), torch.tensor([0]), torch.arange(40)]
+  outs = sample_both(harness, ds, fanouts, batches, 'paper', with_edge=True)
+  per_type = fanouts if isinstance(fanouts, dict) else {et: fanouts for et in edges}
+  for (whole, hops), seeds in zip(outs, batches):
+    assert_same_batch(whole, hops)
+    check_output(whole, edges, seeds, 'paper', per_type, 'in', False)
+
+
+class PlanCounter:
+  """An inducer that counts its batches' planned requests and those that drew."""
+
+  def __init__(self, inducer, counts):
+    self.inducer, self.counts = inducer, counts
+
+  def sample_batch(self, **plan):
+    out = self.inducer.sample_batch(**plan)
+    self.counts.append((len(plan['hops']), int(out[-1][-1])))
+    return out
+
+  def __getattr__(self, name):
+    return getattr(self.inducer, name)
+
+
+def test_a_frontier_that_comes_out_empty_takes_no_random_key(harness):
+  # Papers no paper cites: hop 1 meets authors but no new paper, so hop 2's
+  # 'writes' request (its bound: hop 1's cites draws) has no seeds; it must
+  # neither draw nor take a kernel seed, as the hop-by-hop engine skips it.
+  edges = {
+    ('author', 'writes', 'paper'): random_edges(25, 40, 150, seed=0),
+    ('paper', 'cites', 'paper'): random_edges(40, 20, 100, seed=1),  # papers 20+ uncited
+  }
+  ds = Dataset(edge_dir='in')
+  ds.init_graph(edges, graph_mode='CPU', num_nodes={'paper': 40, 'author': 25})
+  uncited = torch.arange(20, 40)
+  cites = {et: [2, 2] for et in edges}
+  counts = []
+  whole = harness_sampler(harness, ds, cites, True, with_edge=True)
+  make = whole.engine.create_inducer
+  whole.engine.create_inducer = lambda: PlanCounter(make(), counts)
+  hops = harness_sampler(harness, ds, cites, False, with_edge=True)
+  for seeds in (uncited[:2], uncited[-1:], torch.tensor([0, 1, 2])):
+    inputs = NodeSamplerInput(seeds, 'paper')
+    assert_same_batch(whole.sample_from_nodes(inputs), hops.sample_from_nodes(inputs))
+  assert any(drawn < planned for planned, drawn in counts), counts
+  assert whole.random.kernel_seed() == hops.random.kernel_seed()
+
+
+def test_weighted_batches_equal_the_hop_by_hop_engine(harness):
+  ei = random_edges(40, 40, 300, seed=4)
+  weights = torch.rand(300, generator=torch.Generator().manual_seed(1)) + 0.1
+  weights[::5] = 0.0  # never drawn
+  ds = Dataset(edge_dir='in')
+  ds.init_graph(ei, edge_weights=weights, graph_mode='CPU', num_nodes=40)
+  for replace in (False, True):
+    outs = sample_both(
+      harness, ds, [3, 3], [torch.tensor([0, 8, 9])], with_weight=True, replace=replace
+    )
+    assert_same_batch(*outs[0])
+
+
+def test_bad_inputs_raise_and_leave_the_inducer_usable(harness):
+  from graphlearn_torch.sampler.hops import LocalDraws
+  from graphlearn_torch.sampler.schema import RandomStream
+
+  ds, _ = make_homo('in', num_nodes=30, num_edges=200, seed=5)
+  sampler = harness_sampler(harness, ds, [3, 2], True)
+  inducer = harness.Inducer(1)
+  topo = ds.graph.device_topology()
+  local = LocalDraws({etype: topo for etype in sampler.graphs}, RandomStream(1))
+
+  def batch(seeds, **patch):
+    topos = {etype: topo._replace(**patch) for etype in sampler.graphs}
+    draws = LocalDraws(topos, local.random)
+    steps = sampler.engine.sample_steps({sampler.schema.node_types[0]: seeds}, inducer, draws)
+    try:
+      next(steps)
+    except StopIteration as done:
+      return done.value
+    raise AssertionError('the engine yielded a hop to answer')
+
+  with pytest.raises(ValueError, match='seeds hold node id 30, outside the 30 nodes'):
+    batch(torch.tensor([1, 30]))
+  with pytest.raises(ValueError, match='seeds hold node id -2'):
+    batch(torch.tensor([-2, 3]))
+  bad = topo.indices.clone()
+  bad[:] = 31
+  with pytest.raises(ValueError, match='indices holds node id 31, outside the 30 nodes'):
+    batch(torch.tensor([1, 2]), indices=bad)
+  bad[:] = -4
+  with pytest.raises(ValueError, match='indices holds node id -4, outside the 30 nodes'):
+    batch(torch.tensor([1, 2]), indices=bad)
+  bad_ptr = topo.indptr.clone()
+  bad_ptr[2] = 10_000
+  with pytest.raises(ValueError, match='indptr gives row 1 entries outside indices'):
+    batch(torch.tensor([1]), indptr=bad_ptr)
+  res = batch(torch.tensor([1, 2]))  # usable after every failure
+  assert res.node[sampler.schema.node_types[0]][:2].tolist() == [1, 2]
+
+
+@pytest.mark.skipif(not cuda_kernels_available(), reason='needs a GPU and the CUDA kernels')
+@pytest.mark.parametrize('mode', ['CUDA', 'ZERO_COPY'])
+def test_gpu_batches_equal_the_hop_by_hop_engine(mode):
+  ds = Dataset(edge_dir='in')
+  ds.init_graph(random_edges(3000, 3000, 40_000, seed=6), graph_mode=mode, num_nodes=3000)
+  samplers = []
+  for whole in (True, False):
+    sampler = NeighborSampler(
+      ds.graph, [10, 5, 5], device=torch.device('cuda', 0), edge_dir='in', with_edge=True, seed=3
+    )
+    if not whole:
+      make = sampler.engine.create_inducer
+      sampler.engine.create_inducer = lambda make=make: HopByHop(make())
+    samplers.append(sampler)
+  g = torch.Generator().manual_seed(4)
+  for _ in range(3):
+    inputs = NodeSamplerInput(torch.randint(0, 3000, (512,), generator=g))
+    assert_same_batch(*(s.sample_from_nodes(inputs) for s in samplers))
