@@ -9,6 +9,8 @@ runs glt.sampler.NeighborSampler, fanout [15, 10, 5], on the same batches of
   - 'CUDA': the topology in GPU memory;
   - 'ZERO_COPY': the topology in pinned host memory, read in place by the
     GPU kernels (UVA);
+  - each GPU mode again with every batch's kernels launched one by one
+    (GLT_CUDA_GRAPHS=0) rather than replayed as a CUDA graph;
   - 'CPU' at 2 threads, and at every core of this machine;
   - the device's limit for each GPU mode: random reads of the topology's
     ``indices`` where that mode keeps them (one per sampled edge), by
@@ -41,6 +43,7 @@ from workloads import (
 )
 
 import graphlearn_torch as glt
+from graphlearn_torch.sampler.whole_batch import CUDA_GRAPHS_ENV
 
 FANOUT = [15, 10, 5]
 
@@ -63,6 +66,21 @@ def indices_reads_per_s(graph: glt.data.Graph) -> float:
   sampled edge."""
   indices = graph.device_topology().indices
   return random_reads_per_s(indices, 1 << 24, sync=torch.cuda.synchronize, repeat=4)
+
+
+def gpu_rows(graph: glt.data.Graph, mode: str, seed_batches, args) -> list:
+  r"""``(sampler, '-', time_batches(...))`` of our GPU sampler on ``graph``,
+  its batches replayed as CUDA graphs, then launched kernel by kernel."""
+  rows = []
+  for graphs in ('1', '0'):
+    os.environ[CUDA_GRAPHS_ENV] = graphs
+    sampler = glt.sampler.NeighborSampler(
+      graph, FANOUT, device=torch.device('cuda', args.gpu), edge_dir='in', seed=args.seed
+    )
+    timed = time_batches(sampler, seed_batches, args.batches, torch.cuda.synchronize)
+    rows.append((mode if graphs == '1' else f'{mode}, no CUDA graphs', '-', timed))
+  del os.environ[CUDA_GRAPHS_ENV]
+  return rows
 
 
 def describe_machine(gpu: int) -> str:
@@ -142,13 +160,7 @@ def main():
     if graph is None:
       print(f'{mode} row skipped: {why}')
       continue
-    device = torch.device('cuda', args.gpu)
-    sampler = glt.sampler.NeighborSampler(
-      graph, FANOUT, device=device, edge_dir='in', seed=args.seed
-    )
-    rows.append(
-      (mode, '-', time_batches(sampler, seed_batches, args.batches, torch.cuda.synchronize))
-    )
+    rows += gpu_rows(graph, mode, seed_batches, args)
     limits[mode] = indices_reads_per_s(graph)
   if args.glt_gpu and rows:
     rows += glt_gpu_rows(topo, seed_batches, args)

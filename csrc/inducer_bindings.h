@@ -31,7 +31,8 @@ py::class_<T>& bind_sample_batch(py::class_<T>& cls) {
                  py::arg("num_edge_types"), py::arg("hops"), py::arg("edge_types"),
                  py::arg("src_types"), py::arg("nbr_types"), py::arg("indptrs"),
                  py::arg("indices"), py::arg("edge_ids"), py::arg("edge_weights"),
-                 py::arg("fanouts"), py::arg("replace"), py::arg("rng_seeds"));
+                 py::arg("fanouts"), py::arg("replace"), py::arg("rng_seeds"),
+                 py::arg("replay") = false);
 }
 
 // The methods an inducer (the CPU Inducer, its CUDA twin, the host harness's

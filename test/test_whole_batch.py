@@ -142,6 +142,49 @@ def test_a_frontier_that_comes_out_empty_takes_no_random_key(harness):
   assert whole.random.kernel_seed() == hops.random.kernel_seed()
 
 
+class PlanRecorder:
+  """An inducer that keeps the arguments and results of its sample_batch calls."""
+
+  def __init__(self, inducer, calls):
+    self.inducer, self.calls = inducer, calls
+
+  def sample_batch(self, **plan):
+    out = self.inducer.sample_batch(**plan)
+    self.calls.append((plan, out))
+    return out
+
+  def __getattr__(self, name):
+    return getattr(self.inducer, name)
+
+
+@pytest.mark.parametrize('hetero', [False, True])
+def test_a_batch_launched_again_with_new_seeds_is_that_batch(harness, hetero):
+  # What a CUDA graph's replay does: the same buffers and launches, the
+  # seeds and keys copied in; nothing of the batch before may remain.
+  ds = make_hetero('in')[0] if hetero else make_homo('in', num_nodes=60, num_edges=500)[0]
+  calls = []
+  sampler = harness_sampler(harness, ds, [3, 2], True, with_edge=True)
+  make = sampler.engine.create_inducer
+  sampler.engine.create_inducer = lambda: PlanRecorder(make(), calls)
+  g = torch.Generator().manual_seed(8)
+  for _ in range(4):  # seed sets of one size, duplicates among them
+    seeds = torch.randint(0, 40 if hetero else 60, (12,), generator=g)
+    sampler.sample_from_nodes(NodeSamplerInput(seeds, 'paper' if hetero else None))
+  (first, _), *more = calls
+  relaunched = harness.sample_batches_relaunched(
+    **{k: v for k, v in first.items() if k != 'replay'},
+    more_seeds=[plan['seeds'] for plan, _ in more],
+    more_keys=[plan['rng_seeds'] for plan, _ in more],
+  )
+  assert len(relaunched) == len(calls)
+  for again, (_, out) in zip(relaunched, calls):
+    for part_again, part in zip(again, out):
+      if isinstance(part, list):
+        assert all(torch.equal(a, b) for a, b in zip(part_again, part))
+      else:
+        assert torch.equal(part_again, part)
+
+
 def test_weighted_batches_equal_the_hop_by_hop_engine(harness):
   ei = random_edges(40, 40, 300, seed=4)
   weights = torch.rand(300, generator=torch.Generator().manual_seed(1)) + 0.1

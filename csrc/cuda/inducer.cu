@@ -3,19 +3,24 @@
 
 #include "kernels/inducer.h"
 #include "cuda/backend.cuh"
+#include "cuda/batch_graphs.h"
 #include "cuda/inducer.h"
 
 namespace glt {
 namespace cuda {
 
 struct CudaInducer::Impl {
+  Impl(int64_t num_node_types, const at::TensorOptions& options)
+      : inducer(num_node_types, CudaBackend{}, options), graphs(options) {}
+
   kernels::InducerImpl<CudaBackend> inducer;
+  BatchGraphs graphs;
 };
 
 CudaInducer::CudaInducer(int64_t num_node_types, int64_t device) : device_(device) {
   const c10::cuda::CUDAGuard guard(device);
-  impl_ = std::make_unique<Impl>(Impl{kernels::InducerImpl<CudaBackend>(
-      num_node_types, CudaBackend{}, at::TensorOptions().device(at::kCUDA, device))});
+  impl_ = std::make_unique<Impl>(num_node_types,
+                                 at::TensorOptions().device(at::kCUDA, device).dtype(at::kLong));
 }
 
 CudaInducer::~CudaInducer() = default;
@@ -58,11 +63,17 @@ kernels::BatchOutputs CudaInducer::sample_batch(
     const std::vector<int64_t>& nbr_types, const std::vector<at::Tensor>& indptrs,
     const std::vector<at::Tensor>& indices, const std::vector<std::optional<at::Tensor>>& edge_ids,
     const std::vector<std::optional<at::Tensor>>& edge_weights, const std::vector<int64_t>& fanouts,
-    bool replace, const std::vector<int64_t>& rng_seeds) {
+    bool replace, const std::vector<int64_t>& rng_seeds, bool replay) {
   const c10::cuda::CUDAGuard guard(device_);
-  return impl_->inducer.sample_batch(seeds, num_nodes, num_hops, num_edge_types, hops, edge_types,
-                                     src_types, nbr_types, indptrs, indices, edge_ids,
-                                     edge_weights, fanouts, replace, rng_seeds);
+  kernels::BatchPlan plan =
+      kernels::batch_plan(seeds, num_nodes, num_hops, num_edge_types, hops, edge_types, src_types,
+                          nbr_types, indptrs, indices, edge_ids, edge_weights, fanouts, replace,
+                          rng_seeds);
+  if (replay) {
+    auto replayed = impl_->graphs.sample(plan, [this] { impl_->inducer.reset(); });
+    if (replayed.has_value()) return *std::move(replayed);
+  }
+  return impl_->inducer.sample_plan(std::move(plan));
 }
 
 at::Tensor CudaInducer::local_ids(int64_t node_type, const at::Tensor& ids) const {

@@ -48,7 +48,7 @@ class CudaInducer {
                const std::vector<std::optional<at::Tensor>>& edge_ids,
                const std::vector<std::optional<at::Tensor>>& edge_weights,
                const std::vector<int64_t>& fanouts, bool replace,
-               const std::vector<int64_t>& rng_seeds);
+               const std::vector<int64_t>& rng_seeds, bool replay = false);
   at::Tensor local_ids(int64_t node_type, const at::Tensor& ids) const;
   void reset();
   int64_t num_node_types() const;

@@ -49,6 +49,24 @@ struct BatchPlan {
   int64_t num_requests() const { return static_cast<int64_t>(hops.size()); }
 };
 
+// The plan of sample_batch's arguments (InducerImpl::sample_batch).
+inline BatchPlan batch_plan(const std::vector<at::Tensor>& seeds,
+                            const std::vector<int64_t>& num_nodes, int64_t num_hops,
+                            int64_t num_edge_types, const std::vector<int64_t>& hops,
+                            const std::vector<int64_t>& edge_types,
+                            const std::vector<int64_t>& src_types,
+                            const std::vector<int64_t>& nbr_types,
+                            const std::vector<at::Tensor>& indptrs,
+                            const std::vector<at::Tensor>& indices,
+                            const std::vector<std::optional<at::Tensor>>& edge_ids,
+                            const std::vector<std::optional<at::Tensor>>& edge_weights,
+                            const std::vector<int64_t>& fanouts, bool replace,
+                            const std::vector<int64_t>& rng_seeds) {
+  return {seeds,   num_nodes, num_hops, num_edge_types, hops,         edge_types, src_types,
+          nbr_types, fanouts, indptrs,  indices,        edge_ids,     edge_weights, replace,
+          rng_seeds};
+}
+
 // A batch's results: by node type its nodes (in local id order); by output
 // edge type the local ids of each edge's seed (rows) and neighbor (cols)
 // and its edge id (empty without edge ids); by node type the seeds' local
@@ -203,29 +221,35 @@ void count_edges(const Backend& backend, int64_t* edges, BoundedHop& hop) {
   });
 }
 
-// One batch run over an inducer's tables (InducerImpl::sample_batch).
+// A batch's buffers and launches over an inducer's tables
+// (InducerImpl::sample_batch). It may run again, for other seeds and keys of
+// the same sizes (refill): every launch starts from the initial state and
+// empty tables, and touches only the buffers it made, so that a CUDA graph
+// of one launch replays the batch (cuda/inducer.cu).
 template <typename Backend>
 class BatchSampling {
  public:
-  BatchSampling(const Backend& backend, std::vector<IdTable>& tables,
-                const at::TensorOptions& options, const BatchPlan& plan)
+  BatchSampling(Backend backend, std::vector<IdTable>& tables, const at::TensorOptions& options,
+                BatchPlan plan)
       : backend_(backend),
         tables_(tables),
         options_(options),
-        plan_(plan),
-        rows_of_(checked_batch_plan(plan, options.device())),
-        bounds_(batch_bounds(plan)),
-        layout_{plan.num_types(), plan.num_edge_types, plan.num_hops, plan.num_requests()} {
-    TORCH_CHECK_VALUE(static_cast<int64_t>(tables.size()) == plan.num_types(),
+        plan_(std::move(plan)),
+        rows_of_(checked_batch_plan(plan_, options.device())),
+        bounds_(batch_bounds(plan_)),
+        layout_{plan_.num_types(), plan_.num_edge_types, plan_.num_hops, plan_.num_requests()} {
+    TORCH_CHECK_VALUE(static_cast<int64_t>(tables.size()) == plan_.num_types(),
                       "sample_batch expects seeds for each of the inducer's ", tables.size(),
-                      " node types, got ", plan.num_types());
-    state_ = backend.to_device(layout_.initial(), options.device());
-    keys_ = backend.to_device(at::tensor(plan.rng_seeds, at::kLong), options.device());
-    for (int64_t t = 0; t < plan.num_types(); ++t) {
+                      " node types, got ", plan_.num_types());
+    for (auto& seeds : plan_.seeds) seeds = seeds.contiguous();
+    initial_ = backend.to_device(layout_.initial(), options.device());
+    state_ = at::empty_like(initial_);
+    keys_ = backend.to_device(at::tensor(plan_.rng_seeds, at::kLong), options.device());
+    for (int64_t t = 0; t < plan_.num_types(); ++t) {
       nodes_.push_back(at::empty({bounds_.nodes[t]}, options));
-      clear_table(tables_[t], bounds_.nodes[t]);
+      reserve_batch_table(tables_[t], bounds_.nodes[t]);
     }
-    for (int64_t e = 0; e < plan.num_edge_types; ++e) {
+    for (int64_t e = 0; e < plan_.num_edge_types; ++e) {
       const bool with_eids = has_edge_ids(e);
       rows_.push_back(at::empty({bounds_.edges[e]}, options));
       cols_.push_back(at::empty({bounds_.edges[e]}, options));
@@ -235,6 +259,13 @@ class BatchSampling {
 
   // Launches every hop; the caller then reads the state (finish).
   void launch() {
+    requests_.clear();
+    seed_locals_.clear();
+    state_.copy_(initial_);
+    for (auto& table : tables_) {
+      table.keys.fill_(device::kEmptyKey);
+      table.vals.fill_(kUnclaimed);
+    }
     add_seeds();
     int64_t hop = 0;
     for (int64_t r = 0; r < plan_.num_requests(); ++r) {
@@ -244,9 +275,25 @@ class BatchSampling {
     for (; hop < plan_.num_hops; ++hop) mark_nodes(hop + 1);
   }
 
+  // The seeds and keys of another batch of the same sizes, for the next
+  // launch (or replay of one).
+  void refill(const std::vector<at::Tensor>& seeds, const std::vector<int64_t>& rng_seeds) {
+    TORCH_CHECK_VALUE(seeds.size() == plan_.seeds.size() && rng_seeds.size() == plan_.rng_seeds.size(),
+                      "refill needs seeds and keys of the batch's counts");
+    for (size_t t = 0; t < seeds.size(); ++t) {
+      TORCH_CHECK_VALUE(seeds[t].sizes() == plan_.seeds[t].sizes(),
+                        "refill needs seeds of the batch's sizes");
+      plan_.seeds[t].copy_(seeds[t], /*non_blocking=*/true);
+    }
+    plan_.rng_seeds = rng_seeds;
+    keys_.copy_(backend_.to_device(at::tensor(rng_seeds, at::kLong), options_.device()));
+  }
+
   // Reads the state back (the one host sync); raises what a check found
-  // after `forget` (the inducer's reset), else cuts the outputs to size.
-  BatchOutputs finish(const std::function<void()>& forget) {
+  // after `forget` (the inducer's reset), else cuts the outputs to size:
+  // views of the batch's buffers, or copies (`copy_out`) where they are
+  // filled again by the next launch.
+  BatchOutputs finish(const std::function<void()>& forget, bool copy_out = false) {
     const at::Tensor read = state_.cpu();
     const int64_t* s = read.data_ptr<int64_t>();
     for (int64_t t = 0; t < plan_.num_types(); ++t) {
@@ -266,7 +313,7 @@ class BatchSampling {
         raise_request_failure(report, seeds, r);
       }
     }
-    return outputs(read);
+    return outputs(read, copy_out);
   }
 
  private:
@@ -277,13 +324,11 @@ class BatchSampling {
     return false;
   }
 
-  // Empties a table with room for `n` nodes (a new one where it has not).
-  void clear_table(IdTable& table, int64_t n) {
+  // Gives a table room for `n` nodes (a new one where it has not); the
+  // launch empties it.
+  void reserve_batch_table(IdTable& table, int64_t n) {
     if (device::table_capacity(n) > table.capacity) {
       allocate_table(table, device::table_capacity(n), options_);
-    } else {
-      table.keys.fill_(device::kEmptyKey);
-      table.vals.fill_(kUnclaimed);
     }
     table.size = 0;
   }
@@ -293,7 +338,7 @@ class BatchSampling {
   // The seeds, checked and added to their types' node lists.
   void add_seeds() {
     for (int64_t t = 0; t < plan_.num_types(); ++t) {
-      const at::Tensor seeds = plan_.seeds[t].contiguous();
+      const at::Tensor& seeds = plan_.seeds[t];
       find_out_of_range(backend_, seeds, plan_.num_nodes[t], state(layout_.bad_seed(t)));
       InsertTargets out;
       out.nodes = nodes_[t].data_ptr<int64_t>();
@@ -380,18 +425,23 @@ class BatchSampling {
                       " nodes of its type");
   }
 
-  BatchOutputs outputs(const at::Tensor& read) {
+  BatchOutputs outputs(const at::Tensor& read, bool copy_out) {
     const int64_t* s = read.data_ptr<int64_t>();
-    std::vector<at::Tensor> nodes, rows, cols, eids;
+    const auto cut = [&](const at::Tensor& t, int64_t n) {
+      const at::Tensor part = t.numel() ? t.narrow(0, 0, n) : t;
+      return copy_out ? part.clone() : part;
+    };
+    std::vector<at::Tensor> nodes, rows, cols, eids, seed_locals;
     for (int64_t t = 0; t < plan_.num_types(); ++t) {
       tables_[t].size = s[layout_.size(t)];
-      nodes.push_back(nodes_[t].narrow(0, 0, tables_[t].size));
+      nodes.push_back(cut(nodes_[t], tables_[t].size));
+      seed_locals.push_back(cut(seed_locals_[t], seed_locals_[t].numel()));
     }
     for (int64_t e = 0; e < plan_.num_edge_types; ++e) {
       const int64_t n = s[layout_.edges(e)];
-      rows.push_back(rows_[e].narrow(0, 0, n));
-      cols.push_back(cols_[e].narrow(0, 0, n));
-      eids.push_back(eids_[e].numel() ? eids_[e].narrow(0, 0, n) : eids_[e]);
+      rows.push_back(cut(rows_[e], n));
+      cols.push_back(cut(cols_[e], n));
+      eids.push_back(cut(eids_[e], n));
     }
     // The node marks, each request's edge count, how many requests drew.
     auto counts = at::empty({layout_.marks(plan_.num_types(), 0) - layout_.marks(0, 0) +
@@ -401,17 +451,17 @@ class BatchSampling {
     c = std::copy(s + layout_.marks(0, 0), s + layout_.marks(plan_.num_types(), 0), c);
     for (int64_t r = 0; r < plan_.num_requests(); ++r) *c++ = s[layout_.report(r) + kTotal];
     *c = s[layout_.drawn()];
-    return {nodes, rows, cols, eids, seed_locals_, counts};
+    return {nodes, rows, cols, eids, seed_locals, counts};
   }
 
-  const Backend& backend_;
+  Backend backend_;
   std::vector<IdTable>& tables_;
   at::TensorOptions options_;
-  const BatchPlan& plan_;
+  BatchPlan plan_;
   std::vector<int64_t> rows_of_;
   BatchBounds bounds_;
   BatchLayout layout_;
-  at::Tensor state_, keys_;
+  at::Tensor initial_, state_, keys_;
   std::vector<at::Tensor> nodes_, rows_, cols_, eids_, seed_locals_;
   std::vector<BoundedHop> requests_;
 };

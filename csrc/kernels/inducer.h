@@ -135,7 +135,7 @@ class InducerImpl {
   // the seeds by node type, each type's node count, then the requests in
   // hop order (fanouts >= 0; `rng_seeds`: the keys the requests that draw
   // take in turn). A batch that fails a check forgets all nodes before it
-  // raises.
+  // raises. (`replay`: the CUDA inducer's graphs; nothing here.)
   BatchOutputs sample_batch(const std::vector<at::Tensor>& seeds,
                             const std::vector<int64_t>& num_nodes, int64_t num_hops,
                             int64_t num_edge_types, const std::vector<int64_t>& hops,
@@ -147,11 +147,15 @@ class InducerImpl {
                             const std::vector<std::optional<at::Tensor>>& edge_ids,
                             const std::vector<std::optional<at::Tensor>>& edge_weights,
                             const std::vector<int64_t>& fanouts, bool replace,
-                            const std::vector<int64_t>& rng_seeds) {
-    const BatchPlan plan{seeds,     num_nodes, num_hops, num_edge_types, hops,
-                         edge_types, src_types, nbr_types, fanouts,      indptrs,
-                         indices,   edge_ids,  edge_weights, replace,    rng_seeds};
-    BatchSampling<Backend> batch(backend_, tables_, options_, plan);
+                            const std::vector<int64_t>& rng_seeds, bool /*replay*/ = false) {
+    return sample_plan(batch_plan(seeds, num_nodes, num_hops, num_edge_types, hops, edge_types,
+                                  src_types, nbr_types, indptrs, indices, edge_ids, edge_weights,
+                                  fanouts, replace, rng_seeds));
+  }
+
+  // sample_batch of a plan.
+  BatchOutputs sample_plan(BatchPlan plan) {
+    BatchSampling<Backend> batch(backend_, tables_, options_, std::move(plan));
     try {
       batch.launch();
     } catch (...) {

@@ -6,8 +6,12 @@ the device and the host waits once, at the batch's end, rather than once a
 hop. The plan it gets is every (hop, edge type) the fanouts ask for; a
 request whose frontier turns out empty draws nothing and takes no kernel
 seed, so the batch equals the hop-by-hop engine's for the same stream.
+From the second batch of a shape on (its seed counts, fanouts and
+topologies), the CUDA inducer replays a CUDA graph of that shape's launches
+(csrc/cuda/batch_graphs.h): one launch a batch rather than some fifty.
 """
 
+import os
 from typing import Dict, List
 
 import torch
@@ -16,6 +20,15 @@ from ..typing import NodeType
 from .base import HopResult
 from .hops import LocalDraws
 from .schema import SamplingSchema
+
+# GLT_CUDA_GRAPHS=0 launches every batch's kernels one by one rather than
+# replaying a CUDA graph of its shape.
+CUDA_GRAPHS_ENV = 'GLT_CUDA_GRAPHS'
+
+
+def replays_cuda_graphs() -> bool:
+  """Whether GPU batches replay CUDA graphs (``$GLT_CUDA_GRAPHS``, default on)."""
+  return os.environ.get(CUDA_GRAPHS_ENV, '1') != '0'
 
 
 def draws_whole_batch(inducer, fanouts: Dict, local: LocalDraws) -> bool:
@@ -71,6 +84,7 @@ def sample_whole_batch(
     fanouts=[fanout for _, _, fanout in plan],
     replace=local.replace,
     rng_seeds=local.random.next_kernel_seeds(len(plan)),
+    replay=replays_cuda_graphs(),
   )
   counts = counts.tolist()
   local.random.skip_kernel_seeds(counts[-1])
