@@ -314,12 +314,13 @@ def test_unified_gather_equals_index_select(harness, threads, bounds, dtype):
 @pytest.mark.parametrize(
   'dtype,dim,offset',
   [(torch.float32, 4, 0), (torch.float32, 4, 1), (torch.float32, 100, 0), (torch.float16, 3, 0),
-   (torch.bool, 5, 0), (torch.float64, 1, 0)],
+   (torch.bool, 5, 0), (torch.float64, 1, 0), (torch.float32, 600, 0), (torch.float32, 600, 1)],
 )  # fmt: skip
 def test_unified_gather_in_every_copy_width(harness, threads, dtype, dim, offset):
   """Rows copied 16 bytes at a time where rows and addresses allow, in
   narrower units where a row's bytes or a part's address do not (offset: a
-  part starting ``offset`` elements into its memory)."""
+  part starting ``offset`` elements into its memory); rows of more units
+  than a group of threads copies at once (dim 600) in several rounds."""
   flat = (torch.randn(offset + 40 * dim) * 10).to(dtype)
   table = flat[offset:].view(40, dim)
   parts = split_rows(table, [17])

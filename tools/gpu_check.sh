@@ -34,9 +34,10 @@
 #   dist       benchmarks/bench_dist_sampling.py --gpu 0 $DIST_ARGS (not in the default list; its METIS
 #              partitioning needs pymetis: carry its wheel; 540 s unless TIMEOUT_dist says)
 #   profile    tools/profile_gpu_sampler.py under Nsight Systems (each kernel's time and the
-#              host's CUDA calls over 20 'CUDA' batches: launches, syncs) and Nsight Compute
-#              (each kernel of one batch: throughput against the device's peak, memory
-#              traffic, warp stall reasons, occupancy); not in the default list; 420 s
+#              host's CUDA calls over 20 'CUDA' batches, each gathering its rows from GPU
+#              memory; again without CUDA graphs, gathering through UVA) and Nsight
+#              Compute (each kernel of one batch: throughput against the device's peak,
+#              memory traffic, warp stall reasons, occupancy); not in the default list; 420 s
 #              unless TIMEOUT_profile says
 #   faults     benchmarks/fault_suite.py --gpu: the worker-mode faults (a trainer, a sampling
 #              process, the whole job killed) in 'ZERO_COPY' and 'CUDA' modes, nothing left
@@ -170,10 +171,13 @@ stage_dist() {
 stage_profile() {
   nsys profile --capture-range=cudaProfilerApi --capture-range-end=stop --stats=true \
     --force-overwrite=true -o /tmp/glt_sampler_profile \
-    "$PY" tools/profile_gpu_sampler.py --batches 20 &&
+    "$PY" tools/profile_gpu_sampler.py --batches 20 --features gpu &&
+    GLT_CUDA_GRAPHS=0 nsys profile --capture-range=cudaProfilerApi --capture-range-end=stop \
+      --stats=true --force-overwrite=true -o /tmp/glt_sampler_profile_nographs \
+      "$PY" tools/profile_gpu_sampler.py --batches 20 --features uva &&
     ncu --profile-from-start off --section SpeedOfLight --section MemoryWorkloadAnalysis \
       --section WarpStateStats --section Occupancy --section LaunchStats \
-      "$PY" tools/profile_gpu_sampler.py --batches 1
+      "$PY" tools/profile_gpu_sampler.py --batches 1 --features gpu
 }
 
 stage_faults() {

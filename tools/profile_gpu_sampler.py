@@ -9,8 +9,10 @@ fanout [15, 10, 5], batches of 1024 random seeds) on one GPU: the graph is
 built and placed, a few batches warm the sampler up, then ``--batches``
 batches run between cudaProfilerStart and cudaProfilerStop, each in an NVTX
 range named by its index (a profiler started with the capture range above
-records those alone). Prints the window's batches/s and sampled edges/s, as
-the profiler slows them.
+records those alone). With ``--features``, each batch also gathers its
+nodes' rows of a 100-dim fp32 table held in GPU memory (split 1.0) or read
+through UVA from pinned host memory (split 0.0). Prints the window's
+batches/s and sampled edges/s, as the profiler slows them.
 """
 
 import argparse
@@ -30,6 +32,14 @@ FANOUT = [15, 10, 5]
 WARMUP = 5
 
 
+def feature_table(num_nodes: int, args) -> glt.data.Feature:
+  r"""A 100-dim fp32 table of ``num_nodes`` rows, in GPU memory (``gpu``) or
+  read through UVA from pinned host memory (``uva``)."""
+  rows = torch.rand(num_nodes, 100, generator=torch.Generator().manual_seed(0))
+  split = 1.0 if args.features == 'gpu' else 0.0
+  return glt.data.Feature(rows, split_ratio=split, device=args.gpu, with_gpu=True)
+
+
 def main() -> None:
   p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   p.add_argument('--mode', default='CUDA', choices=['CUDA', 'ZERO_COPY'])
@@ -37,6 +47,9 @@ def main() -> None:
   p.add_argument('--batches', type=int, default=20, help='batches in the profiled window')
   p.add_argument('--batch_size', type=int, default=1024)
   p.add_argument('--scale', type=float, default=1.0, help='graph size relative to products')
+  p.add_argument(
+    '--features', default='none', choices=['none', 'gpu', 'uva'], help="gather the batch's rows"
+  )
   args = p.parse_args()
   if not cuda_kernels_available():
     sys.exit('needs a GPU and a build with the CUDA kernels')
@@ -48,15 +61,23 @@ def main() -> None:
   )
   seeds = make_seed_batches(ds.num_nodes(), 8, args.batch_size, 0)
   inputs = [glt.sampler.NodeSamplerInput(s) for s in seeds]
+  feature = feature_table(ds.num_nodes(), args) if args.features != 'none' else None
+
+  def batch(i: int) -> int:
+    out = sampler.sample_from_nodes(inputs[i % len(inputs)])
+    if feature is not None:
+      feature[out.node]
+    return out.row.numel()
+
   for i in range(WARMUP):
-    sampler.sample_from_nodes(inputs[i % len(inputs)])
+    batch(i)
   torch.cuda.synchronize()
   edges = 0
   torch.cuda.profiler.start()
   started = time.perf_counter()
   for i in range(args.batches):
     with torch.cuda.nvtx.range(f'batch {i}'):
-      edges += sampler.sample_from_nodes(inputs[i % len(inputs)]).row.numel()
+      edges += batch(i)
   torch.cuda.synchronize()
   seconds = time.perf_counter() - started
   torch.cuda.profiler.stop()

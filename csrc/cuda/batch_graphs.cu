@@ -13,8 +13,11 @@ namespace cuda {
 
 namespace {
 
-// Graphs kept at once (each holds its batch's buffers).
+// Graphs kept at once (each holds its batch's buffers), and shapes
+// remembered (a workload whose batches all differ in shape, whose
+// remembered shapes are then forgotten now and then, never captures).
 constexpr size_t kMaxBatchGraphs = 4;
+constexpr size_t kMaxShapesSeen = 1024;
 
 // What a captured graph bakes in: the counts, the requests and the
 // topologies' addresses and sizes.
@@ -69,6 +72,7 @@ std::optional<kernels::BatchOutputs> BatchGraphs::sample(const kernels::BatchPla
   const std::vector<int64_t> shape = batch_shape(plan);
   auto found = captured_.find(shape);
   if (found == captured_.end()) {
+    if (seen_.size() >= kMaxShapesSeen) seen_.clear();
     if (seen_.insert(shape).second) return std::nullopt;
     std::unique_ptr<Captured> made = capture(plan);
     if (made == nullptr) return std::nullopt;

@@ -1,5 +1,5 @@
-// glt::gather_rows on CUDA (see csrc/ops/gather_rows.cpp): one thread per 16
-// bytes of a row (or narrower units).
+// glt::gather_rows on CUDA (see csrc/ops/gather_rows.cpp): a group of threads
+// per row, each with several 16-byte units (or narrower ones) in flight.
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 

@@ -1,6 +1,7 @@
-// glt::unified_gather on CUDA (see csrc/ops/unified_gather.cpp): one thread
-// per 16 bytes of a row (or narrower units), reading GPU memory (peer access
-// for other GPUs' parts) and pinned host memory through UVA.
+// glt::unified_gather on CUDA (see csrc/ops/unified_gather.cpp): a group of
+// threads per row, each with several 16-byte units (or narrower ones) in
+// flight, reading GPU memory (peer access for other GPUs' parts) and pinned
+// host memory through UVA.
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 

@@ -1,7 +1,8 @@
 // Feature rows from a table split into parts that live in different memories
 // (GPU memory of several GPUs, pinned host memory read through UVA), for any
-// backend: one thread per chunk of a row (16 bytes where the rows and the
-// memory allow, down to one element) finds its row's part and copies.
+// backend: a group of threads per row finds its row's part once and copies
+// it in chunks (16 bytes where the rows and the memory allow, down to one
+// element), each thread several chunks in flight at once.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -61,28 +62,57 @@ inline int copy_width(const PartTable& table, const void* out, int64_t row_bytes
   return width;
 }
 
+// Units a thread copies at once: its loads are all in flight before its
+// stores, after one lookup of its row.
+constexpr int kUnitsInFlight = 4;
+
+// The threads that copy one row: a power of two, enough that each copies
+// at most kUnitsInFlight units at a time, and at most a warp. A row of 25
+// units (100 floats) gets 8: each thread of a group loads a 16-byte unit
+// of the same 128 bytes of the row at a time.
+inline int row_group_bits(int64_t units) {
+  int bits = 0;
+  while (bits < 5 && (int64_t{kUnitsInFlight} << bits) < units) ++bits;
+  return bits;
+}
+
 // Copies rows `ids` (through `map` when given) in units of `unit_t`, `units`
-// of them a row: output row i, or row pos[i]. An id without a row is left
-// out and the first such index kept in *first_bad.
+// of them a row: output row i, or row pos[i]. A group of 2^group_bits
+// threads copies a row, each thread every group-th unit, kUnitsInFlight at a
+// time. An id without a row is left out and the first such index kept in
+// *first_bad.
 template <typename unit_t, typename Backend>
 void copy_part_rows(const Backend& backend, const PartTable& table, int64_t units, int64_t n,
                     const int64_t* id, const int64_t* map, int64_t num_ids, const int64_t* pos,
                     void* out, int64_t* first_bad) {
   unit_t* dst = static_cast<unit_t*>(out);
-  // 32-bit division where every index fits: far cheaper on a GPU.
-  const bool narrow = n * units < INT32_MAX;
-  backend.for_each(n * units, [=] GLT_HOST_DEVICE(int64_t k) {
-    const int64_t i = narrow ? static_cast<int32_t>(k) / static_cast<int32_t>(units) : k / units;
-    const int64_t j = k - i * units;
+  const int group_bits = row_group_bits(units);
+  const int64_t group = int64_t{1} << group_bits;
+  backend.for_each(n << group_bits, [=] GLT_HOST_DEVICE(int64_t k) {
+    const int64_t i = k >> group_bits, lane = k & (group - 1);
     const int64_t v = id[i];
     const int64_t row = (v >= 0 && v < num_ids) ? (map ? map[v] : v) : -1;
     int64_t local = 0;
     const int part = row < 0 ? -1 : locate_row(table, row, &local);
     if (part < 0) {
-      if (j == 0) device::atomic_min(first_bad, i);
+      if (lane == 0) device::atomic_min(first_bad, i);
       return;
     }
-    dst[(pos ? pos[i] : i) * units + j] = static_cast<const unit_t*>(table.data[part])[local * units + j];
+    const unit_t* src = static_cast<const unit_t*>(table.data[part]) + local * units;
+    unit_t* to = dst + (pos ? pos[i] : i) * units;
+    for (int64_t first = lane; first < units; first += group * kUnitsInFlight) {
+      unit_t held[kUnitsInFlight];
+#pragma unroll
+      for (int q = 0; q < kUnitsInFlight; ++q) {
+        const int64_t u = first + q * group;
+        if (u < units) held[q] = src[u];
+      }
+#pragma unroll
+      for (int q = 0; q < kUnitsInFlight; ++q) {
+        const int64_t u = first + q * group;
+        if (u < units) to[u] = held[q];
+      }
+    }
   });
 }
 
