@@ -16,6 +16,7 @@ from conftest import random_edges
 from graphlearn_torch._ext import cuda_kernels_available
 from graphlearn_torch.data import Dataset
 from graphlearn_torch.sampler import NeighborSampler, NodeSamplerInput
+from graphlearn_torch.sampler.whole_batch import CUDA_GRAPHS_ENV
 
 pytestmark = pytest.mark.skipif(
   not cuda_kernels_available(), reason='needs a GPU and a build with the CUDA kernels'
@@ -42,16 +43,19 @@ def sync_debug_mode_started():
   host_syncs(lambda: None)
 
 
+@pytest.mark.parametrize('graphs', ['1', '0'], ids=['cuda-graphs', 'kernel-by-kernel'])
 @pytest.mark.parametrize('mode', ['CUDA', 'ZERO_COPY'])
 @pytest.mark.parametrize('fanout', [[10, 5, 5], [4, 4]])
-def test_a_sampled_batch_syncs_once(mode, fanout):
+def test_a_sampled_batch_syncs_once(monkeypatch, graphs, mode, fanout):
+  monkeypatch.setenv(CUDA_GRAPHS_ENV, graphs)
   num_nodes = 2000
   ds = Dataset(edge_dir='in')
   ds.init_graph(random_edges(num_nodes, num_nodes, 20_000, seed=5), graph_mode=mode)
   sampler = NeighborSampler(ds.graph, fanout, device=torch.device('cuda', 0), edge_dir='in', seed=1)
   # As a loader gives them: a batch of the CPU's seed ids.
   seeds = torch.randperm(num_nodes, generator=torch.Generator().manual_seed(2))[:256]
-  sampler.sample_from_nodes(NodeSamplerInput(seeds))  # warm-up: placement, allocations
+  for _ in range(2):  # warm-up: placement, allocations, the batch's CUDA graph
+    sampler.sample_from_nodes(NodeSamplerInput(seeds))
   out = None
 
   def batch():

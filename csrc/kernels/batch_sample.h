@@ -225,7 +225,7 @@ void count_edges(const Backend& backend, int64_t* edges, BoundedHop& hop) {
 // (InducerImpl::sample_batch). It may run again, for other seeds and keys of
 // the same sizes (refill): every launch starts from the initial state and
 // empty tables, and touches only the buffers it made, so that a CUDA graph
-// of one launch replays the batch (cuda/inducer.cu).
+// of one launch replays the batch (cuda/batch_graphs.h).
 template <typename Backend>
 class BatchSampling {
  public:
@@ -278,8 +278,9 @@ class BatchSampling {
   // The seeds and keys of another batch of the same sizes, for the next
   // launch (or replay of one).
   void refill(const std::vector<at::Tensor>& seeds, const std::vector<int64_t>& rng_seeds) {
-    TORCH_CHECK_VALUE(seeds.size() == plan_.seeds.size() && rng_seeds.size() == plan_.rng_seeds.size(),
-                      "refill needs seeds and keys of the batch's counts");
+    TORCH_CHECK_VALUE(
+        seeds.size() == plan_.seeds.size() && rng_seeds.size() == plan_.rng_seeds.size(),
+        "refill needs seeds and keys of the batch's counts");
     for (size_t t = 0; t < seeds.size(); ++t) {
       TORCH_CHECK_VALUE(seeds[t].sizes() == plan_.seeds[t].sizes(),
                         "refill needs seeds of the batch's sizes");
