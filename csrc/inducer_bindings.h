@@ -6,6 +6,8 @@
 #include <optional>
 #include <vector>
 
+#include "kernels/batch_sample.h"
+
 namespace glt {
 
 // sample_induce_next (a hop drawn and added at once), for the inducers that
@@ -22,17 +24,44 @@ py::class_<T>& bind_sample_induce_next(py::class_<T>& cls) {
                  py::arg("last") = false);
 }
 
-// sample_batch (a whole batch drawn and added at once), for the inducers
-// that have it (kernels/batch_sample.h).
+// A batch's plan from sample_batch's keyword arguments (kernels/batch_sample.h):
+// seeds, num_nodes, num_hops, num_edge_types, then per request hops,
+// edge_types, src_types, nbr_types, indptrs, indices, edge_ids,
+// edge_weights, fanouts; replace and rng_seeds.
+inline kernels::BatchPlan batch_plan_of(const py::kwargs& kw) {
+  using Tensors = std::vector<at::Tensor>;
+  using Ints = std::vector<int64_t>;
+  using Optionals = std::vector<std::optional<at::Tensor>>;
+  kernels::BatchPlan plan;
+  plan.seeds = kw["seeds"].cast<Tensors>();
+  plan.num_nodes = kw["num_nodes"].cast<Ints>();
+  plan.num_hops = kw["num_hops"].cast<int64_t>();
+  plan.num_edge_types = kw["num_edge_types"].cast<int64_t>();
+  plan.hops = kw["hops"].cast<Ints>();
+  plan.edge_types = kw["edge_types"].cast<Ints>();
+  plan.src_types = kw["src_types"].cast<Ints>();
+  plan.nbr_types = kw["nbr_types"].cast<Ints>();
+  plan.indptrs = kw["indptrs"].cast<Tensors>();
+  plan.indices = kw["indices"].cast<Tensors>();
+  plan.edge_ids = kw["edge_ids"].cast<Optionals>();
+  plan.edge_weights = kw["edge_weights"].cast<Optionals>();
+  plan.fanouts = kw["fanouts"].cast<Ints>();
+  plan.replace = kw["replace"].cast<bool>();
+  plan.rng_seeds = kw["rng_seeds"].cast<Ints>();
+  return plan;
+}
+
+// sample_batch(**plan, replay=False) (a whole batch drawn and added at
+// once), for the inducers that have it.
 template <typename T>
 py::class_<T>& bind_sample_batch(py::class_<T>& cls) {
-  return cls.def("sample_batch", torch::wrap_pybind_function_no_gil(&T::sample_batch),
-                 py::arg("seeds"), py::arg("num_nodes"), py::arg("num_hops"),
-                 py::arg("num_edge_types"), py::arg("hops"), py::arg("edge_types"),
-                 py::arg("src_types"), py::arg("nbr_types"), py::arg("indptrs"),
-                 py::arg("indices"), py::arg("edge_ids"), py::arg("edge_weights"),
-                 py::arg("fanouts"), py::arg("replace"), py::arg("rng_seeds"),
-                 py::arg("replay") = false);
+  return cls.def("sample_batch",
+                 torch::wrap_pybind_function([](T& self, const py::kwargs& kw) {
+                   kernels::BatchPlan plan = batch_plan_of(kw);
+                   const bool replay = kw.contains("replay") && kw["replay"].cast<bool>();
+                   const py::gil_scoped_release no_gil;
+                   return self.sample_batch(std::move(plan), replay);
+                 }));
 }
 
 // The methods an inducer (the CPU Inducer, its CUDA twin, the host harness's

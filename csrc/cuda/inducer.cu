@@ -56,24 +56,13 @@ kernels::HopOutputs CudaInducer::sample_induce_next(
                                            col_prefixes, edge_times, seed_times, last);
 }
 
-kernels::BatchOutputs CudaInducer::sample_batch(
-    const std::vector<at::Tensor>& seeds, const std::vector<int64_t>& num_nodes, int64_t num_hops,
-    int64_t num_edge_types, const std::vector<int64_t>& hops,
-    const std::vector<int64_t>& edge_types, const std::vector<int64_t>& src_types,
-    const std::vector<int64_t>& nbr_types, const std::vector<at::Tensor>& indptrs,
-    const std::vector<at::Tensor>& indices, const std::vector<std::optional<at::Tensor>>& edge_ids,
-    const std::vector<std::optional<at::Tensor>>& edge_weights, const std::vector<int64_t>& fanouts,
-    bool replace, const std::vector<int64_t>& rng_seeds, bool replay) {
+kernels::BatchOutputs CudaInducer::sample_batch(kernels::BatchPlan plan, bool replay) {
   const c10::cuda::CUDAGuard guard(device_);
-  kernels::BatchPlan plan =
-      kernels::batch_plan(seeds, num_nodes, num_hops, num_edge_types, hops, edge_types, src_types,
-                          nbr_types, indptrs, indices, edge_ids, edge_weights, fanouts, replace,
-                          rng_seeds);
   if (replay) {
     auto replayed = impl_->graphs.sample(plan, [this] { impl_->inducer.reset(); });
     if (replayed.has_value()) return *std::move(replayed);
   }
-  return impl_->inducer.sample_plan(std::move(plan));
+  return impl_->inducer.sample_batch(std::move(plan));
 }
 
 at::Tensor CudaInducer::local_ids(int64_t node_type, const at::Tensor& ids) const {

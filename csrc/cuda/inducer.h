@@ -9,6 +9,8 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels/batch_sample.h"
+
 namespace glt {
 namespace cuda {
 
@@ -38,17 +40,7 @@ class CudaInducer {
                      const std::vector<std::optional<at::Tensor>>& edge_times = {},
                      const std::vector<std::optional<at::Tensor>>& seed_times = {},
                      bool last = false);
-  std::tuple<std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>,
-             std::vector<at::Tensor>, std::vector<at::Tensor>, at::Tensor>
-  sample_batch(const std::vector<at::Tensor>& seeds, const std::vector<int64_t>& num_nodes,
-               int64_t num_hops, int64_t num_edge_types, const std::vector<int64_t>& hops,
-               const std::vector<int64_t>& edge_types, const std::vector<int64_t>& src_types,
-               const std::vector<int64_t>& nbr_types, const std::vector<at::Tensor>& indptrs,
-               const std::vector<at::Tensor>& indices,
-               const std::vector<std::optional<at::Tensor>>& edge_ids,
-               const std::vector<std::optional<at::Tensor>>& edge_weights,
-               const std::vector<int64_t>& fanouts, bool replace,
-               const std::vector<int64_t>& rng_seeds, bool replay = false);
+  kernels::BatchOutputs sample_batch(kernels::BatchPlan plan, bool replay = false);
   at::Tensor local_ids(int64_t node_type, const at::Tensor& ids) const;
   void reset();
   int64_t num_node_types() const;

@@ -49,24 +49,6 @@ struct BatchPlan {
   int64_t num_requests() const { return static_cast<int64_t>(hops.size()); }
 };
 
-// The plan of sample_batch's arguments (InducerImpl::sample_batch).
-inline BatchPlan batch_plan(const std::vector<at::Tensor>& seeds,
-                            const std::vector<int64_t>& num_nodes, int64_t num_hops,
-                            int64_t num_edge_types, const std::vector<int64_t>& hops,
-                            const std::vector<int64_t>& edge_types,
-                            const std::vector<int64_t>& src_types,
-                            const std::vector<int64_t>& nbr_types,
-                            const std::vector<at::Tensor>& indptrs,
-                            const std::vector<at::Tensor>& indices,
-                            const std::vector<std::optional<at::Tensor>>& edge_ids,
-                            const std::vector<std::optional<at::Tensor>>& edge_weights,
-                            const std::vector<int64_t>& fanouts, bool replace,
-                            const std::vector<int64_t>& rng_seeds) {
-  return {seeds,   num_nodes, num_hops, num_edge_types, hops,         edge_types, src_types,
-          nbr_types, fanouts, indptrs,  indices,        edge_ids,     edge_weights, replace,
-          rng_seeds};
-}
-
 // A batch's results: by node type its nodes (in local id order); by output
 // edge type the local ids of each edge's seed (rows) and neighbor (cols)
 // and its edge id (empty without edge ids); by node type the seeds' local

@@ -133,28 +133,10 @@ class InducerImpl {
 
   // A whole batch drawn and added with one host sync (kernels/batch_sample.h):
   // the seeds by node type, each type's node count, then the requests in
-  // hop order (fanouts >= 0; `rng_seeds`: the keys the requests that draw
-  // take in turn). A batch that fails a check forgets all nodes before it
-  // raises. (`replay`: the CUDA inducer's graphs; nothing here.)
-  BatchOutputs sample_batch(const std::vector<at::Tensor>& seeds,
-                            const std::vector<int64_t>& num_nodes, int64_t num_hops,
-                            int64_t num_edge_types, const std::vector<int64_t>& hops,
-                            const std::vector<int64_t>& edge_types,
-                            const std::vector<int64_t>& src_types,
-                            const std::vector<int64_t>& nbr_types,
-                            const std::vector<at::Tensor>& indptrs,
-                            const std::vector<at::Tensor>& indices,
-                            const std::vector<std::optional<at::Tensor>>& edge_ids,
-                            const std::vector<std::optional<at::Tensor>>& edge_weights,
-                            const std::vector<int64_t>& fanouts, bool replace,
-                            const std::vector<int64_t>& rng_seeds, bool /*replay*/ = false) {
-    return sample_plan(batch_plan(seeds, num_nodes, num_hops, num_edge_types, hops, edge_types,
-                                  src_types, nbr_types, indptrs, indices, edge_ids, edge_weights,
-                                  fanouts, replace, rng_seeds));
-  }
-
-  // sample_batch of a plan.
-  BatchOutputs sample_plan(BatchPlan plan) {
+  // hop order (fanouts >= 0; its `rng_seeds`: the keys the requests that
+  // draw take in turn). A batch that fails a check forgets all nodes before
+  // it raises. (`replay`: the CUDA inducer's graphs; nothing here.)
+  BatchOutputs sample_batch(BatchPlan plan, bool /*replay*/ = false) {
     BatchSampling<Backend> batch(backend_, tables_, options_, std::move(plan));
     try {
       batch.launch();

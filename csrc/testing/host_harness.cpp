@@ -37,33 +37,24 @@ c10::List<std::optional<at::Tensor>> as_list(const std::vector<std::optional<at:
   return out;
 }
 
-// One BatchSampling launched for the batch of the plan, then again for each
-// of `more_seeds` with `more_keys` (refill), as a CUDA graph of it replays:
-// each batch's outputs, copied out.
-std::vector<glt::kernels::BatchOutputs> sample_batches_relaunched(
-    const std::vector<at::Tensor>& seeds, const std::vector<int64_t>& num_nodes, int64_t num_hops,
-    int64_t num_edge_types, const std::vector<int64_t>& hops,
-    const std::vector<int64_t>& edge_types, const std::vector<int64_t>& src_types,
-    const std::vector<int64_t>& nbr_types, const std::vector<at::Tensor>& indptrs,
-    const std::vector<at::Tensor>& indices, const std::vector<std::optional<at::Tensor>>& edge_ids,
-    const std::vector<std::optional<at::Tensor>>& edge_weights, const std::vector<int64_t>& fanouts,
-    bool replace, const std::vector<int64_t>& rng_seeds,
-    const std::vector<std::vector<at::Tensor>>& more_seeds,
-    const std::vector<std::vector<int64_t>>& more_keys) {
+// One BatchSampling launched for the batch of the plan (sample_batch's
+// keyword arguments), then again for each of `more_seeds` with `more_keys`
+// (refill), as a CUDA graph of it replays: each batch's outputs, copied out.
+std::vector<glt::kernels::BatchOutputs> sample_batches_relaunched(const py::kwargs& kw) {
   namespace k = glt::kernels;
+  const auto more_seeds = kw["more_seeds"].cast<std::vector<std::vector<at::Tensor>>>();
+  const auto more_keys = kw["more_keys"].cast<std::vector<std::vector<int64_t>>>();
+  TORCH_CHECK_VALUE(more_seeds.size() == more_keys.size(), "one key list per seed list");
+  k::BatchPlan plan = glt::batch_plan_of(kw);
   const auto options = at::TensorOptions().dtype(at::kLong);
-  std::vector<k::IdTable> tables(seeds.size());
+  std::vector<k::IdTable> tables(plan.seeds.size());
   for (auto& table : tables) k::allocate_table(table, k::device::table_capacity(0), options);
-  k::BatchPlan plan = k::batch_plan(seeds, num_nodes, num_hops, num_edge_types, hops, edge_types,
-                                    src_types, nbr_types, indptrs, indices, edge_ids,
-                                    edge_weights, fanouts, replace, rng_seeds);
   for (auto& s : plan.seeds) s = s.clone();  // the batch's own inputs, as a graph's
   k::BatchSampling<HostBackend> batch(HostBackend{}, tables, options, std::move(plan));
   std::vector<k::BatchOutputs> outs;
   const auto forget = [] {};
   batch.launch();
   outs.push_back(batch.finish(forget, /*copy_out=*/true));
-  TORCH_CHECK_VALUE(more_seeds.size() == more_keys.size(), "one key list per seed list");
   for (size_t b = 0; b < more_seeds.size(); ++b) {
     batch.refill(more_seeds[b], more_keys[b]);
     batch.launch();
@@ -114,12 +105,7 @@ void bind_partition_ops(py::module& m) {
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "graphlearn_torch's CUDA kernel bodies run on the host (tests only)";
   m.def("set_num_threads", [](int n) { omp_set_num_threads(n); });
-  m.def("sample_batches_relaunched", torch::wrap_pybind_function(&sample_batches_relaunched),
-        py::arg("seeds"), py::arg("num_nodes"), py::arg("num_hops"), py::arg("num_edge_types"),
-        py::arg("hops"), py::arg("edge_types"), py::arg("src_types"), py::arg("nbr_types"),
-        py::arg("indptrs"), py::arg("indices"), py::arg("edge_ids"), py::arg("edge_weights"),
-        py::arg("fanouts"), py::arg("replace"), py::arg("rng_seeds"), py::arg("more_seeds"),
-        py::arg("more_keys"));
+  m.def("sample_batches_relaunched", torch::wrap_pybind_function(&sample_batches_relaunched));
   m.def("philox", &philox, py::arg("seed"), py::arg("stream"), py::arg("counter"),
         py::arg("count"));
   m.def("sample_neighbors",

@@ -34,8 +34,9 @@ def replays_cuda_graphs() -> bool:
 def draws_whole_batch(inducer, fanouts: Dict, local: LocalDraws) -> bool:
   """Whether ``inducer`` can draw a whole batch from ``local`` in one call:
   it has ``sample_batch`` and every fanout has a bound (no -1)."""
-  bounded = all(k >= 0 for fanout in fanouts.values() for k in fanout)
-  return bounded and hasattr(inducer, 'sample_batch') and local is not None
+  if local is None or not hasattr(inducer, 'sample_batch'):
+    return False
+  return all(k >= 0 for fanout in fanouts.values() for k in fanout)
 
 
 def sample_whole_batch(
