@@ -58,7 +58,7 @@ py::class_<T>& bind_sample_batch(py::class_<T>& cls) {
   return cls.def("sample_batch",
                  torch::wrap_pybind_function([](T& self, const py::kwargs& kw) {
                    kernels::BatchPlan plan = batch_plan_of(kw);
-                   const bool replay = kw.contains("replay") && kw["replay"].cast<bool>();
+                   const bool replay = kw.attr("get")("replay", false).cast<bool>();
                    const py::gil_scoped_release no_gil;
                    return self.sample_batch(std::move(plan), replay);
                  }));
