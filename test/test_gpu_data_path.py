@@ -18,6 +18,7 @@ from test_neighbor_sampler import HOMO_E, HOMO_T, check_output
 import graphlearn_torch as glt
 from graphlearn_torch._ext import cuda_kernels_available
 from graphlearn_torch.data import Dataset, Feature, UnifiedTensor, sort_by_in_degree
+from graphlearn_torch.data.gather_checks import GatherChecks
 from graphlearn_torch.data.unified_tensor import host_view
 from graphlearn_torch.distributed.sources.sampling_process import worker_device
 from graphlearn_torch.loader import LinkNeighborLoader, NeighborLoader, SubGraphLoader
@@ -99,6 +100,32 @@ def test_unified_tensor_equals_index_select(split_ratio):
   assert torch.equal(unified.gather(ids, id2index).cpu(), table[id2index[ids]])
   with pytest.raises(ValueError, match='id 100 is out of range'):
     unified[torch.tensor([1, 100])]
+
+
+def test_gathers_checked_together():
+  """Gathers given one GatherChecks read no flag back: ``raise_first``
+  reads them all at once and raises the first bad gather's own error; a
+  batch of good gathers raises nothing, and the checks are forgotten once
+  read."""
+  table = torch.randn(40, 3)
+  unified = UnifiedTensor(0 if GPU else None)
+  unified.init_from([table[:10], table[10:]], [0, -1])
+  device = unified.device
+  checks = GatherChecks()
+  good = torch.tensor([0, 39, 9, 10])
+  assert torch.equal(unified.gather(good.to(device), checks=checks).cpu(), table[good])
+  id2index = torch.randperm(40)
+  rows = unified.gather(good.to(device), id2index, checks)
+  assert torch.equal(rows.cpu(), table[id2index[good]])
+  assert len(checks) == 2
+  checks.raise_first()
+  assert len(checks) == 0
+  unified.gather(good.to(device), checks=checks)
+  unified.gather(torch.tensor([3, 41, 2], device=device), checks=checks)
+  unified.gather(torch.tensor([-5], device=device), checks=checks)
+  with pytest.raises(ValueError, match='id 41 is out of range'):
+    checks.raise_first()
+  checks.raise_first()  # read once
 
 
 def test_unified_tensor_checks_its_parts():
@@ -279,6 +306,7 @@ def test_loaders_give_gpu_batches(mode):
 
   for batch in NeighborLoader(ds, [3, 2], torch.arange(60), batch_size=16, device='cuda'):
     check_edges(batch)
+    assert batch.y.is_cuda and torch.equal(batch.y.cpu(), batch.n_id.cpu())  # labels: the ids
   link = LinkNeighborLoader(
     ds, [3], edge_label_index=ei[:, :64], neg_sampling=NegativeSampling('binary', 1),
     batch_size=16, device='cuda',
@@ -288,6 +316,33 @@ def test_loaders_give_gpu_batches(mode):
     assert batch.edge_label_index.is_cuda and batch.edge_label.is_cuda
   for batch in SubGraphLoader(ds, torch.arange(60), [3], batch_size=16, device='cuda'):
     check_edges(batch)
+
+
+@gpu
+@pytest.mark.parametrize('mode', ['ZERO_COPY', 'CUDA'])
+def test_gpu_batches_gather_labels_on_the_gpu_and_name_a_bad_id(mode):
+  """Labels of a GPU batch are gathered there (through their id map too),
+  and a feature table or a label map short of the graph's nodes fails the
+  batch with an error naming the id, after the batch's gathers."""
+  num_nodes = 60
+  ds, _, x = homo_dataset(mode, split_ratio=0.3, with_gpu=True)
+  id2idx = torch.randperm(num_nodes)
+  labels = torch.randn(num_nodes, 2)
+  ds.init_node_labels(labels, id2idx=id2idx)
+  loader = NeighborLoader(ds, [3, 2], torch.arange(num_nodes), batch_size=16, device='cuda')
+  for batch in loader:
+    assert batch.y.is_cuda and torch.equal(batch.y.cpu(), labels[id2idx[batch.n_id.cpu()]])
+  short = Dataset(edge_dir='out')
+  short.graph = ds.graph
+  short.node_features = Feature(x[:40], split_ratio=0.3, with_gpu=True)
+  with pytest.raises(ValueError, match='is out of range \\[0, 40\\) of the feature'):
+    for _ in NeighborLoader(short, [3, 2], torch.arange(num_nodes), batch_size=60, device='cuda'):
+      pass
+  short.node_features = ds.node_features
+  short.init_node_labels(labels[:30], id2idx=id2idx)  # ids mapped past row 29 have none
+  with pytest.raises(ValueError, match='has no feature row'):
+    for _ in NeighborLoader(short, [3, 2], torch.arange(num_nodes), batch_size=60, device='cuda'):
+      pass
 
 
 # -- distributed: a 2-partition worker-mode run, on the GPU path and the CPU path -------

@@ -1,7 +1,8 @@
 """Host syncs of a batch sampled on the GPU: the inducer draws every hop of
 a batch in one call, its frontiers, sizes and checks kept on the device, so
 the batch stops the GPU once, at its end (to learn how many nodes and edges
-it holds). Counted with torch's sync debug mode, which warns at every
+it holds); a loader's batch once more, to read the checks of its feature
+and label gathers. Counted with torch's sync debug mode, which warns at every
 synchronizing CUDA call (a scalar read, a copy to the host), ours included.
 Needs a GPU and the CUDA kernels."""
 
@@ -15,6 +16,7 @@ from conftest import random_edges
 
 from graphlearn_torch._ext import cuda_kernels_available
 from graphlearn_torch.data import Dataset
+from graphlearn_torch.loader import NeighborLoader
 from graphlearn_torch.sampler import NeighborSampler, NodeSamplerInput
 from graphlearn_torch.sampler.whole_batch import CUDA_GRAPHS_ENV
 
@@ -66,3 +68,32 @@ def test_a_sampled_batch_syncs_once(monkeypatch, graphs, mode, fanout):
   assert out.node.numel() > seeds.numel()  # the batch grew past its seeds
   where = collections.Counter(f'{w.filename}:{w.lineno}' for w in syncs)
   assert len(syncs) <= 1, f'{len(syncs)} host syncs in a {len(fanout)}-hop batch, at: {dict(where)}'
+
+
+@pytest.mark.parametrize('mode', ['CUDA', 'ZERO_COPY'])
+def test_a_loader_batch_syncs_at_its_sampling_and_its_gathers_checks(mode):
+  """A NeighborLoader batch on the GPU with features (a fifth of the rows in
+  GPU memory) and labels: the sampler's one sync, and one more that reads
+  the checks of all its gathers; the labels are gathered on the GPU, and
+  the seed positions go there without a sync."""
+  num_nodes = 2000
+  ds = Dataset(edge_dir='in')
+  ds.init_graph(random_edges(num_nodes, num_nodes, 20_000, seed=5), graph_mode=mode)
+  ds.init_node_features(torch.randn(num_nodes, 16), split_ratio=0.2, with_gpu=True)
+  ds.init_node_labels(torch.arange(num_nodes))
+  loader = NeighborLoader(
+    ds, [10, 5], torch.arange(num_nodes), batch_size=256, shuffle=True, device='cuda'
+  )
+  batches = iter(loader)
+  for _ in range(2):  # warm-up: placement, allocations, the batch's CUDA graph
+    next(batches)
+  out = None
+
+  def batch():
+    nonlocal out
+    out = next(batches)
+
+  syncs = host_syncs(batch)
+  assert out.y.is_cuda and torch.equal(out.y, out.n_id)
+  where = collections.Counter(f'{w.filename}:{w.lineno}' for w in syncs)
+  assert len(syncs) <= 2, f'{len(syncs)} host syncs in a loader batch, at: {dict(where)}'

@@ -371,6 +371,34 @@ def test_unified_gather_names_a_bad_id(harness):
     OPS.unified_gather([torch.randn(3, 4).t()], torch.tensor([0]), None)
 
 
+@pytest.mark.parametrize('gather', ['harness', 'op'])
+def test_unified_gather_marks_a_bad_id_for_a_later_read(harness, threads, gather):
+  """Given ``first_bad``, a gather raises nothing and reads nothing back:
+  the position of its first id without a row lands there (every row of a
+  good id still copied), a gather of good ids leaves it as it was."""
+  fn = harness.unified_gather if gather == 'harness' else OPS.unified_gather
+  table = torch.randn(10, 3)
+  parts = split_rows(table, [4])
+  unset = torch.iinfo(torch.int64).max
+  ids = torch.tensor([1, 7, 12, 3, 40, -2])
+  first_bad = torch.tensor([unset])
+  out = fn(parts, ids, None, first_bad)
+  assert first_bad.item() == 2
+  good = torch.tensor([0, 1, 3])
+  assert torch.equal(out[good], table[ids[good]])
+  id2index = torch.tensor([0, 10, 2, -1])
+  for ids, want in ((torch.tensor([0, 2, 2]), unset), (torch.tensor([2, 3, 1]), 1)):
+    first_bad = torch.tensor([unset])
+    fn(parts, ids, id2index, first_bad)
+    assert first_bad.item() == want
+  for bad_flag, match in (
+    (torch.tensor([unset, unset]), 'one contiguous int64'),
+    (torch.tensor([0.0]), 'one contiguous int64'),
+  ):
+    with pytest.raises(ValueError, match=match):
+      fn(parts, torch.tensor([0]), None, bad_flag)
+
+
 # -- the inducer ------------------------------------------------------------------------
 
 

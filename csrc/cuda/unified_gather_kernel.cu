@@ -12,9 +12,10 @@ namespace glt {
 namespace cuda {
 
 at::Tensor unified_gather_kernel(const at::TensorList parts, const at::Tensor& ids,
-                                 const std::optional<at::Tensor>& id2index) {
+                                 const std::optional<at::Tensor>& id2index,
+                                 const std::optional<at::Tensor>& first_bad) {
   const c10::cuda::CUDAGuard guard(ids.device());
-  return kernels::unified_gather(CudaBackend{}, parts.vec(), ids, id2index);
+  return kernels::unified_gather(CudaBackend{}, parts.vec(), ids, id2index, first_bad);
 }
 
 TORCH_LIBRARY_IMPL(glt, CUDA, m) { m.impl("unified_gather", TORCH_FN(unified_gather_kernel)); }

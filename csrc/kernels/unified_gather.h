@@ -118,18 +118,23 @@ void copy_part_rows(const Backend& backend, const PartTable& table, int64_t unit
 
 // Rows `ids` of a part table of width `dim` (through `id2index` when given)
 // into a new tensor with `options`: row i of the output, or row positions[i]
-// of `num_out_rows`. Ids without a row are an error naming the first of them.
+// of `num_out_rows`. Ids without a row are an error naming the first of them;
+// given `bad_mark` (one int64 on the ids' device, at least the number of
+// ids), the index of the first of them goes there instead and nothing is
+// read back: the caller reads it when it likes (one host sync for several
+// gathers), their output rows left unwritten.
 template <typename scalar_t, typename Backend>
 at::Tensor gather_part_rows(const Backend& backend, const PartTable& table, int64_t dim,
                             const at::Tensor& ids, const at::Tensor* id2index,
                             const at::Tensor* positions, int64_t num_out_rows,
-                            const at::TensorOptions& options) {
+                            const at::TensorOptions& options,
+                            const at::Tensor* bad_mark = nullptr) {
   const int64_t n = ids.numel();
   const int64_t num_rows = table.num ? table.end[table.num - 1] : 0;
   const int64_t num_ids = id2index ? id2index->numel() : num_rows;
   auto out = at::empty({positions ? num_out_rows : n, dim}, options);
   if (n == 0 || dim == 0) return out;
-  auto bad = at::full({1}, n, ids.options());
+  auto bad = bad_mark ? *bad_mark : at::full({1}, n, ids.options());
   const int64_t* id = ids.data_ptr<int64_t>();
   const int64_t* map = id2index ? id2index->data_ptr<int64_t>() : nullptr;
   const int64_t* pos = positions ? positions->data_ptr<int64_t>() : nullptr;
@@ -149,6 +154,7 @@ at::Tensor gather_part_rows(const Backend& backend, const PartTable& table, int6
     case 2: copy(uint16_t{}); break;
     default: copy(uint8_t{}); break;
   }
+  if (bad_mark) return out;
   const int64_t first = bad.item<int64_t>();
   if (first < n) {
     const int64_t v = ids[first].item<int64_t>();
@@ -162,13 +168,22 @@ at::Tensor gather_part_rows(const Backend& backend, const PartTable& table, int6
 
 // The op for any backend: the parts (2-D, contiguous, one dtype and width,
 // each on a device the backend's threads can read) and ids checked, then the
-// gather; the rows land on the ids' device.
+// gather; the rows land on the ids' device. Ids without a row raise, or
+// with `first_bad` mark it (gather_part_rows).
 template <typename Backend>
 at::Tensor unified_gather(const Backend& backend, const std::vector<at::Tensor>& parts,
-                          const at::Tensor& ids, const std::optional<at::Tensor>& id2index) {
+                          const at::Tensor& ids, const std::optional<at::Tensor>& id2index,
+                          const std::optional<at::Tensor>& first_bad = std::nullopt) {
   TORCH_CHECK_VALUE(!parts.empty() && parts.size() <= static_cast<size_t>(kMaxParts),
                     "a unified table needs 1 to ", kMaxParts, " parts, got ", parts.size());
   check_index(ids, "ids");
+  if (first_bad.has_value()) {
+    TORCH_CHECK_VALUE(first_bad->scalar_type() == at::kLong && first_bad->numel() == 1 &&
+                          first_bad->is_contiguous(),
+                      "first_bad must be one contiguous int64, got ", first_bad->scalar_type(),
+                      " of shape ", first_bad->sizes());
+    check_device(*first_bad, "first_bad", ids.device());
+  }
   const auto dtype = parts[0].scalar_type();
   const int64_t dim = parts[0].dim() == 2 ? parts[0].size(1) : -1;
   PartTable table{};
@@ -197,7 +212,8 @@ at::Tensor unified_gather(const Backend& backend, const std::vector<at::Tensor>&
   return AT_DISPATCH_ALL_TYPES_AND3(
       at::kHalf, at::kBFloat16, at::kBool, dtype, "unified_gather", [&] {
         return gather_part_rows<scalar_t>(backend, table, dim, id_t,
-                                          map_t.defined() ? &map_t : nullptr, nullptr, 0, options);
+                                          map_t.defined() ? &map_t : nullptr, nullptr, 0, options,
+                                          first_bad.has_value() ? &*first_bad : nullptr);
       });
 }
 

@@ -166,9 +166,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
                            }));
   m.def("unified_gather",
         torch::wrap_pybind_function([](const std::vector<at::Tensor>& parts, const at::Tensor& ids,
-                                       const std::optional<at::Tensor>& id2index) {
-          return glt::kernels::unified_gather(HostBackend{}, parts, ids, id2index);
-        }));
+                                       const std::optional<at::Tensor>& id2index,
+                                       const std::optional<at::Tensor>& first_bad) {
+          return glt::kernels::unified_gather(HostBackend{}, parts, ids, id2index, first_bad);
+        }),
+        py::arg("parts"), py::arg("ids"), py::arg("id2index") = py::none(),
+        py::arg("first_bad") = py::none());
   bind_partition_ops(m);
   py::class_<HostInducer> inducer(m, "Inducer");
   inducer.def(py::init(torch::wrap_pybind_function([](int64_t num_node_types) {

@@ -6,6 +6,8 @@ from typing import Callable, Optional, Union
 import torch
 
 from ..data.dataset import Dataset
+from ..data.feature import Feature
+from ..data.gather_checks import GatherChecks
 from ..sampler.base import HeteroSamplerOutput, SamplerOutput
 from ..typing import EdgeType, NodeType, reverse_edge_type
 from .sampled import SampledBatch
@@ -21,10 +23,16 @@ def _done(value) -> torch.futures.Future:
   return fut
 
 
-def local_rows(data: Dataset, kind: str) -> RowLookup:
-  r"""Row lookups in ``data``'s own node (``kind='node'``) or edge tables."""
+def local_rows(data: Dataset, kind: str, checks: Optional[GatherChecks] = None) -> RowLookup:
+  r"""Row lookups in ``data``'s own node (``kind='node'``) or edge tables;
+  the GPU gathers' checks of their ids left in ``checks`` when given."""
   get = data.get_node_feature if kind == 'node' else data.get_edge_feature
-  return lambda ids, type_: _done(get(type_)[ids])
+
+  def rows(ids: torch.Tensor, type_) -> torch.futures.Future:
+    table = get(type_)
+    return _done(table.rows(ids, checks) if isinstance(table, Feature) else table[ids])
+
+  return rows
 
 
 def collect_features(
@@ -39,7 +47,9 @@ def collect_features(
 
   Only types whose features ``data`` has are gathered. Edge features are
   looked up by the graph's edge type: with ``edge_dir='out'`` a batch holds
-  edges under the reversed type.
+  edges under the reversed type. The gathers on a GPU check that each id
+  has a row once for the whole batch, when they are all launched (one host
+  sync a batch, not one a gather).
 
   Args:
     batch: the batch (changed in place).
@@ -50,14 +60,15 @@ def collect_features(
     edge_rows: fetches edge feature rows (default: ``data``'s own table).
     with_labels: gather labels too.
   """
-  node_rows = node_rows or local_rows(data, 'node')
-  edge_rows = edge_rows or local_rows(data, 'edge')
+  checks = GatherChecks()
+  node_rows = node_rows or local_rows(data, 'node', checks)
+  edge_rows = edge_rows or local_rows(data, 'edge', checks)
   pending = []  # (store, field, future)
   for ntype, node in batch.nodes.items():
     if data.get_node_feature(ntype) is not None:
       pending.append((node, 'x', node_rows(node.ids, ntype)))
     if with_labels:
-      node.y = data.gather_node_labels(node.ids, ntype)
+      node.y = data.gather_node_labels(node.ids, ntype, checks)
   for etype, edge in batch.edges.items():
     if edge.eids is None:
       continue
@@ -65,12 +76,14 @@ def collect_features(
     if data.get_edge_feature(stored) is not None:
       pending.append((edge, 'attr', edge_rows(edge.eids, stored)))
   if not pending:
+    checks.raise_first()
     return _done(batch)
 
   def fill(collected) -> SampledBatch:
     # collect_all fails as soon as one future does, while others may still
     # run: its own failure first, then every value is there.
     collected.value()
+    checks.raise_first()
     for store, name, fut in pending:
       setattr(store, name, fut.value())
     return batch

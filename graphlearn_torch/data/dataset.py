@@ -9,6 +9,8 @@ import torch
 from ..typing import EdgeType, NodeIndex, NodeLabel, NodeType, TensorDataType
 from ..utils.tensor import convert_to_tensor, squeeze
 from .feature import DeviceGroup, Feature
+from .gather_checks import GatherChecks
+from .gpu_labels import GpuLabels
 from .graph import Graph, Topology
 from .per_type import HOMO, by_type, per_type, unwrap
 from .split import random_split
@@ -49,6 +51,7 @@ class Dataset:
     self.edge_features = edge_features
     self.node_labels = squeeze(convert_to_tensor(node_labels))
     self._label_id2idx = None
+    self._gpu_labels = GpuLabels()  # placed on first use, never shared
     self.edge_dir = edge_dir
     self.train_idx = self.val_idx = self.test_idx = None
     # Times for temporal sampling (init_node_time / init_edge_time).
@@ -398,14 +401,20 @@ class Dataset:
     (None: labels are indexed by node id)."""
     return self._label_id2idx
 
-  def gather_node_labels(self, ids: torch.Tensor, ntype: Optional[NodeType] = None):
-    """Labels of the nodes ``ids`` (through id2idx when one was given)."""
+  def gather_node_labels(
+    self, ids: torch.Tensor, ntype: Optional[NodeType] = None, checks: Optional[GatherChecks] = None
+  ):
+    """Labels of the nodes ``ids`` (through id2idx when one was given): on
+    the GPU for ids there (``GpuLabels``, checked in ``checks`` if given)."""
     labels = self.get_node_label(ntype)
     if labels is None:
       return None
     id2idx = self._label_id2idx
     if isinstance(id2idx, dict):
       id2idx = id2idx.get(ntype)
+    if GpuLabels.reads(ids, labels):
+      in_gpu = any(getattr(g, 'mode', None) == 'CUDA' for g in self._placed_items())
+      return self._gpu_labels.gather(labels, id2idx, ids, ntype, in_gpu, checks)
     ids = torch.as_tensor(ids, dtype=torch.int64).reshape(-1).to(labels.device)
     if id2idx is not None:
       ids = id2idx.index_select(0, ids)

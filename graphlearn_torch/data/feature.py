@@ -13,6 +13,7 @@ from ..typing import TensorDataType
 from ..utils.host_share import HostSharedTensor, HostTensorHandle, host_sharing_available
 from ..utils.mapped_file import MappedFileHandle, MappedFileTensor
 from ..utils.tensor import convert_to_tensor
+from .gather_checks import GatherChecks
 from .unified_tensor import UnifiedTensor
 
 logger = logging.getLogger(__name__)
@@ -111,8 +112,13 @@ class Feature:
   def __getitem__(self, ids: torch.Tensor) -> torch.Tensor:
     """The rows of ``ids``: gathered on the GPU (a CUDA tensor, with no
     host round trip for CUDA ids) with ``with_gpu``, else from host memory."""
+    return self.rows(ids)
+
+  def rows(self, ids: torch.Tensor, checks: Optional[GatherChecks] = None) -> torch.Tensor:
+    """``self[ids]``, the GPU gather's check that every id has a row left in
+    ``checks`` to be read with others' (see ``gpu_get``)."""
     if self.with_gpu:
-      return self.gpu_get(ids)
+      return self.gpu_get(ids, checks)
     return self.cpu_get(ids)
 
   def _check_ids(self, ids) -> torch.Tensor:
@@ -123,14 +129,21 @@ class Feature:
       raise TypeError(f'feature rows are indexed by integer ids, got dtype {ids.dtype}')
     return ids.to(torch.int64).reshape(-1)
 
-  def gpu_get(self, ids: torch.Tensor) -> torch.Tensor:
+  def gpu_get(self, ids: torch.Tensor, checks: Optional[GatherChecks] = None) -> torch.Tensor:
     """Gathers the rows of ``ids`` on the GPU: the hot rows from GPU memory,
-    the rest from pinned host memory through UVA, in one kernel."""
+    the rest from pinned host memory through UVA, in one kernel.
+
+    Args:
+      ids: the ids.
+      checks: where the check that every id has a row waits, to be read
+        with the other gathers' of a batch in one host sync; by default it
+        is read at once.
+    """
     self.lazy_init_with_ipc_handle()
     ids = self._check_ids(ids).to(self._unified.device)
     if isinstance(self.id2index, OffsetId2Index):
-      return self._unified.gather(self.id2index[ids])
-    return self._unified.gather(ids, self._gpu_id2index)
+      return self._unified.gather(self.id2index[ids], checks=checks)
+    return self._unified.gather(ids, self._gpu_id2index, checks)
 
   def set_device(self, device: int) -> None:
     """Looks rows up on GPU ``device`` from now on (the GPU path only); the

@@ -16,6 +16,7 @@ from typing import List, Optional, Sequence, Tuple
 import torch
 
 from .._ext import cuda_kernels_available, ops
+from .gather_checks import GatherChecks
 
 logger = logging.getLogger(__name__)
 
@@ -127,16 +128,33 @@ class UnifiedTensor:
   def __getitem__(self, ids: torch.Tensor) -> torch.Tensor:
     return self.gather(ids)
 
-  def gather(self, ids: torch.Tensor, id2index: Optional[torch.Tensor] = None) -> torch.Tensor:
+  def gather(
+    self,
+    ids: torch.Tensor,
+    id2index: Optional[torch.Tensor] = None,
+    checks: Optional[GatherChecks] = None,
+  ) -> torch.Tensor:
     """The rows of ``ids`` (through ``id2index`` when given), on the reading
-    device."""
+    device.
+
+    Args:
+      ids: the ids.
+      id2index: the row of each id.
+      checks: where the check that every id has a row waits to be read with
+        others' (``GatherChecks.raise_first``); by default the gather reads
+        it back at once.
+    """
     if not self.parts:
       raise ValueError('the UnifiedTensor is empty: append parts first')
     device = self._read_device
     ids = torch.as_tensor(ids).to(device=device, dtype=torch.int64).reshape(-1)
     if id2index is not None:
       id2index = id2index.to(device)
-    return torch.ops.glt.unified_gather(self.parts, ids, id2index)
+    parts = list(self.parts)
+    if checks is None:
+      return torch.ops.glt.unified_gather(parts, ids, id2index)
+    flag = checks.flag(device, lambda: torch.ops.glt.unified_gather(parts, ids, id2index))
+    return torch.ops.glt.unified_gather(parts, ids, id2index, flag)
 
   @property
   def shape(self) -> torch.Size:

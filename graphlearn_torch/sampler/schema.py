@@ -16,6 +16,7 @@ from ..typing import (
   NumNeighbors,
   reverse_edge_type,
 )
+from ..utils.device import to_device_async
 
 
 def check_graphs(graphs: Dict[EdgeType, Graph], edge_dir: str, with_weight: bool = False) -> None:
@@ -153,10 +154,7 @@ class SamplingSchema:
           f'seed node id {bad} is out of range: {what} has {n} nodes (ids 0..{n - 1}); '
           f'a graph with isolated high-id nodes needs num_nodes in Dataset.init_graph'
         )
-    device = torch.device(device)
-    if seeds.is_cpu and device.type == 'cuda':
-      return seeds.pin_memory().to(device, non_blocking=True)
-    return seeds.to(device)
+    return to_device_async(seeds, device)
 
   def normalize_fanouts(self, num_neighbors: NumNeighbors) -> Dict[EdgeType, List[int]]:
     """``num_neighbors`` as a list of per-hop fanouts for every edge type

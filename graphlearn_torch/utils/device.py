@@ -54,3 +54,18 @@ def ensure_device(device: torch.device) -> None:
   if device.type == 'cuda' and device.index is not None and torch.cuda.is_available():
     if device.index != torch.cuda.current_device():
       torch.cuda.set_device(device)
+
+
+def to_device_async(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+  """``t`` on ``device``: a host tensor goes to a GPU without stopping the
+  host (staged in pinned memory, which torch keeps until the copy is done,
+  so the host memory of ``t`` may be released or reused at once).
+
+  Args:
+    t: the tensor.
+    device: where it goes.
+  """
+  device = torch.device(device)
+  if t.is_cpu and device.type == 'cuda':
+    return t.pin_memory().to(device, non_blocking=True)
+  return t.to(device)

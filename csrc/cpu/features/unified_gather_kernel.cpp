@@ -8,8 +8,9 @@
 namespace glt::cpu {
 
 at::Tensor unified_gather_kernel(const at::TensorList parts, const at::Tensor& ids,
-                                 const std::optional<at::Tensor>& id2index) {
-  return kernels::unified_gather(cpu::CpuBackend{}, parts.vec(), ids, id2index);
+                                 const std::optional<at::Tensor>& id2index,
+                                 const std::optional<at::Tensor>& first_bad) {
+  return kernels::unified_gather(cpu::CpuBackend{}, parts.vec(), ids, id2index, first_bad);
 }
 
 TORCH_LIBRARY_IMPL(glt, CPU, m) { m.impl("unified_gather", TORCH_FN(unified_gather_kernel)); }
