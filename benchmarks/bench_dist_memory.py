@@ -19,9 +19,12 @@ shared memory), the partitions' memory-mapped feature files, the
 shared-memory channels (each trainer's own, backed as batches pass), the GPU
 driver's mappings (pinned allocations), and each process's own memory (the
 interpreter, torch, buffers). With ``--gpu`` the same jobs run in 'ZERO_COPY'
-and 'CUDA' modes (a fifth of each feature table in GPU memory), and the GPU
-memory in use on the device is taken before the job starts and at the
-measurement: the difference is the job's.
+and 'CUDA' modes (a fifth of each feature table in GPU memory), the launcher
+placing each partition on the GPU before it starts the trainers (the
+trainers of a partition and their sampling processes read that one copy),
+and the GPU memory in use on the device is taken before the launcher loads
+the partitions and at the measurement: the difference is the job's, the
+launcher's CUDA context included.
 """
 
 import argparse
@@ -99,8 +102,11 @@ def launcher(root, mode, gpu, per_partition, samplers, batches, out):
   r"""One job: loads each partition once, starts its ``per_partition``
   trainers with it, and puts ``(PSS by kind, processes, GPU MB)`` on
   ``out`` once every trainer is at its last batch."""
-  datasets = [load_partition(root, p, mode, gpu) for p in range(NUM_PARTITIONS)]
   gpu_before = gpu_used_mb(gpu)
+  datasets = [load_partition(root, p, mode, gpu) for p in range(NUM_PARTITIONS)]
+  if mode != 'CPU':
+    for ds in datasets:  # once here: the trainers and their sampling processes read this copy
+      ds.place_on_gpu(gpu)
   ready, measured = SPAWN.Queue(), SPAWN.Event()
   world, port = NUM_PARTITIONS * per_partition, free_port()
   procs = []
@@ -222,7 +228,8 @@ def main():
     "and each process's heap and buffers; 'bare processes': what as many processes hold that "
     f'import torch and this library and do nothing else ({bare["process"]:.0f} MB each, '
     f"{bare['libraries']:.0f} MB of libraries, measured in this run). GPU: the device's "
-    'memory in use at the measurement less before the job started.',
+    'memory in use at the measurement less before the launcher loaded the partitions, which '
+    'it places on the GPU once for the trainers and sampling processes (GPU modes).',
   )
   print(results.add(table).render())
   results.write()

@@ -8,6 +8,7 @@ machine. The tests marked ``gpu`` need a GPU and are skipped without one."""
 
 import logging
 import os
+import pickle
 
 import pytest
 import torch
@@ -23,6 +24,7 @@ from graphlearn_torch.data.unified_tensor import host_view
 from graphlearn_torch.distributed.sources.sampling_process import worker_device
 from graphlearn_torch.loader import LinkNeighborLoader, NeighborLoader, SubGraphLoader
 from graphlearn_torch.sampler import NegativeSampling, NeighborSampler, NodeSamplerInput
+from graphlearn_torch.utils.cuda_share import CudaIpcTensor
 
 GPU = cuda_kernels_available()
 gpu = pytest.mark.skipif(not GPU, reason='needs a GPU and a build with the CUDA kernels')
@@ -81,6 +83,60 @@ def test_gpu_parts_placed_once_are_read_by_cuda_ipc():
   # the hot rows are not copied
   topology = sum(t.numel() * t.element_size() for t in ds.graph.device_topology() if t is not None)
   assert allocated < topology, "the GPU copy of the topology is the parent's"
+
+
+def test_a_received_cuda_ipc_tensor_is_handed_on_as_its_origin():
+  """The hand-on logic, without a GPU: a CudaIpcTensor opened from an
+  origin pickles as that same origin again, through any number of
+  processes, rather than as a handle of its own (which CUDA IPC cannot
+  make for memory a process did not allocate)."""
+  origin = (torch.arange, (5,))  # stands in for torch's (rebuild_cuda_tensor, args)
+  received = pickle.loads(pickle.dumps(CudaIpcTensor(torch.empty(0), origin)))
+  assert torch.equal(received.tensor, torch.arange(5)) and received.origin == origin
+  again = pickle.loads(pickle.dumps(received))
+  assert again.origin == origin and torch.equal(again.tensor, torch.arange(5))
+  assert 'received' in repr(again)
+
+
+def handed_on_by_child(ds, ids, results):
+  r"""A trainer handed a placed ``ds``: it places ``ds`` as a loader does
+  before it starts its sampling processes, then hands it to a process of
+  its own (``placed_in_child``); reports what it allocated on GPU 0 and the
+  grandchild's report."""
+  try:
+    torch.cuda.set_device(0)
+    ds.set_device(0)
+    before = torch.cuda.memory_allocated(0)
+    ds.place_on_gpu(0)
+    placed = torch.cuda.memory_allocated(0) - before
+    inner = SPAWN.Queue()
+    grandchild = SPAWN.Process(target=placed_in_child, args=(ds, ids, inner))
+    [(allocated, rows)] = run_spawned([grandchild], inner)
+    results.put((placed, allocated, rows))
+  except Exception as e:  # the parent fails the test with it
+    results.put((None, None, f'{type(e).__name__}: {e}'))
+
+
+@gpu
+@pytest.mark.slow  # spawned processes
+def test_a_placed_copy_is_read_by_every_process_it_reaches():
+  """A launcher places a partition on its GPU for the trainers it starts
+  there; a trainer hands it on to its sampling processes: neither copies
+  the topology or the hot rows (CudaIpcTensor travels as the launcher's
+  CUDA IPC handle), and both read the launcher's rows."""
+  ds, _, x = homo_dataset(
+    'CUDA', num_nodes=2000, num_edges=200_000, split_ratio=0.5, device=0, with_gpu=True
+  )
+  ds.place_on_gpu(0)
+  ids = torch.randperm(x.size(0))
+  results = SPAWN.Queue()
+  [(placed, allocated, rows)] = run_spawned(
+    [SPAWN.Process(target=handed_on_by_child, args=(ds, ids, results))], results
+  )
+  assert placed is not None and allocated is not None, rows
+  assert torch.equal(torch.tensor(rows), x[ids])
+  topology = sum(t.numel() * t.element_size() for t in ds.graph.device_topology() if t is not None)
+  assert placed < topology and allocated < topology, "the GPU copy is the launcher's"
 
 
 @pytest.mark.parametrize('split_ratio', [0.0, 0.3, 1.0])

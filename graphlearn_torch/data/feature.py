@@ -3,13 +3,14 @@
 import logging
 from dataclasses import dataclass
 from multiprocessing.reduction import ForkingPickler
-from typing import List, Optional, Sequence, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
 
 from .._ext import cuda_kernels_available, ops
 from ..partition.partition_book import OffsetId2Index
 from ..typing import TensorDataType
+from ..utils.cuda_share import CudaIpcTensor
 from ..utils.host_share import HostSharedTensor, HostTensorHandle, host_sharing_available
 from ..utils.mapped_file import MappedFileHandle, MappedFileTensor
 from ..utils.tensor import convert_to_tensor
@@ -102,7 +103,8 @@ class Feature:
     # Released gather outputs are reused: fresh pages cost more than the copy.
     self._out_pool = ops.BufferPool(OUTPUT_CACHE_BYTES)
     self._unified: Optional[UnifiedTensor] = None  # the GPU path's table, built on first use
-    self._shared_unified = None  # another process's GPU parts: [(part, device)] (share_ipc)
+    # another process's GPU parts: [(CudaIpcTensor, device)] (share_ipc)
+    self._shared_unified: Optional[List[Tuple[CudaIpcTensor, int]]] = None
     self._gpu_id2index: Optional[torch.Tensor] = None
     self._host_table: Union[None, HostSharedTensor, MappedFileTensor] = None  # see host_share
     self._host_id2index: Optional[HostSharedTensor] = None
@@ -327,8 +329,10 @@ class Feature:
     """Moves the table to shared memory; returns a picklable handle: the
     host-shared table's where the platform has them (so that the receiving
     process can share it on with its peers of this host), else torch's
-    shared memory. A table this process placed for the GPU shares its GPU
-    parts too (CUDA IPC), so another process reads the same hot rows."""
+    shared memory. A table placed for the GPU hands over its GPU parts too,
+    as the CUDA IPC handles of the process that placed them
+    (``CudaIpcTensor``), this one or the one it came from: every process it
+    reaches reads the same hot rows."""
     if host_sharing_available():
       tables = self.host_share()
     else:
@@ -336,10 +340,10 @@ class Feature:
       if isinstance(self.id2index, torch.Tensor):
         self.id2index.share_memory_()
       tables = (self.feature_tensor, self.id2index)
-    # GPU parts this process placed (CUDA IPC cannot hand on those it got);
     # the receiver reads the rows after them from the table it maps
-    placed_here = self._unified is not None and self._shared_unified is None
-    gpu_parts = self._unified.gpu_parts() if placed_here else None
+    gpu_parts = self._shared_unified
+    if gpu_parts is None and self._unified is not None:
+      gpu_parts = [(CudaIpcTensor(part), gpu) for part, gpu in self._unified.gpu_parts()]
     return (
       tables,
       self.split_ratio,
@@ -381,9 +385,10 @@ class Feature:
       return
     if self._shared_unified is not None:
       device = self.device if self.device is not None else torch.cuda.current_device()
-      hot = sum(part.size(0) for part, _ in self._shared_unified)
+      parts = [(part.tensor, gpu) for part, gpu in self._shared_unified]
+      hot = sum(part.size(0) for part, _ in parts)
       cold = self.feature_tensor[hot:] if hot < self.feature_tensor.size(0) else None
-      self._unified = UnifiedTensor.new_from_ipc((self._shared_unified, cold), device, self.dtype)
+      self._unified = UnifiedTensor.new_from_ipc((parts, cold), device, self.dtype)
     else:
       self._unified = self._build_unified()
     if isinstance(self.id2index, torch.Tensor):

@@ -10,6 +10,7 @@ import torch
 
 from .._ext import cuda_kernels_available
 from ..typing import TensorDataType
+from ..utils.cuda_share import CudaIpcTensor
 from ..utils.host_share import HostSharedTensor, HostTensorHandle, host_sharing_available
 from ..utils.tensor import convert_to_tensor
 from ..utils.topo import ptr2ind
@@ -346,7 +347,8 @@ class Graph:
     self.device = device
     self._placed: Optional[DeviceTopology] = None
     self._placed_from: Optional[torch.Tensor] = None
-    self._placed_here = False  # GPU copies this process made (not another's, by CUDA IPC)
+    # the placed 'CUDA' copy as other processes get it (CUDA IPC, see share_ipc)
+    self._gpu_copy: Optional[Tuple[Optional[CudaIpcTensor], ...]] = None
 
   @property
   def sampling_device(self) -> torch.device:
@@ -358,7 +360,7 @@ class Graph:
     is); the topology is placed there on first use."""
     if self.mode != 'CPU' and int(device) != self.device:
       self.device = int(device)
-      self._placed = self._placed_from = None
+      self._placed = self._placed_from = self._gpu_copy = None
 
   def lazy_init(self) -> None:
     """Places the topology for the sampler (once; again after the topology
@@ -386,7 +388,11 @@ class Graph:
     else:
       placed = list(tensors)
     self._placed, self._placed_from = DeviceTopology(*placed), topo.indptr
-    self._placed_here = self.mode == 'CUDA'
+    self._gpu_copy = (
+      tuple(CudaIpcTensor(t) if t is not None else None for t in placed)
+      if self.mode == 'CUDA'
+      else None
+    )
     return self._placed
 
   def _zero_copy(self, t: torch.Tensor) -> torch.Tensor:
@@ -414,11 +420,13 @@ class Graph:
     """Moves the topology to shared memory; returns a picklable handle: the
     host-shared topology's where the platform has them (so that the
     receiving process can share it on with its peers of this host), else
-    the topology in torch's shared memory. A 'CUDA' graph this process
-    placed on its GPU hands over its GPU copy too (CUDA IPC): a receiver
-    sampling on the same GPU reads it rather than placing one of its own."""
+    the topology in torch's shared memory. A 'CUDA' graph placed on its GPU
+    hands over its GPU copy too, as the CUDA IPC handle of the process that
+    placed it (``CudaIpcTensor``), whether that is this one or the one it
+    came from: a receiver sampling on the same GPU reads that copy rather
+    than placing one of its own, and hands it on in turn."""
     fresh = self._placed is not None and self._placed_from is self.topo.indptr
-    gpu = tuple(self._placed) if fresh and self._placed_here else None
+    gpu = self._gpu_copy if fresh else None
     if host_sharing_available():
       topo = self.topo.host_share()
     else:
@@ -434,7 +442,9 @@ class Graph:
       topo = Topology.from_host_handle(topo)
     graph = cls(topo, mode, device)
     if gpu is not None and graph.mode == 'CUDA':
-      graph._placed, graph._placed_from = DeviceTopology(*gpu), topo.indptr
+      tensors = (c.tensor if c is not None else None for c in gpu)
+      graph._placed, graph._placed_from = DeviceTopology(*tensors), topo.indptr
+      graph._gpu_copy = gpu
     return graph
 
   def __repr__(self) -> str:
