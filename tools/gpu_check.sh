@@ -31,6 +31,9 @@
 #   train      benchmarks/bench_gpu_train.py $TRAIN_ARGS (not in the default list)
 #   threads    benchmarks/bench_sampler.py --threads 1 2 4 8 16: the CPU sampler's
 #              scaling on the machine's cores (not in the default list)
+#   cpu-profile  tools/profile_cpu_sampler.py: the CPU sampler under perf at 1, 2, 4, 8
+#              and 16 threads, the top symbols by self time of each in
+#              LOGS/cpu_profile/perf_t<threads>.txt (not in the default list)
 #   dist       benchmarks/bench_dist_sampling.py --gpu 0 $DIST_ARGS (not in the default list; its METIS
 #              partitioning needs pymetis: carry its wheel; 540 s unless TIMEOUT_dist says)
 #   profile    tools/profile_gpu_sampler.py under Nsight Systems (each kernel's time and the
@@ -162,6 +165,10 @@ stage_train() {
 
 stage_threads() {
   "$PY" benchmarks/bench_sampler.py --threads 1 2 4 8 16 "${RESULTS[@]}"
+}
+
+stage_cpu_profile() {
+  "$PY" tools/profile_cpu_sampler.py --threads 1 2 4 8 16 --out "$LOGS/cpu_profile"
 }
 
 stage_dist() {
