@@ -371,6 +371,26 @@ def test_pin_memory_without_cuda_is_a_warning(caplog):
   assert 'CUDA is not available' in caplog.text
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a GPU')
+@pytest.mark.parametrize('pinned', [False, True], ids=['unpinned', 'pinned'])
+def test_cuda_tensors_are_copied_in_after_their_kernels(pinned):
+  """A message's CUDA tensors copy into the channel behind the kernels that
+  make them (into pinned memory, asynchronously: the channel waits for the
+  copies once before it queues the message), beside host tensors and
+  non-contiguous ones."""
+  channel = ShmChannel(capacity=4, shm_size='64MB')
+  if pinned:
+    assert channel.pin_memory()
+  x = torch.randn(4000, 100, device='cuda')
+  edges = torch.arange(8000, device='cuda').view(2, 4000).t()  # not contiguous
+  for _ in range(3):
+    msg = {'x': x * 2 + 1, 'edges': edges, 'host': torch.arange(5), 'y': x[:, 0] > 0}
+    channel.send(msg, timeout_ms=1000)
+    got = channel.recv(timeout_ms=1000)
+    for key, value in msg.items():
+      assert torch.equal(got[key], value.cpu()), key
+
+
 def mp_produce(channel, count, done):
   for seq in range(count):
     channel.send(expected_message(0, seq))

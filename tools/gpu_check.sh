@@ -9,12 +9,14 @@
 #              default 9.0: H100/H200), then tools/check_cuda_build.py; an extension
 #              already in place that loads with every CUDA kernel (one built elsewhere
 #              against the machine's torch and carried) is kept, not rebuilt
-#   tests      the GPU data path and the examples with GLT's GPU flags, graph
-#              modes 'ZERO_COPY' and 'CUDA' (test_gpu_data_path.py, the *_gpu_flags
+#   tests      the GPU data path, CUDA tensors sent through a channel, and the examples
+#              with GLT's GPU flags, graph modes 'ZERO_COPY' and 'CUDA'
+#              (test_gpu_data_path.py, test_channel.py's CUDA test, the *_gpu_flags
 #              tests of test_examples_smoke.py); -rs lists
 #              what was skipped (only multi-GPU tests should be)
 #   syncs      test_gpu_syncs.py: the host syncs of a batch sampled on the GPU
-#              (at most one a batch), and where each one is; test_whole_batch.py:
+#              (one a sampled batch, two a loader's batch with features and labels),
+#              and where each one is; test_whole_batch.py:
 #              its batches against the hop-by-hop engine's
 #   kernels    test_cuda_kernels.py: every CUDA op against the host harness (which
 #              it compiles first, about a minute)
@@ -122,6 +124,7 @@ stage_build() {
 
 stage_tests() {
   "$PY" -m pytest -q -rs -p no:cacheprovider --timeout 300 test/test_gpu_data_path.py \
+    test/test_channel.py::test_cuda_tensors_are_copied_in_after_their_kernels \
     test/test_examples_smoke.py::test_train_sage_smoke_with_gpu_flags \
     test/test_examples_smoke.py::test_worker_mode_smoke_with_gpu_flags
 }

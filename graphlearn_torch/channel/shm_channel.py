@@ -169,12 +169,20 @@ class ShmChannel(ChannelBase):
       raise MemoryError(error)
     try:
       places = None
+      gpus = set()
       for i, value in enumerate(values):
-        if isinstance(value, torch.Tensor):
+        if isinstance(value, torch.Tensor) and not value.is_cuda:
           reservation.write(i, value)
+          continue
+        places = reservation.views if places is None else places
+        if isinstance(value, torch.Tensor):
+          # queued behind the value's kernels, waited for once a device
+          places[i].copy_(value, non_blocking=True)
+          gpus.add(value.device)
         else:
-          places = reservation.views if places is None else places
           value.write(places[i])
+      for gpu in gpus:
+        torch.cuda.current_stream(gpu).synchronize()
       del places  # the consumer owns the bytes once the message is queued
       reservation.commit()
     except BaseException:
@@ -216,8 +224,9 @@ class ShmChannel(ChannelBase):
   def pin_memory(self) -> bool:
     r"""Page-locks the channel's memory in this process for CUDA
     (``cudaHostRegister``), so received tensors copy to the GPU at full speed
-    and ``non_blocking``. Call it in the consumer. The registration lasts as
-    long as the process.
+    and ``non_blocking``; in a producer, so sent CUDA tensors copy from the
+    GPU straight into the channel, all of a message's at once. The
+    registration lasts as long as the process.
 
     Returns:
       Whether the memory is pinned; ``False``, with a warning, without CUDA.
