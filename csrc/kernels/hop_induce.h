@@ -152,6 +152,11 @@ struct DrawTargets {
 // offset, with the local id of its seed beside each (seed i's draws come
 // from stream i of the key, as in the sample_neighbors op). A neighbor id
 // outside [0, num_ids) is reported and left out of the inducer's inserts.
+// Two passes: a thread a seed draws its entries' positions (and writes its
+// local id beside each), then a thread a draw reads its entry's neighbor
+// and edge id: the random reads of indices, many per seed, are each a
+// thread's one load, all in flight at once, rather than one after another
+// in their seed's thread.
 template <typename index_t, typename Backend>
 void draw_bounded(const Backend& backend, const CsrView<index_t>& g, const SeedRange& seeds,
                   int64_t k, bool replace, int64_t bound, DrawTargets out, BoundedHop& hop) {
@@ -168,8 +173,9 @@ void draw_bounded(const Backend& backend, const CsrView<index_t>& g, const SeedR
   auto keys = at::empty({keyed ? bound : 0}, options.dtype(at::kDouble));
   const int64_t* cnt = hop.counts.data_ptr<int64_t>();
   const int64_t* off = hop.offsets.data_ptr<int64_t>();
+  const int64_t* total = off + hop.counts.numel();
   int64_t* nbr = hop.nbrs.data_ptr<int64_t>();
-  int64_t* scratch = hop.positions.data_ptr<int64_t>();
+  int64_t* positions = hop.positions.data_ptr<int64_t>();
   double* key_scratch = keyed ? keys.data_ptr<double>() : nullptr;
   int64_t* report = hop.report.data_ptr<int64_t>();
   backend.for_each(seeds.bound, [=] GLT_HOST_DEVICE(int64_t i) {
@@ -177,18 +183,20 @@ void draw_bounded(const Backend& backend, const CsrView<index_t>& g, const SeedR
     if (m == 0) return;
     const int64_t o = off[i], s = seeds.id(i), row = seeds.local_id(i), at = out.offset();
     device::Philox rng(out.rng_key(), static_cast<uint64_t>(i));
-    sample_positions(g, g.indptr[s], g.indptr[s + 1], k, m, replace, rng, scratch + o,
+    sample_positions(g, g.indptr[s], g.indptr[s + 1], k, m, replace, rng, positions + o,
                      key_scratch ? key_scratch + o : nullptr);
-    for (int64_t j = o; j < o + m; ++j) {
-      int64_t v = static_cast<int64_t>(g.indices[scratch[j]]);
-      if (v < 0 || v >= out.num_ids) {
-        device::atomic_min(&report[kBadNeighbor], j);  // its entry: indices[positions[j]]
-        v = -1;                                         // left out of the inserts
-      }
-      nbr[j] = v;
-      if (out.eids) out.eids[at + j] = g.edge_ids[scratch[j]];
-      out.rows[at + j] = row;
+    for (int64_t j = o; j < o + m; ++j) out.rows[at + j] = row;
+  });
+  backend.for_each(bound, [=] GLT_HOST_DEVICE(int64_t j) {
+    if (j >= *total) return;
+    const int64_t p = positions[j];
+    int64_t v = static_cast<int64_t>(g.indices[p]);
+    if (v < 0 || v >= out.num_ids) {
+      device::atomic_min(&report[kBadNeighbor], j);  // its entry: indices[positions[j]]
+      v = -1;                                         // left out of the inserts
     }
+    nbr[j] = v;
+    if (out.eids) out.eids[out.offset() + j] = g.edge_ids[p];
   });
 }
 
