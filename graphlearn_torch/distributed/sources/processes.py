@@ -7,7 +7,6 @@ The processes of every owner of a job form one RPC world (``master_addr``,
 send what they sample into their owner's channel.
 """
 
-import gc
 import logging
 import multiprocessing
 import os
@@ -125,14 +124,6 @@ class SamplingProcesses:
       # placed once here, read by every process on that GPU (CUDA IPC)
       data.place_on_gpu(gpus.pop().index)
     forked = ctx_mp.get_start_method() == 'fork'
-    if forked:
-      # The owner's objects so far (torch's and the script's, some 100 MB)
-      # move to GC's permanent generation, its garbage collected first:
-      # collections in the owner and in its forked processes then never
-      # write to them, so their pages stay shared rather than copied into
-      # each process.
-      gc.collect()
-      gc.freeze()
     for i in range(self.options.num_workers):
       task_reader, task_writer = ctx_mp.Pipe(duplex=False)
       status_reader, status_writer = ctx_mp.Pipe(duplex=False)
