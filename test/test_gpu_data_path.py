@@ -20,6 +20,7 @@ import graphlearn_torch as glt
 from graphlearn_torch._ext import cuda_kernels_available
 from graphlearn_torch.data import Dataset, Feature, UnifiedTensor, sort_by_in_degree
 from graphlearn_torch.data.gather_checks import GatherChecks
+from graphlearn_torch.data.gpu_labels import GpuLabels
 from graphlearn_torch.data.unified_tensor import host_view
 from graphlearn_torch.distributed.sources.sampling_process import worker_device
 from graphlearn_torch.loader import LinkNeighborLoader, NeighborLoader, SubGraphLoader
@@ -182,6 +183,31 @@ def test_gathers_checked_together():
   with pytest.raises(ValueError, match='id 41 is out of range'):
     checks.raise_first()
   checks.raise_first()  # read once
+
+
+@pytest.mark.parametrize('in_gpu_memory', [False, True])
+def test_labels_gathered_where_the_ids_are(in_gpu_memory):
+  """GpuLabels' tables (plain host tables without a GPU): each node's
+  labels through the label map, 1-D and 2-D labels, placed once and again
+  when the labels change, and an id without labels named once the batch's
+  checks are read."""
+  device = torch.device('cuda', 0) if GPU else torch.device('cpu')
+  labels, id2idx = torch.randn(50, 3), torch.randperm(50)
+  ids = torch.tensor([4, 0, 49, 4])
+  tables = GpuLabels()
+  got = tables.gather(labels, id2idx, ids.to(device), None, in_gpu_memory)
+  assert got.device == device and torch.equal(got.cpu(), labels[id2idx[ids]])
+  classes = torch.arange(50) * 3
+  got = tables.gather(classes, None, ids.to(device), 'paper', in_gpu_memory)
+  assert got.shape == (4,) and torch.equal(got.cpu(), classes[ids])
+  changed = classes + 1
+  assert torch.equal(
+    tables.gather(changed, None, ids.to(device), 'paper', False).cpu(), ids * 3 + 1
+  )
+  checks = GatherChecks()
+  tables.gather(labels, id2idx, torch.tensor([1, 50]).to(device), None, in_gpu_memory, checks)
+  with pytest.raises(ValueError, match='id 50 is out of range'):
+    checks.raise_first()
 
 
 def test_unified_tensor_checks_its_parts():

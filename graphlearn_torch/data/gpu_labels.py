@@ -69,19 +69,21 @@ class GpuLabels:
     key = (ntype, ids.device.index)
     placed = self._placed.get(key)
     if placed is None or placed.labels is not labels or placed.id2idx is not id2idx:
-      placed = self._placed[key] = _place(labels, id2idx, ids.device.index, in_gpu_memory)
+      placed = self._placed[key] = _place(labels, id2idx, ids.device, in_gpu_memory)
     rows = placed.table.gather(ids, placed.gpu_id2idx, checks)
     return rows.view(rows.size(0), *labels.shape[1:])
 
 
 def _place(
-  labels: torch.Tensor, id2idx: Optional[torch.Tensor], device: int, in_gpu_memory: bool
+  labels: torch.Tensor, id2idx: Optional[torch.Tensor], device: torch.device, in_gpu_memory: bool
 ) -> _PlacedLabels:
-  table = UnifiedTensor(device, labels.dtype)
+  r"""The table of ``labels`` that ``device`` gathers from (on the CPU, a
+  plain host table)."""
+  table = UnifiedTensor(device.index if device.type == 'cuda' else None, labels.dtype)
   rows = labels.reshape(labels.size(0), -1)
   if in_gpu_memory and not labels.is_shared():
-    table.append_shared_tensor(rows.to(torch.device('cuda', device)))
+    table.append_shared_tensor(rows.to(device))
   else:
     table.append_cpu_tensor(rows)
-  gpu_id2idx = id2idx.to(torch.device('cuda', device)) if id2idx is not None else None
+  gpu_id2idx = id2idx.to(device) if id2idx is not None else None
   return _PlacedLabels(labels, id2idx, table, gpu_id2idx)
