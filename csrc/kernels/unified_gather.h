@@ -79,8 +79,9 @@ inline int row_group_bits(int64_t units) {
 // Copies rows `ids` (through `map` when given) in units of `unit_t`, `units`
 // of them a row: output row i, or row pos[i]. A group of 2^group_bits
 // threads copies a row, each thread every group-th unit, kUnitsInFlight at a
-// time. An id without a row is left out and the first such index kept in
-// *first_bad.
+// time, the group's units of a round one aligned block of memory (a read
+// through UVA then asks for whole 128-byte lines). An id without a row is
+// left out and the first such index kept in *first_bad.
 template <typename unit_t, typename Backend>
 void copy_part_rows(const Backend& backend, const PartTable& table, int64_t units, int64_t n,
                     const int64_t* id, const int64_t* map, int64_t num_ids, const int64_t* pos,
@@ -100,17 +101,24 @@ void copy_part_rows(const Backend& backend, const PartTable& table, int64_t unit
     }
     const unit_t* src = static_cast<const unit_t*>(table.data[part]) + local * units;
     unit_t* to = dst + (pos ? pos[i] : i) * units;
-    for (int64_t first = lane; first < units; first += group * kUnitsInFlight) {
+    // The group's loads of a round cover one aligned block of the group's
+    // bytes (whole 128-byte lines where it spans them), not the row's
+    // first bytes on: lane l takes the units at positions l of the blocks
+    // the row overlaps, skipping those before or past the row.
+    const uintptr_t span = static_cast<uintptr_t>(group) * sizeof(unit_t);  // a power of 2
+    const int64_t lead =
+        static_cast<int64_t>((reinterpret_cast<uintptr_t>(src) & (span - 1)) / sizeof(unit_t));
+    for (int64_t first = lane - lead; first < units; first += group * kUnitsInFlight) {
       unit_t held[kUnitsInFlight];
 #pragma unroll
       for (int q = 0; q < kUnitsInFlight; ++q) {
         const int64_t u = first + q * group;
-        if (u < units) held[q] = src[u];
+        if (u >= 0 && u < units) held[q] = src[u];
       }
 #pragma unroll
       for (int q = 0; q < kUnitsInFlight; ++q) {
         const int64_t u = first + q * group;
-        if (u < units) to[u] = held[q];
+        if (u >= 0 && u < units) to[u] = held[q];
       }
     }
   });
