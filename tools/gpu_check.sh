@@ -11,7 +11,8 @@
 #              against the machine's torch and carried) is kept, not rebuilt
 #   tests      the GPU data path, CUDA tensors sent through a channel, and the examples
 #              with GLT's GPU flags, graph modes 'ZERO_COPY' and 'CUDA'
-#              (test_gpu_data_path.py, test_channel.py's CUDA test, the *_gpu_flags
+#              (test_gpu_data_path.py, test_gather_checks.py, test_channel.py's CUDA
+#              test, the *_gpu_flags
 #              tests of test_examples_smoke.py); -rs lists
 #              what was skipped (only multi-GPU tests should be)
 #   syncs      test_gpu_syncs.py: the host syncs of a batch sampled on the GPU
@@ -94,7 +95,7 @@ RESULTS=(--results "$LOGS/results" --results-suffix _gpu)
 GLT_GPU=${GLT_GPU:-build/glt-gpu/pkg}
 PEER=()
 [ -d "$GLT_GPU/graphlearn_torch" ] && PEER=(--glt-gpu "$GLT_GPU")
-SANITIZED=(test/test_cuda_kernels.py test/test_gpu_data_path.py
+SANITIZED=(test/test_cuda_kernels.py test/test_gpu_data_path.py test/test_gather_checks.py
   test/test_whole_batch.py::test_gpu_batches_equal_the_hop_by_hop_engine
   -k 'not is_uniform and not two_partition')
 
@@ -127,6 +128,7 @@ stage_build() {
 
 stage_tests() {
   "$PY" -m pytest -q -rs -p no:cacheprovider --timeout 300 test/test_gpu_data_path.py \
+    test/test_gather_checks.py \
     test/test_channel.py::test_cuda_tensors_are_copied_in_after_their_kernels \
     test/test_examples_smoke.py::test_train_sage_smoke_with_gpu_flags \
     test/test_examples_smoke.py::test_worker_mode_smoke_with_gpu_flags

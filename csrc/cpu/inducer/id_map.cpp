@@ -1,0 +1,346 @@
+// The inducer's id maps (cpu/inducer/id_map.h): global node ids to local ids,
+// a hash table or an id-indexed array, inserted one key at a time, in order,
+// or by many threads at once with the same result.
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstdlib>
+#include <memory>
+
+#include "checks.h"
+#include "cpu/inducer/id_map.h"
+#include "cpu/runtime/parallel.h"
+
+namespace glt::cpu {
+namespace {
+
+constexpr int kInitialBits = 10;
+// An absent id in a dense map: below every claim -1 - i (i < INT32_MAX) and
+// every local id.
+constexpr int32_t kAbsent = INT32_MIN;
+// Keys per chunk of a parallel dense insert; chunks, not threads, fix the
+// order in which new ids are handed out.
+constexpr int64_t kInsertChunk = 16384;
+// What a dense insert needs to run in parallel: it takes five passes (two of
+// them random reads of the map) where one thread takes one, and each pass
+// wakes the threads. At 2 threads one pass, overlapped with the draws, is
+// faster (measured: 1.7x); from how many threads the parallel one is, the
+// machine says: GLT_PARALLEL_INSERT_THREADS (read once) moves the default.
+constexpr int64_t kMinParallelPositions = 32768;
+constexpr int kDefaultParallelInsertThreads = 4;
+
+int parallel_insert_threads() {
+  static const int threads = [] {
+    const char* value = std::getenv("GLT_PARALLEL_INSERT_THREADS");
+    const int parsed = value ? std::atoi(value) : 0;
+    return parsed > 0 ? parsed : kDefaultParallelInsertThreads;
+  }();
+  return threads;
+}
+constexpr int64_t kPrefetchAhead = 16;
+// The one-pass insert reads nothing else: it can keep more misses in flight.
+constexpr int64_t kInsertPrefetchAhead = 32;
+// A dense map with more than one id in this many in use is reset by a fill.
+constexpr int64_t kResetByFill = 16;
+
+inline int floor_log2(uint64_t x) { return x ? 63 - __builtin_clzll(x) : 0; }
+
+}  // namespace
+
+int64_t* KeyLog::extend(int64_t n) {
+  reserve(size_ + n);
+  int64_t* end = data_.get() + size_;
+  size_ += n;
+  return end;
+}
+
+void KeyLog::reserve(int64_t n) {
+  if (n <= capacity_) return;
+  const int64_t capacity = std::max<int64_t>(n, 2 * capacity_);
+  std::unique_ptr<int64_t[]> data(new int64_t[capacity]);  // not zeroed
+  std::copy(data_.get(), data_.get() + size_, data.get());
+  data_ = std::move(data);
+  capacity_ = capacity;
+}
+
+IdMap::IdMap()
+    : slots_(1 << kInitialBits, Slot{0, 0, 0}),
+      mask_((1 << kInitialBits) - 1),
+      shift_(64 - kInitialBits),
+      size_(0) {}
+
+void IdMap::size_regions() {
+  region_bits_ = floor_log2((mask_ + 1) / static_cast<uint64_t>(num_groups_));
+}
+
+void IdMap::group_keys(int bits, int64_t num_groups) {
+  TORCH_CHECK_VALUE(size_ == 0, "group_keys needs an empty map");
+  TORCH_CHECK_VALUE(bits >= 0 && bits <= 62, "bits must be in [0, 62], got ", bits);
+  group_bits_ = bits;
+  num_groups_ = std::max<int64_t>(num_groups, 1);
+  size_regions();
+}
+
+void IdMap::use_dense(int64_t num_ids) {
+  TORCH_CHECK_VALUE(size_ == 0, "use_dense needs an empty map");
+  dense_.assign(num_ids, kAbsent);
+}
+
+int64_t IdMap::insert(int64_t key, bool* inserted) {
+  if (!dense_.empty()) {
+    TORCH_CHECK_VALUE(key < static_cast<int64_t>(dense_.size()), "node id ", key,
+                      " is out of range for ", dense_.size(), " nodes");
+    int32_t& slot = dense_[key];
+    *inserted = slot < 0;
+    if (*inserted) {
+      TORCH_CHECK_VALUE(size_ < INT32_MAX, "too many nodes in one batch");
+      slot = static_cast<int32_t>(size_++);
+      inserted_.push_back(key);
+    }
+    return slot;
+  }
+  if (2 * (size_ + 1) > static_cast<int64_t>(slots_.size())) grow();
+  TORCH_CHECK_VALUE(size_ < INT32_MAX, "too many nodes in one batch");
+  uint64_t i = slot(key);
+  while (true) {
+    Slot& slot = slots_[i];
+    if (slot.generation != generation_) {
+      slot = Slot{key, static_cast<int32_t>(size_), generation_};
+      inserted_.push_back(key);
+      *inserted = true;
+      return size_++;
+    }
+    if (slot.key == key) {
+      *inserted = false;
+      return slot.val;
+    }
+    i = (i + 1) & mask_;
+  }
+}
+
+int64_t IdMap::find(int64_t key) const {
+  if (!dense_.empty()) {
+    if (key >= static_cast<int64_t>(dense_.size())) return -1;
+    const int32_t local = dense_[key];
+    return local < 0 ? -1 : local;
+  }
+  uint64_t i = slot(key);
+  while (true) {
+    const Slot& slot = slots_[i];
+    if (slot.generation != generation_) return -1;
+    if (slot.key == key) return slot.val;
+    i = (i + 1) & mask_;
+  }
+}
+
+at::Tensor IdMap::keys_from(int64_t first) const {
+  const int64_t n = size_ - first;
+  auto out = at::empty({n}, at::kLong);
+  const int64_t* src = inserted_.data() + first;
+  int64_t* dst = out.data_ptr<int64_t>();
+  glt::cpu::parallel_for(0, n, 1 << 16, [&](int64_t begin, int64_t end) {
+    std::copy(src + begin, src + end, dst + begin);
+  });
+  return out;
+}
+
+void IdMap::check_keys(const int64_t* keys, int64_t n) const {
+  // Ids are non-negative (a hash table's keys too: a negative one is an error).
+  const uint64_t bound = dense_.empty() ? INT64_MAX : dense_.size();
+  std::atomic<bool> outside{false};
+  glt::cpu::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
+    uint64_t any = 0;
+    for (int64_t i = begin; i < end; ++i) any |= static_cast<uint64_t>(keys[i]) >= bound;
+    if (any) outside = true;
+  });
+  if (outside) {
+    const int64_t* bad =
+        std::find_if(keys, keys + n, [&](int64_t k) { return static_cast<uint64_t>(k) >= bound; });
+    TORCH_CHECK_VALUE(false, "node id ", *bad, " is out of range for ",
+                      dense_.empty() ? "the id map" : std::to_string(bound) + " nodes");
+  }
+}
+
+bool IdMap::inserts_in_parallel(int64_t n) const {
+  return !dense_.empty() && kernel_threads() >= parallel_insert_threads() &&
+         n >= kMinParallelPositions;
+}
+
+void IdMap::insert_all(const int64_t* keys, int64_t n, int64_t* local) {
+  // Checked before anything is written: a claim left behind by a parallel
+  // insert would outlive reset().
+  check_keys(keys, n);
+  if (inserts_in_parallel(n)) {
+    insert_all_parallel(keys, n, local);
+  } else {
+    insert_in_order(keys, n, local);
+  }
+}
+
+void IdMap::insert_in_order(const int64_t* keys, int64_t n, int64_t* local) {
+  TORCH_CHECK_VALUE(size_ + n < INT32_MAX, "too many nodes in one batch");
+  if (dense_.empty()) {
+    // Room for every key first, so that no insert grows the table: then the
+    // slots of the keys ahead can be prefetched (a table past the caches
+    // costs a miss a key, which the prefetches overlap). The probe loop is
+    // insert()'s, inlined: one key costs a hash, a line and a compare.
+    reserve(size_ + n);
+    Slot* table = slots_.data();
+    const uint32_t generation = generation_;
+    int64_t* fresh_keys = inserted_.extend(n);  // room for all; the unused tail is dropped
+    int64_t num_fresh = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (i + kInsertPrefetchAhead < n) {
+        __builtin_prefetch(&table[slot(keys[i + kInsertPrefetchAhead])], 1);
+      }
+      const int64_t key = keys[i];
+      for (uint64_t j = slot(key);; j = (j + 1) & mask_) {
+        Slot& entry = table[j];
+        if (entry.generation != generation) {
+          entry = Slot{key, static_cast<int32_t>(size_ + num_fresh), generation};
+          local[i] = size_ + num_fresh;
+          fresh_keys[num_fresh++] = key;
+          break;
+        }
+        if (entry.key == key) {
+          local[i] = entry.val;
+          break;
+        }
+      }
+    }
+    size_ += num_fresh;
+    inserted_.truncate(size_);
+    return;
+  }
+  // One pass: a new id takes the next local id where it first appears.
+  int32_t* map = dense_.data();
+  int64_t* fresh_keys = inserted_.extend(n);  // room for all; the unused tail is dropped
+  int64_t num_fresh = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (i + kInsertPrefetchAhead < n) __builtin_prefetch(&map[keys[i + kInsertPrefetchAhead]], 1);
+    int32_t& slot = map[keys[i]];
+    if (slot == kAbsent) {
+      slot = static_cast<int32_t>(size_ + num_fresh);
+      fresh_keys[num_fresh++] = keys[i];
+    }
+    local[i] = slot;
+  }
+  size_ += num_fresh;
+  inserted_.truncate(size_);
+}
+
+// A sequential insert in parallel, with the same result: (1) every
+// position i of an id not in the map claims it with -1 - i, and the map keeps
+// the largest claim, the first position's (an atomic max; a known id, >= 0,
+// is above every claim); then each position reads what its id holds: its
+// local id, or its claimant; (2) each chunk of positions counts its claims;
+// (3) claimants take consecutive local ids, chunk by chunk in order, so ids
+// follow first appearance; (4) the later positions of a new id read it from
+// their claimant.
+void IdMap::insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local) {
+  TORCH_CHECK_VALUE(n < INT32_MAX && size_ + n < INT32_MAX, "too many nodes in one batch");
+  int32_t* map = dense_.data();
+  glt::cpu::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      if (i + kPrefetchAhead < end) __builtin_prefetch(&map[keys[i + kPrefetchAhead]], 1);
+      // The GCC/Clang atomic builtins, not C++20's std::atomic_ref: the
+      // extension builds as C++17 against a torch before 2.13.
+      int32_t* slot = &map[keys[i]];
+      const int32_t mine = static_cast<int32_t>(-1 - i);
+      int32_t held = __atomic_load_n(slot, __ATOMIC_RELAXED);
+      while (held < mine && !__atomic_compare_exchange_n(slot, &held, mine, /*weak=*/true,
+                                                         __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+      }
+    }
+  });
+  glt::cpu::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      if (i + kPrefetchAhead < end) __builtin_prefetch(&map[keys[i + kPrefetchAhead]]);
+      local[i] = map[keys[i]];
+    }
+  });
+
+  const int64_t num_chunks = (n + kInsertChunk - 1) / kInsertChunk;
+  auto for_chunks = [&](auto&& body) {
+    glt::cpu::parallel_for(0, num_chunks, 1, [&](int64_t first, int64_t last) {
+      for (int64_t ch = first; ch < last; ++ch) {
+        body(ch, ch * kInsertChunk, std::min(n, (ch + 1) * kInsertChunk));
+      }
+    });
+  };
+  std::vector<int64_t> claims(num_chunks + 1, 0);
+  for_chunks([&](int64_t ch, int64_t lo, int64_t hi) {
+    int64_t count = 0;
+    for (int64_t i = lo; i < hi; ++i) count += local[i] == -1 - i;
+    claims[ch + 1] = count;
+  });
+  for (int64_t ch = 0; ch < num_chunks; ++ch) claims[ch + 1] += claims[ch];
+  const int64_t num_fresh = claims[num_chunks];
+  int64_t* fresh_keys = inserted_.extend(num_fresh);
+  const int64_t base = size_;
+  for_chunks([&](int64_t ch, int64_t lo, int64_t hi) {
+    int64_t rank = claims[ch];
+    for (int64_t i = lo; i < hi; ++i) {
+      if (local[i] != -1 - i) continue;
+      local[i] = base + rank;
+      map[keys[i]] = static_cast<int32_t>(base + rank);
+      fresh_keys[rank++] = keys[i];
+    }
+  });
+  for_chunks([&](int64_t, int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      if (local[i] < 0) local[i] = local[-1 - local[i]];
+    }
+  });
+  size_ += num_fresh;
+}
+
+void IdMap::reserve(int64_t n) {
+  inserted_.reserve(n);
+  if (!dense_.empty()) return;
+  while (2 * n > static_cast<int64_t>(slots_.size())) grow();
+}
+
+void IdMap::grow() {
+  std::vector<Slot> old(slots_.size() * 2, Slot{0, 0, 0});
+  old.swap(slots_);
+  mask_ = slots_.size() - 1;
+  --shift_;
+  size_regions();
+  for (const Slot& old_slot : old) {
+    if (old_slot.generation != generation_) continue;
+    uint64_t i = slot(old_slot.key);
+    while (slots_[i].generation == generation_) i = (i + 1) & mask_;
+    slots_[i] = old_slot;
+  }
+}
+
+void IdMap::clear() {
+  if (size_ == 0) return;
+  if (!dense_.empty()) {
+    const int64_t* keys = inserted_.data();
+    int32_t* map = dense_.data();
+    const int64_t num_ids = static_cast<int64_t>(dense_.size());
+    if (size_ >= num_ids / kResetByFill) {
+      // A random write costs a cache line: past one id in 16, refill it all.
+      glt::cpu::parallel_for(0, num_ids, 1 << 18, [&](int64_t begin, int64_t end) {
+        std::fill(map + begin, map + end, kAbsent);
+      });
+    } else {
+      glt::cpu::parallel_for(0, size_, 16384, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) map[keys[i]] = kAbsent;
+      });
+    }
+  } else {
+    // A new generation empties every slot; only when it wraps are they
+    // written (to generation 0, which is never current).
+    if (++generation_ == 0) {
+      std::fill(slots_.begin(), slots_.end(), Slot{0, 0, 0});
+      generation_ = 1;
+    }
+  }
+  inserted_.clear();
+  size_ = 0;
+}
+
+}  // namespace glt::cpu

@@ -1,0 +1,125 @@
+"""The feature gather's CUDA kernel code (``unified_gather``, and
+``gather_rows``, its one-part case), run on the CPU through the host harness
+over every thread index, against ``index_select`` and the CPU kernel: every
+copy width and row offset, tables split into parts, lookups through an id
+map, and ids without a row, raised at once or marked for a later read."""
+
+import pytest
+import torch
+from conftest import random_edges
+
+import graphlearn_torch
+
+OPS = torch.ops.glt
+
+
+# -- unified_gather: the UVA / GPU-cache table --------------------------------------------
+
+
+def split_rows(table, bounds):
+  """``table`` cut row-wise at ``bounds``: the parts of a unified table
+  (hot rows on GPUs first, the rest in host memory)."""
+  edges = [0, *bounds, table.size(0)]
+  return [table[lo:hi].contiguous() for lo, hi in zip(edges, edges[1:])]
+
+
+@pytest.mark.parametrize('bounds', [[], [0], [13], [5, 5, 20], [50]], ids=str)
+@pytest.mark.parametrize('dtype', [torch.float32, torch.float16, torch.int64])
+def test_unified_gather_equals_index_select(harness, threads, bounds, dtype):
+  table = (torch.randn(50, 6) * 10).to(dtype)
+  parts = split_rows(table, bounds)
+  ids = torch.tensor([0, 49, 12, 13, 4, 5, 19, 20, 12, 31])  # every side of every cut
+  assert torch.equal(harness.unified_gather(parts, ids, None), table[ids])
+  assert torch.equal(OPS.unified_gather(parts, ids, None), table[ids])
+  id2index = torch.randperm(50)
+  want = table[id2index[ids]]
+  assert torch.equal(harness.unified_gather(parts, ids, id2index), want)
+  assert torch.equal(OPS.unified_gather(parts, ids, id2index), want)
+
+
+@pytest.mark.parametrize(
+  'dtype,dim,offset',
+  [(torch.float32, 4, 0), (torch.float32, 4, 1), (torch.float32, 100, 0), (torch.float16, 3, 0),
+   (torch.bool, 5, 0), (torch.float64, 1, 0), (torch.float32, 600, 0), (torch.float32, 600, 1)],
+)  # fmt: skip
+def test_unified_gather_in_every_copy_width(harness, threads, dtype, dim, offset):
+  """Rows copied 16 bytes at a time where rows and addresses allow, in
+  narrower units where a row's bytes or a part's address do not (offset: a
+  part starting ``offset`` elements into its memory); rows of more units
+  than a group of threads copies at once (dim 600) in several rounds."""
+  flat = (torch.randn(offset + 40 * dim) * 10).to(dtype)
+  table = flat[offset:].view(40, dim)
+  parts = split_rows(table, [17])
+  ids = torch.tensor([39, 0, 16, 17, 5, 5, 30])
+  assert torch.equal(harness.unified_gather(parts, ids, None), table[ids])
+  positions = torch.tensor([2, 0, 6, 1, 3, 4, 5])
+  out = harness.gather_rows(table, ids, None, positions, 7)
+  assert torch.equal(out[positions], table[ids])
+
+
+def test_unified_gather_of_a_hottest_first_table(harness, threads):
+  """The GPU cache's index arithmetic: rows reordered hottest first
+  (``sort_by_in_degree``), the first ``split_ratio`` of them in the GPU part;
+  a lookup by node id through ``id2index`` gives each node its own row."""
+  num_nodes, dim = 40, 3
+  feats = torch.arange(num_nodes * dim, dtype=torch.float32).reshape(num_nodes, dim)
+  ei = random_edges(num_nodes, num_nodes, 300, seed=5)
+  topo = graphlearn_torch.data.Topology(ei, layout='CSC', size=(num_nodes, num_nodes))
+  for ratio in (0.0, 0.3, 1.0):
+    table, id2index = graphlearn_torch.data.sort_by_in_degree(feats, ratio, topo)
+    hot = int(num_nodes * ratio)
+    degree = torch.bincount(ei[1], minlength=num_nodes)
+    hottest = degree.argsort(descending=True, stable=True)[:hot]
+    # the hot part holds exactly the hottest nodes' rows
+    assert sorted(id2index[hottest].tolist()) == list(range(hot))
+    if 0 < hot < num_nodes:
+      cold = torch.ones(num_nodes, dtype=torch.bool)
+      cold[hottest] = False
+      assert degree[hottest].min() >= degree[cold].max()
+    ids = torch.randperm(num_nodes)
+    got = harness.unified_gather(split_rows(table, [hot]), ids, id2index)
+    assert torch.equal(got, feats[ids])
+
+
+def test_unified_gather_names_a_bad_id(harness):
+  parts = split_rows(torch.randn(10, 3), [4])
+  with pytest.raises(ValueError, match='id 12 is out of range'):
+    harness.unified_gather(parts, torch.tensor([1, 12, 3]), None)
+  with pytest.raises(ValueError, match='id -1 is out of range'):
+    OPS.unified_gather(parts, torch.tensor([-1]), None)
+  with pytest.raises(ValueError, match='id 1 has no feature row'):
+    harness.unified_gather(parts, torch.tensor([0, 1]), torch.tensor([0, 10, 2]))
+  with pytest.raises(ValueError, match='one width and dtype'):
+    OPS.unified_gather([torch.randn(3, 2), torch.randn(3, 4)], torch.tensor([0]), None)
+  with pytest.raises(ValueError, match='1 to 16 parts'):
+    OPS.unified_gather([], torch.tensor([0]), None)
+  with pytest.raises(ValueError, match='not contiguous'):
+    OPS.unified_gather([torch.randn(3, 4).t()], torch.tensor([0]), None)
+
+
+@pytest.mark.parametrize('gather', ['harness', 'op'])
+def test_unified_gather_marks_a_bad_id_for_a_later_read(harness, threads, gather):
+  """Given ``first_bad``, a gather raises nothing and reads nothing back:
+  the position of its first id without a row lands there (every row of a
+  good id still copied), a gather of good ids leaves it as it was."""
+  fn = harness.unified_gather if gather == 'harness' else OPS.unified_gather
+  table = torch.randn(10, 3)
+  parts = split_rows(table, [4])
+  unset = torch.iinfo(torch.int64).max
+  ids = torch.tensor([1, 7, 12, 3, 40, -2])
+  first_bad = torch.tensor([unset])
+  out = fn(parts, ids, None, first_bad)
+  assert first_bad.item() == 2
+  good = torch.tensor([0, 1, 3])
+  assert torch.equal(out[good], table[ids[good]])
+  id2index = torch.tensor([0, 10, 2, -1])
+  for ids, want in ((torch.tensor([0, 2, 2]), unset), (torch.tensor([2, 3, 1]), 1)):
+    first_bad = torch.tensor([unset])
+    fn(parts, ids, id2index, first_bad)
+    assert first_bad.item() == want
+  for bad_flag, match in (
+    (torch.tensor([unset, unset]), 'one contiguous int64'),
+    (torch.tensor([0.0]), 'one contiguous int64'),
+  ):
+    with pytest.raises(ValueError, match=match):
+      fn(parts, torch.tensor([0]), None, bad_flag)
