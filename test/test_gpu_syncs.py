@@ -13,12 +13,14 @@ from typing import Callable, List
 import pytest
 import torch
 from conftest import random_edges
+from torch_geometric.data import Data
 
 from graphlearn_torch._ext import cuda_kernels_available
 from graphlearn_torch.data import Dataset
 from graphlearn_torch.loader import NeighborLoader
 from graphlearn_torch.sampler import NeighborSampler, NodeSamplerInput
 from graphlearn_torch.sampler.whole_batch import CUDA_GRAPHS_ENV
+from graphlearn_torch.utils.device import batch_to_device
 
 pytestmark = pytest.mark.skipif(
   not cuda_kernels_available(), reason='needs a GPU and a build with the CUDA kernels'
@@ -97,3 +99,20 @@ def test_a_loader_batch_syncs_at_its_sampling_and_its_gathers_checks(mode):
   assert out.y.is_cuda and torch.equal(out.y, out.n_id)
   where = collections.Counter(f'{w.filename}:{w.lineno}' for w in syncs)
   assert len(syncs) <= 2, f'{len(syncs)} host syncs in a loader batch, at: {dict(where)}'
+
+
+def test_a_batch_from_host_memory_goes_to_the_gpu_with_one_sync():
+  """A batch from a channel (host memory) moves to the GPU with one sync
+  for all its host tensors, nested ones too; one already there with none."""
+  host = Data(
+    x=torch.randn(100, 8), edge_index=torch.randint(0, 100, (2, 300)), y=[torch.arange(100)]
+  )
+  expected = {'x': host.x.clone(), 'edge_index': host.edge_index.clone(), 'y': host.y[0].clone()}
+  moved = []
+  syncs = host_syncs(lambda: moved.append(batch_to_device(host, torch.device('cuda', 0))))
+  assert len(syncs) == 1
+  batch = moved[0]
+  assert batch.x.is_cuda and batch.edge_index.is_cuda and batch.y[0].is_cuda
+  assert torch.equal(batch.x.cpu(), expected['x']) and torch.equal(batch.y[0].cpu(), expected['y'])
+  assert torch.equal(batch.edge_index.cpu(), expected['edge_index'])
+  assert not host_syncs(lambda: batch_to_device(batch, torch.device('cuda', 0)))

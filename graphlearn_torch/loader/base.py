@@ -17,7 +17,7 @@ from ..batch.seeds import SeedBatcher
 from ..data.dataset import Dataset
 from ..sampler.base import BaseSampler, SamplingType
 from ..sampler.schema import RandomStream
-from ..utils.device import resolve_device, to_device_async
+from ..utils.device import batch_to_device, resolve_device, to_device_async
 from .options import LoaderOptions
 
 
@@ -103,13 +103,14 @@ class BaseLoader(ABC):
     edge_dir: str = 'out',
   ) -> Any:
     """The PyG batch of a sampled batch, with the fields that say what it
-    was sampled for (see ``label_batch``), on the loader's device (the
+    was sampled for (see ``label_batch``), on the loader's device: the
     seed positions, which a GPU batch alone holds on the host, copied there
-    without a host sync)."""
+    without a host sync; a batch from host memory (a channel's) copied with
+    one (``batch_to_device``)."""
     if input_id is not None and self.device.type != 'cpu':
       input_id = to_device_async(input_id, self.device)
     res = label_batch(to_pyg(batch), sampling_type, batch.metadata, input_type, input_id, edge_dir)
-    return res.to(self.device) if self.device.type != 'cpu' else res
+    return batch_to_device(res, self.device) if self.device.type != 'cpu' else res
 
 
 class SamplerLoader(BaseLoader):

@@ -2,7 +2,7 @@
 
 import itertools
 import logging
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import torch
 
@@ -69,3 +69,25 @@ def to_device_async(t: torch.Tensor, device: torch.device) -> torch.Tensor:
   if t.is_cpu and device.type == 'cuda':
     return t.pin_memory().to(device, non_blocking=True)
   return t.to(device)
+
+
+def batch_to_device(batch: Any, device: torch.device) -> Any:
+  """``batch`` (a PyG ``Data`` or ``HeteroData``) on ``device``: on a GPU,
+  its host tensors are copied all at once and the host waits once for all
+  of them (not once a tensor), and only where there were any. Their host
+  memory (a channel's, which a producer may reuse once it is released) is
+  held until the copies are done.
+
+  Args:
+    batch: the batch.
+    device: where it goes.
+  """
+  device = torch.device(device)
+  if device.type != 'cuda':
+    return batch.to(device)
+  held = []
+  batch.apply(lambda t: (held.append(t) or t) if t.is_cpu else t)
+  batch = batch.to(device, non_blocking=True)
+  if held:
+    torch.cuda.current_stream(device).synchronize()
+  return batch
