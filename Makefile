@@ -183,7 +183,7 @@ device-ext: $(DEVICE_VENV)/.installed
 	  CPATH="$$($(DEVICE_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/nvidia/cu13/include$${CPATH:+:$$CPATH}" \
 	  $(DEVICE_PY) setup.py -q build_ext --inplace --build-temp build/device/temp
 	strip --strip-debug graphlearn_torch/_C.cpython-312-*.so
-	$(DEVICE_PY) tools/check_cuda_build.py .
+	$(DEVICE_PY) tools/check_cuda_build.py --stamp write .
 
 # GLT 0.2.4 from ../shared/peers with its CUDA kernels, for the same GPU
 # machine (tools/build_glt_gpu_peer.sh; its patches: benchmarks/peers/glt_cuda):

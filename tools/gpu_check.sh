@@ -7,8 +7,9 @@
 #   env        the GPU, driver, torch and CUDA versions, the tools at hand
 #   build      the extension with the CUDA kernels, in place (TORCH_CUDA_ARCH_LIST,
 #              default 9.0: H100/H200), then tools/check_cuda_build.py; an extension
-#              already in place that loads with every CUDA kernel (one built elsewhere
-#              against the machine's torch and carried) is kept, not rebuilt
+#              already in place that loads with every CUDA kernel and was built from
+#              this tree's sources (one built elsewhere against the machine's torch
+#              and carried with its .sources record: make device-ext) is kept, not rebuilt
 #   tests      the GPU data path, CUDA tensors sent through a channel, and the examples
 #              with GLT's GPU flags, graph modes 'ZERO_COPY' and 'CUDA'
 #              (test_gpu_data_path.py, test_gather_checks.py, test_channel.py's CUDA
@@ -112,8 +113,8 @@ torch.version.cuda, "GPU", torch.cuda.is_available() and torch.cuda.get_device_n
 }
 
 stage_build() {
-  if "$PY" tools/check_cuda_build.py .; then
-    echo 'the extension in place loads with every CUDA kernel: kept'
+  if "$PY" tools/check_cuda_build.py --stamp check .; then
+    echo "the extension in place loads with every CUDA kernel and was built from this tree's sources: kept"
     return 0
   fi
   # torch's CUDA headers include cusparse.h, which the CUDA wheels have and
@@ -123,7 +124,7 @@ stage_build() {
   [ -d "$wheels" ] && export CPATH=$wheels${CPATH:+:$CPATH}
   CUDA_HOME=${CUDA_HOME:-/usr/local/cuda} WITH_CUDA=ON TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} \
     MAX_JOBS=$(nproc) "$PY" setup.py -q build_ext --inplace &&
-    "$PY" tools/check_cuda_build.py .
+    "$PY" tools/check_cuda_build.py --stamp write .
 }
 
 stage_tests() {
