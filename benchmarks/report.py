@@ -210,7 +210,11 @@ def machine_name(machine: dict) -> str:
   r"""A machine as the page names it: its GPU, or its cores and CPU."""
   memory = f', {machine["memory_gib"]:.0f} GiB' if machine.get('memory_gib') else ''
   head = f'{machine["gpu"]}, ' if machine.get('gpu') else ''
-  return f'{head}{machine["cores"]} cores ({machine["cpu"]}){memory}'
+  physical = machine.get('physical_cores')
+  cores = f'{machine["cores"]} cores'
+  if physical and physical != machine['cores']:
+    cores = f'{machine["cores"]} CPU threads on {physical} cores'
+  return f'{head}{cores} ({machine["cpu"]}){memory}'
 
 
 def machines_section(results: Dict[str, dict]) -> str:

@@ -92,6 +92,23 @@ def _cpu_model() -> str:
   return platform.processor() or platform.machine()
 
 
+def _physical_cores() -> Optional[int]:
+  r"""Cores, not counting their hardware threads: distinct (physical id, core
+  id) pairs of /proc/cpuinfo (None where it does not say)."""
+  cores, physical = set(), None
+  try:
+    with open('/proc/cpuinfo') as f:
+      for line in f:
+        key, _, value = line.partition(':')
+        if key.strip() == 'physical id':
+          physical = value.strip()
+        elif key.strip() == 'core id':
+          cores.add((physical, value.strip()))
+  except OSError:
+    return None
+  return len(cores) or None
+
+
 def _memory_gib() -> Optional[float]:
   try:
     with open('/proc/meminfo') as f:
@@ -121,6 +138,7 @@ def machine() -> Dict[str, Any]:
   return {
     'cpu': _cpu_model(),
     'cores': os.cpu_count(),
+    'physical_cores': _physical_cores(),
     'memory_gib': _memory_gib(),
     'gpu': _gpu(),
     'python': platform.python_version(),

@@ -106,6 +106,7 @@ def test_every_benchmark_runs_and_writes_its_results(tmp_path, script, args, nam
   doc = json.loads((tmp_path / f'{name}.json').read_text())
   assert doc['command'].startswith(f'python benchmarks/{script}')
   assert doc['machine']['cores'] == os.cpu_count()
+  assert 1 <= doc['machine']['physical_cores'] <= os.cpu_count()
   tables = {t['key']: t for t in doc['tables']}
   assert sorted(tables) == sorted(keys)
   for table in tables.values():
@@ -127,13 +128,28 @@ def test_the_locality_benchmark_reads_the_kept_partitions(tmp_path):
   assert streaming[1] < random[1] and streaming[3] < random[3]  # lower cut, fewer remote rows
 
 
-def test_the_report_renders_a_page_with_charts(tmp_path):
-  pytest.importorskip('matplotlib')
+def import_report():
   sys.path.insert(0, str(BENCH))
   try:
     import report
   finally:
     sys.path.remove(str(BENCH))
+  return report
+
+
+def test_a_machine_is_named_by_its_cores_and_their_hardware_threads():
+  report = import_report()
+  machine = {'cpu': 'Xeon', 'cores': 16, 'memory_gib': 126.0, 'gpu': 'NVIDIA H200'}
+  assert report.machine_name(machine) == 'NVIDIA H200, 16 cores (Xeon), 126 GiB'  # older results
+  machine['physical_cores'] = 16
+  assert report.machine_name(machine) == 'NVIDIA H200, 16 cores (Xeon), 126 GiB'
+  machine['physical_cores'] = 8
+  assert report.machine_name(machine) == 'NVIDIA H200, 16 CPU threads on 8 cores (Xeon), 126 GiB'
+
+
+def test_the_report_renders_a_page_with_charts(tmp_path):
+  pytest.importorskip('matplotlib')
+  report = import_report()
   results = report.load_results(ROOT / 'benchmarks' / 'results')
   page = report.render(results, tmp_path)
   charted = [t for doc in results.values() for t in doc['tables'] if t.get('chart')]

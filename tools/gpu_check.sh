@@ -103,6 +103,7 @@ SANITIZED=(test/test_cuda_kernels.py test/test_gpu_data_path.py test/test_gather
 stage_env() {
   nvidia-smi || true
   nproc
+  lscpu || true  # cores per socket and threads per core: what 16 CPU threads are
   "$PY" -c 'import torch; print("torch", torch.__version__, torch.version.git_version, "CUDA",
 torch.version.cuda, "GPU", torch.cuda.is_available() and torch.cuda.get_device_name(0))'
   "$PY" -c 'import torch_geometric; print("torch_geometric", torch_geometric.__version__)' || true
