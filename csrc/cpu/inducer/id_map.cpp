@@ -232,11 +232,11 @@ void IdMap::insert_in_order(const int64_t* keys, int64_t n, int64_t* local) {
 // A sequential insert in parallel, with the same result: (1) every
 // position i of an id not in the map claims it with -1 - i, and the map keeps
 // the largest claim, the first position's (an atomic max; a known id, >= 0,
-// is above every claim); then each position reads what its id holds: its
-// local id, or its claimant; (2) each chunk of positions counts its claims;
-// (3) claimants take consecutive local ids, chunk by chunk in order, so ids
-// follow first appearance; (4) the later positions of a new id read it from
-// their claimant.
+// is above every claim); (2) each position reads what its id holds: its
+// local id, or its claimant, and each chunk of positions counts its
+// claimants; (3) claimants take consecutive local ids, chunk by chunk in
+// order, so ids follow first appearance; (4) the later positions of a new id
+// read it from their claimant.
 void IdMap::insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local) {
   TORCH_CHECK_VALUE(n < INT32_MAX && size_ + n < INT32_MAX, "too many nodes in one batch");
   int32_t* map = dense_.data();
@@ -253,13 +253,6 @@ void IdMap::insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local) 
       }
     }
   });
-  glt::cpu::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      if (i + kPrefetchAhead < end) __builtin_prefetch(&map[keys[i + kPrefetchAhead]]);
-      local[i] = map[keys[i]];
-    }
-  });
-
   const int64_t num_chunks = (n + kInsertChunk - 1) / kInsertChunk;
   auto for_chunks = [&](auto&& body) {
     glt::cpu::parallel_for(0, num_chunks, 1, [&](int64_t first, int64_t last) {
@@ -271,7 +264,11 @@ void IdMap::insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local) 
   std::vector<int64_t> claims(num_chunks + 1, 0);
   for_chunks([&](int64_t ch, int64_t lo, int64_t hi) {
     int64_t count = 0;
-    for (int64_t i = lo; i < hi; ++i) count += local[i] == -1 - i;
+    for (int64_t i = lo; i < hi; ++i) {
+      if (i + kPrefetchAhead < hi) __builtin_prefetch(&map[keys[i + kPrefetchAhead]]);
+      local[i] = map[keys[i]];
+      count += local[i] == -1 - i;
+    }
     claims[ch + 1] = count;
   });
   for (int64_t ch = 0; ch < num_chunks; ++ch) claims[ch + 1] += claims[ch];

@@ -101,8 +101,13 @@ class WorkerPool {
     // before it looks for the job again under sleep_lock_ is woken.
     const int64_t asleep = sleeping_.load(std::memory_order_seq_cst);
     if (asleep > 0) {
+      // Waking every sleeper is one system call, each one apart a call each.
       std::lock_guard<std::mutex> guard(sleep_lock_);
-      for (int64_t i = 0; i < std::min(asleep, helpers); ++i) wake_helpers_.notify_one();
+      if (asleep <= helpers) {
+        wake_helpers_.notify_all();
+      } else {
+        for (int64_t i = 0; i < helpers; ++i) wake_helpers_.notify_one();
+      }
     }
     {
       JobGuard guard;
