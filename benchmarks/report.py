@@ -176,10 +176,11 @@ TUNING = """## Tuning
   per-process cap (`graphlearn_torch.utils.set_kernel_threads`,
   `GLT_KERNEL_THREADS`); a distributed job's processes take their share of
   the host's cores by default. Leave cores to the model where it trains on
-  the CPU. Below 4 threads a hop's new nodes are numbered by one thread
-  while the others draw; from 4 on, by every thread after the draws
-  (`GLT_PARALLEL_INSERT_THREADS=n` moves that threshold; `bash
-  tools/gpu_check.sh cpu-profile` profiles both ways at 4 to 16 threads).
+  the CPU. A hop's new nodes are numbered by one thread while the others
+  draw; from 4 threads on, those it has not numbered when the draws end are
+  numbered by every thread (`GLT_PARALLEL_INSERT_THREADS=n` moves that
+  threshold; `bash tools/gpu_check.sh cpu-profile` profiles both ways at 4
+  to 16 threads).
 - **Topologies.** A `Topology` stores int32 indices where the graph fits,
   which halves its memory and its random reads; keep the default.
 - **Worker mode.** Sampling processes (`MpDistSamplingWorkerOptions`) overlap

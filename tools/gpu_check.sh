@@ -38,8 +38,8 @@
 #   cpu-profile  tools/profile_cpu_sampler.py: the CPU sampler under perf at 1, 2, 4, 8
 #              and 16 threads, the top symbols by self time of each in
 #              LOGS/cpu_profile/default/perf_t<threads>.txt; again at 4, 8 and 16 with
-#              each hop's nodes inserted by one thread beside the draws rather than in
-#              parallel after them (GLT_PARALLEL_INSERT_THREADS=1024), in
+#              each hop's nodes inserted by one thread beside the draws alone, none
+#              left to every thread after them (GLT_PARALLEL_INSERT_THREADS=1024), in
 #              LOGS/cpu_profile/overlapped_insert (not in the default list)
 #   dist       benchmarks/bench_dist_sampling.py --gpu 0 $DIST_ARGS (not in the default list; its METIS
 #              partitioning needs pymetis: carry its wheel; 540 s unless TIMEOUT_dist says)

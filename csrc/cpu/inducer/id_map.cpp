@@ -21,7 +21,7 @@ constexpr int32_t kAbsent = INT32_MIN;
 // Keys per chunk of a parallel dense insert; chunks, not threads, fix the
 // order in which new ids are handed out.
 constexpr int64_t kInsertChunk = 16384;
-// What a dense insert needs to run in parallel: it takes five passes (two of
+// What a dense insert needs to run in parallel: it takes four passes (two of
 // them random reads of the map) where one thread takes one, and each pass
 // wakes the threads. At 2 threads one pass, overlapped with the draws, is
 // faster (measured: 1.7x); from how many threads the parallel one is, the

@@ -13,21 +13,24 @@
 namespace glt::cpu {
 
 // Runs produce(c, worker) once for each chunk c in [0, num_chunks) and
-// consume(c) once for each, in the order c = 0, 1, ...: consume(c) after
+// consume(c) for each, in the order c = 0, 1, ...: consume(c) after
 // produce(c) has returned and after consume(c - 1), never two at once.
 // Up to `threads` workers (run_on_workers) consume the chunks that are ready
 // when no other worker is consuming, and produce the next chunk otherwise;
 // `worker` (in [0, threads)) indexes per-thread scratch. No worker waits for
 // another: one that finds nothing left to produce and nothing it may
 // consume leaves, and the worker that produces or consumes last consumes the
-// rest. The first exception stops all workers and is rethrown.
+// rest, unless `stop_when_produced`: then consuming stops once every chunk
+// is produced, leaving a suffix of chunks unconsumed. Returns how many
+// chunks were consumed (a prefix). The first exception stops all workers and
+// is rethrown.
 template <typename Produce, typename Consume>
-void produce_consume_in_order(int64_t num_chunks, int64_t threads, Produce&& produce,
-                              Consume&& consume) {
-  if (num_chunks == 0) return;
+int64_t produce_consume_in_order(int64_t num_chunks, int64_t threads, Produce&& produce,
+                                 Consume&& consume, bool stop_when_produced = false) {
+  if (num_chunks == 0) return 0;
   std::unique_ptr<std::atomic<bool>[]> produced(new std::atomic<bool>[num_chunks]);
   for (int64_t c = 0; c < num_chunks; ++c) produced[c].store(false, std::memory_order_relaxed);
-  std::atomic<int64_t> next_to_produce{0}, next_to_consume{0};
+  std::atomic<int64_t> next_to_produce{0}, next_to_consume{0}, num_produced{0};
   std::atomic<bool> consuming{false}, failed{false};
   std::exception_ptr error;
   std::mutex error_lock;
@@ -39,9 +42,13 @@ void produce_consume_in_order(int64_t num_chunks, int64_t threads, Produce&& pro
   auto consume_ready = [&] {
     while (true) {
       int64_t c = next_to_consume.load();
-      if (c == num_chunks || !produced[c].load() || consuming.exchange(true)) return;
+      if (c == num_chunks || !produced[c].load() ||
+          (stop_when_produced && num_produced.load() == num_chunks) || consuming.exchange(true)) {
+        return;
+      }
       c = next_to_consume.load(std::memory_order_relaxed);
       while (c < num_chunks && produced[c].load(std::memory_order_acquire)) {
+        if (stop_when_produced && num_produced.load() == num_chunks) break;
         consume(c);
         next_to_consume.store(++c, std::memory_order_release);
       }
@@ -56,6 +63,7 @@ void produce_consume_in_order(int64_t num_chunks, int64_t threads, Produce&& pro
         if (p >= num_chunks) return;
         produce(p, worker);
         produced[p].store(true);
+        num_produced.fetch_add(1);
       }
     } catch (...) {
       std::lock_guard<std::mutex> guard(error_lock);
@@ -64,6 +72,7 @@ void produce_consume_in_order(int64_t num_chunks, int64_t threads, Produce&& pro
     }
   });
   if (error) std::rethrow_exception(error);
+  return next_to_consume.load();
 }
 
 }  // namespace glt::cpu
