@@ -38,8 +38,9 @@ int parallel_insert_threads() {
   return threads;
 }
 constexpr int64_t kPrefetchAhead = 16;
-// The one-pass insert reads nothing else: it can keep more misses in flight.
-constexpr int64_t kInsertPrefetchAhead = 32;
+// The one-pass insert reads nothing else: it can keep more misses in flight
+// (measured: 64 over 32, +4% batches/s at 1 and 2 threads; 128 no more).
+constexpr int64_t kInsertPrefetchAhead = 64;
 // A dense map with more than one id in this many in use is reset by a fill.
 constexpr int64_t kResetByFill = 16;
 
