@@ -18,7 +18,11 @@ job (launcher, trainers, sampling processes) by what the pages hold
 shared memory), the partitions' memory-mapped feature files, the
 shared-memory channels (each trainer's own, backed as batches pass), the GPU
 driver's mappings (pinned allocations), and each process's own memory (the
-interpreter, torch, buffers). With ``--gpu`` the same jobs run in 'ZERO_COPY'
+interpreter, torch, buffers). Beside each job, its floor: the tables and what
+as many bare processes hold (a spawned one that imported torch and this
+library, and a process forked from it, each doing nothing), a fresh one for
+each process of the job that started an interpreter of its own and a forked
+one for each forked process. With ``--gpu`` the same jobs run in 'ZERO_COPY'
 and 'CUDA' modes (a fifth of each feature table in GPU memory), the launcher
 placing each partition on the GPU before it starts the trainers (the
 trainers of a partition and their sampling processes read that one copy),
@@ -29,9 +33,10 @@ launcher's CUDA context included.
 
 import argparse
 import collections
+import multiprocessing
 import os
 import time
-from typing import Optional
+from typing import Optional, Tuple
 
 import torch
 from bench_dist_sampling import (
@@ -44,7 +49,7 @@ from bench_dist_sampling import (
   partition,
   seed_batches,
 )
-from memory import tree_pss_mb
+from memory import fresh_interpreters, tree_pids, tree_pss_mb
 from results import Results, Table, add_results_argument
 
 import graphlearn_torch as glt
@@ -100,8 +105,9 @@ def gpu_used_mb(gpu: Optional[int]) -> Optional[float]:
 
 def launcher(root, mode, gpu, per_partition, samplers, batches, out):
   r"""One job: loads each partition once, starts its ``per_partition``
-  trainers with it, and puts ``(PSS by kind, processes, GPU MB)`` on
-  ``out`` once every trainer is at its last batch."""
+  trainers with it, and puts ``(PSS by kind, processes, how many of them
+  are fresh interpreters, GPU MB)`` on ``out`` once every trainer is at its
+  last batch."""
   gpu_before = gpu_used_mb(gpu)
   datasets = [load_partition(root, p, mode, gpu) for p in range(NUM_PARTITIONS)]
   if mode != 'CPU':
@@ -122,8 +128,9 @@ def launcher(root, mode, gpu, per_partition, samplers, batches, out):
     for _ in procs:
       next_report(ready, procs, deadline, 'a trainer gave no report')
     pss, count = tree_pss_mb(files_under=os.path.realpath(root))
+    fresh = fresh_interpreters(tree_pids())
     gpu_mb = None if gpu is None else gpu_used_mb(gpu) - gpu_before
-    out.put((pss, count, gpu_mb))
+    out.put((pss, count, fresh, gpu_mb))
   finally:
     measured.set()
     for p in procs:
@@ -146,13 +153,37 @@ def job_memory(root: str, mode: str, gpu: Optional[int], per_partition: int, sam
       proc.kill()
 
 
+def forked_idle(ready, stop) -> None:
+  r"""A process forked from a bare one that says it runs and waits to be told
+  to exit."""
+  ready.send(True)
+  stop.poll(120)
+
+
 def bare_process(out) -> None:
-  r"""Puts this process's PSS by kind on ``out``: a process that imported
-  torch and this library, and nothing more."""
-  out.put(tree_pss_mb()[0])
+  r"""Puts on ``out`` this process's PSS by kind, a process that imported
+  torch and this library and nothing more, and the MB that a process forked
+  from it (as sampling processes are from their trainer or fork server) adds
+  to the two while it does nothing."""
+  alone = tree_pss_mb()[0]
+  fork = multiprocessing.get_context('fork')
+  ready_reader, ready_writer = fork.Pipe(duplex=False)
+  stop_reader, stop_writer = fork.Pipe(duplex=False)
+  child = fork.Process(target=forked_idle, args=(ready_writer, stop_reader), name='forked')
+  child.start()
+  try:
+    if not ready_reader.poll(60):
+      raise RuntimeError('the forked process did not start within 60 s')
+    with_child = tree_pss_mb()[0]
+    out.put((alone, sum(with_child.values()) - sum(alone.values())))
+  finally:
+    stop_writer.send(True)
+    child.join(60)
+    if child.is_alive():
+      child.kill()
 
 
-def bare_process_mb() -> collections.Counter:
+def bare_process_mb() -> Tuple[collections.Counter, float]:
   r"""``bare_process``'s report, from a process of its own."""
   out = SPAWN.Queue()
   proc = SPAWN.Process(target=bare_process, args=(out,), name='the bare process')
@@ -165,25 +196,37 @@ def bare_process_mb() -> collections.Counter:
       proc.kill()
 
 
-def memory_rows(args, root: str, bare: collections.Counter) -> list:
+def bare_floor_mb(bare: Tuple[collections.Counter, float], count: int, fresh: int) -> float:
+  r"""What ``count`` processes hold at least, ``fresh`` of them interpreters
+  of their own and the rest forked (``bare_process``'s report): each fresh
+  one a bare process's own memory, each forked one what a forked bare
+  process adds, and the libraries once."""
+  alone, forked = bare
+  return fresh * alone['process'] + (count - fresh) * forked + alone['libraries']
+
+
+def memory_rows(args, root: str, bare: Tuple[collections.Counter, float]) -> list:
   r"""A row per mode and job: its memory by kind (tables, channels, the GPU
-  driver's, the processes' own), the host total against the mode's first
-  job, what ``bare`` processes alone would hold, and the GPU's."""
+  driver's, the processes' own), what as many ``bare`` processes would hold,
+  the host total and its floor (the tables and the bare processes) against
+  the mode's first job's, and the GPU's."""
   modes = ['CPU'] if args.gpu is None else ['CPU', 'ZERO_COPY', 'CUDA']
   rows = []
   for mode in modes:
     first = None
     for per_partition, samplers in JOBS:
-      pss, count, gpu_mb = job_memory(root, mode, args.gpu, per_partition, samplers, args.batches)
+      pss, count, fresh, gpu_mb = job_memory(
+        root, mode, args.gpu, per_partition, samplers, args.batches
+      )
       total = sum(pss.values())
       tables = pss['shared tables'] + pss['partition files']
-      first = first or (total, tables)
-      floor = count * bare['process'] + bare['libraries']
+      floor = bare_floor_mb(bare, count, fresh)
+      first = first or (total, tables, tables + floor)
       own = pss['process'] + pss['libraries']
       job = f'{per_partition} trainer(s) x {samplers} sampler(s)'
       rows.append([
-        mode, job, count, tables, pss['channels'], pss['GPU driver'], own, floor, total,
-        total / first[0], tables / first[1], gpu_mb,
+        mode, job, f'{count} ({fresh})', tables, pss['channels'], pss['GPU driver'], own, floor,
+        total, total / first[0], (tables + floor) / first[2], tables / first[1], gpu_mb,
       ])  # fmt: skip
       print(f'{mode}, {job}: {count} processes, {total:,.0f} MB', flush=True)
   return rows
@@ -207,7 +250,7 @@ def main():
     [
       'mode',
       'per partition',
-      'processes',
+      'processes (fresh)',
       'tables, MB',
       'channels, MB',
       'GPU driver, MB',
@@ -215,6 +258,7 @@ def main():
       'bare processes, MB',
       'host, MB',
       'host vs 1 trainer',
+      'floor vs 1 trainer',
       'tables vs 1 trainer',
       'GPU, MB',
     ],  # fmt: skip
@@ -222,14 +266,19 @@ def main():
     note=f'PSS of every process of the job (launcher, trainers, sampling processes) after '
     f'{WARMUP} + {args.batches} batches per trainer, by what the pages hold '
     '(benchmarks/memory.py): a page shared by k processes counts 1/k in each, so a table the '
-    'processes share counts once. Tables: the topologies, feature tables and their maps, in '
-    "shared memory or read in place from the partition files. Channels: each trainer's "
-    "shared-memory channel (256 MB, backed as batches pass). Processes' own: the libraries "
-    "and each process's heap and buffers; 'bare processes': what as many processes hold that "
-    f'import torch and this library and do nothing else ({bare["process"]:.0f} MB each, '
-    f"{bare['libraries']:.0f} MB of libraries, measured in this run). GPU: the device's "
-    'memory in use at the measurement less before the launcher loaded the partitions, which '
-    'it places on the GPU once for the trainers and sampling processes (GPU modes).',
+    'processes share counts once. Processes: all of them, and in brackets those that started '
+    'an interpreter of their own (the launcher, the trainers it spawns, fork servers); the '
+    'others are forked (sampling processes, from their trainer or its fork server). Tables: '
+    'the topologies, feature tables and their maps, in shared memory or read in place from '
+    "the partition files. Channels: each trainer's shared-memory channel (256 MB, backed as "
+    "batches pass). Processes' own: the libraries and each process's heap and buffers; 'bare "
+    "processes': what as many processes hold that import torch and this library and do "
+    f'nothing else ({bare[0]["process"]:.0f} MB each, {bare[0]["libraries"]:.0f} MB of '
+    f'libraries) or are forked from such a process and do nothing ({bare[1]:.1f} MB each), '
+    "measured in this run. Floor: the tables and the bare processes, what the job's "
+    "processes hold before they sample. GPU: the device's memory in use at the measurement "
+    'less before the launcher loaded the partitions, which it places on the GPU once for the '
+    'trainers and sampling processes (GPU modes).',
   )
   print(results.add(table).render())
   results.write()

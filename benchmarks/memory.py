@@ -64,6 +64,26 @@ def tree_pids(root_pid: Optional[int] = None) -> List[int]:
   return [root.pid, *(p.pid for p in root.children(recursive=True))]
 
 
+def fresh_interpreters(pids: List[int]) -> int:
+  r"""How many of ``pids`` started an interpreter of their own (spawned, or a
+  fork server), not forked from their parent (by ``fork`` or from a fork
+  server): a forked process keeps its parent's command line, and its pages
+  until it writes them.
+
+  Args:
+    pids: processes, each alive or already gone (not counted).
+  """
+  fresh = 0
+  for pid in pids:
+    try:
+      proc = psutil.Process(pid)
+      parent = proc.parent()
+      fresh += parent is None or proc.cmdline() != parent.cmdline()
+    except psutil.Error:  # it exited meanwhile
+      pass
+  return fresh
+
+
 def tree_pss_mb(
   root_pid: Optional[int] = None, files_under: Optional[str] = None
 ) -> Tuple[collections.Counter, int]:
