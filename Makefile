@@ -139,7 +139,7 @@ PEER_FLAGS = $$(test -x $(GLT_PY) && echo --glt-python $(GLT_PY)) \
   $$(test -x $(DGL_PY) && echo --dgl-python $(DGL_PY))
 bench: install
 	$(PY) benchmarks/bench_sampler.py $(PEER_FLAGS) $$(test -x $(PYG_PY) && echo --pyg-python $(PYG_PY))
-	$(PY) benchmarks/bench_temporal.py
+	$(PY) benchmarks/bench_temporal.py $$(test -x $(PYG_PY) && echo --pyg-python $(PYG_PY))
 	$(PY) benchmarks/bench_contention.py $(PEER_FLAGS)
 	$(PY) benchmarks/bench_link.py
 	$(PY) benchmarks/bench_partition.py

@@ -1,7 +1,7 @@
 """Every script of benchmarks/ runs, in a small setting, as a user runs it,
 and writes its results: a table with rows for each of its tables. The peer
-scripts (glt_peer.py, dgl_peer.py, pyg_peer.py, glt_dist_peer.py,
-dgl_dist_peer.py, startup_peer.py, glt_gpu_peer.py) run
+scripts (glt_peer.py, dgl_peer.py, pyg_peer.py, pyg_temporal_peer.py,
+glt_dist_peer.py, dgl_dist_peer.py, startup_peer.py, glt_gpu_peer.py) run
 through the benchmarks that call them where their environments are set up
 (make glt-peer, dgl-peer, pyg-peer; glt_gpu_peer.py on a GPU, where make
 glt-gpu-peer built GLT's package). The report renders a page, with its
@@ -54,7 +54,7 @@ def dgl_on_loopback() -> list:
 SCRIPTS = [
   ('bench_sampler.py', [*TINY, '--threads', '1', '2', *peer_flags('glt', 'dgl', 'pyg')],
    'bench_sampler', ['sampling', 'gather', 'threads']),
-  ('bench_temporal.py', TINY, 'bench_temporal', ['temporal']),
+  ('bench_temporal.py', [*TINY, *peer_flags('pyg')], 'bench_temporal', ['temporal']),
   ('bench_startup.py', ['--scale', '0.004', '--rounds', '1', *peer_flags('pyg')], 'bench_startup',
    ['startup']),
   ('bench_contention.py', [*TINY, '--threads', '1'], 'bench_contention',
