@@ -19,24 +19,45 @@ the call PyG's ``NodeLoader`` makes for every batch, with pyg-lib's
 import importlib.metadata
 import json
 import time
+from typing import Tuple
 
 import torch
 from peer_protocol import load, parse_peer_args
 
 
-def main():
-  args = parse_peer_args(__doc__.split('\n')[0])
+def load_edge_index(directory: str) -> Tuple[torch.Tensor, int]:
+  r"""``(edge_index, num_nodes)`` of the graph handed over in ``directory``
+  (CSC: column j's rows are indices[indptr[j]:indptr[j + 1]], edges row ->
+  j), once pyg-lib is known to import."""
   import torch_geometric
-  from torch_geometric.data import Data
-  from torch_geometric.sampler import NeighborSampler, NodeSamplerInput
 
   if not torch_geometric.typing.WITH_PYG_LIB:
     raise SystemExit('pyg-lib does not import in this environment: run make pyg-peer')
-  indptr, indices = load(args.dir, 'indptr').long(), load(args.dir, 'indices').long()
+  indptr, indices = load(directory, 'indptr').long(), load(directory, 'indices').long()
   num_nodes = indptr.numel() - 1
-  # CSC: column j's rows are indices[indptr[j]:indptr[j + 1]], edges row -> j.
   col = torch.repeat_interleave(torch.arange(num_nodes), indptr.diff())
-  data = Data(edge_index=torch.stack([indices, col]), num_nodes=num_nodes)
+  return torch.stack([indices, col]), num_nodes
+
+
+def versions(threads: int) -> dict:
+  r"""The versions measured and the thread count, for the JSON line."""
+  import torch_geometric
+
+  return {
+    'pyg': torch_geometric.__version__,
+    'pyg_lib': importlib.metadata.version('pyg_lib'),
+    'torch': torch.__version__,
+    'threads': threads,
+  }
+
+
+def main():
+  args = parse_peer_args(__doc__.split('\n')[0])
+  from torch_geometric.data import Data
+  from torch_geometric.sampler import NeighborSampler, NodeSamplerInput
+
+  edge_index, num_nodes = load_edge_index(args.dir)
+  data = Data(edge_index=edge_index, num_nodes=num_nodes)
   sampler = NeighborSampler(data, num_neighbors=args.fanout)
   seeds = load(args.dir, 'seeds')
 
@@ -55,10 +76,7 @@ def main():
   print(
     json.dumps(
       {
-        'pyg': torch_geometric.__version__,
-        'pyg_lib': importlib.metadata.version('pyg_lib'),
-        'torch': torch.__version__,
-        'threads': args.threads,
+        **versions(args.threads),
         'batches_per_s': args.batches / elapsed,
         'edges_per_s': edges / elapsed,
         'nodes_per_batch': nodes / args.batches,

@@ -20,12 +20,11 @@ time are PyG's plain and disjoint samplers.
 """
 
 import glob
-import importlib.metadata
 import json
 import time
 
-import torch
 from peer_protocol import load, parse_peer_args
+from pyg_peer import load_edge_index, versions
 
 
 def rates(sampler, seeds, seed_times, batches: int) -> dict:
@@ -55,17 +54,10 @@ def rates(sampler, seeds, seed_times, batches: int) -> dict:
 
 def main():
   args = parse_peer_args(__doc__.split('\n')[0])
-  import torch_geometric
   from torch_geometric.data import Data
   from torch_geometric.sampler import NeighborSampler
 
-  if not torch_geometric.typing.WITH_PYG_LIB:
-    raise SystemExit('pyg-lib does not import in this environment: run make pyg-peer')
-  indptr, indices = load(args.dir, 'indptr').long(), load(args.dir, 'indices').long()
-  num_nodes = indptr.numel() - 1
-  # CSC: column j's rows are indices[indptr[j]:indptr[j + 1]], edges row -> j.
-  col = torch.repeat_interleave(torch.arange(num_nodes), indptr.diff())
-  edge_index = torch.stack([indices, col])
+  edge_index, num_nodes = load_edge_index(args.dir)
   seeds = load(args.dir, 'seeds')
   orders = len(glob.glob(f'{args.dir}/node_time_*.npy'))
   num_bounds = len(glob.glob(f'{args.dir}/seed_time_*.npy'))
@@ -87,17 +79,7 @@ def main():
       for j, seed_times in enumerate(bounds):
         got = rates(sampler, seeds, seed_times, args.batches)
         out[f'{strategy} {i} {j}'] = {**got, 'built_s': built}
-  print(
-    json.dumps(
-      {
-        'pyg': torch_geometric.__version__,
-        'pyg_lib': importlib.metadata.version('pyg_lib'),
-        'torch': torch.__version__,
-        'threads': args.threads,
-        'samplers': out,
-      }
-    )
-  )
+  print(json.dumps({**versions(args.threads), 'samplers': out}))
 
 
 if __name__ == '__main__':
