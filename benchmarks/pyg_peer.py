@@ -51,39 +51,43 @@ def versions(threads: int) -> dict:
   }
 
 
-def main():
-  args = parse_peer_args(__doc__.split('\n')[0])
-  from torch_geometric.data import Data
-  from torch_geometric.sampler import NeighborSampler, NodeSamplerInput
-
-  edge_index, num_nodes = load_edge_index(args.dir)
-  data = Data(edge_index=edge_index, num_nodes=num_nodes)
-  sampler = NeighborSampler(data, num_neighbors=args.fanout)
-  seeds = load(args.dir, 'seeds')
+def rates(sampler, seeds, seed_times, batches: int) -> dict:
+  r"""``sampler``'s batches/s, edges/s, nodes and edges per batch over
+  ``batches`` batches of ``seeds`` (with ``seed_times``, one tensor per
+  batch, or None) after 3 untimed ones, through ``sample_from_nodes``."""
+  from torch_geometric.sampler import NodeSamplerInput
 
   def sample(i):
-    return sampler.sample_from_nodes(NodeSamplerInput(input_id=None, node=seeds[i % len(seeds)]))
+    time_of = None if seed_times is None else seed_times[i % len(seeds)]
+    node = seeds[i % len(seeds)]
+    return sampler.sample_from_nodes(NodeSamplerInput(input_id=None, node=node, time=time_of))
 
   for i in range(3):  # warm-up
     sample(i)
   edges = nodes = 0
   t = time.perf_counter()
-  for i in range(args.batches):
+  for i in range(batches):
     out = sample(i)
     edges += out.row.numel()
     nodes += out.node.numel()
   elapsed = time.perf_counter() - t
-  print(
-    json.dumps(
-      {
-        **versions(args.threads),
-        'batches_per_s': args.batches / elapsed,
-        'edges_per_s': edges / elapsed,
-        'nodes_per_batch': nodes / args.batches,
-        'edges_per_batch': edges / args.batches,
-      }
-    )
-  )
+  return {
+    'batches_per_s': batches / elapsed,
+    'edges_per_s': edges / elapsed,
+    'nodes_per_batch': nodes / batches,
+    'edges_per_batch': edges / batches,
+  }
+
+
+def main():
+  args = parse_peer_args(__doc__.split('\n')[0])
+  from torch_geometric.data import Data
+  from torch_geometric.sampler import NeighborSampler
+
+  edge_index, num_nodes = load_edge_index(args.dir)
+  sampler = NeighborSampler(Data(edge_index=edge_index, num_nodes=num_nodes), args.fanout)
+  got = rates(sampler, load(args.dir, 'seeds'), None, args.batches)
+  print(json.dumps({**versions(args.threads), **got}))
 
 
 if __name__ == '__main__':

@@ -24,32 +24,7 @@ import json
 import time
 
 from peer_protocol import load, parse_peer_args
-from pyg_peer import load_edge_index, versions
-
-
-def rates(sampler, seeds, seed_times, batches: int) -> dict:
-  r"""``sampler``'s batches/s, edges/s and edges per batch over ``batches``
-  batches of ``seeds`` (with ``seed_times``, one tensor per batch, or None)
-  after 3 untimed ones."""
-  from torch_geometric.sampler import NodeSamplerInput
-
-  def sample(i):
-    time_of = None if seed_times is None else seed_times[i % len(seeds)]
-    node = seeds[i % len(seeds)]
-    return sampler.sample_from_nodes(NodeSamplerInput(input_id=None, node=node, time=time_of))
-
-  for i in range(3):
-    sample(i)
-  edges = 0
-  t = time.perf_counter()
-  for i in range(batches):
-    edges += sample(i).row.numel()
-  elapsed = time.perf_counter() - t
-  return {
-    'batches_per_s': batches / elapsed,
-    'edges_per_s': edges / elapsed,
-    'edges_per_batch': edges / batches,
-  }
+from pyg_peer import load_edge_index, rates, versions
 
 
 def main():
