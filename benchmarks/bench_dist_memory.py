@@ -20,9 +20,11 @@ shared-memory channels (each trainer's own, backed as batches pass), the GPU
 driver's mappings (pinned allocations), and each process's own memory (the
 interpreter, torch, buffers). Beside each job, its floor: the tables and what
 as many bare processes hold (a spawned one that imported torch and this
-library, and a process forked from it, each doing nothing), a fresh one for
-each process of the job that started an interpreter of its own and a forked
-one for each forked process. With ``--gpu`` the same jobs run in 'ZERO_COPY'
+library, the same once it has imported PyG too, and a process forked from
+the first, each doing nothing): one with PyG for each trainer (its loader
+imports PyG, whose Data its batches become), a plain one for each other
+process that started an interpreter of its own and a forked one for each
+forked process. With ``--gpu`` the same jobs run in 'ZERO_COPY'
 and 'CUDA' modes (a fifth of each feature table in GPU memory), the launcher
 placing each partition on the GPU before it starts the trainers (the
 trainers of a partition and their sampling processes read that one copy),
@@ -36,7 +38,7 @@ import collections
 import multiprocessing
 import os
 import time
-from typing import Optional, Tuple
+from typing import NamedTuple, Optional
 
 import torch
 from bench_dist_sampling import (
@@ -53,10 +55,19 @@ from memory import fresh_interpreters, tree_pids, tree_pss_mb
 from results import Results, Table, add_results_argument
 
 import graphlearn_torch as glt
+from graphlearn_torch.batch.pyg import import_pyg
 
 JOBS = ((1, 1), (2, 2))  # (trainers per partition, sampling processes per trainer)
 NUM_PARTITIONS = 2
 WAIT_S = 900  # for any one trainer's report
+
+
+class BareProcesses(NamedTuple):
+  r"""PSS in MB of processes that do nothing (``bare_process``)."""
+
+  alone: collections.Counter  # by kind: imported torch and this library
+  forked: float  # what a process forked from that one adds
+  with_pyg: collections.Counter  # by kind: also imported PyG
 
 
 def load_partition(root: str, part: int, mode: str, gpu: Optional[int]):
@@ -162,9 +173,10 @@ def forked_idle(ready, stop) -> None:
 
 def bare_process(out) -> None:
   r"""Puts on ``out`` this process's PSS by kind, a process that imported
-  torch and this library and nothing more, and the MB that a process forked
+  torch and this library and nothing more; the MB that a process forked
   from it (as sampling processes are from their trainer or fork server) adds
-  to the two while it does nothing."""
+  to the two while it does nothing; and its PSS by kind once it has also
+  imported PyG, as a trainer's loader does (batches are PyG's ``Data``)."""
   alone = tree_pss_mb()[0]
   fork = multiprocessing.get_context('fork')
   ready_reader, ready_writer = fork.Pipe(duplex=False)
@@ -175,15 +187,17 @@ def bare_process(out) -> None:
     if not ready_reader.poll(60):
       raise RuntimeError('the forked process did not start within 60 s')
     with_child = tree_pss_mb()[0]
-    out.put((alone, sum(with_child.values()) - sum(alone.values())))
   finally:
     stop_writer.send(True)
     child.join(60)
     if child.is_alive():
       child.kill()
+  import_pyg()
+  with_pyg = tree_pss_mb()[0]
+  out.put(BareProcesses(alone, sum(with_child.values()) - sum(alone.values()), with_pyg))
 
 
-def bare_process_mb() -> Tuple[collections.Counter, float]:
+def bare_process_mb() -> 'BareProcesses':
   r"""``bare_process``'s report, from a process of its own."""
   out = SPAWN.Queue()
   proc = SPAWN.Process(target=bare_process, args=(out,), name='the bare process')
@@ -196,16 +210,17 @@ def bare_process_mb() -> Tuple[collections.Counter, float]:
       proc.kill()
 
 
-def bare_floor_mb(bare: Tuple[collections.Counter, float], count: int, fresh: int) -> float:
+def bare_floor_mb(bare: 'BareProcesses', count: int, fresh: int, trainers: int) -> float:
   r"""What ``count`` processes hold at least, ``fresh`` of them interpreters
-  of their own and the rest forked (``bare_process``'s report): each fresh
-  one a bare process's own memory, each forked one what a forked bare
+  of their own, ``trainers`` of those trainers, and the rest forked
+  (``bare_process``'s report): each trainer a bare process with PyG, each
+  other fresh one a bare process, each forked one what a forked bare
   process adds, and the libraries once."""
-  alone, forked = bare
-  return fresh * alone['process'] + (count - fresh) * forked + alone['libraries']
+  others = (fresh - trainers) * bare.alone['process'] + (count - fresh) * bare.forked
+  return trainers * bare.with_pyg['process'] + others + bare.with_pyg['libraries']
 
 
-def memory_rows(args, root: str, bare: Tuple[collections.Counter, float]) -> list:
+def memory_rows(args, root: str, bare: BareProcesses) -> list:
   r"""A row per mode and job: its memory by kind (tables, channels, the GPU
   driver's, the processes' own), what as many ``bare`` processes would hold,
   the host total and its floor (the tables and the bare processes) against
@@ -220,7 +235,7 @@ def memory_rows(args, root: str, bare: Tuple[collections.Counter, float]) -> lis
       )
       total = sum(pss.values())
       tables = pss['shared tables'] + pss['partition files']
-      floor = bare_floor_mb(bare, count, fresh)
+      floor = bare_floor_mb(bare, count, fresh, NUM_PARTITIONS * per_partition)
       first = first or (total, tables, tables + floor)
       own = pss['process'] + pss['libraries']
       job = f'{per_partition} trainer(s) x {samplers} sampler(s)'
@@ -272,10 +287,12 @@ def main():
     'the topologies, feature tables and their maps, in shared memory or read in place from '
     "the partition files. Channels: each trainer's shared-memory channel (256 MB, backed as "
     "batches pass). Processes' own: the libraries and each process's heap and buffers; 'bare "
-    "processes': what as many processes hold that import torch and this library and do "
-    f'nothing else ({bare[0]["process"]:.0f} MB each, {bare[0]["libraries"]:.0f} MB of '
-    f'libraries) or are forked from such a process and do nothing ({bare[1]:.1f} MB each), '
-    "measured in this run. Floor: the tables and the bare processes, what the job's "
+    "processes': what as many processes hold that do nothing else: a trainer one that imports "
+    f'torch, this library and PyG, as its loader does ({bare.with_pyg["process"]:.0f} MB each), '
+    f'another fresh one (the launcher, a fork server) one that imports torch and this library '
+    f'({bare.alone["process"]:.0f} MB each), a forked one a process forked from such a one '
+    f'({bare.forked:.1f} MB each), and their libraries once ({bare.with_pyg["libraries"]:.0f} '
+    "MB), measured in this run. Floor: the tables and the bare processes, what the job's "
     "processes hold before they sample. GPU: the device's memory in use at the measurement "
     'less before the launcher loaded the partitions, which it places on the GPU once for the '
     'trainers and sampling processes (GPU modes).',
