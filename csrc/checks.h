@@ -213,6 +213,23 @@ inline at::Tensor checked_time_args(const at::Tensor& edge_time, const at::Tenso
   return seed_time.contiguous();
 }
 
+// sample_neighbors_temporal's row_max_time, where given: one time per row
+// (indptr's length less one), of edge_time's dtype and device, contiguous.
+// That it holds each row's last time is the caller's to keep (a wrong one
+// gives a wrong window, never a read out of bounds).
+inline void check_row_max_time(const std::optional<at::Tensor>& row_max_time,
+                               const at::Tensor& edge_time, const at::Tensor& indptr) {
+  if (!row_max_time.has_value()) return;
+  const at::Tensor& t = *row_max_time;
+  TORCH_CHECK_VALUE(t.scalar_type() == edge_time.scalar_type(),
+                    "row_max_time must have edge_time's dtype (", edge_time.scalar_type(),
+                    "), got ", t.scalar_type());
+  TORCH_CHECK_VALUE(t.dim() == 1 && t.is_contiguous() && t.numel() == indptr.numel() - 1,
+                    "row_max_time must be a contiguous 1-D tensor with one entry per row (",
+                    indptr.numel() - 1, "), got shape ", t.sizes());
+  check_device(t, "row_max_time", indptr.device());
+}
+
 // sample_negative's node counts and fixed ends.
 struct NegativeArgs {
   int64_t num_rows;

@@ -21,7 +21,8 @@ py::class_<T>& bind_sample_induce_next(py::class_<T>& cls) {
                  py::arg("row_prefixes"), py::arg("col_prefixes"),
                  py::arg("edge_times") = std::vector<std::optional<at::Tensor>>{},
                  py::arg("seed_times") = std::vector<std::optional<at::Tensor>>{},
-                 py::arg("last") = false);
+                 py::arg("last") = false,
+                 py::arg("row_max_times") = std::vector<std::optional<at::Tensor>>{});
 }
 
 // A batch's plan from sample_batch's keyword arguments (kernels/batch_sample.h):

@@ -187,6 +187,16 @@ def test_topology_from_host_handle(weighted):
     glt.data.Topology.from_host_handle(dataclasses.replace(handle, indices=handle.indptr))
 
 
+def test_a_time_sorted_topology_shares_its_times():
+  topo = small_topology(weighted=False)
+  time = torch.randint(0, 9, (topo.edge_count,), generator=torch.Generator().manual_seed(2))
+  sorted_copy = glt.data.temporal.time_sorted(topo, time)
+  peer = glt.data.Topology.from_host_handle(sorted_copy.host_share())
+  assert same_topology(peer, sorted_copy)
+  assert torch.equal(peer.edge_time, sorted_copy.edge_time)
+  assert torch.equal(peer.row_max_time, sorted_copy.row_max_time)
+
+
 def topology_of_pickled_graph(graph, queue):
   try:
     # a Graph pickled to a process arrives host-shared, and hands its

@@ -179,6 +179,18 @@ def test_bad_requests_are_named_and_insert_nothing():
     single_request(inducer, indptr, indices, seeds, nbr_types=[3])
   with pytest.raises(ValueError, match='source node 9 was not seen by the inducer'):
     single_request(inducer, indptr, indices, torch.tensor([4, 9]))
+  with pytest.raises(ValueError, match='request 0 has row_max_times but no edge_times'):
+    single_request(inducer, indptr, indices, seeds, row_max_times=[torch.zeros(100)])
+  times = dict(
+    edge_times=[torch.zeros(indices.numel(), dtype=torch.long)],
+    seed_times=[torch.zeros(2, dtype=torch.long)],
+  )
+  with pytest.raises(
+    ValueError, match='row_max_time must be a contiguous 1-D tensor with one entry'
+  ):
+    single_request(
+      inducer, indptr, indices, seeds, **times, row_max_times=[torch.zeros(99, dtype=torch.long)]
+    )
   assert inducer.local_ids(0, torch.tensor([4, 8, 9])).tolist() == [0, 1, -1]
   new, rows, cols, nbrs, nums, _ = single_request(inducer, indptr, indices, seeds)
   assert rows[0].tolist() == [0] * int(nums[0][0]) + [1] * int(nums[0][1])

@@ -35,6 +35,14 @@ def temporal_csr(num_rows, num_cols, num_edges, seed, dtype=torch.int64, time_dt
   return indptr.to(dtype), cols.to(dtype), eids, weights, time[order].contiguous()
 
 
+def latest_times(indptr, time):
+  """Each row's latest time, by brute force; the dtype's lowest for an
+  empty row."""
+  lowest = float('-inf') if time.is_floating_point() else torch.iinfo(time.dtype).min
+  rows = [time[int(indptr[s]) : int(indptr[s + 1])].tolist() for s in range(indptr.numel() - 1)]
+  return torch.tensor([max(r, default=lowest) for r in rows], dtype=time.dtype)
+
+
 def allowed(indptr, time, s, t):
   """The positions of row s whose time is <= t, in row order."""
   return [p for p in range(int(indptr[s]), int(indptr[s + 1])) if time[p] <= t]
@@ -144,14 +152,47 @@ def test_draws_depend_on_the_seed_only(harness, kernel):
 
 
 @pytest.mark.parametrize('kernel', KERNELS)
+@pytest.mark.parametrize('time_dtype', [torch.int64, torch.float64])
+@pytest.mark.parametrize('weighted', [False, True])
+def test_rows_latest_times_leave_the_draws_as_they_are(harness, kernel, time_dtype, weighted):
+  # A row's latest time, given apart, answers whether a seed takes the whole
+  # row without a read of edge_time; the windows, so the draws, are those
+  # found without it: empty rows, seeds at a row's latest time, just before
+  # it and at random times.
+  indptr, indices, eids, weights, time = temporal_csr(80, 80, 200, 4, time_dtype=time_dtype)
+  latest = latest_times(indptr, time)
+  assert (indptr[1:] == indptr[:-1]).any(), 'the graph has empty rows'
+  seeds = torch.arange(80).repeat(3)
+  filled = indptr[1:] > indptr[:-1]
+  zero = torch.zeros(80, dtype=time_dtype)
+  random = torch.from_numpy(np.random.default_rng(4).integers(-1, 52, 80)).to(time_dtype)
+  seed_time = torch.cat(
+    [torch.where(filled, latest, zero), torch.where(filled, latest - 1, zero), random]
+  )
+  w = weights if weighted else None
+  for replace, last, k in [
+    (False, False, 2),
+    (True, False, 3),
+    (False, True, 2),
+    (False, False, -1),
+  ]:
+    args = (indptr, indices, eids, w, time, seeds, seed_time, k, replace, last, 11)
+    plain = run(kernel, harness, *args)
+    apart = run(kernel, harness, *args, latest)
+    assert all(torch.equal(a, b) for a, b in zip(plain, apart)), (replace, last, k)
+
+
+@pytest.mark.parametrize('kernel', KERNELS)
 def test_bad_inputs_are_named(harness, kernel):
   indptr, indices, eids, _, time = temporal_csr(10, 10, 40, 2)
   seeds = torch.tensor([1, 2])
   good = torch.tensor([5, 5])
 
-  def call(edge_time=time, seed_time=good, s=seeds, k=2):
+  def call(edge_time=time, seed_time=good, s=seeds, k=2, row_max_time=None):
     return run(
-      kernel, harness, indptr, indices, eids, None, edge_time, s, seed_time, k, False, False, 0
+      kernel,
+      harness,
+      *(indptr, indices, eids, None, edge_time, s, seed_time, k, False, False, 0, row_max_time),
     )
 
   with pytest.raises(ValueError, match='seed_time must have edge_time'):
@@ -164,6 +205,13 @@ def test_bad_inputs_are_named(harness, kernel):
     call(edge_time=time[:-1])
   with pytest.raises(ValueError, match='seeds holds ids outside'):
     call(s=torch.tensor([1, 10]))
+  latest = latest_times(indptr, time)
+  with pytest.raises(ValueError, match="row_max_time must have edge_time's dtype"):
+    call(row_max_time=latest.double())
+  with pytest.raises(
+    ValueError, match='row_max_time must be a contiguous 1-D tensor with one entry'
+  ):
+    call(row_max_time=latest[:-1])
 
 
 # -- disjoint keys ---------------------------------------------------------------

@@ -342,6 +342,21 @@ def test_sorted_rows_share_the_topology():
   assert temporal.topo.indices.data_ptr() == sampler.graphs[etype].topo.indices.data_ptr()
 
 
+@pytest.mark.parametrize('dtype', [torch.int64, torch.float64])
+def test_time_sorted_rows_carry_their_latest_time(dtype):
+  # Rows 40..44 have no entries; resize adds 3 more empty ones.
+  edge_index, _, _ = random_graph(13, num_edges=120)
+  topo = Topology(edge_index, size=(45, NUM_NODES))
+  time = torch.randint(-5, 20, (topo.edge_count,), generator=torch.Generator().manual_seed(1))
+  copy = glt.data.temporal.time_sorted(topo, time.to(dtype))
+  copy.resize(num_rows=48)
+  lowest = float('-inf') if dtype.is_floating_point else torch.iinfo(dtype).min
+  ptr = copy.indptr.tolist()
+  want = [max(copy.edge_time[a:b].tolist(), default=lowest) for a, b in zip(ptr, ptr[1:])]
+  assert copy.row_max_time.dtype == dtype and copy.row_max_time.tolist() == want
+  assert topo.row_max_time is None, 'a topology without times has none'
+
+
 # -- loaders -------------------------------------------------------------------
 
 

@@ -49,11 +49,13 @@ kernels::HopOutputs CudaInducer::sample_induce_next(
     bool replace, const std::vector<int64_t>& rng_seeds, const std::vector<at::Tensor>& row_prefixes,
     const std::vector<at::Tensor>& col_prefixes,
     const std::vector<std::optional<at::Tensor>>& edge_times,
-    const std::vector<std::optional<at::Tensor>>& seed_times, bool last) {
+    const std::vector<std::optional<at::Tensor>>& seed_times, bool last,
+    const std::vector<std::optional<at::Tensor>>& row_max_times) {
   const c10::cuda::CUDAGuard guard(device_);
   return impl_->inducer.sample_induce_next(src_types, nbr_types, srcs, indptrs, indices, edge_ids,
                                            edge_weights, fanouts, replace, rng_seeds, row_prefixes,
-                                           col_prefixes, edge_times, seed_times, last);
+                                           col_prefixes, edge_times, seed_times, last,
+                                           row_max_times);
 }
 
 kernels::BatchOutputs CudaInducer::sample_batch(kernels::BatchPlan plan, bool replay) {

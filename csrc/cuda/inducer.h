@@ -39,7 +39,8 @@ class CudaInducer {
                      const std::vector<at::Tensor>& col_prefixes,
                      const std::vector<std::optional<at::Tensor>>& edge_times = {},
                      const std::vector<std::optional<at::Tensor>>& seed_times = {},
-                     bool last = false);
+                     bool last = false,
+                     const std::vector<std::optional<at::Tensor>>& row_max_times = {});
   kernels::BatchOutputs sample_batch(kernels::BatchPlan plan, bool replay = false);
   at::Tensor local_ids(int64_t node_type, const at::Tensor& ids) const;
   void reset();

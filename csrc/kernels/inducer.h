@@ -86,7 +86,8 @@ class InducerImpl {
 
   // A hop drawn and added at once, with one host sync (kernels/hop_induce.h):
   // the arguments and results of the CPU Inducer::sample_induce_next, less
-  // its temporal draws (edge_times and seed_times must hold no tensor) and
+  // its temporal draws (edge_times, seed_times and row_max_times must hold
+  // no tensor) and
   // its disjoint keys. A hop that fails a check forgets all nodes (reset)
   // before it raises.
   HopOutputs sample_induce_next(const std::vector<int64_t>& src_types,
@@ -102,7 +103,8 @@ class InducerImpl {
                                 const std::vector<at::Tensor>& col_prefixes,
                                 const std::vector<std::optional<at::Tensor>>& edge_times = {},
                                 const std::vector<std::optional<at::Tensor>>& seed_times = {},
-                                bool /*last*/ = false) {
+                                bool /*last*/ = false,
+                                const std::vector<std::optional<at::Tensor>>& row_max_times = {}) {
     const size_t n = srcs.size();
     for (size_t size : {src_types.size(), nbr_types.size(), indptrs.size(), indices.size(),
                         edge_ids.size(), edge_weights.size(), fanouts.size(), rng_seeds.size(),
@@ -110,7 +112,7 @@ class InducerImpl {
       TORCH_CHECK_VALUE(size == n, "sample_induce_next expects one entry per request (", n,
                         ") in every list, got one of ", size);
     }
-    for (const auto* times : {&edge_times, &seed_times}) {
+    for (const auto* times : {&edge_times, &seed_times, &row_max_times}) {
       for (const auto& t : *times) {
         TORCH_CHECK_VALUE(!t.has_value(),
                           "this inducer draws no temporal hops: sample them with "

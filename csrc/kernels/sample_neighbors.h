@@ -49,13 +49,18 @@ GLT_HOST_DEVICE int64_t sample_count(const CsrView<index_t>& g, int64_t begin, i
 // entries are sorted by `edge_time`: [begin, end) holds those of time <= t
 // (found by binary search: the bound is checked in the draw, nothing is
 // filtered afterwards); with `last` and k >= 0, only the k latest of them.
+// `row_max_time` (each row's latest time, or null) tells a seed that may
+// take the whole row without a read of edge_time: an array of one entry
+// per row, read at the row's index as indptr is, where edge_time has one
+// per edge.
 template <typename index_t, typename stamp_t>
-GLT_HOST_DEVICE void temporal_window(const index_t* indptr, const stamp_t* edge_time, int64_t s,
-                                     stamp_t t, int64_t k, bool last, int64_t* begin,
-                                     int64_t* end) {
+GLT_HOST_DEVICE void temporal_window(const index_t* indptr, const stamp_t* edge_time,
+                                     const stamp_t* row_max_time, int64_t s, stamp_t t, int64_t k,
+                                     bool last, int64_t* begin, int64_t* end) {
   const int64_t first = indptr[s];
   int64_t lo = first, hi = indptr[s + 1];
-  if (lo < hi && edge_time[hi - 1] <= t) lo = hi;  // the whole row: no search
+  const bool whole_row = row_max_time ? row_max_time[s] <= t : lo < hi && edge_time[hi - 1] <= t;
+  if (whole_row) lo = hi;  // no search
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo) / 2;
     if (edge_time[mid] <= t) {
@@ -241,10 +246,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_temporal(
     const Backend& backend, const at::Tensor& indptr, const at::Tensor& indices,
     const std::optional<at::Tensor>& edge_ids, const std::optional<at::Tensor>& edge_weights,
     const at::Tensor& edge_time, const at::Tensor& seeds, const at::Tensor& seed_time,
-    int64_t num_neighbors, bool replace, bool last, int64_t rng_seed) {
+    int64_t num_neighbors, bool replace, bool last, int64_t rng_seed,
+    const std::optional<at::Tensor>& row_max_time) {
   const auto seed_t =
       checked_sampling_args(indptr, indices, edge_ids, edge_weights, seeds, num_neighbors);
   const auto seed_time_t = checked_time_args(edge_time, indices, seed_time, seed_t);
+  check_row_max_time(row_max_time, edge_time, indptr);
   return AT_DISPATCH_INDEX_TYPES(indptr.scalar_type(), "sample_neighbors_temporal", [&] {
     using idx_t = index_t;
     // scalar_t: the times' type.
@@ -252,9 +259,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_temporal(
       const idx_t* ptr = indptr.data_ptr<idx_t>();
       const scalar_t* times = edge_time.data_ptr<scalar_t>();
       const scalar_t* bound = seed_time_t.data_ptr<scalar_t>();
+      const scalar_t* row_max = row_max_time ? row_max_time->data_ptr<scalar_t>() : nullptr;
       const int64_t k = num_neighbors;
       auto window = [=] GLT_HOST_DEVICE(int64_t i, int64_t s, int64_t* begin, int64_t* end) {
-        temporal_window(ptr, times, s, bound[i], k, last, begin, end);
+        temporal_window(ptr, times, row_max, s, bound[i], k, last, begin, end);
       };
       const OneTopology<idx_t> source(indptr, indices, edge_ids, edge_weights, rng_seed);
       return sample_neighbors_impl<idx_t>(backend, seed_t, num_neighbors, replace,

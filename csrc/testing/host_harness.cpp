@@ -117,18 +117,23 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
           return glt::kernels::sample_neighbors(HostBackend{}, indptr, indices, edge_ids,
                                                 edge_weights, seeds, k, replace, rng_seed);
         }));
-  m.def("sample_neighbors_temporal",
-        torch::wrap_pybind_function(
-            [](const at::Tensor& indptr, const at::Tensor& indices,
-               const std::optional<at::Tensor>& edge_ids,
-               const std::optional<at::Tensor>& edge_weights, const at::Tensor& edge_time,
-               const at::Tensor& seeds, const at::Tensor& seed_time, int64_t k, bool replace,
-               bool last, int64_t rng_seed) {
-              return glt::kernels::sample_neighbors_temporal(HostBackend{}, indptr, indices,
-                                                             edge_ids, edge_weights, edge_time,
-                                                             seeds, seed_time, k, replace, last,
-                                                             rng_seed);
-            }));
+  m.def(
+      "sample_neighbors_temporal",
+      torch::wrap_pybind_function(
+          [](const at::Tensor& indptr, const at::Tensor& indices,
+             const std::optional<at::Tensor>& edge_ids,
+             const std::optional<at::Tensor>& edge_weights, const at::Tensor& edge_time,
+             const at::Tensor& seeds, const at::Tensor& seed_time, int64_t k, bool replace,
+             bool last, int64_t rng_seed, const std::optional<at::Tensor>& row_max_time) {
+            return glt::kernels::sample_neighbors_temporal(HostBackend{}, indptr, indices,
+                                                           edge_ids, edge_weights, edge_time, seeds,
+                                                           seed_time, k, replace, last, rng_seed,
+                                                           row_max_time);
+          }),
+      py::arg("indptr"), py::arg("indices"), py::arg("edge_ids"), py::arg("edge_weights"),
+      py::arg("edge_time"), py::arg("seeds"), py::arg("seed_time"), py::arg("k"),
+      py::arg("replace"), py::arg("last"), py::arg("rng_seed"),
+      py::arg("row_max_time") = py::none());
   m.def("disjoint_keys", torch::wrap_pybind_function([](const at::Tensor& seed_keys,
                                                         const at::Tensor& nbrs,
                                                         const at::Tensor& nbr_nums, int64_t bits) {

@@ -35,6 +35,7 @@ class TopologyHostHandle:
     edge_ids: the edge ids' handle.
     edge_weights: the edge weights' handle, or None.
     edge_time: the entries' times' handle (a temporal copy's), or None.
+    row_max_time: the rows' last times' handle (a temporal copy's), or None.
   """
 
   layout: str
@@ -44,6 +45,7 @@ class TopologyHostHandle:
   edge_ids: HostTensorHandle
   edge_weights: Optional[HostTensorHandle]
   edge_time: Optional[HostTensorHandle] = None
+  row_max_time: Optional[HostTensorHandle] = None
 
   @property
   def pid(self) -> int:
@@ -63,7 +65,23 @@ def index_dtype(num_edges: int, num_cols: int) -> torch.dtype:
   return torch.int32 if num_edges <= int32_max and num_cols <= int32_max else torch.int64
 
 
-_TENSORS = ('indptr', 'indices', 'edge_ids', 'edge_weights', 'edge_time')
+_TENSORS = ('indptr', 'indices', 'edge_ids', 'edge_weights', 'edge_time', 'row_max_time')
+
+
+def lowest_time(dtype: torch.dtype):
+  """The earliest time of ``dtype``: that of a row without entries."""
+  return float('-inf') if dtype.is_floating_point else torch.iinfo(dtype).min
+
+
+def row_max_times(indptr: torch.Tensor, time: torch.Tensor) -> torch.Tensor:
+  """Each row's latest entry time, where each row's entries (``indptr``'s
+  ranges of ``time``) are sorted by time: its last entry's; for an empty row,
+  ``lowest_time``."""
+  ends = indptr[1:].long()
+  filled = ends > indptr[:-1].long()
+  out = torch.full((ends.numel(),), lowest_time(time.dtype), dtype=time.dtype)
+  out[filled] = time[ends[filled] - 1]
+  return out
 
 
 class Topology:
@@ -135,6 +153,7 @@ class Topology:
     self._edge_ids = edge_ids[perm] if edge_ids is not None else perm  # input positions
     self._edge_weights = edge_weights[perm] if edge_weights is not None else None
     self._edge_time: Optional[torch.Tensor] = None  # see data.temporal.time_sorted
+    self._row_max_time: Optional[torch.Tensor] = None  # each row's last edge_time
     self._num_cols = num_cols
     self._host: Dict[str, HostSharedTensor] = {}  # see host_share
 
@@ -168,6 +187,13 @@ class Topology:
     """Each entry's time, by which the rows are sorted (a temporal copy's;
     None otherwise)."""
     return self._edge_time
+
+  @property
+  def row_max_time(self) -> Optional[torch.Tensor]:
+    """Each row's last entry time (its latest; a temporal copy's, None
+    otherwise): the sampler takes a seed's whole row by it, without a read
+    of ``edge_time``."""
+    return self._row_max_time
 
   @property
   def degrees(self) -> torch.Tensor:
@@ -223,6 +249,7 @@ class Topology:
       tensor = getattr(self, '_' + name)
       setattr(out, '_' + name, tensor[order] if tensor is not None else None)
     out._edge_time = time.contiguous()
+    out._row_max_time = row_max_times(self._indptr, out._edge_time)
     return out
 
   def resize(self, num_rows: Optional[int] = None, num_cols: Optional[int] = None) -> None:
@@ -231,6 +258,9 @@ class Topology:
     extra = (num_rows or 0) - self.row_count
     if extra > 0:
       self._indptr = torch.cat([self._indptr, self._indptr[-1:].expand(extra)])
+      if self._row_max_time is not None:
+        empty = torch.full((extra,), lowest_time(self._row_max_time.dtype))
+        self._row_max_time = torch.cat([self._row_max_time, empty.to(self._row_max_time.dtype)])
     self._num_cols = max(self._num_cols, num_cols or 0)
 
   def share_memory_(self) -> 'Topology':
@@ -314,6 +344,7 @@ class DeviceTopology(NamedTuple):
     edge_ids: edge ids, one per stored edge.
     edge_weights: edge weights (or None).
     edge_time: each entry's time, by which the rows are sorted, or None.
+    row_max_time: each row's last entry time, or None.
   """
 
   indptr: torch.Tensor
@@ -321,6 +352,7 @@ class DeviceTopology(NamedTuple):
   edge_ids: torch.Tensor
   edge_weights: Optional[torch.Tensor]
   edge_time: Optional[torch.Tensor] = None
+  row_max_time: Optional[torch.Tensor] = None
 
 
 class Graph:
@@ -380,7 +412,14 @@ class Graph:
     topo = self.topo
     if self._placed is not None and self._placed_from is topo.indptr:
       return self._placed
-    tensors = (topo.indptr, topo.indices, topo.edge_ids, topo.edge_weights, topo.edge_time)
+    tensors = (
+      topo.indptr,
+      topo.indices,
+      topo.edge_ids,
+      topo.edge_weights,
+      topo.edge_time,
+      topo.row_max_time,
+    )
     if self.mode == 'CUDA':
       placed = [t.to(self.sampling_device) if t is not None else None for t in tensors]
     elif self.mode == 'ZERO_COPY':

@@ -276,6 +276,7 @@ class MultiHopSampler(LinkSampling):
       edge_times=[t.edge_time if on else None for t, on in zip(topos, timed)],
       seed_times=[r.seed_time if on else None for r, on in zip(requests, timed)],
       last=local.last,
+      row_max_times=[t.row_max_time if on else None for t, on in zip(topos, timed)],
     )
     for key, seed_local, nbr_local in zip(keys, seed_locals, nbr_locals):
       cols[key], rows[key] = seed_local, nbr_local

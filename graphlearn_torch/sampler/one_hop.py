@@ -59,5 +59,6 @@ def sample_one_hop(
       replace,
       last,
       rng_seed,
+      topo.row_max_time,
     )
   return NeighborOutput(nbr, nbr_num, eid if with_edge else None)

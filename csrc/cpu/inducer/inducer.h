@@ -53,8 +53,9 @@ class Inducer {
   // topology) may be met after part of the hop was inserted: the inducer
   // then forgets all nodes (reset) before it raises. Temporal requests give
   // edge_times[e] (each entry's time, the rows sorted by it) and
-  // seed_times[e] (one per seed) and draw as sample_neighbors_temporal does
-  // (`last`: the latest allowed entries). An inducer of disjoint keys takes
+  // seed_times[e] (one per seed), optionally row_max_times[e] (each row's
+  // last time), and draw as sample_neighbors_temporal does (`last`: the
+  // latest allowed entries). An inducer of disjoint keys takes
   // `srcs[e]` as keys, draws from their ids' rows and keys each neighbor
   // into its seed's subgraph as it inserts it.
   std::tuple<std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>,
@@ -70,7 +71,8 @@ class Inducer {
                      const std::vector<at::Tensor>& col_prefixes,
                      const std::vector<std::optional<at::Tensor>>& edge_times = {},
                      const std::vector<std::optional<at::Tensor>>& seed_times = {},
-                     bool last = false);
+                     bool last = false,
+                     const std::vector<std::optional<at::Tensor>>& row_max_times = {});
 
   // Local ids of known nodes of type `node_type` (-1 for unknown ones).
   at::Tensor local_ids(int64_t node_type, const at::Tensor& ids) const;

@@ -13,12 +13,13 @@ namespace glt::cpu {
 namespace {
 
 // A request of sample_induce_next, checked: its seeds (ids) and keys (the
-// ids, or disjoint sampling's keys), prefixes contiguous, and its seeds'
-// times (undefined unless temporal).
+// ids, or disjoint sampling's keys), prefixes contiguous, its seeds' times
+// (undefined unless temporal) and its rows' last times (undefined unless
+// given).
 struct CheckedRequest {
   at::Tensor seeds, keys;
   at::Tensor row_prefix, col_prefix;
-  at::Tensor times;
+  at::Tensor times, row_max_time;
 };
 
 // What the requests of a hop give back, request by request.
@@ -35,7 +36,8 @@ void check_request_lists(size_t num_requests, const std::vector<size_t>& sizes,
   }
   for (size_t size : optional_sizes) {
     TORCH_CHECK_VALUE(size == 0 || size == num_requests,
-                      "sample_induce_next expects edge_times and seed_times empty or with one "
+                      "sample_induce_next expects edge_times, seed_times and row_max_times empty "
+                      "or with one "
                       "entry per request (",
                       num_requests, "), got a list of ", size);
   }
@@ -140,13 +142,14 @@ Inducer::sample_induce_next(const std::vector<int64_t>& src_types,
                             const std::vector<at::Tensor>& col_prefixes,
                             const std::vector<std::optional<at::Tensor>>& edge_times,
                             const std::vector<std::optional<at::Tensor>>& seed_times,
-                            bool last) {
+                            bool last,
+                            const std::vector<std::optional<at::Tensor>>& row_max_times) {
   const size_t num_requests = srcs.size();
   check_request_lists(num_requests,
                       {src_types.size(), nbr_types.size(), indptrs.size(), indices.size(),
                        edge_ids.size(), edge_weights.size(), fanouts.size(), rng_seeds.size(),
                        row_prefixes.size(), col_prefixes.size()},
-                      {edge_times.size(), seed_times.size()});
+                      {edge_times.size(), seed_times.size(), row_max_times.size()});
   // Disjoint keys: the rows drawn are the keys' ids; the neighbors are keyed
   // into their seed's subgraph as they are inserted.
   const int64_t id_mask = disjoint_bits_ > 0 ? (int64_t{1} << disjoint_bits_) - 1 : -1;
@@ -161,6 +164,11 @@ Inducer::sample_induce_next(const std::vector<int64_t>& src_types,
     TORCH_CHECK_VALUE(timed == (!seed_times.empty() && seed_times[e].has_value()),
                       "request ", e, " has edge_times or seed_times but not both");
     if (timed) r.times = checked_time_args(*edge_times[e], indices[e], *seed_times[e], r.seeds);
+    if (!row_max_times.empty() && row_max_times[e].has_value()) {
+      TORCH_CHECK_VALUE(timed, "request ", e, " has row_max_times but no edge_times");
+      check_row_max_time(row_max_times[e], *edge_times[e], indptrs[e]);
+      r.row_max_time = *row_max_times[e];
+    }
   }
 
   std::vector<int64_t> first_fresh(maps_.size());
@@ -197,8 +205,9 @@ Inducer::sample_induce_next(const std::vector<int64_t>& src_types,
         using idx_t = index_t;
         GLT_DISPATCH_TIME_TYPES(edge_times[e]->scalar_type(), "sample_induce_next", [&] {
           const draws::TemporalWindow<idx_t, scalar_t> window{
-              g.indptr, edge_times[e]->data_ptr<scalar_t>(), r.times.data_ptr<scalar_t>(),
-              fanouts[e], last};
+              g.indptr, edge_times[e]->data_ptr<scalar_t>(),
+              r.row_max_time.defined() ? r.row_max_time.data_ptr<scalar_t>() : nullptr,
+              r.times.data_ptr<scalar_t>(), fanouts[e], last};
           draws::HopDraws<idx_t> hop(g, seeds, r.seeds.numel(), fanouts[e], replace, rng_seeds[e],
                                      window);
           draw_and_insert(hop);

@@ -114,20 +114,32 @@ void sample_one(const kernels::CsrView<index_t>& g, int64_t begin, int64_t deg, 
 template <typename index_t, typename stamp_t>
 struct TemporalWindow {
   const index_t* indptr;
-  const stamp_t* edge_time;  // each entry's time, each row sorted by it
-  const stamp_t* seed_time;  // each seed's time
+  const stamp_t* edge_time;     // each entry's time, each row sorted by it
+  const stamp_t* row_max_time;  // each row's last time, or null
+  const stamp_t* seed_time;     // each seed's time
   int64_t k;
   bool last;
 
   void operator()(int64_t i, int64_t s, int64_t* begin, int64_t* end) const {
-    kernels::temporal_window(indptr, edge_time, s, seed_time[i], k, last, begin, end);
+    kernels::temporal_window(indptr, edge_time, row_max_time, s, seed_time[i], k, last, begin,
+                             end);
   }
-  // The row's last entry (read first) and its middle (the search's first
-  // probe); indptr[s] should be cached already.
-  void prefetch(int64_t s) const {
+  // What seed i (row s) reads first beside its row's bounds: its row's last
+  // time, where rows have one apart (it needs no bound to find).
+  void prefetch_first(int64_t s) const {
+    if (row_max_time) __builtin_prefetch(&row_max_time[s]);
+  }
+  // What the search then reads: the row's last entry, unless the row's
+  // time is apart, and its middle (the first probe), unless seed i takes
+  // the whole row. indptr[s] (and the row's time) should be cached already.
+  void prefetch(int64_t i, int64_t s) const {
     const int64_t begin = indptr[s], end = indptr[s + 1];
     if (begin == end) return;
-    __builtin_prefetch(&edge_time[end - 1]);
+    if (!row_max_time) {
+      __builtin_prefetch(&edge_time[end - 1]);
+    } else if (row_max_time[s] <= seed_time[i]) {
+      return;
+    }
     __builtin_prefetch(&edge_time[begin + (end - begin) / 2]);
   }
 };
@@ -243,8 +255,10 @@ class HopDraws {
         const auto& g = view(i);
         int64_t first, last;
         if constexpr (!std::is_same_v<Window, WholeRow>) {
-          // Its row's bounds were prefetched half the distance ago.
-          if (i + kPrefetchAhead / 2 < end) window.prefetch(seeds[i + kPrefetchAhead / 2]);
+          if (i + kPrefetchAhead < end) window.prefetch_first(seeds[i + kPrefetchAhead]);
+          // Its row's bounds (and time) were prefetched half the distance ago.
+          if (i + kPrefetchAhead / 2 < end)
+            window.prefetch(i + kPrefetchAhead / 2, seeds[i + kPrefetchAhead / 2]);
         }
         if constexpr (std::is_same_v<Window, WholeRow>) {
           first = g.indptr[seeds[i]];

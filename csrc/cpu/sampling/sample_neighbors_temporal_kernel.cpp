@@ -16,13 +16,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_temporal_typed(
     const at::Tensor& indptr, const at::Tensor& indices, const std::optional<at::Tensor>& edge_ids,
     const std::optional<at::Tensor>& edge_weights, const at::Tensor& edge_time,
     const at::Tensor& seeds, const at::Tensor& seed_time, int64_t k, bool replace, bool last,
-    int64_t rng_seed) {
+    int64_t rng_seed, const std::optional<at::Tensor>& row_max_time) {
   const kernels::CsrView<index_t> g{
       indptr.data_ptr<index_t>(), indices.data_ptr<index_t>(),
       edge_ids.has_value() ? edge_ids->data_ptr<int64_t>() : nullptr,
       edge_weights.has_value() ? edge_weights->data_ptr<float>() : nullptr};
   const draws::TemporalWindow<index_t, stamp_t> window{
-      g.indptr, edge_time.data_ptr<stamp_t>(), seed_time.data_ptr<stamp_t>(), k, last};
+      g.indptr, edge_time.data_ptr<stamp_t>(),
+      row_max_time.has_value() ? row_max_time->data_ptr<stamp_t>() : nullptr,
+      seed_time.data_ptr<stamp_t>(), k, last};
   draws::HopDraws<index_t> hop(g, seeds.data_ptr<int64_t>(), seeds.numel(), k, replace, rng_seed,
                                window);
   hop.draw_all();
@@ -33,16 +35,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_temporal_kernel(
     const at::Tensor& indptr, const at::Tensor& indices, const std::optional<at::Tensor>& edge_ids,
     const std::optional<at::Tensor>& edge_weights, const at::Tensor& edge_time,
     const at::Tensor& seeds, const at::Tensor& seed_time, int64_t num_neighbors, bool replace,
-    bool last, int64_t rng_seed) {
+    bool last, int64_t rng_seed, const std::optional<at::Tensor>& row_max_time) {
   const auto seed_t =
       checked_sampling_args(indptr, indices, edge_ids, edge_weights, seeds, num_neighbors);
   const auto seed_time_t = checked_time_args(edge_time, indices, seed_time, seed_t);
+  check_row_max_time(row_max_time, edge_time, indptr);
   return AT_DISPATCH_INDEX_TYPES(indptr.scalar_type(), "sample_neighbors_temporal", [&] {
     using idx_t = index_t;
     return GLT_DISPATCH_TIME_TYPES(edge_time.scalar_type(), "sample_neighbors_temporal", [&] {
       return sample_temporal_typed<idx_t, scalar_t>(indptr, indices, edge_ids, edge_weights,
                                                     edge_time, seed_t, seed_time_t, num_neighbors,
-                                                    replace, last, rng_seed);
+                                                    replace, last, rng_seed, row_max_time);
     });
   });
 }
