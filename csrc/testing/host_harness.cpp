@@ -100,14 +100,8 @@ void bind_partition_ops(py::module& m) {
         }));
 }
 
-}  // namespace
-
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.doc() = "graphlearn_torch's CUDA kernel bodies run on the host (tests only)";
-  m.def("set_num_threads", [](int n) { omp_set_num_threads(n); });
-  m.def("sample_batches_relaunched", torch::wrap_pybind_function(&sample_batches_relaunched));
-  m.def("philox", &philox, py::arg("seed"), py::arg("stream"), py::arg("counter"),
-        py::arg("count"));
+// The sampling ops' bodies: sample_neighbors, its temporal form, disjoint_keys.
+void bind_sampling_ops(py::module& m) {
   m.def("sample_neighbors",
         torch::wrap_pybind_function([](const at::Tensor& indptr, const at::Tensor& indices,
                                        const std::optional<at::Tensor>& edge_ids,
@@ -139,6 +133,17 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
                                                         const at::Tensor& nbr_nums, int64_t bits) {
           return glt::kernels::disjoint_keys(HostBackend{}, seed_keys, nbrs, nbr_nums, bits);
         }));
+}
+
+}  // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.doc() = "graphlearn_torch's CUDA kernel bodies run on the host (tests only)";
+  m.def("set_num_threads", [](int n) { omp_set_num_threads(n); });
+  m.def("sample_batches_relaunched", torch::wrap_pybind_function(&sample_batches_relaunched));
+  m.def("philox", &philox, py::arg("seed"), py::arg("stream"), py::arg("counter"),
+        py::arg("count"));
+  bind_sampling_ops(m);
   m.def("coo_to_csr", torch::wrap_pybind_function([](const at::Tensor& row, const at::Tensor& col,
                                                      int64_t num_rows, int64_t num_cols) {
           return glt::kernels::coo_to_csr(HostBackend{}, row, col, num_rows, num_cols);

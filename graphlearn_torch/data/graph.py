@@ -13,7 +13,7 @@ from ..typing import TensorDataType
 from ..utils.cuda_share import CudaIpcTensor
 from ..utils.host_share import HostSharedTensor, HostTensorHandle, host_sharing_available
 from ..utils.tensor import convert_to_tensor
-from ..utils.topo import ptr2ind
+from ..utils.topo import lowest_time, ptr2ind, row_max_times
 from .edge_input import as_index, coo_edges
 from .unified_tensor import host_view
 
@@ -66,22 +66,6 @@ def index_dtype(num_edges: int, num_cols: int) -> torch.dtype:
 
 
 _TENSORS = ('indptr', 'indices', 'edge_ids', 'edge_weights', 'edge_time', 'row_max_time')
-
-
-def lowest_time(dtype: torch.dtype):
-  """The earliest time of ``dtype``: that of a row without entries."""
-  return float('-inf') if dtype.is_floating_point else torch.iinfo(dtype).min
-
-
-def row_max_times(indptr: torch.Tensor, time: torch.Tensor) -> torch.Tensor:
-  """Each row's latest entry time, where each row's entries (``indptr``'s
-  ranges of ``time``) are sorted by time: its last entry's; for an empty row,
-  ``lowest_time``."""
-  ends = indptr[1:].long()
-  filled = ends > indptr[:-1].long()
-  out = torch.full((ends.numel(),), lowest_time(time.dtype), dtype=time.dtype)
-  out[filled] = time[ends[filled] - 1]
-  return out
 
 
 class Topology:
@@ -258,9 +242,9 @@ class Topology:
     extra = (num_rows or 0) - self.row_count
     if extra > 0:
       self._indptr = torch.cat([self._indptr, self._indptr[-1:].expand(extra)])
-      if self._row_max_time is not None:
-        empty = torch.full((extra,), lowest_time(self._row_max_time.dtype))
-        self._row_max_time = torch.cat([self._row_max_time, empty.to(self._row_max_time.dtype)])
+      if self._row_max_time is not None:  # empty rows: the earliest time
+        empty = self._row_max_time.new_full((extra,), lowest_time(self._row_max_time.dtype))
+        self._row_max_time = torch.cat([self._row_max_time, empty])
     self._num_cols = max(self._num_cols, num_cols or 0)
 
   def share_memory_(self) -> 'Topology':

@@ -13,6 +13,22 @@ def ptr2ind(ptr: torch.Tensor) -> torch.Tensor:
   return torch.repeat_interleave(torch.arange(counts.numel(), device=ptr.device), counts)
 
 
+def lowest_time(dtype: torch.dtype):
+  """The earliest time of ``dtype``: that of a row without entries."""
+  return float('-inf') if dtype.is_floating_point else torch.iinfo(dtype).min
+
+
+def row_max_times(indptr: torch.Tensor, time: torch.Tensor) -> torch.Tensor:
+  """Each row's latest entry time, where each row's entries (``indptr``'s
+  ranges of ``time``) are sorted by time: its last entry's; for an empty row,
+  ``lowest_time``."""
+  ends = indptr[1:].long()
+  filled = ends > indptr[:-1].long()
+  out = torch.full((ends.numel(),), lowest_time(time.dtype), dtype=time.dtype)
+  out[filled] = time[ends[filled] - 1]
+  return out
+
+
 def coo_to_csr(
   row: torch.Tensor,
   col: torch.Tensor,
