@@ -87,9 +87,8 @@ class InducerImpl {
   // A hop drawn and added at once, with one host sync (kernels/hop_induce.h):
   // the arguments and results of the CPU Inducer::sample_induce_next, less
   // its temporal draws (edge_times, seed_times and row_max_times must hold
-  // no tensor) and
-  // its disjoint keys. A hop that fails a check forgets all nodes (reset)
-  // before it raises.
+  // no tensor) and its disjoint keys. A hop that fails a check forgets all
+  // nodes (reset) before it raises.
   HopOutputs sample_induce_next(const std::vector<int64_t>& src_types,
                                 const std::vector<int64_t>& nbr_types,
                                 const std::vector<at::Tensor>& srcs,

@@ -24,7 +24,7 @@ def row_max_times(indptr: torch.Tensor, time: torch.Tensor) -> torch.Tensor:
   ``lowest_time``."""
   ends = indptr[1:].long()
   filled = ends > indptr[:-1].long()
-  out = torch.full((ends.numel(),), lowest_time(time.dtype), dtype=time.dtype)
+  out = torch.full((ends.numel(),), lowest_time(time.dtype), dtype=time.dtype, device=time.device)
   out[filled] = time[ends[filled] - 1]
   return out
 

@@ -37,8 +37,7 @@ void check_request_lists(size_t num_requests, const std::vector<size_t>& sizes,
   for (size_t size : optional_sizes) {
     TORCH_CHECK_VALUE(size == 0 || size == num_requests,
                       "sample_induce_next expects edge_times, seed_times and row_max_times empty "
-                      "or with one "
-                      "entry per request (",
+                      "or with one entry per request (",
                       num_requests, "), got a list of ", size);
   }
 }
