@@ -109,12 +109,18 @@ void insert_neighbors(IdMap& map, draws::HopDraws<index_t>& hop, const int64_t* 
   std::vector<draws::Scratch> scratch(threads);
   const int64_t consumed = produce_consume_in_order(
       hop.num_chunks(), threads,
-      [&](int64_t chunk, int64_t worker) { hop.draw(chunk, scratch[worker]); },
+      [&](int64_t chunk, int64_t worker) {
+        // Each chunk's ids checked by the thread that drew them, in
+        // parallel, not by the one inserting in order.
+        hop.draw(chunk, scratch[worker]);
+        const int64_t lo = offsets[hop.chunk_begin(chunk)], hi = offsets[hop.chunk_end(chunk)];
+        map.check_keys(nbr + lo, hi - lo);
+      },
       [&](int64_t chunk) {
         const int64_t first = hop.chunk_begin(chunk), last = hop.chunk_end(chunk);
         const int64_t lo = offsets[first], hi = offsets[last];
         const int64_t* chunk_keys = keyed(first, last, lo);
-        map.check_keys(chunk_keys, hi - lo);
+        if (id_mask >= 0) map.check_keys(chunk_keys, hi - lo);  // disjoint keys
         map.insert_in_order(chunk_keys, hi - lo, col_tail + lo);
       },
       finish_in_parallel);
