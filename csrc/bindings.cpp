@@ -10,6 +10,7 @@
 #include <torch/extension.h>
 
 #include "cpu/runtime/buffer_pool.h"
+#include "cpu/runtime/huge_pages.h"
 #include "cpu/features/gather.h"
 #include "cpu/inducer/inducer.h"
 #include "cpu/runtime/parallel.h"
@@ -25,7 +26,7 @@ using torch::wrap_pybind_function_no_gil;
 
 namespace {
 
-// The CPU gathers and the kernels' thread cap.
+// The CPU gathers, the kernels' thread cap and arrays on huge pages.
 void bind_cpu_functions(py::module_& m) {
   m.def("gather_rows", wrap_pybind_function_no_gil(&glt::cpu::gather_rows), py::arg("table"),
         py::arg("ids"), py::arg("id2index"), py::arg("pool") = nullptr,
@@ -34,6 +35,8 @@ void bind_cpu_functions(py::module_& m) {
         py::arg("tables"), py::arg("id2index"), py::arg("ranks"), py::arg("offsets"),
         py::arg("parts"), py::arg("ids"), py::arg("pool") = nullptr, py::arg("out") = py::none());
   m.def("row_ranks", wrap_pybind_function_no_gil(&glt::cpu::row_ranks), py::arg("id2index"));
+  m.def("empty_huge_pages", wrap_pybind_function(&glt::cpu::empty_huge_pages), py::arg("numel"),
+        py::arg("dtype"));
   m.def("kernel_threads", wrap_pybind_function(&glt::cpu::kernel_threads));
   m.def("kernel_thread_cap", wrap_pybind_function(&glt::cpu::kernel_thread_cap));
   m.def("set_kernel_thread_cap", wrap_pybind_function(&glt::cpu::set_kernel_thread_cap),

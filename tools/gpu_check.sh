@@ -104,6 +104,9 @@ stage_env() {
   nvidia-smi || true
   nproc
   lscpu || true  # cores per socket and threads per core: what 16 CPU threads are
+  # whether the CPU sampler's arrays get 2 MB pages (cpu/runtime/huge_pages.h)
+  grep -H . /sys/kernel/mm/transparent_hugepage/enabled \
+    /sys/kernel/mm/transparent_hugepage/shmem_enabled || true
   "$PY" -c 'import torch; print("torch", torch.__version__, torch.version.git_version, "CUDA",
 torch.version.cuda, "GPU", torch.cuda.is_available() and torch.cuda.get_device_name(0))'
   "$PY" -c 'import torch_geometric; print("torch_geometric", torch_geometric.__version__)' || true

@@ -12,6 +12,7 @@ from .._ext import cuda_kernels_available
 from ..typing import TensorDataType
 from ..utils.cuda_share import CudaIpcTensor
 from ..utils.host_share import HostSharedTensor, HostTensorHandle, host_sharing_available
+from ..utils.huge_pages import converted, gathered
 from ..utils.tensor import convert_to_tensor
 from ..utils.topo import lowest_time, ptr2ind, row_max_times
 from .edge_input import as_index, coo_edges
@@ -130,12 +131,11 @@ class Topology:
     num_rows, num_cols = (num_src, num_dst) if layout == 'CSR' else (num_dst, num_src)
     dtype = index_dtype(num_edges, num_cols)
     indptr, indices, perm = torch.ops.glt.coo_to_csr(rows, cols, num_rows, num_cols, dtype)
-    indptr = indptr.to(dtype)
     self._layout = layout
-    self._indptr = indptr
+    self._indptr = converted(indptr, dtype)
     self._indices = indices
-    self._edge_ids = edge_ids[perm] if edge_ids is not None else perm  # input positions
-    self._edge_weights = edge_weights[perm] if edge_weights is not None else None
+    self._edge_ids = gathered(edge_ids, perm) if edge_ids is not None else perm  # input positions
+    self._edge_weights = gathered(edge_weights, perm) if edge_weights is not None else None
     self._edge_time: Optional[torch.Tensor] = None  # see data.temporal.time_sorted
     self._row_max_time: Optional[torch.Tensor] = None  # each row's last edge_time
     self._num_cols = num_cols
@@ -231,7 +231,7 @@ class Topology:
     out._host = {}
     for name in ('indices', 'edge_ids', 'edge_weights') if order is not None else ():
       tensor = getattr(self, '_' + name)
-      setattr(out, '_' + name, tensor[order] if tensor is not None else None)
+      setattr(out, '_' + name, gathered(tensor, order) if tensor is not None else None)
     out._edge_time = time.contiguous()
     out._row_max_time = row_max_times(self._indptr, out._edge_time)
     return out

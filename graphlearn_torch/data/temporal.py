@@ -13,6 +13,7 @@ from typing import Optional
 
 import torch
 
+from ..utils.huge_pages import gathered
 from ..utils.tensor import convert_to_tensor
 from ..utils.times import checked_time
 from .graph import Topology
@@ -82,4 +83,4 @@ def time_sorted(topo: Topology, time: torch.Tensor, is_sorted: bool = False) -> 
     raise ValueError(
       f'is_sorted=True, but the neighbors of row {first_unsorted} are not sorted by time'
     )
-  return topo.with_entry_time(time[order], order)
+  return topo.with_entry_time(gathered(time, order), order)

@@ -300,7 +300,7 @@ void IdMap::reserve(int64_t n) {
 }
 
 void IdMap::grow() {
-  std::vector<Slot> old(slots_.size() * 2, Slot{0, 0, 0});
+  RandomReadArray<Slot> old(slots_.size() * 2, Slot{0, 0, 0});
   old.swap(slots_);
   mask_ = slots_.size() - 1;
   --shift_;

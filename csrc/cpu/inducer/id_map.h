@@ -7,6 +7,8 @@
 #include <memory>
 #include <vector>
 
+#include "cpu/runtime/huge_pages.h"
+
 namespace glt::cpu {
 
 // The keys an IdMap inserted since its last clear, in order, in a buffer
@@ -90,7 +92,11 @@ class IdMap {
     int32_t val;
     uint32_t generation;
   };
-  std::vector<Slot> slots_;
+  // Both maps on huge pages (cpu/runtime/huge_pages.h): they are read at
+  // random.
+  template <typename T>
+  using RandomReadArray = std::vector<T, HugePageAllocator<T>>;
+  RandomReadArray<Slot> slots_;
   uint32_t generation_ = 1;  // slots of any other generation are empty
   uint64_t mask_;
   int shift_;
@@ -100,7 +106,7 @@ class IdMap {
   int64_t size_;
   // id -> local id; kAbsent when absent (and, inside insert_all, a claim
   // -1 - i by the first position i that holds the id)
-  std::vector<int32_t> dense_;
+  RandomReadArray<int32_t> dense_;
   KeyLog inserted_;  // key of each local id, since the last clear
 };
 

@@ -1,8 +1,6 @@
 #include "cpu/runtime/buffer_pool.h"
 
-#include <sys/mman.h>
-
-#include <cstdlib>
+#include "cpu/runtime/huge_pages.h"
 
 namespace glt::cpu {
 namespace {
@@ -19,7 +17,7 @@ BufferPool::~BufferPool() { clear(); }
 
 void BufferPool::clear() {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [capacity, ptr] : free_) std::free(ptr);
+  for (auto& [capacity, ptr] : free_) release_huge_pages(ptr, capacity);
   free_.clear();
   cached_ = 0;
 }
@@ -52,10 +50,7 @@ at::Tensor BufferPool::empty(at::IntArrayRef sizes, at::ScalarType dtype) {
   if (ptr == nullptr) {
     // Headroom so a slightly larger next batch reuses this block.
     capacity = (nbytes + nbytes / 4 + kAlign - 1) / kAlign * kAlign;
-    if (posix_memalign(&ptr, kAlign, capacity) != 0) return at::empty(sizes, options);
-#ifdef MADV_HUGEPAGE
-    madvise(ptr, capacity, MADV_HUGEPAGE);
-#endif
+    ptr = allocate_huge_pages(capacity);
   }
   std::weak_ptr<BufferPool> owner = weak_from_this();
   return at::from_blob(
@@ -64,7 +59,7 @@ at::Tensor BufferPool::empty(at::IntArrayRef sizes, at::ScalarType dtype) {
         if (auto pool = owner.lock()) {
           pool->release(p, capacity);
         } else {
-          std::free(p);
+          release_huge_pages(p, capacity);
         }
       },
       options);
@@ -76,11 +71,11 @@ void BufferPool::release(void* ptr, size_t capacity) {
   while (cached_ + capacity > max_cached_ && !free_.empty()) {
     auto last = std::prev(free_.end());
     cached_ -= last->first;
-    std::free(last->second);
+    release_huge_pages(last->second, last->first);
     free_.erase(last);
   }
   if (cached_ + capacity > max_cached_) {
-    std::free(ptr);
+    release_huge_pages(ptr, capacity);
     return;
   }
   free_.emplace(capacity, ptr);

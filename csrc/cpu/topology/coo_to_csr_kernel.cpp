@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "checks.h"
+#include "cpu/runtime/huge_pages.h"
 #include "cpu/runtime/parallel.h"
 
 namespace glt::cpu {
@@ -180,8 +181,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> coo_to_csr_kernel(
   const int64_t n = rows.numel();
   auto opts = rows.options();
   auto indptr = at::zeros({num_rows + 1}, opts);
-  auto perm = at::empty({n}, opts);
-  auto indices = at::empty({n}, opts.dtype(dtype));
+  // The sampler's random reads: on huge pages (cpu/runtime/huge_pages.h).
+  auto perm = empty_huge_pages(n, at::kLong);
+  auto indices = empty_huge_pages(n, dtype);
   if (n == 0) return {indptr, indices, perm};
   const int64_t* r = rows.data_ptr<int64_t>();
   const int64_t* c = cols.data_ptr<int64_t>();

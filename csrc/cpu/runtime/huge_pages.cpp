@@ -1,0 +1,61 @@
+#include "cpu/runtime/huge_pages.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+
+#include "checks.h"
+
+namespace glt::cpu {
+namespace {
+
+constexpr size_t kHugePage = size_t{2} << 20;
+
+size_t mapped_bytes(size_t nbytes) { return (nbytes + kHugePage - 1) / kHugePage * kHugePage; }
+
+}  // namespace
+
+void* allocate_huge_pages(size_t nbytes) {
+  if (nbytes < kHugePagesFrom) {
+    void* ptr = std::malloc(std::max<size_t>(nbytes, 1));
+    if (ptr == nullptr) throw std::bad_alloc();
+    return ptr;
+  }
+  // A fresh mapping (malloc may hand back pages touched already, on which
+  // the advice comes too late), a huge page longer, trimmed to 2 MB bounds.
+  const size_t capacity = mapped_bytes(nbytes);
+  void* mapped = mmap(nullptr, capacity + kHugePage, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mapped == MAP_FAILED) throw std::bad_alloc();
+  const uintptr_t start = reinterpret_cast<uintptr_t>(mapped);
+  const uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
+  if (aligned > start) munmap(mapped, aligned - start);
+  const size_t tail = start + capacity + kHugePage - (aligned + capacity);
+  if (tail > 0) munmap(reinterpret_cast<void*>(aligned + capacity), tail);
+  void* ptr = reinterpret_cast<void*>(aligned);
+#ifdef MADV_HUGEPAGE
+  madvise(ptr, capacity, MADV_HUGEPAGE);  // advice: where it fails, plain pages
+#endif
+  return ptr;
+}
+
+void release_huge_pages(void* ptr, size_t nbytes) {
+  if (nbytes < kHugePagesFrom) {
+    std::free(ptr);
+  } else {
+    munmap(ptr, mapped_bytes(nbytes));
+  }
+}
+
+at::Tensor empty_huge_pages(int64_t numel, at::ScalarType dtype) {
+  TORCH_CHECK_VALUE(numel >= 0, "empty_huge_pages needs numel >= 0, got ", numel);
+  const size_t nbytes = static_cast<size_t>(numel) * at::elementSize(dtype);
+  if (nbytes < kHugePagesFrom) return at::empty({numel}, at::TensorOptions().dtype(dtype));
+  return at::from_blob(
+      allocate_huge_pages(nbytes), {numel},
+      [nbytes](void* p) { release_huge_pages(p, nbytes); }, at::TensorOptions().dtype(dtype));
+}
+
+}  // namespace glt::cpu
