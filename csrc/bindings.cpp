@@ -37,6 +37,8 @@ void bind_cpu_functions(py::module_& m) {
   m.def("row_ranks", wrap_pybind_function_no_gil(&glt::cpu::row_ranks), py::arg("id2index"));
   m.def("empty_huge_pages", wrap_pybind_function(&glt::cpu::empty_huge_pages), py::arg("numel"),
         py::arg("dtype"));
+  m.def("collapse_huge_pages", wrap_pybind_function_no_gil(&glt::cpu::collapse_huge_pages),
+        py::arg("tensor"));
   m.def("kernel_threads", wrap_pybind_function(&glt::cpu::kernel_threads));
   m.def("kernel_thread_cap", wrap_pybind_function(&glt::cpu::kernel_thread_cap));
   m.def("set_kernel_thread_cap", wrap_pybind_function(&glt::cpu::set_kernel_thread_cap),

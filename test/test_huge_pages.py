@@ -1,17 +1,19 @@
 """Arrays the sampler reads at random on 2 MB pages: a topology's entries
 and edge ids as built, its time-sorted copy's, the inducer's id-indexed map,
-and the helpers' values against plain torch."""
+a CPU feature table (moved in place), and the helpers' values against
+plain torch."""
 
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 import graphlearn_torch as glt
 from graphlearn_torch._ext import ops
 from graphlearn_torch.data.temporal import time_sorted
-from graphlearn_torch.utils.huge_pages import converted, gathered
+from graphlearn_torch.utils.huge_pages import collapse, converted, gathered, in_private_memory
 
 THP = Path('/sys/kernel/mm/transparent_hugepage/enabled')
 
@@ -76,6 +78,35 @@ def test_the_inducers_id_indexed_map_lies_on_huge_pages():
   inducer = ops.Inducer(1, [10_000_000])  # a 40 MB map
   assert process_huge_kb() - before >= 32 << 10
   assert inducer.init_nodes([torch.tensor([9_999_999, 3])])[0].tolist() == [9_999_999, 3]
+
+
+def collapse_works() -> bool:
+  """Whether this kernel moves a private table onto huge pages in place."""
+  return THP.exists() and ops.collapse_huge_pages(torch.ones(2 << 20)) > 0
+
+
+@pytest.mark.skipif(not collapse_works(), reason='this kernel has no MADV_COLLAPSE')
+def test_a_cpu_feature_table_is_moved_onto_huge_pages_in_place():
+  table = torch.randn(100_000, 64)  # 25 MB
+  values, address = table.clone(), table.data_ptr()
+  feature = glt.data.Feature(table, with_gpu=False)
+  assert feature.feature_tensor.data_ptr() == address and torch.equal(table, values)
+  assert huge_kb(table) >= 16 << 10
+  ids = torch.randint(0, 100_000, (5_000,))
+  assert torch.equal(feature[ids], values[ids])
+
+
+def test_shared_mapped_and_small_tables_stay_as_they_are(tmp_path):
+  shared = torch.ones(4 << 20).share_memory_()
+  assert not in_private_memory(shared) and collapse(shared, 'shared table') == 0
+  path = tmp_path / 'table.npy'
+  np.save(path, np.ones((4 << 20,), dtype=np.float32))
+  mapped = torch.from_numpy(np.load(path, mmap_mode='c'))
+  assert not in_private_memory(mapped) and collapse(mapped, 'mapped table') == 0
+  assert in_private_memory(torch.ones(4 << 20)) and in_private_memory(torch.ones(3))
+  assert ops.collapse_huge_pages(torch.ones(1000)) == 0
+  with pytest.raises(ValueError, match='contiguous CPU tensor'):
+    ops.collapse_huge_pages(torch.ones(8, 8).t())
 
 
 @pytest.mark.parametrize('numel', [0, 5, 3_000_000])

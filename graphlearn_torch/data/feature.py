@@ -12,6 +12,7 @@ from ..partition.partition_book import OffsetId2Index
 from ..typing import TensorDataType
 from ..utils.cuda_share import CudaIpcTensor
 from ..utils.host_share import HostSharedTensor, HostTensorHandle, host_sharing_available
+from ..utils.huge_pages import collapse
 from ..utils.mapped_file import MappedFileHandle, MappedFileTensor
 from ..utils.tensor import convert_to_tensor
 from .gather_checks import GatherChecks
@@ -100,6 +101,8 @@ class Feature:
     if with_gpu and not self.with_gpu and split_ratio > 0:
       logger.info('no GPU with the CUDA kernels: the feature table stays in host memory')
     self.dtype = self.feature_tensor.dtype
+    if not self.with_gpu:  # the CPU gather reads its rows at random
+      collapse(self.feature_tensor, 'feature table')
     # Released gather outputs are reused: fresh pages cost more than the copy.
     self._out_pool = ops.BufferPool(OUTPUT_CACHE_BYTES)
     self._unified: Optional[UnifiedTensor] = None  # the GPU path's table, built on first use

@@ -2,11 +2,17 @@
 weights and times), placed on 2 MB pages where Linux gives them: a random
 read of an array far past the TLB's reach then rarely costs a page walk.
 The CPU kernels place what they build themselves (``coo_to_csr``'s outputs,
-the inducer's id-indexed maps) the same way."""
+the inducer's id-indexed maps) the same way; a table they did not allocate
+(a user's feature table) is moved onto them in place (``collapse``)."""
+
+import logging
+import time
 
 import torch
 
 from .._ext import ops
+
+logger = logging.getLogger(__name__)
 
 
 def converted(values: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -35,3 +41,52 @@ def gathered(values: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return values[index]
   out = ops.empty_huge_pages(index.numel(), values.dtype)
   return torch.index_select(values, 0, index, out=out)
+
+
+def in_private_memory(t: torch.Tensor) -> bool:
+  """Whether ``t``'s bytes all lie in this process's private anonymous
+  memory (not a file's pages, not shared memory), by ``/proc/self/maps``."""
+  start, end = t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()
+  try:
+    with open('/proc/self/maps') as maps:
+      for line in maps:  # in address order
+        fields = line.split(maxsplit=5)
+        lo, hi = (int(bound, 16) for bound in fields[0].split('-'))
+        if hi <= start:
+          continue
+        path = fields[5].strip() if len(fields) > 5 else ''
+        if lo > start or not fields[1].endswith('p') or path not in ('', '[heap]'):
+          return False
+        if hi >= end:
+          return True
+        start = hi
+  except OSError:
+    pass
+  return False
+
+
+def collapse(table: torch.Tensor, name: str) -> int:
+  """Moves ``table``'s memory onto huge pages in place where it is this
+  process's private anonymous memory and the kernel can (Linux 6.1 on, on
+  all threads); returns the bytes moved. About a second a GB on 2 cores.
+  A file's pages (a table mapped from disk) and shared memory stay as
+  they are.
+
+  Args:
+    table: the contiguous CPU tensor to move.
+    name: what it is, for the log.
+  """
+  if table.device.type != 'cpu' or not table.is_contiguous() or table.numel() == 0:
+    return 0
+  if not in_private_memory(table):
+    return 0
+  started = time.perf_counter()
+  moved = ops.collapse_huge_pages(table)
+  if moved:
+    logger.info(
+      'moved %d MB of the %s onto 2 MB pages in %.2f s (faster random reads)',
+      moved >> 20,
+      name,
+      time.perf_counter() - started,
+    )
+  return moved

@@ -3,15 +3,22 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 
 #include "checks.h"
+#include "cpu/runtime/parallel.h"
 
 namespace glt::cpu {
 namespace {
 
 constexpr size_t kHugePage = size_t{2} << 20;
+// Huge pages a thread moves at a time.
+constexpr int64_t kCollapseChunk = 16;
+#ifndef MADV_COLLAPSE
+constexpr int MADV_COLLAPSE = 25;  // Linux 6.1's, where the headers predate it
+#endif
 
 size_t mapped_bytes(size_t nbytes) { return (nbytes + kHugePage - 1) / kHugePage * kHugePage; }
 
@@ -56,6 +63,23 @@ at::Tensor empty_huge_pages(int64_t numel, at::ScalarType dtype) {
   return at::from_blob(
       allocate_huge_pages(nbytes), {numel},
       [nbytes](void* p) { release_huge_pages(p, nbytes); }, at::TensorOptions().dtype(dtype));
+}
+
+int64_t collapse_huge_pages(const at::Tensor& t) {
+  TORCH_CHECK_VALUE(t.device().is_cpu() && t.is_contiguous(),
+                    "collapse_huge_pages takes a contiguous CPU tensor");
+  const uintptr_t start = reinterpret_cast<uintptr_t>(t.data_ptr());
+  const uintptr_t first = (start + kHugePage - 1) / kHugePage * kHugePage;
+  const uintptr_t last = (start + t.nbytes()) / kHugePage * kHugePage;
+  if (last <= first) return 0;
+  std::atomic<int64_t> moved{0};
+  glt::cpu::parallel_for(0, static_cast<int64_t>((last - first) / kHugePage), kCollapseChunk,
+                         [&](int64_t begin, int64_t end) {
+                           void* at = reinterpret_cast<void*>(first + begin * kHugePage);
+                           const size_t bytes = (end - begin) * kHugePage;
+                           if (madvise(at, bytes, MADV_COLLAPSE) == 0) moved += bytes;
+                         });
+  return moved.load();
 }
 
 }  // namespace glt::cpu
