@@ -101,8 +101,10 @@ class Feature:
     if with_gpu and not self.with_gpu and split_ratio > 0:
       logger.info('no GPU with the CUDA kernels: the feature table stays in host memory')
     self.dtype = self.feature_tensor.dtype
-    if not self.with_gpu:  # the CPU gather reads its rows at random
+    if not self.with_gpu:  # the CPU gather reads its rows (and map) at random
       collapse(self.feature_tensor, 'feature table')
+      if isinstance(self.id2index, torch.Tensor):
+        collapse(self.id2index, "feature table's id map")
     # Released gather outputs are reused: fresh pages cost more than the copy.
     self._out_pool = ops.BufferPool(OUTPUT_CACHE_BYTES)
     self._unified: Optional[UnifiedTensor] = None  # the GPU path's table, built on first use
