@@ -39,7 +39,7 @@ void* allocate_huge_pages(size_t nbytes) {
   const uintptr_t start = reinterpret_cast<uintptr_t>(mapped);
   const uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
   if (aligned > start) munmap(mapped, aligned - start);
-  const size_t tail = start + capacity + kHugePage - (aligned + capacity);
+  const size_t tail = start + kHugePage - aligned;  // the mapping's end less capacity's
   if (tail > 0) munmap(reinterpret_cast<void*>(aligned + capacity), tail);
   void* ptr = reinterpret_cast<void*>(aligned);
 #ifdef MADV_HUGEPAGE
