@@ -14,6 +14,8 @@ from .._ext import ops
 
 logger = logging.getLogger(__name__)
 
+HUGE_PAGE = 2 << 20
+
 
 def converted(values: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
   """``values`` as a 1-D tensor of ``dtype``, on huge pages where on the CPU.
@@ -81,12 +83,28 @@ def collapse(table: torch.Tensor, name: str) -> int:
   if not in_private_memory(table):
     return 0
   started = time.perf_counter()
-  moved = ops.collapse_huge_pages(table)
-  if moved:
+  moved, whole = ops.collapse_huge_pages(table), whole_huge_pages(table)
+  if moved == whole:
     logger.info(
-      'moved %d MB of the %s onto 2 MB pages in %.2f s (faster random reads)',
-      moved >> 20,
+      'moved the %s (%d MB) onto 2 MB pages in %.2f s (faster random reads)',
       name,
+      moved >> 20,
       time.perf_counter() - started,
     )
+  else:
+    logger.info(
+      "moved %d of the %s's %d MB onto 2 MB pages; the rest stays on 4 KB pages (a kernel "
+      'before 6.1, huge pages off, or no free huge page or memory cgroup room just now)',
+      moved >> 20,
+      name,
+      whole >> 20,
+    )
   return moved
+
+
+def whole_huge_pages(t: torch.Tensor) -> int:
+  """The bytes of ``t``'s memory that fill whole 2 MB pages: what
+  ``collapse`` can move."""
+  start, end = t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()
+  first, last = -(-start // HUGE_PAGE) * HUGE_PAGE, end // HUGE_PAGE * HUGE_PAGE
+  return max(last - first, 0)

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 
@@ -16,11 +17,37 @@ namespace {
 constexpr size_t kHugePage = size_t{2} << 20;
 // Huge pages a thread moves at a time.
 constexpr int64_t kCollapseChunk = 16;
+// Tries at a huge page the kernel had no page or lock for just then.
+constexpr int kCollapseTries = 2;
 #ifndef MADV_COLLAPSE
 constexpr int MADV_COLLAPSE = 25;  // Linux 6.1's, where the headers predate it
 #endif
 
 size_t mapped_bytes(size_t nbytes) { return (nbytes + kHugePage - 1) / kHugePage * kHugePage; }
+
+// Moves `pages` huge pages from `start` onto huge pages; returns the bytes
+// moved. One call for them all; where it fails (the kernel stops at the
+// first huge page it cannot allocate), one page at a time, each tried again
+// once where the failure is one of the moment, so what is moved is counted
+// exactly. A page the kernel has no memory for, or that the memory cgroup
+// has no room for, ends the run.
+int64_t collapse_pages(uintptr_t start, int64_t pages) {
+  if (madvise(reinterpret_cast<void*>(start), pages * kHugePage, MADV_COLLAPSE) == 0) {
+    return pages * kHugePage;
+  }
+  int64_t moved = 0;
+  for (int64_t page = 0; page < pages; ++page) {
+    void* at = reinterpret_cast<void*>(start + page * kHugePage);
+    int error = 0;
+    for (int attempt = 0; attempt < kCollapseTries; ++attempt) {
+      error = madvise(at, kHugePage, MADV_COLLAPSE) == 0 ? 0 : errno;
+      if (error != EAGAIN) break;
+    }
+    if (error == 0) moved += kHugePage;
+    if (error == ENOMEM || error == EBUSY) break;
+  }
+  return moved;
+}
 
 }  // namespace
 
@@ -75,9 +102,7 @@ int64_t collapse_huge_pages(const at::Tensor& t) {
   std::atomic<int64_t> moved{0};
   glt::cpu::parallel_for(0, static_cast<int64_t>((last - first) / kHugePage), kCollapseChunk,
                          [&](int64_t begin, int64_t end) {
-                           void* at = reinterpret_cast<void*>(first + begin * kHugePage);
-                           const size_t bytes = (end - begin) * kHugePage;
-                           if (madvise(at, bytes, MADV_COLLAPSE) == 0) moved += bytes;
+                           moved += collapse_pages(first + begin * kHugePage, end - begin);
                          });
   return moved.load();
 }

@@ -32,7 +32,8 @@ at::Tensor empty_huge_pages(int64_t numel, at::ScalarType dtype);
 // now, in place and in parallel (MADV_COLLAPSE, Linux 6.1 on): for arrays
 // the kernels did not allocate, such as a user's feature table. Returns the
 // bytes moved; memory the kernel will not move (an older kernel, shared
-// memory without huge pages, no free huge page) stays as it is.
+// memory without huge pages, no free huge page, a full memory cgroup) stays
+// as it is.
 int64_t collapse_huge_pages(const at::Tensor& t);
 
 // A std::vector's allocator of memory from allocate_huge_pages.
