@@ -45,6 +45,28 @@ def huge_kb(t: torch.Tensor) -> int:
   return kb
 
 
+def skip_where_the_kernel_has_no_huge_page_now():
+  """Skips the test where a fresh 8 MB mapping advised as huge pages gets
+  none either: the kernel has no free huge page just then (its memory
+  fragmented, or the memory cgroup full), which is not ours to test."""
+  huge = 2 << 20
+  control = mmap.mmap(-1, 5 * huge, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+  control.madvise(mmap.MADV_HUGEPAGE)
+  array = torch.frombuffer(control, dtype=torch.uint8).fill_(1)
+  got = huge_kb(array)
+  del array
+  if got == 0:
+    pytest.skip('the kernel has no free huge page just now')
+
+
+def assert_on_huge_pages(t: torch.Tensor, kb: int = 2048):
+  """Asserts ``t`` lies on at least ``kb`` kB of huge pages, where the
+  kernel has any to give."""
+  if huge_kb(t) < kb:
+    skip_where_the_kernel_has_no_huge_page_now()
+    assert huge_kb(t) >= kb
+
+
 needs_thp = pytest.mark.skipif(
   thp_mode() not in ('always', 'madvise'), reason='transparent huge pages are off here'
 )
@@ -61,16 +83,17 @@ def test_a_built_topology_lies_on_huge_pages():
   topo = power_law_topology()
   for t in (topo.indices, topo.edge_ids):
     assert t.numel() * t.element_size() > 8 << 20
-    assert huge_kb(t) >= 2048
+    assert_on_huge_pages(t)
   timed = time_sorted(topo, torch.randint(0, 1000, (topo.edge_count,)))
   for t in (timed.indices, timed.edge_ids, timed.edge_time):
-    assert huge_kb(t) >= 2048
+    assert_on_huge_pages(t)
 
 
 @needs_thp
 def test_empty_huge_pages_puts_an_array_on_huge_pages():
   large = ops.empty_huge_pages(4 << 20, torch.int32).fill_(1)  # 16 MB
-  assert huge_kb(large) >= 2048 and int(large.sum()) == 4 << 20
+  assert int(large.sum()) == 4 << 20
+  assert_on_huge_pages(large)
 
 
 def process_huge_kb() -> int:
@@ -85,7 +108,9 @@ def process_huge_kb() -> int:
 def test_the_inducers_id_indexed_map_lies_on_huge_pages():
   before = process_huge_kb()
   inducer = ops.Inducer(1, [10_000_000])  # a 40 MB map
-  assert process_huge_kb() - before >= 32 << 10
+  if process_huge_kb() - before < 32 << 10:
+    skip_where_the_kernel_has_no_huge_page_now()
+    assert process_huge_kb() - before >= 32 << 10
   assert inducer.init_nodes([torch.tensor([9_999_999, 3])])[0].tolist() == [9_999_999, 3]
 
 
