@@ -141,7 +141,7 @@ bench: install
 	$(PY) benchmarks/bench_sampler.py $(PEER_FLAGS) $$(test -x $(PYG_PY) && echo --pyg-python $(PYG_PY))
 	$(PY) benchmarks/bench_temporal.py $$(test -x $(PYG_PY) && echo --pyg-python $(PYG_PY))
 	$(PY) benchmarks/bench_contention.py $(PEER_FLAGS)
-	$(PY) benchmarks/bench_link.py
+	$(PY) benchmarks/bench_link.py $$(test -x $(PYG_PY) && echo --pyg-python $(PYG_PY))
 	$(PY) benchmarks/bench_partition.py
 	$(PY) benchmarks/bench_partition_quality.py
 	$(PY) benchmarks/bench_partition_large.py

@@ -70,8 +70,8 @@ SECTIONS = [
   ),
   Section(
     'Link prediction',
-    "Strict negative sampling against PyG's `negative_sampling`, and LinkNeighborLoader's "
-    'batches, on the same graph.',
+    "Strict negative sampling against PyG's `negative_sampling`, and LinkNeighborLoader "
+    "against PyG's own on pyg-lib, on the same graph and seed edges.",
     [('bench_link', 'link')],
   ),
   Section(

@@ -1,7 +1,8 @@
 """Every script of benchmarks/ runs, in a small setting, as a user runs it,
 and writes its results: a table with rows for each of its tables. The peer
 scripts (glt_peer.py, dgl_peer.py, pyg_peer.py, pyg_temporal_peer.py,
-glt_dist_peer.py, dgl_dist_peer.py, startup_peer.py, glt_gpu_peer.py) run
+pyg_link_peer.py, glt_dist_peer.py, dgl_dist_peer.py, startup_peer.py,
+glt_gpu_peer.py) run
 through the benchmarks that call them where their environments are set up
 (make glt-peer, dgl-peer, pyg-peer; glt_gpu_peer.py on a GPU, where make
 glt-gpu-peer built GLT's package). The report renders a page, with its
@@ -60,7 +61,7 @@ SCRIPTS = [
   ('bench_contention.py', [*TINY, '--threads', '1'], 'bench_contention',
    ['contention', 'collocated']),
   ('bench_link.py', ['--scale', '0.004', '--batches', '2', '--pairs', '20000', '--pyg_pairs',
-                     '2000'], 'bench_link', ['link']),
+                     '2000', *peer_flags('pyg')], 'bench_link', ['link']),
   ('bench_partition.py', ['--scale', '0.002', '--parts', '2'], 'bench_partition', ['partition']),
   ('bench_partition_quality.py', ['--parts', '2', '--community_nodes', '5000'],
    'bench_partition_quality', ['quality']),
