@@ -11,6 +11,7 @@
 
 #include "cpu/runtime/buffer_pool.h"
 #include "cpu/runtime/huge_pages.h"
+#include "cpu/runtime/shared_file.h"
 #include "cpu/features/gather.h"
 #include "cpu/inducer/inducer.h"
 #include "cpu/runtime/parallel.h"
@@ -39,6 +40,8 @@ void bind_cpu_functions(py::module_& m) {
         py::arg("dtype"));
   m.def("collapse_huge_pages", wrap_pybind_function_no_gil(&glt::cpu::collapse_huge_pages),
         py::arg("tensor"));
+  m.def("map_shared_file", wrap_pybind_function(&glt::cpu::map_shared_file), py::arg("fd"),
+        py::arg("nbytes"));
   m.def("kernel_threads", wrap_pybind_function(&glt::cpu::kernel_threads));
   m.def("kernel_thread_cap", wrap_pybind_function(&glt::cpu::kernel_thread_cap));
   m.def("set_kernel_thread_cap", wrap_pybind_function(&glt::cpu::set_kernel_thread_cap),

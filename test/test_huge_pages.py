@@ -1,10 +1,11 @@
 """Arrays the sampler reads at random on 2 MB pages: a topology's entries
 and edge ids as built, its time-sorted copy's, the inducer's id-indexed map,
-a CPU feature table (moved in place), and the helpers' values against
-plain torch."""
+a CPU feature table (moved in place), a host-shared copy in every
+mapping, and the helpers' values against plain torch."""
 
 import ctypes
 import mmap
+import os
 import re
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import graphlearn_torch as glt
 from graphlearn_torch._ext import ops
 from graphlearn_torch.data import feature as feature_module
 from graphlearn_torch.data.temporal import time_sorted
+from graphlearn_torch.utils.host_share import HostSharedTensor
 from graphlearn_torch.utils.huge_pages import (
   collapse,
   converted,
@@ -33,14 +35,15 @@ def thp_mode() -> str:
   return found.group(1) if found else 'never'
 
 
-def huge_kb(t: torch.Tensor) -> int:
-  """The kB of huge pages backing the mapping that holds ``t``'s data."""
+def huge_kb(t: torch.Tensor, field: str = 'AnonHugePages') -> int:
+  """The kB of huge pages backing the mapping that holds ``t``'s data (of
+  shared memory: field 'ShmemPmdMapped')."""
   address, kb, inside = t.data_ptr(), 0, False
   for line in Path('/proc/self/smaps').read_text().splitlines():
     head = re.match(r'^([0-9a-f]+)-([0-9a-f]+) ', line)
     if head:
       inside = int(head.group(1), 16) <= address < int(head.group(2), 16)
-    elif inside and line.startswith('AnonHugePages:'):
+    elif inside and line.startswith(field + ':'):
       kb = int(line.split()[1])
   return kb
 
@@ -59,12 +62,12 @@ def skip_where_the_kernel_has_no_huge_page_now():
     pytest.skip('the kernel has no free huge page just now')
 
 
-def assert_on_huge_pages(t: torch.Tensor, kb: int = 2048):
-  """Asserts ``t`` lies on at least ``kb`` kB of huge pages, where the
-  kernel has any to give."""
-  if huge_kb(t) < kb:
+def assert_on_huge_pages(t: torch.Tensor, kb: int = 2048, field: str = 'AnonHugePages'):
+  """Asserts ``t`` lies on at least ``kb`` kB of huge pages (``huge_kb``'s
+  ``field``), where the kernel has any to give."""
+  if huge_kb(t, field) < kb:
     skip_where_the_kernel_has_no_huge_page_now()
-    assert huge_kb(t) >= kb
+    assert huge_kb(t, field) >= kb
 
 
 needs_thp = pytest.mark.skipif(
@@ -152,6 +155,40 @@ def test_collapse_counts_what_the_kernel_moved_where_it_moves_a_part():
   table.fill_(1)
   assert ops.collapse_huge_pages(table) == 5 * huge == huge_kb(table) << 10
   del table
+
+
+@pytest.mark.skipif(not collapse_works(), reason='this kernel has no MADV_COLLAPSE')
+def test_a_host_shared_copy_lies_on_huge_pages_in_every_mapping():
+  values = torch.randn(5_000_000)  # 20 MB
+  shared = HostSharedTensor.copy_of(values, 'test table')
+  opened = HostSharedTensor.open(shared.handle)  # as another process maps it
+  for t in (shared.tensor, opened.tensor):
+    assert torch.equal(t, values) and t.is_shared()
+    assert_on_huge_pages(t, 16 << 10, field='ShmemPmdMapped')
+
+
+def test_map_shared_file_maps_2mb_aligned_and_names_bad_input():
+  fd = os.memfd_create('glt-test', os.MFD_CLOEXEC)
+  try:
+    os.ftruncate(fd, 3 << 20)
+    mapped = ops.map_shared_file(fd, 3 << 20)
+    assert mapped.data_ptr() % (2 << 20) == 0 and mapped.numel() == 3 << 20
+    mapped.fill_(7)
+    again = ops.map_shared_file(fd, 3 << 20)
+    assert int(again[-1]) == 7 and again.is_shared()  # the same file, shared memory to torch
+    with pytest.raises(ValueError, match='not a file of 4194304 bytes or more'):
+      ops.map_shared_file(fd, 4 << 20)
+  finally:
+    os.close(fd)
+  read_end, write_end = os.pipe()
+  with pytest.raises(ValueError, match='not a file'):
+    ops.map_shared_file(read_end, 10)
+  os.close(read_end)
+  os.close(write_end)
+  with pytest.raises(ValueError, match='descriptor and nbytes > 0'):
+    ops.map_shared_file(-1, 10)
+  with pytest.raises(RuntimeError, match='cannot map descriptor'):
+    ops.map_shared_file(fd, 10)  # closed
 
 
 def test_shared_mapped_and_small_tables_stay_as_they_are(tmp_path):

@@ -282,9 +282,9 @@ class Feature:
     """
     if self._host_table is None:
       in_file = None if self.with_gpu else MappedFileTensor.of(self.feature_tensor)
-      table = in_file or HostSharedTensor.copy_of(self.feature_tensor)
+      table = in_file or HostSharedTensor.copy_of(self.feature_tensor, 'feature table')
       if isinstance(self.id2index, torch.Tensor):
-        self._host_id2index = HostSharedTensor.copy_of(self.id2index)
+        self._host_id2index = HostSharedTensor.copy_of(self.id2index, "feature table's id map")
         self.id2index = self._host_id2index.tensor
       self._host_table, self.feature_tensor = table, table.tensor
       logger.debug(

@@ -272,7 +272,7 @@ class Topology:
         continue
       shared = self._host.get(name)
       if shared is None or shared.tensor is not tensor:
-        shared = self._host[name] = HostSharedTensor.copy_of(tensor)
+        shared = self._host[name] = HostSharedTensor.copy_of(tensor, f'topology {name}')
         setattr(self, '_' + name, shared.tensor)
       handles[name] = shared.handle
     return TopologyHostHandle(self._layout, self._num_cols, **handles)

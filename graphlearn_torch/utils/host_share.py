@@ -23,6 +23,9 @@ from typing import Dict, Optional, Tuple
 
 import torch
 
+from .._ext import ops
+from .huge_pages import collapse_own
+
 HEADER_BYTES = 4096  # keeps the data page-aligned
 MAGIC = b'GLTHOST1'
 TOKEN_BYTES = 16
@@ -94,10 +97,10 @@ class HostTensorHandle:
 
 
 def _map(fd: int, nbytes: int) -> torch.Tensor:
-  r"""The memfd ``fd`` of this process, header and data, as uint8."""
-  return torch.from_file(
-    f'/proc/self/fd/{fd}', shared=True, size=HEADER_BYTES + nbytes, dtype=torch.uint8
-  )
+  r"""The memfd ``fd`` of this process, header and data, as uint8, mapped
+  2 MB-aligned: where its holder moved its pages onto huge pages, each maps
+  whole here too."""
+  return ops.map_shared_file(fd, HEADER_BYTES + nbytes)
 
 
 def _data(mapped: torch.Tensor, handle: HostTensorHandle) -> torch.Tensor:
@@ -136,8 +139,13 @@ class HostSharedTensor:
     self._close = weakref.finalize(self, os.close, fd)
 
   @classmethod
-  def copy_of(cls, tensor: torch.Tensor) -> 'HostSharedTensor':
-    r"""A host-shared copy of ``tensor`` (a CPU tensor).
+  def copy_of(cls, tensor: torch.Tensor, name: str = 'host-shared tensor') -> 'HostSharedTensor':
+    r"""A host-shared copy of ``tensor`` (a CPU tensor), on huge pages where
+    the kernel gives them (the processes that map it read it at random).
+
+    Args:
+      tensor: what to copy.
+      name: what it is, for the log.
 
     Raises:
       HostShareError: the platform has no memfds.
@@ -154,6 +162,7 @@ class HostSharedTensor:
       mapped[: len(MAGIC) + TOKEN_BYTES].copy_(torch.tensor(list(MAGIC + token), dtype=torch.uint8))
       if nbytes:
         mapped[HEADER_BYTES:].copy_(src.view(-1).view(torch.uint8))
+      collapse_own(mapped, name)
     except BaseException:
       os.close(fd)
       raise

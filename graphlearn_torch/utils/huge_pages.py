@@ -82,8 +82,25 @@ def collapse(table: torch.Tensor, name: str) -> int:
     return 0
   if not in_private_memory(table):
     return 0
+  return collapse_own(table, name)
+
+
+def collapse_own(memory: torch.Tensor, name: str) -> int:
+  """Moves ``memory`` (contiguous, on the CPU) onto huge pages in place, as
+  ``collapse`` does, where the caller knows it to be memory of its own: this
+  process's private memory, or a memfd of its own mapped by
+  ``ops.map_shared_file`` (whose every mapping that way then reads it on
+  huge pages); returns the bytes moved, and logs them.
+
+  Args:
+    memory: the memory to move.
+    name: what it is, for the log.
+  """
+  whole = whole_huge_pages(memory)
+  if whole == 0:
+    return 0
   started = time.perf_counter()
-  moved, whole = ops.collapse_huge_pages(table), whole_huge_pages(table)
+  moved = ops.collapse_huge_pages(memory)
   if moved == whole:
     logger.info(
       'moved the %s (%d MB) onto 2 MB pages in %.2f s (faster random reads)',

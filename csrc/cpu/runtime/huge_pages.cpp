@@ -14,7 +14,6 @@
 namespace glt::cpu {
 namespace {
 
-constexpr size_t kHugePage = size_t{2} << 20;
 // Huge pages a thread moves at a time.
 constexpr int64_t kCollapseChunk = 16;
 // Tries at a huge page the kernel had no page or lock for just then.

@@ -14,8 +14,10 @@
 
 namespace glt::cpu {
 
+// The size of a huge page (x86-64's and ARM64's with 4 KB base pages).
+constexpr size_t kHugePage = size_t{2} << 20;
 // Arrays from this size on (one huge page) take huge pages.
-constexpr size_t kHugePagesFrom = size_t{2} << 20;
+constexpr size_t kHugePagesFrom = kHugePage;
 
 // `nbytes` of uninitialized memory, given back with release_huge_pages:
 // from kHugePagesFrom on, a fresh mapping, 2 MB aligned, advised as huge
@@ -30,10 +32,12 @@ at::Tensor empty_huge_pages(int64_t numel, at::ScalarType dtype);
 
 // Moves the pages of `t`'s memory that fill whole 2 MB pages onto huge pages
 // now, in place and in parallel (MADV_COLLAPSE, Linux 6.1 on): for arrays
-// the kernels did not allocate, such as a user's feature table. Returns the
-// bytes moved; memory the kernel will not move (an older kernel, shared
-// memory without huge pages, no free huge page, a full memory cgroup) stays
-// as it is.
+// the kernels did not allocate, such as a user's feature table, or a shared
+// file's where map_shared_file (cpu/runtime/shared_file.h) mapped it (shared memory takes huge pages
+// this way only where its mapping is 2 MB-aligned; then even where
+// shmem_enabled is 'never', but not 'deny'). Returns the bytes moved; memory
+// the kernel will not move (an older kernel, shared memory mapped
+// elsewhere, no free huge page, a full memory cgroup) stays as it is.
 int64_t collapse_huge_pages(const at::Tensor& t);
 
 // A std::vector's allocator of memory from allocate_huge_pages.
