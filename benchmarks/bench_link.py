@@ -19,6 +19,7 @@ import os
 import time
 
 import torch
+from peer_protocol import timed as timed_batches
 from results import Results, Table, add_results_argument
 from torch_geometric.utils import negative_sampling
 from workloads import build_graph, run_peer_script
@@ -59,14 +60,8 @@ def loader_rates(ds, seeds, args) -> dict:
     seed=args.seed,
   )
   batches = iter(loader)
-  next(batches)
-  timed_batches = edges = 0
-  start = time.perf_counter()
-  for batch in batches:
-    timed_batches += 1
-    edges += batch.edge_index.size(1)
-  elapsed = time.perf_counter() - start
-  return {'batches_per_s': timed_batches / elapsed, 'edges_per_s': edges / elapsed}
+  run = timed_batches(lambda: next(batches).edge_index.size(1), 1, args.batches - 1)
+  return run.rates()
 
 
 def pyg_loader_rates(ds, seeds, args) -> dict:

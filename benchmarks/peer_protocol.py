@@ -60,6 +60,10 @@ class Timed(NamedTuple):
   warmup: float
   first_at: float
 
+  def rates(self) -> dict:
+    r"""Batches/s and sampled edges/s, as a peer's JSON line gives them."""
+    return {'batches_per_s': self.batches / self.seconds, 'edges_per_s': self.edges / self.seconds}
+
 
 def timed(next_batch: Callable[[], int], warmup: int, batches: int) -> Timed:
   r"""Times ``batches`` calls of ``next_batch`` (which takes a loader's next

@@ -18,10 +18,9 @@ construction, which is not timed.
 """
 
 import json
-import time
 
 import torch
-from peer_protocol import load, parse_peer_args
+from peer_protocol import load, parse_peer_args, timed
 from pyg_peer import load_edge_index, versions
 
 
@@ -42,21 +41,8 @@ def main():
     shuffle=False,
   )
   batches = iter(loader)
-  next(batches)  # warm-up
-  timed = edges = nodes = 0
-  start = time.perf_counter()
-  for batch in batches:
-    timed += 1
-    edges += batch.edge_index.size(1)
-    nodes += batch.num_nodes
-  elapsed = time.perf_counter() - start
-  figures = {
-    'batches_per_s': timed / elapsed,
-    'edges_per_s': edges / elapsed,
-    'nodes_per_batch': nodes / timed,
-    'edges_per_batch': edges / timed,
-  }
-  print(json.dumps({**versions(args.threads), **figures}))
+  run = timed(lambda: next(batches).edge_index.size(1), 1, args.batches - 1)
+  print(json.dumps({**versions(args.threads), **run.rates()}))
 
 
 if __name__ == '__main__':

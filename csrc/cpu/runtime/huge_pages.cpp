@@ -50,6 +50,18 @@ int64_t collapse_pages(uintptr_t start, int64_t pages) {
 
 }  // namespace
 
+void* reserve_huge_aligned(size_t length) {
+  void* reserved = mmap(nullptr, length + kHugePage, PROT_NONE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (reserved == MAP_FAILED) return nullptr;
+  const uintptr_t start = reinterpret_cast<uintptr_t>(reserved);
+  const uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
+  if (aligned > start) munmap(reserved, aligned - start);
+  const size_t tail = start + kHugePage - aligned;  // the reservation's end less the room's
+  if (tail > 0) munmap(reinterpret_cast<void*>(aligned + length), tail);
+  return reinterpret_cast<void*>(aligned);
+}
+
 void* allocate_huge_pages(size_t nbytes) {
   if (nbytes < kHugePagesFrom) {
     void* ptr = std::malloc(std::max<size_t>(nbytes, 1));
@@ -57,17 +69,16 @@ void* allocate_huge_pages(size_t nbytes) {
     return ptr;
   }
   // A fresh mapping (malloc may hand back pages touched already, on which
-  // the advice comes too late), a huge page longer, trimmed to 2 MB bounds.
+  // the advice comes too late), on 2 MB bounds.
   const size_t capacity = mapped_bytes(nbytes);
-  void* mapped = mmap(nullptr, capacity + kHugePage, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mapped == MAP_FAILED) throw std::bad_alloc();
-  const uintptr_t start = reinterpret_cast<uintptr_t>(mapped);
-  const uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
-  if (aligned > start) munmap(mapped, aligned - start);
-  const size_t tail = start + kHugePage - aligned;  // the mapping's end less capacity's
-  if (tail > 0) munmap(reinterpret_cast<void*>(aligned + capacity), tail);
-  void* ptr = reinterpret_cast<void*>(aligned);
+  void* room = reserve_huge_aligned(capacity);
+  if (room == nullptr) throw std::bad_alloc();
+  void* ptr = mmap(room, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+                   -1, 0);
+  if (ptr == MAP_FAILED) {
+    munmap(room, capacity);
+    throw std::bad_alloc();
+  }
 #ifdef MADV_HUGEPAGE
   madvise(ptr, capacity, MADV_HUGEPAGE);  // advice: where it fails, plain pages
 #endif

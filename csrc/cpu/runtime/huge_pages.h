@@ -19,6 +19,12 @@ constexpr size_t kHugePage = size_t{2} << 20;
 // Arrays from this size on (one huge page) take huge pages.
 constexpr size_t kHugePagesFrom = kHugePage;
 
+// `length` bytes (whole pages) of address room at a 2 MB-aligned address,
+// reserved (no memory behind it) for a mapping placed over it with
+// MAP_FIXED, or nullptr where there is no room: a huge page longer
+// reserved, the rest given back.
+void* reserve_huge_aligned(size_t length);
+
 // `nbytes` of uninitialized memory, given back with release_huge_pages:
 // from kHugePagesFrom on, a fresh mapping, 2 MB aligned, advised as huge
 // pages before anything touches it. Throws std::bad_alloc when there is no
@@ -33,11 +39,12 @@ at::Tensor empty_huge_pages(int64_t numel, at::ScalarType dtype);
 // Moves the pages of `t`'s memory that fill whole 2 MB pages onto huge pages
 // now, in place and in parallel (MADV_COLLAPSE, Linux 6.1 on): for arrays
 // the kernels did not allocate, such as a user's feature table, or a shared
-// file's where map_shared_file (cpu/runtime/shared_file.h) mapped it (shared memory takes huge pages
-// this way only where its mapping is 2 MB-aligned; then even where
-// shmem_enabled is 'never', but not 'deny'). Returns the bytes moved; memory
-// the kernel will not move (an older kernel, shared memory mapped
-// elsewhere, no free huge page, a full memory cgroup) stays as it is.
+// file's where map_shared_file (cpu/runtime/shared_file.h) mapped it (shared
+// memory takes huge pages this way only where its mapping is 2 MB-aligned;
+// then even where shmem_enabled is 'never', but not 'deny'). Returns the
+// bytes moved; memory the kernel will not move (an older kernel, shared
+// memory mapped elsewhere, no free huge page, a full memory cgroup) stays as
+// it is.
 int64_t collapse_huge_pages(const at::Tensor& t);
 
 // A std::vector's allocator of memory from allocate_huge_pages.

@@ -19,25 +19,15 @@ namespace {
 constexpr int kFlags = at::ALLOCATOR_MAPPED_SHAREDMEM | at::ALLOCATOR_MAPPED_NOCREATE |
                        at::ALLOCATOR_MAPPED_KEEPFD | at::ALLOCATOR_MAPPED_FROMFD;
 
-// `length` bytes of `fd` mapped shared at a 2 MB-aligned address (address
-// room a huge page longer reserved, the file mapped over its first aligned
-// address, the rest given back), or nullptr.
+// `length` bytes of `fd` mapped shared at a 2 MB-aligned address, or
+// nullptr.
 void* map_aligned(int fd, size_t length) {
-  void* reserved = mmap(nullptr, length + kHugePage, PROT_NONE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (reserved == MAP_FAILED) return nullptr;
-  const uintptr_t start = reinterpret_cast<uintptr_t>(reserved);
-  const uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
-  void* mapped = mmap(reinterpret_cast<void*>(aligned), length, PROT_READ | PROT_WRITE,
-                      MAP_SHARED | MAP_FIXED, fd, 0);
-  if (mapped == MAP_FAILED) {
-    munmap(reserved, length + kHugePage);
-    return nullptr;
-  }
-  if (aligned > start) munmap(reserved, aligned - start);
-  const size_t tail = start + kHugePage - aligned;  // the reservation's end less the mapping's
-  if (tail > 0) munmap(reinterpret_cast<void*>(aligned + length), tail);
-  return mapped;
+  void* room = reserve_huge_aligned(length);
+  if (room == nullptr) return nullptr;
+  void* mapped = mmap(room, length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+  if (mapped != MAP_FAILED) return mapped;
+  munmap(room, length);
+  return nullptr;
 }
 
 // torch's MapAllocator (what is_shared() and torch's multiprocessing look
