@@ -283,6 +283,38 @@ def test_dense_and_hashed_inducers_agree(monkeypatch):
   check_output(outs[1], edges, seeds, 'paper', {et: [3, 2] for et in edges}, 'in', False)
 
 
+def test_the_inducers_in_flight_share_a_budget_of_id_indexed_maps(monkeypatch):
+  # Each batch in flight holds an inducer; their id-indexed maps (4 bytes a
+  # node) stay within the engine's budget, and the rest hash.
+  import graphlearn_torch.sampler.multihop as ns
+
+  ds, edges = make_homo('in')
+  monkeypatch.setattr(ns, 'DENSE_INDUCER_BUDGET_BYTES', 4 * 50)  # one map of the 50 nodes
+  made, native = [], ns.ops.Inducer
+  monkeypatch.setattr(
+    ns.ops, 'Inducer', lambda types, sizes, *rest: made.append(sizes) or native(types, sizes, *rest)
+  )
+  sampler = NeighborSampler(ds.graph, [3, 2], with_edge=True, edge_dir='in', seed=1)
+  engine = sampler.engine
+  with engine.inducer() as first, engine.inducer() as second, engine.inducer():
+    assert first is not second
+  assert made == [[50], [0], [0]]
+  with engine.inducer() as alone:  # the id-indexed one is taken first
+    assert alone is first
+    with engine.inducer() as other:
+      assert other is not first
+  assert len(made) == 3  # reused, none made
+  seeds = NodeSamplerInput(node=torch.tensor([0, 5, 9]))
+  reference = NeighborSampler(ds.graph, [3, 2], with_edge=True, edge_dir='in', seed=1)
+  expected = reference.sample_from_nodes(seeds)  # a pool of its own: an id-indexed map
+  with engine.inducer() as busy:  # the id-indexed one in use: the batch hashes
+    assert busy is first
+    out = sampler.sample_from_nodes(seeds)
+  for field in ('node', 'row', 'col', 'edge'):
+    assert torch.equal(getattr(out, field), getattr(expected, field)), field
+  check_output(out, edges, seeds.node, HOMO_T, {HOMO_E: [3, 2]}, 'in', False)
+
+
 def test_a_pickled_sampler_samples_as_the_original():
   # A spawned data loader worker gets the sampler pickled: its inducer pool
   # (native maps) starts empty, its random stream where the original's was.

@@ -27,7 +27,9 @@ with the batches the answers would give.
 """
 
 import contextlib
-import queue
+import heapq
+import itertools
+import threading
 from typing import Dict, Generator, Iterator, List, Optional, Tuple, Union
 
 import torch
@@ -55,6 +57,12 @@ from .whole_batch import draws_whole_batch, sample_whole_batch
 
 # Node types up to this size get an id-indexed inducer map (4 bytes a node).
 DENSE_INDUCER_MAX_NODES = 1 << 26
+# What the id-indexed maps of one sampler's inducers take together at most.
+# Each batch in flight holds an inducer of its own; were each map 4 bytes a
+# node of the whole graph, a sampling process would grow with the graph
+# times its batches in flight. Past this budget an inducer hashes: its table
+# grows with the batch only.
+DENSE_INDUCER_BUDGET_BYTES = 4 << 26
 
 
 class MultiHopSampler(LinkSampling):
@@ -93,18 +101,29 @@ class MultiHopSampler(LinkSampling):
     self.device = device
     self.sample_device = torch.device(sample_device)
     self.disjoint = disjoint
-    self._inducers: queue.SimpleQueue = queue.SimpleQueue()
+    self._start_inducer_pool()
+
+  def _start_inducer_pool(self) -> None:
+    # Idle inducers, those with the most bytes of id-indexed maps first:
+    # (-bytes, order made, inducer, bytes).
+    self._idle_inducers: List[tuple] = []
+    self._inducer_order = itertools.count()
+    self._dense_bytes = 0  # of the pool's id-indexed maps
+    self._pool_lock = threading.RLock()
+
+  _POOL = ('_idle_inducers', '_inducer_order', '_dense_bytes', '_pool_lock')
 
   def __getstate__(self):
     # The inducer pool is this process's cache of native maps: a copy (a
     # spawned data loader worker's) starts with an empty one.
     state = dict(self.__dict__)
-    del state['_inducers']
+    for name in self._POOL:
+      del state[name]
     return state
 
   def __setstate__(self, state):
     self.__dict__.update(state)
-    self._inducers = queue.SimpleQueue()
+    self._start_inducer_pool()
 
   @property
   def num_hops(self) -> int:
@@ -114,28 +133,47 @@ class MultiHopSampler(LinkSampling):
 
   def create_inducer(self):
     """A new inducer on the sampling device: one id space per node type; on
-    the CPU an id-indexed map (4 bytes a node) where that stays small, else a
-    hash table (always for disjoint sampling's keys, each seed's in a region
-    of its own); on a GPU hash tables (``CudaInducer``)."""
+    the CPU an id-indexed map (4 bytes a node) where that stays small and the
+    engine's maps stay within ``DENSE_INDUCER_BUDGET_BYTES``, else a hash
+    table (always for disjoint sampling's keys, each seed's in a region of
+    its own); on a GPU hash tables (``CudaInducer``)."""
     if self.sample_device.type == 'cuda':
       return ops.CudaInducer(len(self.schema.node_types), self.sample_device.index)
     sizes = [self.schema.num_nodes[t] for t in self.schema.node_types]
     if self.disjoint:
       return ops.Inducer(len(sizes), [], DisjointKeys.bits_of(self.schema))
-    return ops.Inducer(len(sizes), [n if n <= DENSE_INDUCER_MAX_NODES else 0 for n in sizes])
+    return ops.Inducer(len(sizes), self._dense_sizes(sizes))
+
+  def _dense_sizes(self, sizes: List[int]) -> List[int]:
+    """Each node type's id-indexed map size (0: a hash table) for a new
+    inducer, charged to the engine's budget."""
+    dense = []
+    with self._pool_lock:
+      for n in sizes:
+        fits = n <= DENSE_INDUCER_MAX_NODES
+        fits = fits and self._dense_bytes + 4 * n <= DENSE_INDUCER_BUDGET_BYTES
+        self._dense_bytes += 4 * n if fits else 0
+        dense.append(n if fits else 0)
+    return dense
 
   @contextlib.contextmanager
   def inducer(self) -> Iterator:
     """An inducer for one batch, from the engine's pool (made on demand and
-    kept for reuse: batches in flight at once each get their own)."""
-    try:
-      inducer = self._inducers.get_nowait()
-    except queue.Empty:
-      inducer = self.create_inducer()
+    kept for reuse: batches in flight at once each get their own; those with
+    id-indexed maps are taken first)."""
+    with self._pool_lock:
+      if self._idle_inducers:
+        *_, inducer, dense_bytes = heapq.heappop(self._idle_inducers)
+      else:
+        before = self._dense_bytes
+        inducer = self.create_inducer()
+        dense_bytes = self._dense_bytes - before
     try:
       yield inducer
     finally:
-      self._inducers.put(inducer)
+      idle = (-dense_bytes, next(self._inducer_order), inducer, dense_bytes)
+      with self._pool_lock:
+        heapq.heappush(self._idle_inducers, idle)
 
   # -- the hop loop -----------------------------------------------------------
 
