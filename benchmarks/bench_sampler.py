@@ -18,7 +18,8 @@ then measures, in this run:
     beside torch.index_select (PyG's ``x[ids]``) on the same ids, and GLT's
     and GraphBolt's feature lookups;
   - sampling at each of --threads, beside the one-hop draws alone (the
-    sampled batches' hops drawn again without the inducer) and this
+    sampled batches' hops drawn again without the inducer), the same
+    batches with hash-table inducers (as on a graph over 64 M nodes) and this
     machine's random int64 reads/s at that thread count (the bound one
     random read per sampled edge sets).
 The peers run at the largest thread count. GLT_PYTHON, DGL_PYTHON and
@@ -35,6 +36,7 @@ from workloads import (
   add_workload_args,
   build_graph,
   gather,
+  hashed_inducer_bps,
   make_seed_batches,
   random_reads_per_s,
   run_peer,
@@ -110,10 +112,10 @@ def gather_table(ours, index_select, peers, row_bytes: int) -> Table:
 
 
 def threads_table(scaling) -> Table:
-  _, _, eps1, draws1, reads1 = scaling[0]
+  _, _, eps1, draws1, hashed1, _ = scaling[0]
   rows = [
-    [t, bps, eps, eps / eps1, draws, draws / draws1, reads, eps / reads]
-    for t, bps, eps, draws, reads in scaling
+    [t, bps, eps, eps / eps1, draws, draws / draws1, hashed, hashed / hashed1, reads, eps / reads]
+    for t, bps, eps, draws, hashed, reads in scaling
   ]
   return Table(
     'threads',
@@ -125,11 +127,15 @@ def threads_table(scaling) -> Table:
       'vs fewest threads',
       'draws alone, edges/s',
       'draws vs fewest threads',
+      'hashed inducer, batches/s',
+      'hashed vs fewest threads',
       'random int64 reads/s',
       'edges per read',
     ],  # fmt: skip
     rows,
     note='The draws alone: the hops of the sampled batches drawn again without the inducer. '
+    'Hashed inducer: the same batches with hash-table id maps, as on a graph over 64 M nodes '
+    "(this one's id-indexed maps take 4 bytes a node). "
     'Random reads: torch.index_select of random rows of a 1 GB int64 array.',
   )
 
@@ -160,7 +166,8 @@ def main():
     bps, eps, _, edges_pb, outs, draws = sampling(
       ds, seed_batches, args.batches, args.fanout, args.seed
     )
-    scaling.append((t, bps, eps, draws, random_reads_per_s(ds.graph.topo.edge_ids)))
+    hashed = hashed_inducer_bps(ds, seed_batches, args.batches, args.fanout, args.seed)
+    scaling.append((t, bps, eps, draws, hashed, random_reads_per_s(ds.graph.topo.edge_ids)))
   sampled = [out.node for out in outs]
   rates, row_bytes = gather(ds.num_nodes(), args.dim, sampled, repeat=3)
   peer_sampling, peer_gather = peer_rows(ds, seed_batches, sampled, args, threads[-1])

@@ -187,6 +187,20 @@ def sampling(ds, seed_batches, batches: int, fanout, seed: int):
   return bps, eps, nodes_pb, edges_pb, outs, draws
 
 
+def hashed_inducer_bps(ds, seed_batches, batches: int, fanout, seed: int) -> float:
+  r"""Batches/s of ``sampling``'s sampler with hash-table inducers, as on a
+  graph over ``DENSE_INDUCER_MAX_NODES`` (64 M) nodes, where no id-indexed
+  map is made."""
+  multihop = glt.sampler.multihop
+  dense_max = multihop.DENSE_INDUCER_MAX_NODES
+  multihop.DENSE_INDUCER_MAX_NODES = 0
+  try:
+    sampler = glt.sampler.NeighborSampler(ds.graph, fanout, device='cpu', edge_dir='in', seed=seed)
+    return time_batches(sampler, seed_batches, batches)[0]
+  finally:
+    multihop.DENSE_INDUCER_MAX_NODES = dense_max
+
+
 def draws_per_s(sampler, outs, fanout, repeat: int) -> float:
   """Sampled edges per second of the one-hop draws alone: each batch's hops
   drawn again from the nodes each hop added, with no inducer in between."""
