@@ -124,6 +124,43 @@ def test_kernels_check_their_inputs():
     inducer.induce_next([1], [0], [torch.tensor([0])], [torch.tensor([1])], [torch.tensor([1])])
 
 
+def test_kernels_read_no_row_that_lies_outside_indices():
+  # indptr ends at the end of indices, but row 1 runs backwards and row 2
+  # past the end: no op reads them (a whole indptr is not checked each call).
+  indptr, indices = torch.tensor([0, 2, 1, 5, 3]), torch.tensor([0, 1, 2])
+  ops = torch.ops.glt
+  bad = 'indptr gives row {} entries \\[{}, {}\\) outside indices \\(3 entries\\)'
+  for row, span in ((1, (2, 1)), (2, (1, 5))):
+    seeds = torch.tensor([0, row])
+    with pytest.raises(ValueError, match=bad.format(row, *span)):
+      ops.sample_neighbors(indptr, indices, None, None, seeds, 1, False, 0)
+    with pytest.raises(ValueError, match=bad.format(row, *span)):
+      times = torch.zeros(3, dtype=torch.long)
+      ops.sample_neighbors_temporal(
+        indptr, indices, None, None, times, seeds, torch.tensor([5, 5]), 1, False, False, 0
+      )
+    with pytest.raises(ValueError, match=bad.format(row, *span)):
+      ops.has_edge(indptr, indices, seeds, torch.tensor([1, 1]))
+    with pytest.raises(ValueError, match=bad.format(row, *span)):
+      ops.induced_subgraph(indptr, indices, None, seeds)
+    with pytest.raises(ValueError, match=bad.format(row, *span)):
+      ops.sample_negative(indptr, indices, seeds, True, 3, 0, 1, True, 0)
+    inducer = _C.Inducer(1, [4])
+    inducer.init_nodes([torch.tensor([0, row])])
+    none = torch.empty(0, dtype=torch.long)
+    with pytest.raises(ValueError, match=bad.format(row, *span)):
+      inducer.sample_induce_next(
+        [0], [0], [seeds], [indptr], [indices], [None], [None], [1], False, [0], [none], [none],
+        [], [], True, [],
+      )  # fmt: skip
+  # the rows that lie in indices are read as before
+  row_0 = torch.tensor([0])
+  nbrs, counts, _ = ops.sample_neighbors(indptr, indices, None, None, row_0, -1, False, 0)
+  assert nbrs.tolist() == [0, 1] and counts.tolist() == [2]
+  found = ops.has_edge(indptr, indices, torch.tensor([0, 0]), torch.tensor([0, 2]))
+  assert found.tolist() == [True, False]
+
+
 def test_rev_relation_and_reversal_round_trip():
   from graphlearn_torch.typing import reverse_edge_type
 

@@ -223,6 +223,28 @@ def test_induced_subgraph_equals_the_cpu_kernel(harness, threads, dtype):
     harness.induced_subgraph(indptr, indices, None, torch.tensor([17, 2, 17]))
 
 
+def test_the_bodies_read_no_row_that_lies_outside_indices(harness):
+  # As the CPU kernels (test_errors.py): row 1 runs backwards, row 2 past
+  # the end of indices; each op raises the CPU kernel's error, naming it.
+  indptr, indices = torch.tensor([0, 2, 1, 5, 3]), torch.tensor([0, 1, 2])
+  for row in (1, 2):
+    seeds = torch.tensor([0, row])
+    calls = (
+      ('sample_neighbors', (indptr, indices, None, None, seeds, 1, False, 0)),
+      ('has_edge', (indptr, indices, seeds, torch.tensor([1, 1]))),
+      ('induced_subgraph', (indptr, indices, None, seeds)),
+      ('sample_negative', (indptr, indices, seeds, True, 3, 0, 1, True, 0)),
+    )
+    for name, args in calls:
+      with pytest.raises(ValueError) as cpu:
+        getattr(OPS, name)(*args)
+      with pytest.raises(ValueError, match=f'indptr gives row {row} entries') as host:
+        getattr(harness, name)(*args)
+      assert str(host.value) == str(cpu.value), name
+  found = harness.has_edge(indptr, indices, torch.tensor([0, 0]), torch.tensor([0, 2]))
+  assert found.tolist() == [True, False]  # the rows that lie in indices are read as before
+
+
 def brute_force_edges(indptr, indices):
   edges = set()
   for r in range(indptr.numel() - 1):

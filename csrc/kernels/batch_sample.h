@@ -365,7 +365,8 @@ class BatchSampling {
       const auto& weights = plan_.edge_weights[r];
       const CsrView<index_t> g{indptr.data_ptr<index_t>(), indices.data_ptr<index_t>(),
                                ids.has_value() ? ids->data_ptr<int64_t>() : nullptr,
-                               weights.has_value() ? weights->data_ptr<float>() : nullptr};
+                               weights.has_value() ? weights->data_ptr<float>() : nullptr,
+                               indices.numel()};
       count_bounded(backend_, g, rows_of_[r], indices.numel(), seeds, plan_.fanouts[r],
                     plan_.replace, hop);
       draw_bounded(backend_, g, seeds, plan_.fanouts[r], plan_.replace, bounds_.draws[r], out,

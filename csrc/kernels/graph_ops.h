@@ -66,9 +66,16 @@ at::Tensor has_edge_impl(const Backend& backend, const at::Tensor& indptr,
   const int64_t* r = rows.data_ptr<int64_t>();
   const int64_t* c = cols.data_ptr<int64_t>();
   bool* found = out.data_ptr<bool>();
+  auto flags = no_flags(1, rows.options());
+  int64_t* first_bad = flags.data_ptr<int64_t>();
+  const int64_t num_entries = indices.numel();
   backend.for_each(rows.numel(), [=] GLT_HOST_DEVICE(int64_t i) {
-    found[i] = sorted_contains(idx, ptr[r[i]], ptr[r[i] + 1], c[i]);
+    const int64_t first = ptr[r[i]], last = ptr[r[i] + 1];
+    const bool readable = row_in_bounds(first, last, num_entries);
+    if (!readable) device::atomic_min(first_bad, i);
+    found[i] = readable && sorted_contains(idx, first, last, c[i]);
   });
+  check_rows_read(flags, rows, indptr, num_entries);
   return out;
 }
 
@@ -92,6 +99,9 @@ std::tuple<at::Tensor, at::Tensor> sample_negative_impl(
   int64_t* r_out = out_row.data_ptr<int64_t>();
   int64_t* c_out = out_col.data_ptr<int64_t>();
   int64_t* good = ok.data_ptr<int64_t>();
+  auto flags = no_flags(1, options);
+  int64_t* first_bad = flags.data_ptr<int64_t>();
+  const int64_t num_entries = indices.numel();
   const uint64_t key = static_cast<uint64_t>(rng_seed);
   backend.for_each(num_samples, [=] GLT_HOST_DEVICE(int64_t i) {
     device::Philox rng(key, static_cast<uint64_t>(i));
@@ -102,6 +112,10 @@ std::tuple<at::Tensor, at::Tensor> sample_negative_impl(
     for (int64_t t = 0; t < trials; ++t) {
       r = row_fixed ? fixed_ids[i] : static_cast<int64_t>(rng.uniform(num_rows));
       c = col_fixed ? fixed_ids[i] : static_cast<int64_t>(rng.uniform(num_cols));
+      if (!row_in_bounds(ptr[r], ptr[r + 1], num_entries)) {
+        device::atomic_min(first_bad, i);
+        break;
+      }
       if (!sorted_contains(idx, ptr[r], ptr[r + 1], c)) {
         good[i] = 1;
         break;
@@ -110,6 +124,7 @@ std::tuple<at::Tensor, at::Tensor> sample_negative_impl(
     r_out[i] = r;
     c_out[i] = c;
   });
+  check_rows_read(flags, out_row, indptr, num_entries);
   if (padding) return {out_row, out_col};
   const auto kept = ok.to(at::kBool);
   return {out_row.masked_select(kept), out_col.masked_select(kept)};
@@ -147,16 +162,22 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> induced_subgraph_impl(const Backe
   const index_t* idx = indices.data_ptr<index_t>();
   auto counts = at::empty({n}, options);
   int64_t* cnt = counts.data_ptr<int64_t>();
+  auto flags = no_flags(1, options);
+  int64_t* first_bad = flags.data_ptr<int64_t>();
+  const int64_t num_entries = indices.numel();
   backend.for_each(n, [=] GLT_HOST_DEVICE(int64_t i) {
     const int64_t v = node[i];
     int64_t c = 0;
-    if (v < num_rows) {
+    if (v < num_rows && !row_in_bounds(ptr[v], ptr[v + 1], num_entries)) {
+      device::atomic_min(first_bad, i);
+    } else if (v < num_rows) {
       for (int64_t p = ptr[v]; p < ptr[v + 1]; ++p) {
         c += device::hash_find(key, mask, static_cast<int64_t>(idx[p])) >= 0;
       }
     }
     cnt[i] = c;
   });
+  check_rows_read(flags, nodes, indptr, num_entries);
   auto offsets = counts.cumsum(0) - counts;
   const int64_t total = n ? (offsets[n - 1] + counts[n - 1]).item<int64_t>() : 0;
   auto rows = at::empty({total}, options);

@@ -268,7 +268,8 @@ class InducerImpl {
     AT_DISPATCH_INDEX_TYPES(indptr.scalar_type(), "sample_induce_next", [&] {
       const CsrView<index_t> g{indptr.data_ptr<index_t>(), indices.data_ptr<index_t>(),
                                edge_ids.has_value() ? edge_ids->data_ptr<int64_t>() : nullptr,
-                               edge_weights.has_value() ? edge_weights->data_ptr<float>() : nullptr};
+                               edge_weights.has_value() ? edge_weights->data_ptr<float>() : nullptr,
+                               indices.numel()};
       count_bounded(backend_, g, num_rows, indices.numel(), seeds, fanout, replace, hop);
       record_total(backend_, hop);
       // All neighbors (fanout -1): no bound ahead, the total is read here.

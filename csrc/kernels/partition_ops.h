@@ -5,7 +5,8 @@
 // equals the CPU kernel's result exactly.
 //
 // The values' checks run in the kernels' own passes: a pass records the first
-// bad position it meets (an atomic min) and the host reads those flags once,
+// bad position it meets (an atomic min) and the host reads those flags once
+// (no_flags, read_flags: checks.h),
 // with one copy, before anything is written where a bad value would point.
 #pragma once
 
@@ -19,19 +20,6 @@
 
 namespace glt {
 namespace kernels {
-
-// The flags a check pass fills: `n` slots, each "none" (INT64_MAX) until a
-// pass records a position.
-inline at::Tensor no_flags(int64_t n, const at::TensorOptions& options) {
-  return at::full({n}, INT64_MAX, options.dtype(at::kLong));
-}
-
-// The flags on the host (the one wait for the device of a call).
-inline std::vector<int64_t> read_flags(const at::Tensor& flags) {
-  const at::Tensor host = flags.cpu();
-  const int64_t* v = host.data_ptr<int64_t>();
-  return std::vector<int64_t>(v, v + host.numel());
-}
 
 // The positions of `part` in a stable order by partition (a stable sort: a
 // radix sort on a GPU).

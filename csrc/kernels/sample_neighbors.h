@@ -26,6 +26,7 @@ struct CsrView {
   const index_t* indices;
   const int64_t* edge_ids;  // nullable
   const float* weights;     // nullable
+  int64_t num_entries;      // of indices: where a row's entries may lie (row_in_bounds)
 };
 
 template <typename index_t>
@@ -154,6 +155,24 @@ struct SeedSource {
 // the topologies have edge ids and weights. `source(i)` gives seed i's
 // SeedSource; `window(i, s, &begin, &end)` the candidate edges of seed i
 // (row s): its whole row, or a temporal window.
+// Raises the error of seed `i`, whose row lies outside its topology's
+// indices (its bounds read on the device, one seed).
+template <typename Backend, typename Source>
+void raise_bad_seed_row(const Backend& backend, const Source& source, const at::Tensor& seeds,
+                        int64_t i) {
+  auto row = at::empty({3}, seeds.options().dtype(at::kLong));  // first, last, entries
+  int64_t* out = row.data_ptr<int64_t>();
+  const int64_t* seed = seeds.data_ptr<int64_t>();
+  backend.for_each(1, [=] GLT_HOST_DEVICE(int64_t) {
+    const auto g = source(i).g;
+    out[0] = g.indptr[seed[i]];
+    out[1] = g.indptr[seed[i] + 1];
+    out[2] = g.num_entries;
+  });
+  const std::vector<int64_t> v = read_flags(row);
+  raise_bad_row(seeds[i].item<int64_t>(), v[0], v[1], v[2]);
+}
+
 template <typename index_t, typename Backend, typename Source, typename Window>
 std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_impl(
     const Backend& backend, const at::Tensor& seeds, int64_t k, bool replace, bool with_edge,
@@ -166,13 +185,27 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_impl(
   const int64_t* seed = seeds.data_ptr<int64_t>();
   int64_t* cnt = counts.data_ptr<int64_t>();
   int64_t* bound = bounds.data_ptr<int64_t>();
+  // [the first seed whose row lies outside indices, the total]: one read.
+  auto flags = no_flags(2, long_opts);
+  int64_t* first_bad = flags.data_ptr<int64_t>();
   backend.for_each(n, [=] GLT_HOST_DEVICE(int64_t i) {
+    const CsrView<index_t> g = source(i).g;
+    if (!row_in_bounds(g.indptr[seed[i]], g.indptr[seed[i] + 1], g.num_entries)) {
+      device::atomic_min(first_bad, i);
+      bound[2 * i] = bound[2 * i + 1] = cnt[i] = 0;
+      return;
+    }
     window(i, seed[i], bound + 2 * i, bound + 2 * i + 1);
-    cnt[i] = sample_count(source(i).g, bound[2 * i], bound[2 * i + 1], k, replace);
+    cnt[i] = sample_count(g, bound[2 * i], bound[2 * i + 1], k, replace);
   });
   auto offsets = at::zeros({n + 1}, long_opts);
   offsets.narrow(0, 1, n).copy_(counts.cumsum(0));
-  const int64_t total = offsets[n].item<int64_t>();
+  flags.narrow(0, 1, 1).copy_(offsets.narrow(0, n, 1));
+  const std::vector<int64_t> read = read_flags(flags);
+  if (read[0] != std::numeric_limits<int64_t>::max()) {
+    raise_bad_seed_row(backend, source, seeds, read[0]);
+  }
+  const int64_t total = read[1];
   auto nbrs = at::empty({total}, long_opts);
   auto eids = at::empty({with_edge ? total : 0}, long_opts);
   auto pos = at::empty({total}, long_opts);
@@ -210,7 +243,7 @@ struct OneTopology {
               const std::optional<at::Tensor>& edge_weights, int64_t rng_seed)
       : g{indptr.data_ptr<index_t>(), indices.data_ptr<index_t>(),
           edge_ids.has_value() ? edge_ids->data_ptr<int64_t>() : nullptr,
-          edge_weights.has_value() ? edge_weights->data_ptr<float>() : nullptr},
+          edge_weights.has_value() ? edge_weights->data_ptr<float>() : nullptr, indices.numel()},
         key(static_cast<uint64_t>(rng_seed)) {}
 
   GLT_HOST_DEVICE SeedSource<index_t> operator()(int64_t i) const {

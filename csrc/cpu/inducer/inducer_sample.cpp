@@ -186,7 +186,8 @@ Inducer::sample_induce_next(const std::vector<int64_t>& src_types,
         const kernels::CsrView<index_t> g{
             indptrs[e].data_ptr<index_t>(), indices[e].data_ptr<index_t>(),
             edge_ids[e].has_value() ? edge_ids[e]->data_ptr<int64_t>() : nullptr,
-            edge_weights[e].has_value() ? edge_weights[e]->data_ptr<float>() : nullptr};
+            edge_weights[e].has_value() ? edge_weights[e]->data_ptr<float>() : nullptr,
+            indices[e].numel()};
         auto draw_and_insert = [&](draws::HopDraws<index_t>& hop) {
           const at::Tensor row = extended(r.row_prefix, hop.total());
           const at::Tensor col = extended(r.col_prefix, hop.total());

@@ -243,27 +243,29 @@ class HopDraws {
   }
 
   // Plans the hop: every seed's candidate edges (its row, or its window)
-  // and count, and the outputs' room.
+  // and count, and the outputs' room. Raises a ValueError, naming the row,
+  // where a seed's row lies outside indices.
   template <typename Window>
   void plan(const int64_t* seeds, const Window& window) {
     counts = at::empty({num_seeds_}, at::kLong);
     int64_t* cnt = counts.data_ptr<int64_t>();
+    FirstBad bad_row;
     glt::cpu::parallel_for(0, num_seeds_, 1024, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         if (i + kPrefetchAhead < end)
           __builtin_prefetch(&view(i + kPrefetchAhead).indptr[seeds[i + kPrefetchAhead]]);
         const auto& g = view(i);
-        int64_t first, last;
         if constexpr (!std::is_same_v<Window, WholeRow>) {
           if (i + kPrefetchAhead < end) window.prefetch_first(seeds[i + kPrefetchAhead]);
           // Its row's bounds (and time) were prefetched half the distance ago.
           if (i + kPrefetchAhead / 2 < end)
             window.prefetch(i + kPrefetchAhead / 2, seeds[i + kPrefetchAhead / 2]);
         }
-        if constexpr (std::is_same_v<Window, WholeRow>) {
-          first = g.indptr[seeds[i]];
-          last = g.indptr[seeds[i] + 1];
-        } else {
+        int64_t first = g.indptr[seeds[i]], last = g.indptr[seeds[i] + 1];
+        if (!row_in_bounds(first, last, g.num_entries)) {
+          bad_row.note(i);
+          first = last = 0;
+        } else if constexpr (!std::is_same_v<Window, WholeRow>) {
           window(i, seeds[i], &first, &last);
         }
         first_[i] = first;
@@ -271,6 +273,11 @@ class HopDraws {
         cnt[i] = kernels::sample_count(g, first, last, k_, replace_);
       }
     });
+    if (bad_row.any()) {
+      const int64_t i = bad_row.position();
+      const auto& g = view(i);
+      raise_bad_row(seeds[i], g.indptr[seeds[i]], g.indptr[seeds[i] + 1], g.num_entries);
+    }
     for (int64_t i = 0; i < num_seeds_; ++i) offsets_[i + 1] = offsets_[i] + cnt[i];
     nbrs = at::empty({total()}, at::kLong);
     eids = at::empty({with_edge_ ? total() : 0}, at::kLong);

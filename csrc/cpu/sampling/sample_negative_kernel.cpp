@@ -12,12 +12,15 @@
 namespace glt::cpu {
 namespace {
 
+// Raises a ValueError, naming the row, where a drawn row lies outside
+// indices.
 template <typename index_t>
 void draw_negatives(const at::Tensor& indptr, const at::Tensor& indices, const int64_t* fixed_ids,
                     bool fixed_is_row, int64_t num_rows, int64_t num_cols, int64_t num_samples,
                     int64_t trials, int64_t rng_seed, int64_t* r_out, int64_t* c_out, uint8_t* ok) {
   const index_t* ptr = indptr.data_ptr<index_t>();
   const index_t* idx = indices.data_ptr<index_t>();
+  FirstBad bad_row;
   glt::cpu::parallel_for(0, num_samples, 1024, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       Rng rng(static_cast<uint64_t>(rng_seed), static_cast<uint64_t>(i));
@@ -27,6 +30,10 @@ void draw_negatives(const at::Tensor& indptr, const at::Tensor& indices, const i
         const bool col_fixed = fixed_ids && !fixed_is_row;
         r = row_fixed ? fixed_ids[i] : static_cast<int64_t>(rng.uniform(num_rows));
         c = col_fixed ? fixed_ids[i] : static_cast<int64_t>(rng.uniform(num_cols));
+        if (!row_in_bounds(ptr[r], ptr[r + 1], indices.numel())) {
+          bad_row.note(i);
+          break;
+        }
         if (!std::binary_search(idx + ptr[r], idx + ptr[r + 1], static_cast<index_t>(c))) {
           ok[i] = 1;
           break;
@@ -36,6 +43,10 @@ void draw_negatives(const at::Tensor& indptr, const at::Tensor& indices, const i
       c_out[i] = c;
     }
   });
+  if (bad_row.any()) {
+    const int64_t r = r_out[bad_row.position()];
+    raise_bad_row(r, ptr[r], ptr[r + 1], indices.numel());
+  }
 }
 
 }  // namespace

@@ -62,7 +62,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_typed(
   const kernels::CsrView<index_t> g{
       indptr.data_ptr<index_t>(), indices.data_ptr<index_t>(),
       edge_ids.has_value() ? edge_ids->data_ptr<int64_t>() : nullptr,
-      edge_weights.has_value() ? edge_weights->data_ptr<float>() : nullptr};
+      edge_weights.has_value() ? edge_weights->data_ptr<float>() : nullptr, indices.numel()};
   return draw_all(
       draws::HopDraws<index_t>(g, seeds.data_ptr<int64_t>(), seeds.numel(), k, replace, rng_seed));
 }
@@ -99,13 +99,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_partitioned_kern
   const std::vector<int64_t> rng(rng_seeds.begin(), rng_seeds.end());
   return AT_DISPATCH_INDEX_TYPES(topologies.dtype, "sample_neighbors_partitioned", [&] {
     std::vector<kernels::CsrView<index_t>> views(topologies.parts.size(),
-                                                 {nullptr, nullptr, nullptr, nullptr});
+                                                 {nullptr, nullptr, nullptr, nullptr, 0});
     for (size_t p = 0; p < views.size(); ++p) {
       const auto& t = topologies.parts[p];
       if (t.num_rows < 0) continue;
       views[p] = {t.indptr.data_ptr<index_t>(), t.indices.data_ptr<index_t>(),
                   t.edge_ids.has_value() ? t.edge_ids->data_ptr<int64_t>() : nullptr,
-                  t.edge_weights.has_value() ? t.edge_weights->data_ptr<float>() : nullptr};
+                  t.edge_weights.has_value() ? t.edge_weights->data_ptr<float>() : nullptr,
+                  t.indices.numel()};
     }
     return draw_all(draws::HopDraws<index_t>(std::move(views), seed_parts.part.data(),
                                              seed_parts.stream.data(), seed_t.data_ptr<int64_t>(),

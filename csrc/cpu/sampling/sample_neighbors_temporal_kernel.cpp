@@ -20,7 +20,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_temporal_typed(
   const kernels::CsrView<index_t> g{
       indptr.data_ptr<index_t>(), indices.data_ptr<index_t>(),
       edge_ids.has_value() ? edge_ids->data_ptr<int64_t>() : nullptr,
-      edge_weights.has_value() ? edge_weights->data_ptr<float>() : nullptr};
+      edge_weights.has_value() ? edge_weights->data_ptr<float>() : nullptr, indices.numel()};
   const draws::TemporalWindow<index_t, stamp_t> window{
       g.indptr, edge_time.data_ptr<stamp_t>(),
       row_max_time.has_value() ? row_max_time->data_ptr<stamp_t>() : nullptr,

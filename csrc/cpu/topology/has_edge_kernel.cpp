@@ -19,14 +19,23 @@ at::Tensor has_edge_kernel(const at::Tensor& indptr, const at::Tensor& indices,
   AT_DISPATCH_INDEX_TYPES(indptr.scalar_type(), "has_edge", [&] {
     const index_t* ptr = indptr.data_ptr<index_t>();
     const index_t* idx = indices.data_ptr<index_t>();
+    FirstBad bad_row;
     glt::cpu::parallel_for(0, rows.numel(), 4096, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
+        const int64_t first = ptr[r[i]], last = ptr[r[i] + 1];
+        if (!row_in_bounds(first, last, indices.numel())) {
+          bad_row.note(i);
+          continue;
+        }
         // Entries are below 2^31 when index_t is int32: a larger col is no edge.
-        found[i] =
-            c[i] == static_cast<index_t>(c[i]) &&
-            std::binary_search(idx + ptr[r[i]], idx + ptr[r[i] + 1], static_cast<index_t>(c[i]));
+        found[i] = c[i] == static_cast<index_t>(c[i]) &&
+                   std::binary_search(idx + first, idx + last, static_cast<index_t>(c[i]));
       }
     });
+    if (bad_row.any()) {
+      const int64_t row = r[bad_row.position()];
+      raise_bad_row(row, ptr[row], ptr[row + 1], indices.numel());
+    }
   });
   return out;
 }

@@ -23,15 +23,24 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> induced_subgraph_typed(const at::
   const auto options = node_t.options();
 
   std::vector<int64_t> offsets(n + 1, 0);
+  FirstBad bad_row;
   glt::cpu::parallel_for(0, n, 256, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const int64_t v = node[i];
       if (v >= num_rows) continue;
+      if (!row_in_bounds(ptr[v], ptr[v + 1], indices.numel())) {
+        bad_row.note(i);
+        continue;
+      }
       int64_t cnt = 0;
       for (int64_t p = ptr[v]; p < ptr[v + 1]; ++p) cnt += local.find(idx[p]) >= 0;
       offsets[i + 1] = cnt;
     }
   });
+  if (bad_row.any()) {
+    const int64_t v = node[bad_row.position()];
+    raise_bad_row(v, ptr[v], ptr[v + 1], indices.numel());
+  }
   for (int64_t i = 0; i < n; ++i) offsets[i + 1] += offsets[i];
   const int64_t total = offsets[n];
   auto rows = at::empty({total}, options);
