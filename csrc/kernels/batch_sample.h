@@ -363,10 +363,7 @@ class BatchSampling {
     AT_DISPATCH_INDEX_TYPES(indptr.scalar_type(), "sample_batch", [&] {
       const auto& ids = plan_.edge_ids[r];
       const auto& weights = plan_.edge_weights[r];
-      const CsrView<index_t> g{indptr.data_ptr<index_t>(), indices.data_ptr<index_t>(),
-                               ids.has_value() ? ids->data_ptr<int64_t>() : nullptr,
-                               weights.has_value() ? weights->data_ptr<float>() : nullptr,
-                               indices.numel()};
+      const CsrView<index_t> g = csr_view<index_t>(indptr, indices, ids, weights);
       count_bounded(backend_, g, rows_of_[r], indices.numel(), seeds, plan_.fanouts[r],
                     plan_.replace, hop);
       draw_bounded(backend_, g, seeds, plan_.fanouts[r], plan_.replace, bounds_.draws[r], out,

@@ -266,10 +266,7 @@ class InducerImpl {
     const SeedRange seeds = seed_range(src, seed_local);
     int64_t bound = 0;
     AT_DISPATCH_INDEX_TYPES(indptr.scalar_type(), "sample_induce_next", [&] {
-      const CsrView<index_t> g{indptr.data_ptr<index_t>(), indices.data_ptr<index_t>(),
-                               edge_ids.has_value() ? edge_ids->data_ptr<int64_t>() : nullptr,
-                               edge_weights.has_value() ? edge_weights->data_ptr<float>() : nullptr,
-                               indices.numel()};
+      const CsrView<index_t> g = csr_view<index_t>(indptr, indices, edge_ids, edge_weights);
       count_bounded(backend_, g, num_rows, indices.numel(), seeds, fanout, replace, hop);
       record_total(backend_, hop);
       // All neighbors (fanout -1): no bound ahead, the total is read here.

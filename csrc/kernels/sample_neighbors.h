@@ -29,6 +29,16 @@ struct CsrView {
   int64_t num_entries;      // of indices: where a row's entries may lie (row_in_bounds)
 };
 
+// The view of a topology's tensors (edge ids and weights where given).
+template <typename index_t>
+CsrView<index_t> csr_view(const at::Tensor& indptr, const at::Tensor& indices,
+                          const std::optional<at::Tensor>& edge_ids,
+                          const std::optional<at::Tensor>& edge_weights) {
+  return {indptr.data_ptr<index_t>(), indices.data_ptr<index_t>(),
+          edge_ids.has_value() ? edge_ids->data_ptr<int64_t>() : nullptr,
+          edge_weights.has_value() ? edge_weights->data_ptr<float>() : nullptr, indices.numel()};
+}
+
 template <typename index_t>
 GLT_HOST_DEVICE int64_t positive_degree(const CsrView<index_t>& g, int64_t begin, int64_t end) {
   int64_t n = 0;
@@ -241,9 +251,7 @@ struct OneTopology {
   OneTopology(const at::Tensor& indptr, const at::Tensor& indices,
               const std::optional<at::Tensor>& edge_ids,
               const std::optional<at::Tensor>& edge_weights, int64_t rng_seed)
-      : g{indptr.data_ptr<index_t>(), indices.data_ptr<index_t>(),
-          edge_ids.has_value() ? edge_ids->data_ptr<int64_t>() : nullptr,
-          edge_weights.has_value() ? edge_weights->data_ptr<float>() : nullptr, indices.numel()},
+      : g(csr_view<index_t>(indptr, indices, edge_ids, edge_weights)),
         key(static_cast<uint64_t>(rng_seed)) {}
 
   GLT_HOST_DEVICE SeedSource<index_t> operator()(int64_t i) const {

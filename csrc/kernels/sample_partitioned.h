@@ -56,10 +56,7 @@ at::Tensor partition_table(const Backend& backend, const PartitionTopologies& to
     entries[p] = {{nullptr, nullptr, nullptr, nullptr, 0}, t.num_rows,
                   static_cast<uint64_t>(rng_seeds[p])};
     if (t.num_rows < 0) continue;
-    entries[p].g = {t.indptr.data_ptr<index_t>(), t.indices.data_ptr<index_t>(),
-                    t.edge_ids.has_value() ? t.edge_ids->data_ptr<int64_t>() : nullptr,
-                    t.edge_weights.has_value() ? t.edge_weights->data_ptr<float>() : nullptr,
-                    t.indices.numel()};
+    entries[p].g = csr_view<index_t>(t.indptr, t.indices, t.edge_ids, t.edge_weights);
   }
   auto host = at::empty({static_cast<int64_t>(num * sizeof(PartitionEntry<index_t>))}, at::kByte);
   std::memcpy(host.data_ptr(), entries.data(), host.numel());

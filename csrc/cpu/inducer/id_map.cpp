@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdlib>
 #include <memory>
+#include <thread>
 
 #include "checks.h"
 #include "cpu/inducer/id_map.h"
@@ -18,14 +19,15 @@ constexpr int kInitialBits = 10;
 // An absent id in a dense map: below every claim -1 - i (i < INT32_MAX) and
 // every local id.
 constexpr int32_t kAbsent = INT32_MIN;
-// Keys per chunk of a parallel dense insert; chunks, not threads, fix the
-// order in which new ids are handed out.
+// Keys per chunk of a parallel insert; chunks, not threads, fix the order in
+// which new ids are handed out.
 constexpr int64_t kInsertChunk = 16384;
-// What a dense insert needs to run in parallel: it takes four passes (two of
-// them random reads of the map) where one thread takes one, and each pass
-// wakes the threads. At 2 threads one pass, overlapped with the draws, is
-// faster (measured: 1.7x); from how many threads the parallel one is, the
-// machine says: GLT_PARALLEL_INSERT_THREADS (read once) moves the default.
+// What an insert needs to run in parallel: it takes four passes (two of them
+// random reads of the map) where one thread takes one, and each pass wakes
+// the threads. At 2 threads one pass, overlapped with the draws, is faster
+// (measured on an id-indexed map: 1.7x); from how many threads the parallel
+// one is, the machine says: GLT_PARALLEL_INSERT_THREADS (read once) moves
+// the default, for either kind of map.
 constexpr int64_t kMinParallelPositions = 32768;
 constexpr int kDefaultParallelInsertThreads = 4;
 
@@ -38,6 +40,7 @@ int parallel_insert_threads() {
   return threads;
 }
 constexpr int64_t kPrefetchAhead = 16;
+constexpr int kSpinsBeforeYield = 64;
 // The one-pass insert reads nothing else: it can keep more misses in flight
 // (measured: 64 over 32, +4% batches/s at 1 and 2 threads; 128 no more).
 constexpr int64_t kInsertPrefetchAhead = 64;
@@ -65,7 +68,7 @@ void KeyLog::reserve(int64_t n) {
 }
 
 IdMap::IdMap()
-    : slots_(1 << kInitialBits, Slot{0, 0, 0}),
+    : slots_(1 << kInitialBits, Slot{0, 0}),
       mask_((1 << kInitialBits) - 1),
       shift_(64 - kInitialBits),
       size_(0) {}
@@ -105,15 +108,15 @@ int64_t IdMap::insert(int64_t key, bool* inserted) {
   uint64_t i = slot(key);
   while (true) {
     Slot& slot = slots_[i];
-    if (slot.generation != generation_) {
-      slot = Slot{key, static_cast<int32_t>(size_), generation_};
+    if (slot.generation() != generation_) {
+      slot = Slot{key, Slot::pack(size_, generation_)};
       inserted_.push_back(key);
       *inserted = true;
       return size_++;
     }
     if (slot.key == key) {
       *inserted = false;
-      return slot.val;
+      return slot.val();
     }
     i = (i + 1) & mask_;
   }
@@ -128,8 +131,8 @@ int64_t IdMap::find(int64_t key) const {
   uint64_t i = slot(key);
   while (true) {
     const Slot& slot = slots_[i];
-    if (slot.generation != generation_) return -1;
-    if (slot.key == key) return slot.val;
+    if (slot.generation() != generation_) return -1;
+    if (slot.key == key) return slot.val();
     i = (i + 1) & mask_;
   }
 }
@@ -163,19 +166,7 @@ void IdMap::check_keys(const int64_t* keys, int64_t n) const {
 }
 
 bool IdMap::inserts_in_parallel(int64_t n) const {
-  return !dense_.empty() && kernel_threads() >= parallel_insert_threads() &&
-         n >= kMinParallelPositions;
-}
-
-void IdMap::insert_all(const int64_t* keys, int64_t n, int64_t* local) {
-  // Checked before anything is written: a claim left behind by a parallel
-  // insert would outlive reset().
-  check_keys(keys, n);
-  if (inserts_in_parallel(n)) {
-    insert_all_parallel(keys, n, local);
-  } else {
-    insert_in_order(keys, n, local);
-  }
+  return kernel_threads() >= parallel_insert_threads() && n >= kMinParallelPositions;
 }
 
 void IdMap::insert_in_order(const int64_t* keys, int64_t n, int64_t* local) {
@@ -197,14 +188,14 @@ void IdMap::insert_in_order(const int64_t* keys, int64_t n, int64_t* local) {
       const int64_t key = keys[i];
       for (uint64_t j = slot(key);; j = (j + 1) & mask_) {
         Slot& entry = table[j];
-        if (entry.generation != generation) {
-          entry = Slot{key, static_cast<int32_t>(size_ + num_fresh), generation};
+        if (entry.generation() != generation) {
+          entry = Slot{key, Slot::pack(size_ + num_fresh, generation)};
           local[i] = size_ + num_fresh;
           fresh_keys[num_fresh++] = key;
           break;
         }
         if (entry.key == key) {
-          local[i] = entry.val;
+          local[i] = entry.val();
           break;
         }
       }
@@ -237,21 +228,16 @@ void IdMap::insert_in_order(const int64_t* keys, int64_t n, int64_t* local) {
 // local id, or its claimant, and each chunk of positions counts its
 // claimants; (3) claimants take consecutive local ids, chunk by chunk in
 // order, so ids follow first appearance; (4) the later positions of a new id
-// read it from their claimant.
-void IdMap::insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local) {
+// read it from their claimant. `claims` says where an id's claim lies:
+// claim(i) makes position i's, held(i) reads what its id holds, assign(i, v)
+// gives its id the local id v.
+template <typename Claims>
+void IdMap::insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local, Claims& claims) {
   TORCH_CHECK_VALUE(n < INT32_MAX && size_ + n < INT32_MAX, "too many nodes in one batch");
-  int32_t* map = dense_.data();
   glt::cpu::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      if (i + kPrefetchAhead < end) __builtin_prefetch(&map[keys[i + kPrefetchAhead]], 1);
-      // The GCC/Clang atomic builtins, not C++20's std::atomic_ref: the
-      // extension builds as C++17 against a torch before 2.13.
-      int32_t* slot = &map[keys[i]];
-      const int32_t mine = static_cast<int32_t>(-1 - i);
-      int32_t held = __atomic_load_n(slot, __ATOMIC_RELAXED);
-      while (held < mine && !__atomic_compare_exchange_n(slot, &held, mine, /*weak=*/true,
-                                                         __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-      }
+      if (i + kPrefetchAhead < end) claims.prefetch(i + kPrefetchAhead);
+      claims.claim(i);
     }
   });
   const int64_t num_chunks = (n + kInsertChunk - 1) / kInsertChunk;
@@ -262,26 +248,26 @@ void IdMap::insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local) 
       }
     });
   };
-  std::vector<int64_t> claims(num_chunks + 1, 0);
+  std::vector<int64_t> counts(num_chunks + 1, 0);
   for_chunks([&](int64_t ch, int64_t lo, int64_t hi) {
     int64_t count = 0;
     for (int64_t i = lo; i < hi; ++i) {
-      if (i + kPrefetchAhead < hi) __builtin_prefetch(&map[keys[i + kPrefetchAhead]]);
-      local[i] = map[keys[i]];
+      if (i + kPrefetchAhead < hi) claims.prefetch_held(i + kPrefetchAhead);
+      local[i] = claims.held(i);
       count += local[i] == -1 - i;
     }
-    claims[ch + 1] = count;
+    counts[ch + 1] = count;
   });
-  for (int64_t ch = 0; ch < num_chunks; ++ch) claims[ch + 1] += claims[ch];
-  const int64_t num_fresh = claims[num_chunks];
+  for (int64_t ch = 0; ch < num_chunks; ++ch) counts[ch + 1] += counts[ch];
+  const int64_t num_fresh = counts[num_chunks];
   int64_t* fresh_keys = inserted_.extend(num_fresh);
   const int64_t base = size_;
   for_chunks([&](int64_t ch, int64_t lo, int64_t hi) {
-    int64_t rank = claims[ch];
+    int64_t rank = counts[ch];
     for (int64_t i = lo; i < hi; ++i) {
       if (local[i] != -1 - i) continue;
       local[i] = base + rank;
-      map[keys[i]] = static_cast<int32_t>(base + rank);
+      claims.assign(i, base + rank);
       fresh_keys[rank++] = keys[i];
     }
   });
@@ -293,6 +279,94 @@ void IdMap::insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local) 
   size_ += num_fresh;
 }
 
+// The claims of an id-indexed map: each id's entry.
+struct IdMap::DenseClaims {
+  int32_t* map;
+  const int64_t* keys;
+
+  void prefetch(int64_t i) const { __builtin_prefetch(&map[keys[i]], 1); }
+  void prefetch_held(int64_t i) const { __builtin_prefetch(&map[keys[i]]); }
+  void claim(int64_t i) const {
+    // The GCC/Clang atomic builtins, not C++20's std::atomic_ref: the
+    // extension builds as C++17 against a torch before 2.13.
+    int32_t* slot = &map[keys[i]];
+    const int32_t mine = static_cast<int32_t>(-1 - i);
+    int32_t held = __atomic_load_n(slot, __ATOMIC_RELAXED);
+    while (held < mine && !__atomic_compare_exchange_n(slot, &held, mine, /*weak=*/true,
+                                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+  }
+  int64_t held(int64_t i) const { return map[keys[i]]; }
+  void assign(int64_t i, int64_t v) const { map[keys[i]] = static_cast<int32_t>(v); }
+};
+
+// The claims of the hash table: each key's slot, found or taken by
+// claim_slot, and kept per position.
+struct IdMap::HashedClaims {
+  IdMap* ids;
+  const int64_t* keys;
+  Slot* table;
+  uint32_t generation;
+  std::unique_ptr<uint64_t[]> slot;  // of each position
+
+  void prefetch(int64_t i) const { __builtin_prefetch(&table[ids->slot(keys[i])], 1); }
+  void prefetch_held(int64_t i) const { __builtin_prefetch(&table[slot[i]]); }
+  void claim(int64_t i) { slot[i] = ids->claim_slot(keys[i], i); }
+  int64_t held(int64_t i) const { return table[slot[i]].val(); }
+  void assign(int64_t i, int64_t v) { table[slot[i]].meta = Slot::pack(v, generation); }
+};
+
+uint64_t IdMap::claim_slot(int64_t key, int64_t i) {
+  // kTaking: a slot a thread has taken and not yet written its key into.
+  constexpr int32_t kTaking = INT32_MIN;  // below every claim -1 - i (i < INT32_MAX)
+  const int32_t mine = static_cast<int32_t>(-1 - i);
+  uint64_t j = slot(key);
+  while (true) {
+    Slot& entry = slots_[j];
+    uint64_t meta = __atomic_load_n(&entry.meta, __ATOMIC_ACQUIRE);
+    if (Slot::generation_of(meta) != generation_) {  // empty: take it for this key
+      if (!__atomic_compare_exchange_n(&entry.meta, &meta, Slot::pack(kTaking, generation_),
+                                       /*weak=*/false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        continue;  // taken meanwhile: look at it again
+      }
+      __atomic_store_n(&entry.key, key, __ATOMIC_RELAXED);
+      __atomic_store_n(&entry.meta, Slot::pack(mine, generation_), __ATOMIC_RELEASE);
+      return j;
+    }
+    // Its key comes in the taker's next store (which may wait for a core).
+    for (int spins = 0; Slot::val_of(meta) == kTaking; ++spins) {
+      if (spins >= kSpinsBeforeYield) std::this_thread::yield();
+      meta = __atomic_load_n(&entry.meta, __ATOMIC_ACQUIRE);
+    }
+    if (__atomic_load_n(&entry.key, __ATOMIC_RELAXED) == key) {
+      // This key's slot: keep the largest claim (a known id, >= 0, above all).
+      while (Slot::val_of(meta) < mine &&
+             !__atomic_compare_exchange_n(&entry.meta, &meta, Slot::pack(mine, generation_),
+                                          /*weak=*/true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+      }
+      return j;
+    }
+    j = (j + 1) & mask_;
+  }
+}
+
+void IdMap::insert_all(const int64_t* keys, int64_t n, int64_t* local) {
+  // Checked before anything is written: a claim left behind by a parallel
+  // insert would outlive reset().
+  check_keys(keys, n);
+  if (!inserts_in_parallel(n)) {
+    insert_in_order(keys, n, local);
+  } else if (!dense_.empty()) {
+    DenseClaims claims{dense_.data(), keys};
+    insert_all_parallel(keys, n, local, claims);
+  } else {
+    reserve(size_ + n);  // no slot moves while the threads claim them
+    std::unique_ptr<uint64_t[]> slot_of_position(new uint64_t[n]);  // not zeroed
+    HashedClaims claims{this, keys, slots_.data(), generation_, std::move(slot_of_position)};
+    insert_all_parallel(keys, n, local, claims);
+  }
+}
+
 void IdMap::reserve(int64_t n) {
   inserted_.reserve(n);
   if (!dense_.empty()) return;
@@ -300,15 +374,15 @@ void IdMap::reserve(int64_t n) {
 }
 
 void IdMap::grow() {
-  RandomReadArray<Slot> old(slots_.size() * 2, Slot{0, 0, 0});
+  RandomReadArray<Slot> old(slots_.size() * 2, Slot{0, 0});
   old.swap(slots_);
   mask_ = slots_.size() - 1;
   --shift_;
   size_regions();
   for (const Slot& old_slot : old) {
-    if (old_slot.generation != generation_) continue;
+    if (old_slot.generation() != generation_) continue;
     uint64_t i = slot(old_slot.key);
-    while (slots_[i].generation == generation_) i = (i + 1) & mask_;
+    while (slots_[i].generation() == generation_) i = (i + 1) & mask_;
     slots_[i] = old_slot;
   }
 }
@@ -333,7 +407,7 @@ void IdMap::clear() {
     // A new generation empties every slot; only when it wraps are they
     // written (to generation 0, which is never current).
     if (++generation_ == 0) {
-      std::fill(slots_.begin(), slots_.end(), Slot{0, 0, 0});
+      std::fill(slots_.begin(), slots_.end(), Slot{0, 0});
       generation_ = 1;
     }
   }

@@ -83,14 +83,33 @@ class IdMap {
   }
   // The region size of a group (grouped keys), from the table's size.
   void size_regions();
-  void insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local);
+  // insert_all on many threads (cpu/inducer/id_map.cpp): the positions claim
+  // their ids through `claims`, an id-indexed map's or the hash table's.
+  template <typename Claims>
+  void insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local, Claims& claims);
+  struct DenseClaims;
+  struct HashedClaims;
+  // The hash table's slot of `key`, found or taken for it by position i
+  // (a claim -1 - i, the lowest position's kept) while other threads do the
+  // same; the table has room for every key.
+  uint64_t claim_slot(int64_t key, int64_t i);
   // A hash table slot: a key and its local id side by side, so that a probe
   // reads one cache line, and the generation (clear()) that wrote it: a slot
   // of an older generation is empty, so clearing the table writes nothing.
+  // The id and the generation share one word, which claim_slot updates
+  // atomically.
   struct Slot {
     int64_t key;
-    int32_t val;
-    uint32_t generation;
+    uint64_t meta;  // the local id (int32) in the low half, the generation in the high
+    static uint64_t pack(int64_t val, uint32_t generation) {
+      return static_cast<uint32_t>(static_cast<int32_t>(val)) | uint64_t{generation} << 32;
+    }
+    static int32_t val_of(uint64_t meta) {
+      return static_cast<int32_t>(static_cast<uint32_t>(meta));
+    }
+    static uint32_t generation_of(uint64_t meta) { return static_cast<uint32_t>(meta >> 32); }
+    int32_t val() const { return val_of(meta); }
+    uint32_t generation() const { return generation_of(meta); }
   };
   // Both maps on huge pages (cpu/runtime/huge_pages.h): they are read at
   // random.

@@ -183,11 +183,8 @@ Inducer::sample_induce_next(const std::vector<int64_t>& src_types,
     for (size_t e = 0; e < num_requests; ++e) {
       const CheckedRequest& r = requests[e];
       AT_DISPATCH_INDEX_TYPES(indptrs[e].scalar_type(), "sample_induce_next", [&] {
-        const kernels::CsrView<index_t> g{
-            indptrs[e].data_ptr<index_t>(), indices[e].data_ptr<index_t>(),
-            edge_ids[e].has_value() ? edge_ids[e]->data_ptr<int64_t>() : nullptr,
-            edge_weights[e].has_value() ? edge_weights[e]->data_ptr<float>() : nullptr,
-            indices[e].numel()};
+        const auto g =
+            kernels::csr_view<index_t>(indptrs[e], indices[e], edge_ids[e], edge_weights[e]);
         auto draw_and_insert = [&](draws::HopDraws<index_t>& hop) {
           const at::Tensor row = extended(r.row_prefix, hop.total());
           const at::Tensor col = extended(r.col_prefix, hop.total());

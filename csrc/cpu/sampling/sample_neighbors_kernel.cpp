@@ -59,10 +59,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_typed(
     const at::Tensor& indptr, const at::Tensor& indices, const std::optional<at::Tensor>& edge_ids,
     const std::optional<at::Tensor>& edge_weights, const at::Tensor& seeds, int64_t k, bool replace,
     int64_t rng_seed) {
-  const kernels::CsrView<index_t> g{
-      indptr.data_ptr<index_t>(), indices.data_ptr<index_t>(),
-      edge_ids.has_value() ? edge_ids->data_ptr<int64_t>() : nullptr,
-      edge_weights.has_value() ? edge_weights->data_ptr<float>() : nullptr, indices.numel()};
+  const auto g = kernels::csr_view<index_t>(indptr, indices, edge_ids, edge_weights);
   return draw_all(
       draws::HopDraws<index_t>(g, seeds.data_ptr<int64_t>(), seeds.numel(), k, replace, rng_seed));
 }
@@ -103,10 +100,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_partitioned_kern
     for (size_t p = 0; p < views.size(); ++p) {
       const auto& t = topologies.parts[p];
       if (t.num_rows < 0) continue;
-      views[p] = {t.indptr.data_ptr<index_t>(), t.indices.data_ptr<index_t>(),
-                  t.edge_ids.has_value() ? t.edge_ids->data_ptr<int64_t>() : nullptr,
-                  t.edge_weights.has_value() ? t.edge_weights->data_ptr<float>() : nullptr,
-                  t.indices.numel()};
+      views[p] = kernels::csr_view<index_t>(t.indptr, t.indices, t.edge_ids, t.edge_weights);
     }
     return draw_all(draws::HopDraws<index_t>(std::move(views), seed_parts.part.data(),
                                              seed_parts.stream.data(), seed_t.data_ptr<int64_t>(),

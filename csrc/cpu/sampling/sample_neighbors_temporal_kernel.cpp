@@ -17,10 +17,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_temporal_typed(
     const std::optional<at::Tensor>& edge_weights, const at::Tensor& edge_time,
     const at::Tensor& seeds, const at::Tensor& seed_time, int64_t k, bool replace, bool last,
     int64_t rng_seed, const std::optional<at::Tensor>& row_max_time) {
-  const kernels::CsrView<index_t> g{
-      indptr.data_ptr<index_t>(), indices.data_ptr<index_t>(),
-      edge_ids.has_value() ? edge_ids->data_ptr<int64_t>() : nullptr,
-      edge_weights.has_value() ? edge_weights->data_ptr<float>() : nullptr, indices.numel()};
+  const auto g = kernels::csr_view<index_t>(indptr, indices, edge_ids, edge_weights);
   const draws::TemporalWindow<index_t, stamp_t> window{
       g.indptr, edge_time.data_ptr<stamp_t>(),
       row_max_time.has_value() ? row_max_time->data_ptr<stamp_t>() : nullptr,
