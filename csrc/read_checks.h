@@ -52,6 +52,13 @@ inline void check_rows_read(const at::Tensor& flags, const at::Tensor& rows,
   raise_bad_row(row, indptr[row].item<int64_t>(), indptr[row + 1].item<int64_t>(), num_entries);
 }
 
+// The error of row `row` of `indptr` (host memory), its entries outside
+// indices' num_entries.
+template <typename index_t>
+void raise_bad_row(const index_t* indptr, int64_t row, int64_t num_entries) {
+  raise_bad_row(row, indptr[row], indptr[row + 1], num_entries);
+}
+
 // The lowest position at which a parallel loop met an input it could not
 // use, for the loop to raise once it ends.
 class FirstBad {

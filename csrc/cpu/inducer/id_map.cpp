@@ -305,15 +305,14 @@ struct IdMap::DenseClaims {
 struct IdMap::HashedClaims {
   IdMap* ids;
   const int64_t* keys;
-  Slot* table;
-  uint32_t generation;
   std::unique_ptr<uint64_t[]> slot;  // of each position
 
-  void prefetch(int64_t i) const { __builtin_prefetch(&table[ids->slot(keys[i])], 1); }
-  void prefetch_held(int64_t i) const { __builtin_prefetch(&table[slot[i]]); }
+  Slot& entry(int64_t i) const { return ids->slots_[slot[i]]; }
+  void prefetch(int64_t i) const { __builtin_prefetch(&ids->slots_[ids->slot(keys[i])], 1); }
+  void prefetch_held(int64_t i) const { __builtin_prefetch(&entry(i)); }
   void claim(int64_t i) { slot[i] = ids->claim_slot(keys[i], i); }
-  int64_t held(int64_t i) const { return table[slot[i]].val(); }
-  void assign(int64_t i, int64_t v) { table[slot[i]].meta = Slot::pack(v, generation); }
+  int64_t held(int64_t i) const { return entry(i).val(); }
+  void assign(int64_t i, int64_t v) const { entry(i).meta = Slot::pack(v, ids->generation_); }
 };
 
 uint64_t IdMap::claim_slot(int64_t key, int64_t i) {
@@ -361,8 +360,7 @@ void IdMap::insert_all(const int64_t* keys, int64_t n, int64_t* local) {
     insert_all_parallel(keys, n, local, claims);
   } else {
     reserve(size_ + n);  // no slot moves while the threads claim them
-    std::unique_ptr<uint64_t[]> slot_of_position(new uint64_t[n]);  // not zeroed
-    HashedClaims claims{this, keys, slots_.data(), generation_, std::move(slot_of_position)};
+    HashedClaims claims{this, keys, std::unique_ptr<uint64_t[]>(new uint64_t[n])};  // not zeroed
     insert_all_parallel(keys, n, local, claims);
   }
 }

@@ -275,8 +275,7 @@ class HopDraws {
     });
     if (bad_row.any()) {
       const int64_t i = bad_row.position();
-      const auto& g = view(i);
-      raise_bad_row(seeds[i], g.indptr[seeds[i]], g.indptr[seeds[i] + 1], g.num_entries);
+      raise_bad_row(view(i).indptr, seeds[i], view(i).num_entries);
     }
     for (int64_t i = 0; i < num_seeds_; ++i) offsets_[i + 1] = offsets_[i] + cnt[i];
     nbrs = at::empty({total()}, at::kLong);

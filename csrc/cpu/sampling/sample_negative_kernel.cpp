@@ -43,10 +43,7 @@ void draw_negatives(const at::Tensor& indptr, const at::Tensor& indices, const i
       c_out[i] = c;
     }
   });
-  if (bad_row.any()) {
-    const int64_t r = r_out[bad_row.position()];
-    raise_bad_row(r, ptr[r], ptr[r + 1], indices.numel());
-  }
+  if (bad_row.any()) raise_bad_row(ptr, r_out[bad_row.position()], indices.numel());
 }
 
 }  // namespace

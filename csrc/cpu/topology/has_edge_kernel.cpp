@@ -32,10 +32,7 @@ at::Tensor has_edge_kernel(const at::Tensor& indptr, const at::Tensor& indices,
                    std::binary_search(idx + first, idx + last, static_cast<index_t>(c[i]));
       }
     });
-    if (bad_row.any()) {
-      const int64_t row = r[bad_row.position()];
-      raise_bad_row(row, ptr[row], ptr[row + 1], indices.numel());
-    }
+    if (bad_row.any()) raise_bad_row(ptr, r[bad_row.position()], indices.numel());
   });
   return out;
 }

@@ -37,10 +37,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> induced_subgraph_typed(const at::
       offsets[i + 1] = cnt;
     }
   });
-  if (bad_row.any()) {
-    const int64_t v = node[bad_row.position()];
-    raise_bad_row(v, ptr[v], ptr[v + 1], indices.numel());
-  }
+  if (bad_row.any()) raise_bad_row(ptr, node[bad_row.position()], indices.numel());
   for (int64_t i = 0; i < n; ++i) offsets[i + 1] += offsets[i];
   const int64_t total = offsets[n];
   auto rows = at::empty({total}, options);
