@@ -7,6 +7,7 @@ import ctypes
 import mmap
 import os
 import re
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -117,6 +118,37 @@ def test_the_inducers_id_indexed_map_lies_on_huge_pages():
   assert inducer.init_nodes([torch.tensor([9_999_999, 3])])[0].tolist() == [9_999_999, 3]
 
 
+SPLIT_COUNTERS = ('thp_split_pmd', 'thp_split_page', 'thp_migration_split', 'thp_swpout_fallback')
+
+
+def huge_page_splits() -> int:
+  """The huge pages the kernel has split so far, machine-wide (reclaim,
+  swap, NUMA migration, any process's partial unmap): /proc/vmstat's
+  counters."""
+  path = Path('/proc/vmstat')
+  if not path.exists():
+    return 0
+  counts = dict(line.split() for line in path.read_text().splitlines())
+  return sum(int(counts.get(name, 0)) for name in SPLIT_COUNTERS)
+
+
+def collapsed_and_held(t: torch.Tensor, move) -> tuple:
+  """Runs ``move`` (a collapse of ``t``) and returns the bytes it says it
+  moved, the bytes of huge pages under ``t`` just after, and how many huge
+  pages the kernel split meanwhile anywhere."""
+  splits = huge_page_splits()
+  moved = move()
+  return moved, huge_kb(t) << 10, huge_page_splits() - splits
+
+
+def skip_where_the_kernel_split_pages_meanwhile(held: int, moved: int, splits: int):
+  """Skips where fewer bytes lie on huge pages than were moved and the
+  kernel split huge pages in between: a page the kernel splits after it
+  moved it (reclaim, migration) is the kernel's doing, not a miscount."""
+  if held < moved and splits > 0:
+    pytest.skip(f'the kernel split {splits} huge pages while the test read them back')
+
+
 def collapse_works() -> bool:
   """Whether this kernel moves a private table onto huge pages in place."""
   return THP.exists() and ops.collapse_huge_pages(torch.ones(2 << 20)) > 0
@@ -129,14 +161,15 @@ def test_a_cpu_feature_table_is_moved_onto_huge_pages_in_place(monkeypatch):
   reported = {}
 
   def spied_collapse(t, name):
-    reported[t.data_ptr()] = collapse(t, name)
-    return reported[t.data_ptr()]
+    reported[t.data_ptr()] = collapsed_and_held(t, lambda: collapse(t, name))
+    return reported[t.data_ptr()][0]
 
   monkeypatch.setattr(feature_module, 'collapse', spied_collapse)
   feature = glt.data.Feature(table, with_gpu=False)
   assert feature.feature_tensor.data_ptr() == address and torch.equal(table, values)
-  moved = reported[address]
-  assert huge_kb(table) << 10 >= moved  # what it says it moved lies on huge pages
+  moved, held, splits = reported[address]
+  skip_where_the_kernel_split_pages_meanwhile(held, moved, splits)
+  assert held >= moved  # what it says it moved lies on huge pages
   ids = torch.randint(0, 100_000, (5_000,))
   assert torch.equal(feature[ids], values[ids])
   if moved < whole_huge_pages(table):  # the kernel's free huge pages, not ours
@@ -153,7 +186,10 @@ def test_collapse_counts_what_the_kernel_moved_where_it_moves_a_part():
   region.madvise(mmap.MADV_NOHUGEPAGE, offset + 5 * huge, 3 * huge)  # refused there
   table = torch.frombuffer(region, dtype=torch.float32, offset=offset, count=8 * huge // 4)
   table.fill_(1)
-  assert ops.collapse_huge_pages(table) == 5 * huge == huge_kb(table) << 10
+  moved, held, splits = collapsed_and_held(table, partial(ops.collapse_huge_pages, table))
+  assert moved == 5 * huge
+  skip_where_the_kernel_split_pages_meanwhile(held, moved, splits)
+  assert held == moved
   del table
 
 
