@@ -22,12 +22,13 @@ constexpr int32_t kAbsent = INT32_MIN;
 // Keys per chunk of a parallel insert; chunks, not threads, fix the order in
 // which new ids are handed out.
 constexpr int64_t kInsertChunk = 16384;
-// What an insert needs to run in parallel: it takes four passes (two of them
-// random reads of the map) where one thread takes one, and each pass wakes
-// the threads. At 2 threads one pass, overlapped with the draws, is faster
-// (measured on an id-indexed map: 1.7x); from how many threads the parallel
-// one is, the machine says: GLT_PARALLEL_INSERT_THREADS (read once) moves
-// the default, for either kind of map.
+// What an insert needs to run in parallel: it takes three passes (two of
+// them random reads of the map) where one thread takes one, about 2.3x the
+// work, and each pass wakes the threads. At 2 threads one pass, overlapped
+// with the draws, is as fast (measured on an id-indexed map, products-size
+// batches: 88-93 batches/s either way); from how many threads the parallel
+// one is faster, the machine says: GLT_PARALLEL_INSERT_THREADS (read once)
+// moves the default, for either kind of map.
 constexpr int64_t kMinParallelPositions = 32768;
 constexpr int kDefaultParallelInsertThreads = 4;
 
@@ -221,26 +222,31 @@ void IdMap::insert_in_order(const int64_t* keys, int64_t n, int64_t* local) {
   inserted_.truncate(size_);
 }
 
+// What a position's claim did (Claims::claim): nothing (its id is known or
+// an earlier position holds it), took an empty entry, or else took the
+// claim of the later position it returns.
+constexpr int64_t kNotClaimed = -2;
+constexpr int64_t kTookEmpty = -1;
+
 // A sequential insert in parallel, with the same result: (1) every
 // position i of an id not in the map claims it with -1 - i, and the map keeps
 // the largest claim, the first position's (an atomic max; a known id, >= 0,
-// is above every claim); (2) each position reads what its id holds: its
-// local id, or its claimant, and each chunk of positions counts its
-// claimants; (3) claimants take consecutive local ids, chunk by chunk in
-// order, so ids follow first appearance; (4) the later positions of a new id
-// read it from their claimant. `claims` says where an id's claim lies:
-// claim(i) makes position i's, held(i) reads what its id holds, assign(i, v)
-// gives its id the local id v.
+// is above every claim); each chunk of positions counts the claims it holds
+// (one taken from a later position is that position's chunk's no longer);
+// (2) claimants take consecutive local ids, chunk by chunk in order, so ids
+// follow first appearance: each position reads what its id holds, and a
+// claimant writes its local id there (the line it just read); any other
+// position reads a local id, or a claimant that has not written yet; (3) the
+// later positions of a new id that read its claimant read the id from it.
+// `claims` says where an id's claim lies: claim(i) makes position i's,
+// held(i) reads what its id holds, assign(i, v) gives its id the local id v
+// (each atomically: a claimant's write meets other positions' reads).
 template <typename Claims>
 void IdMap::insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local, Claims& claims) {
   TORCH_CHECK_VALUE(n < INT32_MAX && size_ + n < INT32_MAX, "too many nodes in one batch");
-  glt::cpu::parallel_for(0, n, kInsertChunk, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      if (i + kPrefetchAhead < end) claims.prefetch(i + kPrefetchAhead);
-      claims.claim(i);
-    }
-  });
   const int64_t num_chunks = (n + kInsertChunk - 1) / kInsertChunk;
+  std::unique_ptr<std::atomic<int64_t>[]> held(new std::atomic<int64_t>[num_chunks]);
+  for (int64_t ch = 0; ch < num_chunks; ++ch) held[ch].store(0, std::memory_order_relaxed);
   auto for_chunks = [&](auto&& body) {
     glt::cpu::parallel_for(0, num_chunks, 1, [&](int64_t first, int64_t last) {
       for (int64_t ch = first; ch < last; ++ch) {
@@ -248,23 +254,27 @@ void IdMap::insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local, 
       }
     });
   };
-  std::vector<int64_t> counts(num_chunks + 1, 0);
   for_chunks([&](int64_t ch, int64_t lo, int64_t hi) {
-    int64_t count = 0;
+    int64_t taken = 0;
     for (int64_t i = lo; i < hi; ++i) {
-      if (i + kPrefetchAhead < hi) claims.prefetch_held(i + kPrefetchAhead);
-      local[i] = claims.held(i);
-      count += local[i] == -1 - i;
+      if (i + kPrefetchAhead < hi) claims.prefetch(i + kPrefetchAhead);
+      const int64_t claim = claims.claim(i);
+      if (claim == kNotClaimed) continue;
+      ++taken;
+      if (claim != kTookEmpty) held[claim / kInsertChunk].fetch_sub(1, std::memory_order_relaxed);
     }
-    counts[ch + 1] = count;
+    held[ch].fetch_add(taken, std::memory_order_relaxed);
   });
-  for (int64_t ch = 0; ch < num_chunks; ++ch) counts[ch + 1] += counts[ch];
-  const int64_t num_fresh = counts[num_chunks];
+  std::vector<int64_t> ranks(num_chunks + 1, 0);
+  for (int64_t ch = 0; ch < num_chunks; ++ch) ranks[ch + 1] = ranks[ch] + held[ch].load();
+  const int64_t num_fresh = ranks[num_chunks];
   int64_t* fresh_keys = inserted_.extend(num_fresh);
   const int64_t base = size_;
   for_chunks([&](int64_t ch, int64_t lo, int64_t hi) {
-    int64_t rank = counts[ch];
+    int64_t rank = ranks[ch];
     for (int64_t i = lo; i < hi; ++i) {
+      if (i + kPrefetchAhead < hi) claims.prefetch_held(i + kPrefetchAhead);
+      local[i] = claims.held(i);
       if (local[i] != -1 - i) continue;
       local[i] = base + rank;
       claims.assign(i, base + rank);
@@ -285,19 +295,25 @@ struct IdMap::DenseClaims {
   const int64_t* keys;
 
   void prefetch(int64_t i) const { __builtin_prefetch(&map[keys[i]], 1); }
-  void prefetch_held(int64_t i) const { __builtin_prefetch(&map[keys[i]]); }
-  void claim(int64_t i) const {
+  void prefetch_held(int64_t i) const { __builtin_prefetch(&map[keys[i]], 1); }
+  int64_t claim(int64_t i) const {
     // The GCC/Clang atomic builtins, not C++20's std::atomic_ref: the
     // extension builds as C++17 against a torch before 2.13.
     int32_t* slot = &map[keys[i]];
     const int32_t mine = static_cast<int32_t>(-1 - i);
     int32_t held = __atomic_load_n(slot, __ATOMIC_RELAXED);
-    while (held < mine && !__atomic_compare_exchange_n(slot, &held, mine, /*weak=*/true,
-                                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    while (held < mine) {
+      if (__atomic_compare_exchange_n(slot, &held, mine, /*weak=*/true, __ATOMIC_RELAXED,
+                                      __ATOMIC_RELAXED)) {
+        return held == kAbsent ? kTookEmpty : -1 - static_cast<int64_t>(held);
+      }
     }
+    return kNotClaimed;
   }
-  int64_t held(int64_t i) const { return map[keys[i]]; }
-  void assign(int64_t i, int64_t v) const { map[keys[i]] = static_cast<int32_t>(v); }
+  int64_t held(int64_t i) const { return __atomic_load_n(&map[keys[i]], __ATOMIC_RELAXED); }
+  void assign(int64_t i, int64_t v) const {
+    __atomic_store_n(&map[keys[i]], static_cast<int32_t>(v), __ATOMIC_RELAXED);
+  }
 };
 
 // The claims of the hash table: each key's slot, found or taken by
@@ -309,13 +325,21 @@ struct IdMap::HashedClaims {
 
   Slot& entry(int64_t i) const { return ids->slots_[slot[i]]; }
   void prefetch(int64_t i) const { __builtin_prefetch(&ids->slots_[ids->slot(keys[i])], 1); }
-  void prefetch_held(int64_t i) const { __builtin_prefetch(&entry(i)); }
-  void claim(int64_t i) { slot[i] = ids->claim_slot(keys[i], i); }
-  int64_t held(int64_t i) const { return entry(i).val(); }
-  void assign(int64_t i, int64_t v) const { entry(i).meta = Slot::pack(v, ids->generation_); }
+  void prefetch_held(int64_t i) const { __builtin_prefetch(&entry(i), 1); }
+  int64_t claim(int64_t i) {
+    int64_t claim;
+    slot[i] = ids->claim_slot(keys[i], i, &claim);
+    return claim;
+  }
+  int64_t held(int64_t i) const {
+    return Slot::val_of(__atomic_load_n(&entry(i).meta, __ATOMIC_RELAXED));
+  }
+  void assign(int64_t i, int64_t v) const {
+    __atomic_store_n(&entry(i).meta, Slot::pack(v, ids->generation_), __ATOMIC_RELAXED);
+  }
 };
 
-uint64_t IdMap::claim_slot(int64_t key, int64_t i) {
+uint64_t IdMap::claim_slot(int64_t key, int64_t i, int64_t* claim) {
   // kTaking: a slot a thread has taken and not yet written its key into.
   constexpr int32_t kTaking = INT32_MIN;  // below every claim -1 - i (i < INT32_MAX)
   const int32_t mine = static_cast<int32_t>(-1 - i);
@@ -330,6 +354,7 @@ uint64_t IdMap::claim_slot(int64_t key, int64_t i) {
       }
       __atomic_store_n(&entry.key, key, __ATOMIC_RELAXED);
       __atomic_store_n(&entry.meta, Slot::pack(mine, generation_), __ATOMIC_RELEASE);
+      *claim = kTookEmpty;
       return j;
     }
     // Its key comes in the taker's next store (which may wait for a core).
@@ -339,9 +364,13 @@ uint64_t IdMap::claim_slot(int64_t key, int64_t i) {
     }
     if (__atomic_load_n(&entry.key, __ATOMIC_RELAXED) == key) {
       // This key's slot: keep the largest claim (a known id, >= 0, above all).
-      while (Slot::val_of(meta) < mine &&
-             !__atomic_compare_exchange_n(&entry.meta, &meta, Slot::pack(mine, generation_),
-                                          /*weak=*/true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+      *claim = kNotClaimed;
+      while (Slot::val_of(meta) < mine) {
+        if (__atomic_compare_exchange_n(&entry.meta, &meta, Slot::pack(mine, generation_),
+                                        /*weak=*/true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+          *claim = -1 - static_cast<int64_t>(Slot::val_of(meta));
+          break;
+        }
       }
       return j;
     }

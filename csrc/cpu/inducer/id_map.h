@@ -91,8 +91,10 @@ class IdMap {
   struct HashedClaims;
   // The hash table's slot of `key`, found or taken for it by position i
   // (a claim -1 - i, the lowest position's kept) while other threads do the
-  // same; the table has room for every key.
-  uint64_t claim_slot(int64_t key, int64_t i);
+  // same; the table has room for every key. `claim` says what the claim
+  // did (id_map.cpp: kNotClaimed, kTookEmpty, or the position it took the
+  // claim from).
+  uint64_t claim_slot(int64_t key, int64_t i, int64_t* claim);
   // A hash table slot: a key and its local id side by side, so that a probe
   // reads one cache line, and the generation (clear()) that wrote it: a slot
   // of an older generation is empty, so clearing the table writes nothing.
