@@ -48,6 +48,17 @@ constexpr int64_t kInsertPrefetchAhead = 64;
 // A dense map with more than one id in this many in use is reset by a fill.
 constexpr int64_t kResetByFill = 16;
 
+// A prefetch the compiler keeps: GCC drops the __builtin_prefetch of a
+// hash claim's home slot, and the claims then wait on every slot (1.65x the
+// parallel insert's work at 1 thread, measured).
+inline void prefetch_kept(const void* at) {
+#if defined(__x86_64__)
+  asm volatile("prefetcht0 %0" : : "m"(*static_cast<const char*>(at)));
+#else
+  __builtin_prefetch(at, 1);
+#endif
+}
+
 inline int floor_log2(uint64_t x) { return x ? 63 - __builtin_clzll(x) : 0; }
 
 }  // namespace
@@ -324,7 +335,7 @@ struct IdMap::HashedClaims {
   std::unique_ptr<uint64_t[]> slot;  // of each position
 
   Slot& entry(int64_t i) const { return ids->slots_[slot[i]]; }
-  void prefetch(int64_t i) const { __builtin_prefetch(&ids->slots_[ids->slot(keys[i])], 1); }
+  void prefetch(int64_t i) const { prefetch_kept(&ids->slots_[ids->slot(keys[i])]); }
   void prefetch_held(int64_t i) const { __builtin_prefetch(&entry(i), 1); }
   int64_t claim(int64_t i) {
     int64_t claim;
