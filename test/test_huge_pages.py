@@ -132,13 +132,72 @@ def huge_page_splits() -> int:
   return sum(int(counts.get(name, 0)) for name in SPLIT_COUNTERS)
 
 
+HUGE_PAGE = 2 << 20
+KPF_THP = 1 << 22  # /proc/kpageflags: the frame is part of a transparent huge page
+PFN_BITS = (1 << 55) - 1
+
+
+def frames_of(start: int) -> np.ndarray:
+  """The page frames of the 512 pages of the 2 MB page at ``start`` (0 for a
+  page not present, or where this process may not read frames)."""
+  with open('/proc/self/pagemap', 'rb') as pagemap:
+    pagemap.seek(start // 4096 * 8)
+    entries = np.frombuffer(pagemap.read(512 * 8), dtype=np.uint64)
+  present = (entries >> np.uint64(63)) == 1
+  return np.where(present, entries & np.uint64(PFN_BITS), 0).astype(np.int64)
+
+
+def on_a_huge_page(start: int) -> bool:
+  """Whether the 2 MB page at ``start`` lies whole on one transparent huge
+  page: 512 frames in a row from a 2 MB bound, the first a THP's."""
+  frames = frames_of(start)
+  head = int(frames[0])
+  if head == 0 or head % 512 or not np.array_equal(frames, head + np.arange(512)):
+    return False
+  with open('/proc/kpageflags', 'rb') as kpageflags:
+    kpageflags.seek(head * 8)
+    return bool(int.from_bytes(kpageflags.read(8), 'little') & KPF_THP)
+
+
+def frames_readable() -> bool:
+  """Whether this process may read its page frames and their flags (root)."""
+  probe = np.ones(1024, dtype=np.int64)
+  return os.access('/proc/kpageflags', os.R_OK) and frames_of(probe.ctypes.data)[0] != 0
+
+
+def huge_bytes(t: torch.Tensor) -> int:
+  """The bytes of ``t``'s whole 2 MB pages that lie on huge pages, page by
+  page from their frames where this process may read them (whatever
+  mappings hold ``t``), else smaps' count for the mapping ``t`` starts in."""
+  if not frames_readable():
+    return huge_kb(t) << 10
+  start = -(-t.data_ptr() // HUGE_PAGE) * HUGE_PAGE
+  end = (t.data_ptr() + t.numel() * t.element_size()) // HUGE_PAGE * HUGE_PAGE
+  return sum(HUGE_PAGE for page in range(start, end, HUGE_PAGE) if on_a_huge_page(page))
+
+
+def mappings_of(t: torch.Tensor) -> list:
+  """The mappings that hold ``t``'s bytes, each with its kB on huge pages
+  (smaps), to say where a miscount lies."""
+  start, end = t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()
+  found, inside = [], False
+  for line in Path('/proc/self/smaps').read_text().splitlines():
+    head = re.match(r'^([0-9a-f]+)-([0-9a-f]+) ', line)
+    if head:
+      inside = int(head.group(1), 16) < end and int(head.group(2), 16) > start
+      header = line
+    elif inside and line.startswith('AnonHugePages:'):
+      found.append(f'{header} | {line}')
+  return found
+
+
 def collapsed_and_held(t: torch.Tensor, move) -> tuple:
   """Runs ``move`` (a collapse of ``t``) and returns the bytes it says it
-  moved, the bytes of huge pages under ``t`` just after, and how many huge
+  moved, the bytes of ``t`` on huge pages just after, and how many huge
   pages the kernel split meanwhile anywhere."""
   splits = huge_page_splits()
   moved = move()
-  return moved, huge_kb(t) << 10, huge_page_splits() - splits
+  return moved, huge_bytes(t), huge_page_splits() - splits
 
 
 def skip_where_the_kernel_split_pages_meanwhile(held: int, moved: int, splits: int):
@@ -169,7 +228,7 @@ def test_a_cpu_feature_table_is_moved_onto_huge_pages_in_place(monkeypatch):
   assert feature.feature_tensor.data_ptr() == address and torch.equal(table, values)
   moved, held, splits = reported[address]
   skip_where_the_kernel_split_pages_meanwhile(held, moved, splits)
-  assert held >= moved  # what it says it moved lies on huge pages
+  assert held >= moved, mappings_of(table)  # what it says it moved lies on huge pages
   ids = torch.randint(0, 100_000, (5_000,))
   assert torch.equal(feature[ids], values[ids])
   if moved < whole_huge_pages(table):  # the kernel's free huge pages, not ours
