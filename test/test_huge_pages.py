@@ -253,6 +253,25 @@ def test_collapse_counts_what_the_kernel_moved_where_it_moves_a_part():
 
 
 @pytest.mark.skipif(not collapse_works(), reason='this kernel has no MADV_COLLAPSE')
+@pytest.mark.skipif(not frames_readable(), reason='reading page frames needs root')
+def test_collapse_counts_no_page_that_two_mappings_share():
+  huge = 2 << 20
+  region = mmap.mmap(-1, 14 * huge, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+  address = ctypes.addressof(ctypes.c_byte.from_buffer(region))
+  offset = -(-address // huge) * huge - address
+  # Two mappings from here on, meeting inside the table's fourth 2 MB page.
+  region.madvise(mmap.MADV_DONTFORK, offset, 3 * huge + 67 * mmap.PAGESIZE)
+  table = torch.frombuffer(region, dtype=torch.float32, offset=offset, count=12 * huge // 4)
+  table.fill_(1)
+  assert len(mappings_of(table)) == 2
+  moved, held, splits = collapsed_and_held(table, partial(ops.collapse_huge_pages, table))
+  assert moved <= 11 * huge  # not the page the mappings share
+  skip_where_the_kernel_split_pages_meanwhile(held, moved, splits)
+  assert held == moved
+  del table
+
+
+@pytest.mark.skipif(not collapse_works(), reason='this kernel has no MADV_COLLAPSE')
 def test_a_host_shared_copy_lies_on_huge_pages_in_every_mapping():
   values = torch.randn(5_000_000)  # 20 MB
   shared = HostSharedTensor.copy_of(values, 'test table')

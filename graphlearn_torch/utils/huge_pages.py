@@ -111,7 +111,8 @@ def collapse_own(memory: torch.Tensor, name: str) -> int:
   else:
     logger.info(
       "moved %d of the %s's %d MB onto 2 MB pages; the rest stays on 4 KB pages (a kernel "
-      'before 6.1, huge pages off, or no free huge page or memory cgroup room just now)',
+      'before 6.1, huge pages off, no free huge page or memory cgroup room just now, or a '
+      'page two of its mappings share)',
       moved >> 20,
       name,
       whole >> 20,

@@ -7,6 +7,9 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
 
 #include "checks.h"
 #include "cpu/runtime/parallel.h"
@@ -44,6 +47,47 @@ int64_t collapse_pages(uintptr_t start, int64_t pages) {
     }
     if (error == 0) moved += kHugePage;
     if (error == ENOMEM || error == EBUSY) break;
+  }
+  return moved;
+}
+
+// Whether each 2 MB page from `first` (of `pages`) lies in one mapping: no
+// mapping of /proc/self/maps starts or ends inside it. MADV_COLLAPSE takes
+// the whole 2 MB pages of each mapping in its range, so it skips a page two
+// mappings share (a heap or region that other advice split) and still
+// reports success. Without /proc every page counts as whole.
+std::vector<char> whole_pages(uintptr_t first, int64_t pages) {
+  std::vector<char> whole(pages, 1);
+  const uintptr_t last = first + pages * kHugePage;
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    char* rest = nullptr;
+    const uintptr_t lo = std::strtoull(line.c_str(), &rest, 16);
+    if (rest == nullptr || *rest != '-') continue;
+    const uintptr_t hi = std::strtoull(rest + 1, nullptr, 16);
+    for (const uintptr_t bound : {lo, hi}) {
+      if (bound > first && bound < last && bound % kHugePage != 0) {
+        whole[(bound - first) / kHugePage] = 0;
+      }
+    }
+  }
+  return whole;
+}
+
+// Collapses the runs of whole pages among pages [begin, end) from `first`.
+int64_t collapse_whole_runs(uintptr_t first, const std::vector<char>& whole, int64_t begin,
+                            int64_t end) {
+  int64_t moved = 0;
+  for (int64_t page = begin; page < end;) {
+    if (!whole[page]) {
+      ++page;
+      continue;
+    }
+    int64_t run_end = page;
+    while (run_end < end && whole[run_end]) ++run_end;
+    moved += collapse_pages(first + page * kHugePage, run_end - page);
+    page = run_end;
   }
   return moved;
 }
@@ -109,11 +153,12 @@ int64_t collapse_huge_pages(const at::Tensor& t) {
   const uintptr_t first = (start + kHugePage - 1) / kHugePage * kHugePage;
   const uintptr_t last = (start + t.nbytes()) / kHugePage * kHugePage;
   if (last <= first) return 0;
+  const int64_t pages = static_cast<int64_t>((last - first) / kHugePage);
+  const std::vector<char> whole = whole_pages(first, pages);
   std::atomic<int64_t> moved{0};
-  glt::cpu::parallel_for(0, static_cast<int64_t>((last - first) / kHugePage), kCollapseChunk,
-                         [&](int64_t begin, int64_t end) {
-                           moved += collapse_pages(first + begin * kHugePage, end - begin);
-                         });
+  glt::cpu::parallel_for(0, pages, kCollapseChunk, [&](int64_t begin, int64_t end) {
+    moved += collapse_whole_runs(first, whole, begin, end);
+  });
   return moved.load();
 }
 

@@ -36,9 +36,10 @@ void release_huge_pages(void* ptr, size_t nbytes);
 // allocate_huge_pages.
 at::Tensor empty_huge_pages(int64_t numel, at::ScalarType dtype);
 
-// Moves the pages of `t`'s memory that fill whole 2 MB pages onto huge pages
-// now, in place and in parallel (MADV_COLLAPSE, Linux 6.1 on): for arrays
-// the kernels did not allocate, such as a user's feature table, or a shared
+// Moves the pages of `t`'s memory that fill whole 2 MB pages, each within one
+// mapping, onto huge pages now, in place and in parallel (MADV_COLLAPSE,
+// Linux 6.1 on): for arrays the kernels did not allocate, such as a user's
+// feature table, or a shared
 // file's where map_shared_file (cpu/runtime/shared_file.h) mapped it (shared
 // memory takes huge pages this way only where its mapping is 2 MB-aligned;
 // then even where shmem_enabled is 'never', but not 'deny'). Returns the
