@@ -236,15 +236,27 @@ def test_a_cpu_feature_table_is_moved_onto_huge_pages_in_place(monkeypatch):
   assert moved >= 16 << 20
 
 
+def huge_aligned_region(pages: int) -> tuple:
+  """A private anonymous mapping with room for ``pages`` 2 MB pages from a
+  2 MB bound, and that bound's offset in it."""
+  region = mmap.mmap(-1, (pages + 1) * HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+  address = ctypes.addressof(ctypes.c_byte.from_buffer(region))
+  return region, -(-address // HUGE_PAGE) * HUGE_PAGE - address
+
+
+def filled_table(region: mmap.mmap, offset: int, pages: int) -> torch.Tensor:
+  """A float table over ``pages`` 2 MB pages of ``region`` from ``offset``,
+  written (so backed)."""
+  count = pages * HUGE_PAGE // 4
+  return torch.frombuffer(region, dtype=torch.float32, offset=offset, count=count).fill_(1)
+
+
 @pytest.mark.skipif(not collapse_works(), reason='this kernel has no MADV_COLLAPSE')
 def test_collapse_counts_what_the_kernel_moved_where_it_moves_a_part():
-  huge = 2 << 20
-  region = mmap.mmap(-1, 9 * huge, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-  address = ctypes.addressof(ctypes.c_byte.from_buffer(region))
-  offset = -(-address // huge) * huge - address
+  huge = HUGE_PAGE
+  region, offset = huge_aligned_region(8)
   region.madvise(mmap.MADV_NOHUGEPAGE, offset + 5 * huge, 3 * huge)  # refused there
-  table = torch.frombuffer(region, dtype=torch.float32, offset=offset, count=8 * huge // 4)
-  table.fill_(1)
+  table = filled_table(region, offset, 8)
   moved, held, splits = collapsed_and_held(table, partial(ops.collapse_huge_pages, table))
   assert moved == 5 * huge
   skip_where_the_kernel_split_pages_meanwhile(held, moved, splits)
@@ -255,14 +267,11 @@ def test_collapse_counts_what_the_kernel_moved_where_it_moves_a_part():
 @pytest.mark.skipif(not collapse_works(), reason='this kernel has no MADV_COLLAPSE')
 @pytest.mark.skipif(not frames_readable(), reason='reading page frames needs root')
 def test_collapse_counts_no_page_that_two_mappings_share():
-  huge = 2 << 20
-  region = mmap.mmap(-1, 14 * huge, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-  address = ctypes.addressof(ctypes.c_byte.from_buffer(region))
-  offset = -(-address // huge) * huge - address
+  huge = HUGE_PAGE
+  region, offset = huge_aligned_region(12)
   # Two mappings from here on, meeting inside the table's fourth 2 MB page.
   region.madvise(mmap.MADV_DONTFORK, offset, 3 * huge + 67 * mmap.PAGESIZE)
-  table = torch.frombuffer(region, dtype=torch.float32, offset=offset, count=12 * huge // 4)
-  table.fill_(1)
+  table = filled_table(region, offset, 12)
   assert len(mappings_of(table)) == 2
   moved, held, splits = collapsed_and_held(table, partial(ops.collapse_huge_pages, table))
   assert moved <= 11 * huge  # not the page the mappings share
