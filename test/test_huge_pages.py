@@ -20,6 +20,7 @@ from graphlearn_torch.data import feature as feature_module
 from graphlearn_torch.data.temporal import time_sorted
 from graphlearn_torch.utils.host_share import HostSharedTensor
 from graphlearn_torch.utils.huge_pages import (
+  HUGE_PAGE,
   collapse,
   converted,
   gathered,
@@ -36,17 +37,24 @@ def thp_mode() -> str:
   return found.group(1) if found else 'never'
 
 
-def huge_kb(t: torch.Tensor, field: str = 'AnonHugePages') -> int:
-  """The kB of huge pages backing the mapping that holds ``t``'s data (of
-  shared memory: field 'ShmemPmdMapped')."""
-  address, kb, inside = t.data_ptr(), 0, False
+def smaps_fields(start: int, end: int, field: str) -> list:
+  """``(header line, kB of field)`` of each mapping of /proc/self/smaps
+  that holds bytes of [start, end)."""
+  found, inside = [], False
   for line in Path('/proc/self/smaps').read_text().splitlines():
     head = re.match(r'^([0-9a-f]+)-([0-9a-f]+) ', line)
     if head:
-      inside = int(head.group(1), 16) <= address < int(head.group(2), 16)
+      inside = int(head.group(1), 16) < end and int(head.group(2), 16) > start
+      header = line
     elif inside and line.startswith(field + ':'):
-      kb = int(line.split()[1])
-  return kb
+      found.append((header, int(line.split()[1])))
+  return found
+
+
+def huge_kb(t: torch.Tensor, field: str = 'AnonHugePages') -> int:
+  """The kB of huge pages backing the mapping that holds ``t``'s data (of
+  shared memory: field 'ShmemPmdMapped')."""
+  return sum(kb for _, kb in smaps_fields(t.data_ptr(), t.data_ptr() + 1, field))
 
 
 def skip_where_the_kernel_has_no_huge_page_now():
@@ -132,7 +140,6 @@ def huge_page_splits() -> int:
   return sum(int(counts.get(name, 0)) for name in SPLIT_COUNTERS)
 
 
-HUGE_PAGE = 2 << 20
 KPF_THP = 1 << 22  # /proc/kpageflags: the frame is part of a transparent huge page
 PFN_BITS = (1 << 55) - 1
 
@@ -172,23 +179,15 @@ def huge_bytes(t: torch.Tensor) -> int:
   if not frames_readable():
     return huge_kb(t) << 10
   start = -(-t.data_ptr() // HUGE_PAGE) * HUGE_PAGE
-  end = (t.data_ptr() + t.numel() * t.element_size()) // HUGE_PAGE * HUGE_PAGE
+  end = start + whole_huge_pages(t)
   return sum(HUGE_PAGE for page in range(start, end, HUGE_PAGE) if on_a_huge_page(page))
 
 
 def mappings_of(t: torch.Tensor) -> list:
   """The mappings that hold ``t``'s bytes, each with its kB on huge pages
   (smaps), to say where a miscount lies."""
-  start, end = t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()
-  found, inside = [], False
-  for line in Path('/proc/self/smaps').read_text().splitlines():
-    head = re.match(r'^([0-9a-f]+)-([0-9a-f]+) ', line)
-    if head:
-      inside = int(head.group(1), 16) < end and int(head.group(2), 16) > start
-      header = line
-    elif inside and line.startswith('AnonHugePages:'):
-      found.append(f'{header} | {line}')
-  return found
+  end = t.data_ptr() + t.numel() * t.element_size()
+  return [f'{head} | {kb} kB' for head, kb in smaps_fields(t.data_ptr(), end, 'AnonHugePages')]
 
 
 def collapsed_and_held(t: torch.Tensor, move) -> tuple:

@@ -39,10 +39,10 @@ at::Tensor empty_huge_pages(int64_t numel, at::ScalarType dtype);
 // Moves the pages of `t`'s memory that fill whole 2 MB pages, each within one
 // mapping, onto huge pages now, in place and in parallel (MADV_COLLAPSE,
 // Linux 6.1 on): for arrays the kernels did not allocate, such as a user's
-// feature table, or a shared
-// file's where map_shared_file (cpu/runtime/shared_file.h) mapped it (shared
-// memory takes huge pages this way only where its mapping is 2 MB-aligned;
-// then even where shmem_enabled is 'never', but not 'deny'). Returns the
+// feature table, or a shared file's where map_shared_file
+// (cpu/runtime/shared_file.h) mapped it (shared memory takes huge pages this
+// way only where its mapping is 2 MB-aligned; then even where shmem_enabled
+// is 'never', but not 'deny'). Returns the
 // bytes moved; memory the kernel will not move (an older kernel, shared
 // memory mapped elsewhere, no free huge page, a full memory cgroup) stays as
 // it is.
