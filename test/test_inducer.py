@@ -26,16 +26,17 @@ def reference_hops(seeds, hops):
   return answers
 
 
-def random_hops(seed):
-  """Seeds, then three hops, each from the nodes the last one added."""
+def random_hops(seed, num_ids=NUM_IDS, num_seeds=500, num_hops=3):
+  """Seeds, then hops, each from the nodes the last one added (up to 11
+  neighbors each)."""
   g = torch.Generator().manual_seed(seed)
-  seeds = torch.randint(0, NUM_IDS, (500,), generator=g)
+  seeds = torch.randint(0, num_ids, (num_seeds,), generator=g)
   frontier = list(dict.fromkeys(seeds.tolist()))
   hops, known = [], set(frontier)
-  for _ in range(3):
+  for _ in range(num_hops):
     srcs = torch.tensor(frontier)
     nums = torch.randint(0, 12, (srcs.numel(),), generator=g)
-    nbrs = torch.randint(0, NUM_IDS, (int(nums.sum()),), generator=g)
+    nbrs = torch.randint(0, num_ids, (int(nums.sum()),), generator=g)
     hops.append((srcs, nbrs, nums))
     frontier = [v for v in dict.fromkeys(nbrs.tolist()) if v not in known]
     known.update(frontier)
@@ -83,6 +84,65 @@ def test_small_and_large_batches_reuse_one_map(torch_threads):
   dense = ops.Inducer(1, [NUM_IDS])
   for seeds, hops in [small, large, large, small, small]:
     assert run(dense, seeds, hops) == reference_hops(seeds, hops)
+
+
+def test_thousands_of_batches_on_one_map_start_from_empty():
+  # A reset writes nothing into an id-indexed map: it moves the floor its
+  # entries count from past the batch and a headroom for a parallel hop's
+  # claims (about a million). Some 4,000 batches use up int32's range, and
+  # the map is refilled on the way.
+  inducer = ops.Inducer(1, [NUM_IDS])
+  g = torch.Generator().manual_seed(5)
+  for _ in range(4_500):
+    seeds = torch.randint(0, NUM_IDS, (3,), generator=g)
+    hops = [(seeds[:1], torch.randint(0, NUM_IDS, (4,), generator=g), torch.tensor([4]))]
+    assert run(inducer, seeds, hops) == reference_hops(seeds, hops)
+
+
+def test_a_hop_with_more_claims_than_the_headroom_keeps_its_batch(torch_threads):
+  # A parallel hop of more positions than the map keeps room for claims
+  # (about a million) moves the batch's entries to a new floor first.
+  num_ids = 4_000_000
+  seeds, hops = random_hops(7, num_ids=num_ids, num_seeds=40_000, num_hops=2)
+  assert hops[-1][1].numel() > 1 << 20
+  inducer = ops.Inducer(1, [num_ids])
+  small = random_hops(8, num_ids=num_ids, num_seeds=50, num_hops=1)
+  for batch_seeds, batch_hops in [small, (seeds, hops), small, (seeds, hops)]:
+    assert run(inducer, batch_seeds, batch_hops) == reference_hops(batch_seeds, batch_hops)
+
+
+def test_nodes_handed_out_outlive_later_batches():
+  # A batch's nodes are views of the inducer's log of ids, not copies: held,
+  # they keep their values while later batches log theirs elsewhere, and
+  # changing them changes no later batch.
+  inducer = ops.Inducer(1, [NUM_IDS])
+  seeds, hops = random_hops(9)
+  expected = reference_hops(seeds, hops)
+  held = [inducer.init_nodes([seeds])[0]]
+  for srcs, nbrs, nums in hops:
+    held.append(inducer.induce_next([0], [0], [srcs], [nbrs], [nums])[0][0])
+  other_seeds, other_hops = random_hops(10, num_seeds=300)  # fits in the first's memory
+  for _ in range(2):
+    assert run(inducer, other_seeds, other_hops) == reference_hops(other_seeds, other_hops)
+    assert [t.tolist() for t in held] == [expected[0]] + [new for new, _, _ in expected[1:]]
+  for t in held:
+    t.fill_(0)
+  assert run(inducer, seeds, hops) == expected
+
+
+def test_nodes_sent_to_another_process_are_not_written_again():
+  # torch.multiprocessing moves a tensor it sends into shared memory, which
+  # the receiver maps (counted nowhere here): the inducer's next batch logs
+  # its ids elsewhere, though the sender holds the tensor no more.
+  inducer = ops.Inducer(1, [NUM_IDS])
+  ids = torch.randperm(NUM_IDS, generator=torch.Generator().manual_seed(11))
+  nodes = inducer.init_nodes([ids[:5000]])[0]  # the whole log
+  fd, size = nodes.untyped_storage()._share_fd_cpu_()  # as a multiprocessing queue does
+  received = torch.UntypedStorage._new_shared_fd_cpu(fd, size)  # the receiver's mapping
+  del nodes
+  assert inducer.init_nodes([ids[5000:10000]])[0].tolist() == ids[5000:10000].tolist()
+  in_receiver = torch.empty(0, dtype=torch.long).set_(received, 0, (5000,))
+  assert in_receiver.tolist() == ids[:5000].tolist()
 
 
 def test_an_id_out_of_range_is_named_and_leaves_the_map_usable(torch_threads):

@@ -11,6 +11,7 @@ from scipy import stats
 
 from graphlearn_torch.data import Dataset
 from graphlearn_torch.sampler import NeighborSampler, NodeSamplerInput, SamplerOutput
+from graphlearn_torch.sampler.hops import adjacent_views
 from graphlearn_torch.typing import reverse_edge_type
 
 HOMO_T = 'n'
@@ -329,3 +330,16 @@ def test_a_pickled_sampler_samples_as_the_original():
   for field in ('node', 'row', 'col', 'edge'):
     a, b = getattr(ours, field), getattr(theirs, field)
     assert (a is None and b is None) or torch.equal(a, b), field
+
+
+def test_hops_of_one_storage_join_without_a_copy():
+  # A CPU batch's nodes, hop by hop, are adjacent views of the inducer's log:
+  # they join as one view of it; anything else is concatenated.
+  log = torch.arange(10)
+  joined = adjacent_views([log[0:3], log[3:3], log[3:7]])
+  assert joined.tolist() == list(range(7)) and joined.data_ptr() == log.data_ptr()
+  assert adjacent_views([log[2:3], log[3:5]]).tolist() == [2, 3, 4]
+  assert adjacent_views([log[0:3], log[4:7]]) is None  # a gap
+  assert adjacent_views([log[0:3], torch.arange(3)]) is None  # another storage
+  assert adjacent_views([log[0:6:2], log[6:8]]) is None  # strided
+  assert adjacent_views([log[0:3]]) is None  # nothing to join

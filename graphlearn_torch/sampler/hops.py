@@ -46,6 +46,29 @@ def extended(values: torch.Tensor, n: int) -> Tuple[torch.Tensor, torch.Tensor]:
   return grown, grown[values.numel() :]
 
 
+def adjacent_views(parts: List[torch.Tensor]) -> Optional[torch.Tensor]:
+  """The 1-D tensor ``parts`` make up, without a copy, where each is a
+  contiguous 1-D view that starts in one storage where the one before it
+  ends (the CPU inducer hands out its nodes hop by hop so); else None."""
+  first = parts[0]
+  storage = first.untyped_storage()
+  start = end = first.storage_offset()
+  for part in parts:
+    adjacent = (
+      part.dim() == 1
+      and part.stride(0) == 1
+      and part.dtype == first.dtype
+      and part.storage_offset() == end
+      and part.untyped_storage().data_ptr() == storage.data_ptr()
+    )
+    if not adjacent:
+      return None
+    end += part.numel()
+  if len(parts) == 1 or end == start:
+    return None
+  return first.new_empty(0).set_(storage, start, (end - start,))
+
+
 @dataclass
 class LocalDraws:
   """What ``sample_one_hop`` needs to answer every hop from topologies held
@@ -120,6 +143,9 @@ class HopTrace:
   def _cat(self, parts: List[torch.Tensor]) -> torch.Tensor:
     if not parts:
       return self.empty
+    joined = adjacent_views(parts)
+    if joined is not None:
+      return joined
     # On the CPU, glt's kernel: torch.cat's OpenMP threads spin after it,
     # taking cores from our kernels' threads.
     return torch.ops.glt.concat(parts) if parts[0].is_cpu else torch.cat(parts)

@@ -16,8 +16,7 @@ namespace glt::cpu {
 namespace {
 
 constexpr int kInitialBits = 10;
-// An absent id in a dense map: below every claim -1 - i (i < INT32_MAX) and
-// every local id.
+// What an id-indexed map is filled with: below every entry of a batch.
 constexpr int32_t kAbsent = INT32_MIN;
 // Keys per chunk of a parallel insert; chunks, not threads, fix the order in
 // which new ids are handed out.
@@ -45,8 +44,9 @@ constexpr int kSpinsBeforeYield = 64;
 // The one-pass insert reads nothing else: it can keep more misses in flight
 // (measured: 64 over 32, +4% batches/s at 1 and 2 threads; 128 no more).
 constexpr int64_t kInsertPrefetchAhead = 64;
-// A dense map with more than one id in this many in use is reset by a fill.
-constexpr int64_t kResetByFill = 16;
+// Claims a parallel insert into an id-indexed map has room for at first
+// (more: dense_room makes room).
+constexpr int64_t kInitialHeadroom = int64_t{1} << 20;
 
 // A prefetch the compiler keeps: GCC drops the __builtin_prefetch of a
 // hash claim's home slot, and the claims then wait on every slot (1.65x the
@@ -65,25 +65,50 @@ inline int floor_log2(uint64_t x) { return x ? 63 - __builtin_clzll(x) : 0; }
 
 int64_t* KeyLog::extend(int64_t n) {
   reserve(size_ + n);
-  int64_t* end = data_.get() + size_;
+  int64_t* end = buffer_.data_ptr<int64_t>() + size_;
   size_ += n;
   return end;
 }
 
 void KeyLog::reserve(int64_t n) {
-  if (n <= capacity_) return;
-  const int64_t capacity = std::max<int64_t>(n, 2 * capacity_);
-  std::unique_ptr<int64_t[]> data(new int64_t[capacity]);  // not zeroed
-  std::copy(data_.get(), data_.get() + size_, data.get());
-  data_ = std::move(data);
-  capacity_ = capacity;
+  if (may_be_held_) {
+    may_be_held_ = false;
+    // The keys before the clear keep their memory where a view of them lives
+    // on, or where it moved (torch.multiprocessing moves a tensor it sends
+    // into shared memory, which the receiver maps: its reads count nowhere).
+    const bool held = buffer_.defined() && (buffer_.storage().use_count() > 1 ||
+                                            buffer_.data_ptr() != allocated_);
+    if (held) {
+      last_capacity_ = buffer_.numel();
+      buffer_ = at::Tensor();
+    }
+  }
+  const int64_t capacity = buffer_.defined() ? buffer_.numel() : 0;
+  if (n <= capacity) return;
+  at::Tensor grown = at::empty({std::max({n, 2 * capacity, last_capacity_})}, at::kLong);
+  if (size_ > 0) {
+    std::copy(buffer_.data_ptr<int64_t>(), buffer_.data_ptr<int64_t>() + size_,
+              grown.data_ptr<int64_t>());
+  }
+  buffer_ = std::move(grown);
+  allocated_ = buffer_.data_ptr();
+}
+
+void KeyLog::clear() {
+  size_ = 0;
+  may_be_held_ = true;
+}
+
+at::Tensor KeyLog::view_from(int64_t first) const {
+  return buffer_.defined() ? buffer_.narrow(0, first, size_ - first) : at::empty({0}, at::kLong);
 }
 
 IdMap::IdMap()
     : slots_(1 << kInitialBits, Slot{0, 0}),
       mask_((1 << kInitialBits) - 1),
       shift_(64 - kInitialBits),
-      size_(0) {}
+      size_(0),
+      headroom_(kInitialHeadroom) {}
 
 void IdMap::size_regions() {
   region_bits_ = floor_log2((mask_ + 1) / static_cast<uint64_t>(num_groups_));
@@ -100,20 +125,49 @@ void IdMap::group_keys(int bits, int64_t num_groups) {
 void IdMap::use_dense(int64_t num_ids) {
   TORCH_CHECK_VALUE(size_ == 0, "use_dense needs an empty map");
   dense_.assign(num_ids, kAbsent);
+  floor_ = lowest_floor();
+}
+
+int64_t IdMap::lowest_floor() const { return int64_t{kAbsent} + 1 + headroom_; }
+
+void IdMap::dense_room(int64_t n, int64_t claims) {
+  bool rebase = floor_ + size_ + n - 1 > INT32_MAX;
+  if (claims > headroom_) {
+    headroom_ = std::min<int64_t>(std::max(claims, 2 * headroom_), INT32_MAX);
+    rebase = true;  // an entry of an earlier batch may lie in the new headroom
+  }
+  if (rebase) rebase_dense(n);
+}
+
+void IdMap::rebase_dense(int64_t n) {
+  TORCH_CHECK_VALUE(lowest_floor() + size_ + n - 1 <= INT32_MAX, "too many nodes in one batch");
+  // One pass over the array: this batch's entries move down to the new
+  // floor, every other entry becomes kAbsent.
+  int32_t* map = dense_.data();
+  const int64_t floor = floor_, lowest = lowest_floor();
+  const auto rebase = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t v = map[i];
+      map[i] = v >= floor ? static_cast<int32_t>(v - floor + lowest) : kAbsent;
+    }
+  };
+  glt::cpu::parallel_for(0, static_cast<int64_t>(dense_.size()), 1 << 18, rebase);
+  floor_ = lowest;
 }
 
 int64_t IdMap::insert(int64_t key, bool* inserted) {
   if (!dense_.empty()) {
     TORCH_CHECK_VALUE(key < static_cast<int64_t>(dense_.size()), "node id ", key,
                       " is out of range for ", dense_.size(), " nodes");
+    TORCH_CHECK_VALUE(size_ < INT32_MAX, "too many nodes in one batch");
+    dense_room(1, 0);
     int32_t& slot = dense_[key];
-    *inserted = slot < 0;
+    *inserted = slot < floor_;
     if (*inserted) {
-      TORCH_CHECK_VALUE(size_ < INT32_MAX, "too many nodes in one batch");
-      slot = static_cast<int32_t>(size_++);
+      slot = static_cast<int32_t>(floor_ + size_++);
       inserted_.push_back(key);
     }
-    return slot;
+    return slot - floor_;
   }
   if (2 * (size_ + 1) > static_cast<int64_t>(slots_.size())) grow();
   TORCH_CHECK_VALUE(size_ < INT32_MAX, "too many nodes in one batch");
@@ -137,7 +191,7 @@ int64_t IdMap::insert(int64_t key, bool* inserted) {
 int64_t IdMap::find(int64_t key) const {
   if (!dense_.empty()) {
     if (key >= static_cast<int64_t>(dense_.size())) return -1;
-    const int32_t local = dense_[key];
+    const int64_t local = dense_[key] - floor_;
     return local < 0 ? -1 : local;
   }
   uint64_t i = slot(key);
@@ -149,16 +203,7 @@ int64_t IdMap::find(int64_t key) const {
   }
 }
 
-at::Tensor IdMap::keys_from(int64_t first) const {
-  const int64_t n = size_ - first;
-  auto out = at::empty({n}, at::kLong);
-  const int64_t* src = inserted_.data() + first;
-  int64_t* dst = out.data_ptr<int64_t>();
-  glt::cpu::parallel_for(0, n, 1 << 16, [&](int64_t begin, int64_t end) {
-    std::copy(src + begin, src + end, dst + begin);
-  });
-  return out;
-}
+at::Tensor IdMap::keys_from(int64_t first) const { return inserted_.view_from(first); }
 
 void IdMap::check_keys(const int64_t* keys, int64_t n) const {
   // Ids are non-negative (a hash table's keys too: a negative one is an error).
@@ -217,17 +262,19 @@ void IdMap::insert_in_order(const int64_t* keys, int64_t n, int64_t* local) {
     return;
   }
   // One pass: a new id takes the next local id where it first appears.
+  dense_room(n, 0);
   int32_t* map = dense_.data();
+  const int64_t floor = floor_;
   int64_t* fresh_keys = inserted_.extend(n);  // room for all; the unused tail is dropped
   int64_t num_fresh = 0;
   for (int64_t i = 0; i < n; ++i) {
     if (i + kInsertPrefetchAhead < n) __builtin_prefetch(&map[keys[i + kInsertPrefetchAhead]], 1);
     int32_t& slot = map[keys[i]];
-    if (slot == kAbsent) {
-      slot = static_cast<int32_t>(size_ + num_fresh);
+    if (slot < floor) {
+      slot = static_cast<int32_t>(floor + size_ + num_fresh);
       fresh_keys[num_fresh++] = keys[i];
     }
-    local[i] = slot;
+    local[i] = slot - floor;
   }
   size_ += num_fresh;
   inserted_.truncate(size_);
@@ -300,10 +347,13 @@ void IdMap::insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local, 
   size_ += num_fresh;
 }
 
-// The claims of an id-indexed map: each id's entry.
+// The claims of an id-indexed map: each id's entry, position i's claim
+// floor - 1 - i (at least first_claim, the lowest of this insert's claims).
 struct IdMap::DenseClaims {
   int32_t* map;
   const int64_t* keys;
+  int64_t floor;
+  int64_t first_claim;
 
   void prefetch(int64_t i) const { __builtin_prefetch(&map[keys[i]], 1); }
   void prefetch_held(int64_t i) const { __builtin_prefetch(&map[keys[i]], 1); }
@@ -311,19 +361,20 @@ struct IdMap::DenseClaims {
     // The GCC/Clang atomic builtins, not C++20's std::atomic_ref: the
     // extension builds as C++17 against a torch before 2.13.
     int32_t* slot = &map[keys[i]];
-    const int32_t mine = static_cast<int32_t>(-1 - i);
+    const int32_t mine = static_cast<int32_t>(floor - 1 - i);
     int32_t held = __atomic_load_n(slot, __ATOMIC_RELAXED);
     while (held < mine) {
       if (__atomic_compare_exchange_n(slot, &held, mine, /*weak=*/true, __ATOMIC_RELAXED,
                                       __ATOMIC_RELAXED)) {
-        return held == kAbsent ? kTookEmpty : -1 - static_cast<int64_t>(held);
+        return held < first_claim ? kTookEmpty : floor - 1 - held;
       }
     }
     return kNotClaimed;
   }
-  int64_t held(int64_t i) const { return __atomic_load_n(&map[keys[i]], __ATOMIC_RELAXED); }
+  // The local id, or -1 - j for the claim of position j.
+  int64_t held(int64_t i) const { return __atomic_load_n(&map[keys[i]], __ATOMIC_RELAXED) - floor; }
   void assign(int64_t i, int64_t v) const {
-    __atomic_store_n(&map[keys[i]], static_cast<int32_t>(v), __ATOMIC_RELAXED);
+    __atomic_store_n(&map[keys[i]], static_cast<int32_t>(floor + v), __ATOMIC_RELAXED);
   }
 };
 
@@ -396,7 +447,8 @@ void IdMap::insert_all(const int64_t* keys, int64_t n, int64_t* local) {
   if (!inserts_in_parallel(n)) {
     insert_in_order(keys, n, local);
   } else if (!dense_.empty()) {
-    DenseClaims claims{dense_.data(), keys};
+    dense_room(n, n);
+    DenseClaims claims{dense_.data(), keys, floor_, floor_ - n};
     insert_all_parallel(keys, n, local, claims);
   } else {
     reserve(size_ + n);  // no slot moves while the threads claim them
@@ -428,19 +480,9 @@ void IdMap::grow() {
 void IdMap::clear() {
   if (size_ == 0) return;
   if (!dense_.empty()) {
-    const int64_t* keys = inserted_.data();
-    int32_t* map = dense_.data();
-    const int64_t num_ids = static_cast<int64_t>(dense_.size());
-    if (size_ >= num_ids / kResetByFill) {
-      // A random write costs a cache line: past one id in 16, refill it all.
-      glt::cpu::parallel_for(0, num_ids, 1 << 18, [&](int64_t begin, int64_t end) {
-        std::fill(map + begin, map + end, kAbsent);
-      });
-    } else {
-      glt::cpu::parallel_for(0, size_, 16384, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) map[keys[i]] = kAbsent;
-      });
-    }
+    // The batch's entries fall below the next floor's headroom: absent, unwritten
+    // (dense_room refills the map when int32 runs out).
+    floor_ += size_ + headroom_;
   } else {
     // A new generation empties every slot; only when it wraps are they
     // written (to generation 0, which is never current).

@@ -11,29 +11,36 @@
 
 namespace glt::cpu {
 
-// The keys an IdMap inserted since its last clear, in order, in a buffer
-// that grows by doubling and is not zeroed.
+// The keys an IdMap inserted since its last clear, in order, in an int64
+// tensor that grows by doubling and is not zeroed. keys_from hands out views
+// of it, no copies; a clear leaves them as they are: the next keys go into
+// the same tensor only where no view of it is left and its memory is still
+// this process's own, else into a new one.
 class KeyLog {
  public:
   // Room for n more keys at the end; they count as logged.
   int64_t* extend(int64_t n);
   void push_back(int64_t key) { *extend(1) = key; }
-  const int64_t* data() const { return data_.get(); }
   int64_t size() const { return size_; }
-  void clear() { size_ = 0; }
+  void clear();
   // Drops the keys past the first n.
   void truncate(int64_t n) { size_ = std::min(size_, n); }
   void reserve(int64_t n);
+  // The keys from the first-th on, as a view of the log.
+  at::Tensor view_from(int64_t first) const;
 
  private:
-  std::unique_ptr<int64_t[]> data_;
+  at::Tensor buffer_;         // undefined until the first key
+  const void* allocated_ = nullptr;  // the memory buffer_ was given
+  bool may_be_held_ = false;  // cleared since the last write: views of it may live
   int64_t size_ = 0;
-  int64_t capacity_ = 0;
+  int64_t last_capacity_ = 0;  // of the buffer a clear let go: the next one's size
 };
 
 // Maps global node ids to local ids, one id space per node type: a hash
 // table, or, when the id range is known and small enough, an id-indexed
-// array (one memory access per lookup, reset through the inserted ids).
+// array (one memory access per lookup, reset by moving the floor its
+// entries count from: nothing written).
 class IdMap {
  public:
   IdMap();
@@ -61,7 +68,7 @@ class IdMap {
   void check_keys(const int64_t* keys, int64_t n) const;
   // Local id of `key`, or -1.
   int64_t find(int64_t key) const;
-  // The keys of local ids [first, size()), as a new tensor.
+  // The keys of local ids [first, size()): a view of the log (KeyLog), no copy.
   at::Tensor keys_from(int64_t first) const;
   int64_t size() const { return size_; }
   void clear();
@@ -113,6 +120,13 @@ class IdMap {
     int32_t val() const { return val_of(meta); }
     uint32_t generation() const { return generation_of(meta); }
   };
+  // Room in an id-indexed map for n more local ids and `claims` claims of a
+  // parallel insert (rebase_dense where floor_ or headroom_ leaves too little).
+  void dense_room(int64_t n, int64_t claims);
+  // Moves an id-indexed map's entries of this batch down to the lowest floor
+  // (room for n more) and empties every other entry.
+  void rebase_dense(int64_t n);
+  int64_t lowest_floor() const;
   // Both maps on huge pages (cpu/runtime/huge_pages.h): they are read at
   // random.
   template <typename T>
@@ -125,9 +139,14 @@ class IdMap {
   int64_t num_groups_ = 1;  // grouped keys: how many groups
   int region_bits_ = 0;     // grouped keys: log2 of a group's region
   int64_t size_;
-  // id -> local id; kAbsent when absent (and, inside insert_all, a claim
-  // -1 - i by the first position i that holds the id)
+  // id -> floor_ + its local id. An entry below floor_ - headroom_ is absent
+  // (an earlier batch's or never set); [floor_ - headroom_, floor_) holds the
+  // claims of a parallel insert (floor_ - 1 - i by the first position i that
+  // holds the id). A clear moves floor_ past the batch's entries and writes
+  // nothing; only when int32 runs out is the array refilled.
   RandomReadArray<int32_t> dense_;
+  int64_t floor_ = 0;
+  int64_t headroom_;
   KeyLog inserted_;  // key of each local id, since the last clear
 };
 

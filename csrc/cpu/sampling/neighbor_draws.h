@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <numeric>
 #include <type_traits>
 #include <utility>
@@ -190,7 +191,7 @@ class HopDraws {
 
   int64_t total() const { return offsets_[num_seeds_]; }
   // Seed i's neighbors are [offsets()[i], offsets()[i + 1]) of the outputs.
-  const int64_t* offsets() const { return offsets_.data(); }
+  const int64_t* offsets() const { return offsets_.get(); }
   int64_t num_chunks() const { return (num_seeds_ + kChunkSeeds - 1) / kChunkSeeds; }
   int64_t chunk_begin(int64_t chunk) const { return chunk * kChunkSeeds; }
   int64_t chunk_end(int64_t chunk) const { return std::min(num_seeds_, (chunk + 1) * kChunkSeeds); }
@@ -236,9 +237,10 @@ class HopDraws {
         replace_(replace),
         rng_seeds_(std::move(rng_seeds)),
         with_edge_(false),
-        first_(num_seeds),
-        degree_(num_seeds),
-        offsets_(num_seeds + 1, 0) {
+        first_(new int64_t[num_seeds]),
+        degree_(new int64_t[num_seeds]),
+        offsets_(new int64_t[num_seeds + 1]) {
+    offsets_[0] = 0;
     for (const auto& g : views_) with_edge_ |= g.edge_ids != nullptr;
   }
 
@@ -338,7 +340,9 @@ class HopDraws {
   bool replace_;
   std::vector<int64_t> rng_seeds_;  // one per view
   bool with_edge_;
-  std::vector<int64_t> first_, degree_, offsets_;
+  // Per seed, filled by plan (not zeroed first: a hop's seeds take
+  // megabytes).
+  std::unique_ptr<int64_t[]> first_, degree_, offsets_;
 };
 
 }  // namespace draws
