@@ -12,6 +12,7 @@ from scipy import stats
 from graphlearn_torch.data import Dataset
 from graphlearn_torch.sampler import NeighborSampler, NodeSamplerInput, SamplerOutput
 from graphlearn_torch.sampler.hops import adjacent_views
+from graphlearn_torch.sampler.schema import RandomStream
 from graphlearn_torch.typing import reverse_edge_type
 
 HOMO_T = 'n'
@@ -343,3 +344,21 @@ def test_hops_of_one_storage_join_without_a_copy():
   assert adjacent_views([log[0:3], torch.arange(3)]) is None  # another storage
   assert adjacent_views([log[0:6:2], log[6:8]]) is None  # strided
   assert adjacent_views([log[0:3]]) is None  # nothing to join
+
+
+@pytest.mark.parametrize('seed', [3, None])
+def test_kernel_seeds_drawn_together_are_those_drawn_one_by_one(seed):
+  # Kernel seeds are drawn a hop (or a whole batch) at a time: the stream
+  # must be the one a call per kernel gives.
+  def stream():
+    torch.manual_seed(11)  # the global generator, for an unseeded stream
+    return RandomStream(seed)
+
+  one_by_one = stream()
+  expected = [one_by_one.kernel_seed() for _ in range(7)]
+  together = stream()
+  assert together.next_kernel_seeds(5) == expected[:5]  # the stream stays
+  assert together.kernel_seeds(3) == expected[:3]
+  together.skip_kernel_seeds(2)
+  assert together.kernel_seeds(2) == expected[5:7]
+  assert together.kernel_seeds(0) == []

@@ -308,7 +308,7 @@ class MultiHopSampler(LinkSampling):
       edge_weights=[t.edge_weights if local.with_weight else None for t in topos],
       fanouts=[int(r.fanout) for r in requests],
       replace=local.replace,
-      rng_seeds=[local.random.kernel_seed() for _ in requests],
+      rng_seeds=local.random.kernel_seeds(len(requests)),
       row_prefixes=[cols[k] for k in keys],
       col_prefixes=[rows[k] for k in keys],
       edge_times=[t.edge_time if on else None for t, on in zip(topos, timed)],

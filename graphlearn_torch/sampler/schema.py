@@ -145,7 +145,7 @@ class SamplingSchema:
     # Checked where they are (on a GPU, one read of both bounds), then sent
     # to the device without stopping the host.
     if seeds.numel():
-      lo, hi = torch.stack([seeds.min(), seeds.max()]).tolist()
+      lo, hi = torch.stack(torch.aminmax(seeds)).tolist()
       n = self.num_nodes[ntype]
       if lo < 0 or hi >= n:
         what = f"node type '{ntype}'" if self.is_hetero else 'the graph'
@@ -245,20 +245,26 @@ class RandomStream:
     """A seed for one call of a C++ sampling kernel."""
     return int(torch.randint(0, SEED_BOUND, (1,), generator=self.generator))
 
+  def kernel_seeds(self, n: int) -> List[int]:
+    """The next ``n`` kernel seeds in one draw: those ``n`` calls of
+    ``kernel_seed`` give (the generator draws a tensor's values in order)."""
+    if n == 0:
+      return []
+    return torch.randint(0, SEED_BOUND, (n,), generator=self.generator).tolist()
+
   def next_kernel_seeds(self, n: int) -> List[int]:
     """The next ``n`` kernel seeds, the stream left where it was: a caller
     that learns later how many it took advances by that many
     (``skip_kernel_seeds``)."""
     generator = self.generator if self.generator is not None else torch.default_generator
     state = generator.get_state()
-    seeds = [self.kernel_seed() for _ in range(n)]
+    seeds = self.kernel_seeds(n)
     generator.set_state(state)
     return seeds
 
   def skip_kernel_seeds(self, n: int) -> None:
     """Advances the stream past ``n`` kernel seeds."""
-    for _ in range(n):
-      self.kernel_seed()
+    self.kernel_seeds(n)
 
   def randint(self, high: int, n: int) -> torch.Tensor:
     """``n`` uniform integers in ``[0, high)``."""

@@ -183,7 +183,7 @@ class DistNeighborSampler:
       while True:
         # The kernel seeds are drawn before the requests run, in request
         # order: what a batch draws does not depend on when peers answer.
-        rng_seeds = [random.kernel_seed() for _ in requests]
+        rng_seeds = random.kernel_seeds(len(requests))
         outs = await asyncio.gather(*[self._answer(r, s) for r, s in zip(requests, rng_seeds)])
         requests = steps.send(list(outs))
     except StopIteration as done:
