@@ -170,11 +170,14 @@ inline at::ScalarType checked_indices_dtype(const c10::optional<at::ScalarType>&
   return out;
 }
 
-// sample_neighbors: the seeds, contiguous.
+// sample_neighbors: the seeds, contiguous. `check_seed_range` false: the
+// caller checks that each seed is a row as it reads it (the CPU kernels'
+// plan, in parallel; cpu/sampling/neighbor_draws.h).
 inline at::Tensor checked_sampling_args(const at::Tensor& indptr, const at::Tensor& indices,
                                         const c10::optional<at::Tensor>& edge_ids,
                                         const c10::optional<at::Tensor>& edge_weights,
-                                        const at::Tensor& seeds, int64_t num_neighbors) {
+                                        const at::Tensor& seeds, int64_t num_neighbors,
+                                        bool check_seed_range = true) {
   const int64_t num_rows = check_csr(indptr, indices);
   check_edge_data(edge_ids, edge_weights, indices);
   check_index(seeds, "seeds");
@@ -182,7 +185,7 @@ inline at::Tensor checked_sampling_args(const at::Tensor& indptr, const at::Tens
   TORCH_CHECK_VALUE(num_neighbors >= -1, "num_neighbors must be -1 (all) or >= 0, got ",
                     num_neighbors);
   auto seed_t = seeds.contiguous();
-  check_range(seed_t, num_rows, "seeds");
+  if (check_seed_range) check_range(seed_t, num_rows, "seeds");
   return seed_t;
 }
 

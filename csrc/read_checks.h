@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <limits>
@@ -21,6 +22,13 @@ namespace glt {
 // pass, as the CUDA kernels do (kBadRow).
 GLT_HOST_DEVICE GLT_INLINE bool row_in_bounds(int64_t first, int64_t last, int64_t num_entries) {
   return 0 <= first && first <= last && last <= num_entries;
+}
+
+// check_range's error (checks.h) for the n ids at v, some of them outside
+// [0, upper), where a pass over them found one as it read them.
+inline void raise_ids_outside(const int64_t* v, int64_t n, int64_t upper, const char* name) {
+  const auto [lo, hi] = std::minmax_element(v, v + n);
+  TORCH_CHECK_VALUE(false, name, " holds ids outside [0, ", upper, "): min ", *lo, ", max ", *hi);
 }
 
 // The error of row `row`, whose entries [first, last) lie outside indices.

@@ -61,6 +61,19 @@ def test_int32_topologies_give_what_int64_ones_give():
     assert torch.equal(x, y)
 
 
+def test_sample_neighbors_of_many_seeds_gives_every_row_in_seed_order(torch_threads):
+  # past the plan's 16 blocks of 1024 seeds, whose offsets come from the
+  # blocks' sums; every neighbor drawn (-1), so the rows are the reference
+  indptr, indices, _, _ = topology(torch.int64)
+  seeds = torch.randint(0, 100, (40_000,), generator=torch.Generator().manual_seed(3))
+  nbrs, counts, _ = torch.ops.glt.sample_neighbors(indptr, indices, None, None, seeds, -1, False, 0)
+  assert torch.equal(counts, indptr[seeds + 1] - indptr[seeds])
+  assert torch.equal(nbrs, torch.cat([indices[indptr[s] : indptr[s + 1]] for s in seeds.tolist()]))
+  seeds[30_000] = 100
+  with pytest.raises(ValueError, match=r'seeds holds ids outside \[0, 100\): min 0, max 100'):
+    torch.ops.glt.sample_neighbors(indptr, indices, None, None, seeds, -1, False, 0)
+
+
 @pytest.mark.parametrize('dtype', [torch.uint8, torch.int8, torch.int32, torch.int64])
 @pytest.mark.parametrize('num_partitions', [1, 3, 7])
 @pytest.mark.parametrize('threads', [1, 2])

@@ -27,6 +27,7 @@ struct CsrView {
   const int64_t* edge_ids;  // nullable
   const float* weights;     // nullable
   int64_t num_entries;      // of indices: where a row's entries may lie (row_in_bounds)
+  int64_t num_rows;         // indptr's length less one
 };
 
 // The view of a topology's tensors (edge ids and weights where given).
@@ -36,7 +37,8 @@ CsrView<index_t> csr_view(const at::Tensor& indptr, const at::Tensor& indices,
                           const std::optional<at::Tensor>& edge_weights) {
   return {indptr.data_ptr<index_t>(), indices.data_ptr<index_t>(),
           edge_ids.has_value() ? edge_ids->data_ptr<int64_t>() : nullptr,
-          edge_weights.has_value() ? edge_weights->data_ptr<float>() : nullptr, indices.numel()};
+          edge_weights.has_value() ? edge_weights->data_ptr<float>() : nullptr, indices.numel(),
+          indptr.numel() - 1};
 }
 
 template <typename index_t>

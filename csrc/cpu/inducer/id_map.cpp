@@ -65,6 +65,7 @@ inline int floor_log2(uint64_t x) { return x ? 63 - __builtin_clzll(x) : 0; }
 
 int64_t* KeyLog::extend(int64_t n) {
   reserve(size_ + n);
+  if (!buffer_.defined()) return nullptr;  // no key yet, and none to come (n == 0)
   int64_t* end = buffer_.data_ptr<int64_t>() + size_;
   size_ += n;
   return end;

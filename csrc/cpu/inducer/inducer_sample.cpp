@@ -56,7 +56,9 @@ CheckedRequest checked_request(const at::Tensor& indptr, const at::Tensor& indic
   check_device(col_prefix, "col_prefixes", indptr.device());
   const at::Tensor keys = srcs.contiguous();
   const at::Tensor ids = id_mask >= 0 ? at::bitwise_and(keys, id_mask) : keys;
-  return {checked_sampling_args(indptr, indices, edge_ids, edge_weights, ids, fanout), keys,
+  return {checked_sampling_args(indptr, indices, edge_ids, edge_weights, ids, fanout,
+                                /*check_seed_range=*/false),  // by HopDraws' plan
+          keys,
           row_prefix.contiguous(), col_prefix.contiguous(), at::Tensor()};
 }
 

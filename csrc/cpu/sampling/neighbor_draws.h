@@ -37,6 +37,10 @@ constexpr int64_t kPrefetchAhead = 16;
 // more in flight (measured: 32 over 16, +7% batches/s at 1 thread, +4% at 2;
 // 64 no more), edge ids too (with them: +19% at 1 thread, +18% at 2).
 constexpr int64_t kNeighborPrefetchAhead = 32;
+// Seeds per block of a hop's plan (each block's count is summed as it is
+// planned), and the blocks below which its offsets are written by one thread.
+constexpr int64_t kPlanBlock = 1024;
+constexpr int64_t kOffsetBlocksGrain = 16;
 
 // A thread's scratch for the draws of one chunk.
 struct Scratch {
@@ -246,42 +250,81 @@ class HopDraws {
 
   // Plans the hop: every seed's candidate edges (its row, or its window)
   // and count, and the outputs' room. Raises a ValueError, naming the row,
-  // where a seed's row lies outside indices.
+  // where a seed is not a row or its row lies outside indices (the seeds'
+  // range is checked here, in parallel, not before). The seeds are planned in blocks
+  // of kPlanBlock, each block's count summed as it is planned, so that the
+  // offsets are written in parallel too (from the blocks' prefix sums).
   template <typename Window>
   void plan(const int64_t* seeds, const Window& window) {
     counts = at::empty({num_seeds_}, at::kLong);
     int64_t* cnt = counts.data_ptr<int64_t>();
-    FirstBad bad_row;
-    glt::cpu::parallel_for(0, num_seeds_, 1024, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        if (i + kPrefetchAhead < end)
-          __builtin_prefetch(&view(i + kPrefetchAhead).indptr[seeds[i + kPrefetchAhead]]);
-        const auto& g = view(i);
-        if constexpr (!std::is_same_v<Window, WholeRow>) {
-          if (i + kPrefetchAhead < end) window.prefetch_first(seeds[i + kPrefetchAhead]);
-          // Its row's bounds (and time) were prefetched half the distance ago.
-          if (i + kPrefetchAhead / 2 < end)
-            window.prefetch(i + kPrefetchAhead / 2, seeds[i + kPrefetchAhead / 2]);
+    const int64_t num_blocks = (num_seeds_ + kPlanBlock - 1) / kPlanBlock;
+    std::vector<int64_t> block_offsets(num_blocks + 1, 0);
+    FirstBad bad_seed, bad_row;
+    glt::cpu::parallel_for(0, num_blocks, 1, [&](int64_t first_block, int64_t last_block) {
+      const int64_t end = std::min(num_seeds_, last_block * kPlanBlock);
+      int64_t i = first_block * kPlanBlock;
+      for (int64_t b = first_block; b < last_block; ++b) {
+        int64_t block_total = 0;
+        for (const int64_t block_end = std::min(end, i + kPlanBlock); i < block_end; ++i) {
+          plan_seed(seeds, i, end, window, bad_seed, bad_row, cnt);
+          block_total += cnt[i];
         }
-        int64_t first = g.indptr[seeds[i]], last = g.indptr[seeds[i] + 1];
-        if (!row_in_bounds(first, last, g.num_entries)) {
-          bad_row.note(i);
-          first = last = 0;
-        } else if constexpr (!std::is_same_v<Window, WholeRow>) {
-          window(i, seeds[i], &first, &last);
-        }
-        first_[i] = first;
-        degree_[i] = last - first;
-        cnt[i] = kernels::sample_count(g, first, last, k_, replace_);
+        block_offsets[b + 1] = block_total;
       }
     });
+    if (bad_seed.any()) {
+      raise_ids_outside(seeds, num_seeds_, view(bad_seed.position()).num_rows, "seeds");
+    }
     if (bad_row.any()) {
       const int64_t i = bad_row.position();
       raise_bad_row(view(i).indptr, seeds[i], view(i).num_entries);
     }
-    for (int64_t i = 0; i < num_seeds_; ++i) offsets_[i + 1] = offsets_[i] + cnt[i];
+    for (int64_t b = 0; b < num_blocks; ++b) block_offsets[b + 1] += block_offsets[b];
+    glt::cpu::parallel_for(0, num_blocks, kOffsetBlocksGrain, [&](int64_t first, int64_t last) {
+      for (int64_t b = first; b < last; ++b) {
+        int64_t offset = block_offsets[b];
+        for (int64_t i = b * kPlanBlock, e = std::min(num_seeds_, i + kPlanBlock); i < e; ++i) {
+          offsets_[i] = offset;
+          offset += cnt[i];
+        }
+      }
+    });
+    offsets_[num_seeds_] = block_offsets[num_blocks];
     nbrs = at::empty({total()}, at::kLong);
     eids = at::empty({with_edge_ ? total() : 0}, at::kLong);
+  }
+
+  // plan()'s work for seed i (of a loop up to `end`, which prefetches ahead):
+  // its first candidate edge, their number and its count (cnt[i]); notes i
+  // where the seed is not a row, or its row lies outside indices.
+  template <typename Window>
+  void plan_seed(const int64_t* seeds, int64_t i, int64_t end, const Window& window,
+                 FirstBad& bad_seed, FirstBad& bad_row, int64_t* cnt) {
+    if (i + kPrefetchAhead < end)
+      __builtin_prefetch(&view(i + kPrefetchAhead).indptr[seeds[i + kPrefetchAhead]]);
+    const auto& g = view(i);
+    if (static_cast<uint64_t>(seeds[i]) >= static_cast<uint64_t>(g.num_rows)) {
+      bad_seed.note(i);
+      first_[i] = degree_[i] = cnt[i] = 0;
+      return;
+    }
+    if constexpr (!std::is_same_v<Window, WholeRow>) {
+      if (i + kPrefetchAhead < end) window.prefetch_first(seeds[i + kPrefetchAhead]);
+      // Its row's bounds (and time) were prefetched half the distance ago.
+      if (i + kPrefetchAhead / 2 < end)
+        window.prefetch(i + kPrefetchAhead / 2, seeds[i + kPrefetchAhead / 2]);
+    }
+    int64_t first = g.indptr[seeds[i]], last = g.indptr[seeds[i] + 1];
+    if (!row_in_bounds(first, last, g.num_entries)) {
+      bad_row.note(i);
+      first = last = 0;
+    } else if constexpr (!std::is_same_v<Window, WholeRow>) {
+      window(i, seeds[i], &first, &last);
+    }
+    first_[i] = first;
+    degree_[i] = last - first;
+    cnt[i] = kernels::sample_count(g, first, last, k_, replace_);
   }
 
   // draw() for one topology, or for several (kPartitioned): the first pass

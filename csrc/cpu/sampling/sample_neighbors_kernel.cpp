@@ -71,7 +71,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_kernel(
     const std::optional<at::Tensor>& edge_weights, const at::Tensor& seeds, int64_t num_neighbors,
     bool replace, int64_t rng_seed) {
   const auto seed_t =
-      checked_sampling_args(indptr, indices, edge_ids, edge_weights, seeds, num_neighbors);
+      checked_sampling_args(indptr, indices, edge_ids, edge_weights, seeds, num_neighbors,
+                            /*check_seed_range=*/false);  // by HopDraws' plan
   return AT_DISPATCH_INDEX_TYPES(indptr.scalar_type(), "sample_neighbors", [&] {
     return sample_neighbors_typed<index_t>(indptr, indices, edge_ids, edge_weights, seed_t,
                                            num_neighbors, replace, rng_seed);

@@ -34,7 +34,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_temporal_kernel(
     const at::Tensor& seeds, const at::Tensor& seed_time, int64_t num_neighbors, bool replace,
     bool last, int64_t rng_seed, const std::optional<at::Tensor>& row_max_time) {
   const auto seed_t =
-      checked_sampling_args(indptr, indices, edge_ids, edge_weights, seeds, num_neighbors);
+      checked_sampling_args(indptr, indices, edge_ids, edge_weights, seeds, num_neighbors,
+                            /*check_seed_range=*/false);  // by HopDraws' plan
   const auto seed_time_t = checked_time_args(edge_time, indices, seed_time, seed_t);
   check_row_max_time(row_max_time, edge_time, indptr);
   return AT_DISPATCH_INDEX_TYPES(indptr.scalar_type(), "sample_neighbors_temporal", [&] {
