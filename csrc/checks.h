@@ -75,8 +75,7 @@ inline void check_range(const at::Tensor& t, int64_t upper, const char* name) {
     lo = t.min().item<int64_t>();
     hi = t.max().item<int64_t>();
   }
-  TORCH_CHECK_VALUE(lo >= 0 && hi < upper, name, " holds ids outside [0, ", upper, "): min ", lo,
-                    ", max ", hi);
+  if (lo < 0 || hi >= upper) raise_ids_outside(lo, hi, upper, name);
 }
 
 // Checks a compressed sparse topology's layout (indptr and indices 1-D,

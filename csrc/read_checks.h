@@ -24,11 +24,17 @@ GLT_HOST_DEVICE GLT_INLINE bool row_in_bounds(int64_t first, int64_t last, int64
   return 0 <= first && first <= last && last <= num_entries;
 }
 
-// check_range's error (checks.h) for the n ids at v, some of them outside
-// [0, upper), where a pass over them found one as it read them.
+// The error of ids `name`, whose least is lo and greatest hi, not all in
+// [0, upper): check_range's (checks.h) and a reading pass's.
+inline void raise_ids_outside(int64_t lo, int64_t hi, int64_t upper, const char* name) {
+  TORCH_CHECK_VALUE(false, name, " holds ids outside [0, ", upper, "): min ", lo, ", max ", hi);
+}
+
+// That error for the n ids at v, some of them outside [0, upper), where a
+// pass over them found one as it read them.
 inline void raise_ids_outside(const int64_t* v, int64_t n, int64_t upper, const char* name) {
   const auto [lo, hi] = std::minmax_element(v, v + n);
-  TORCH_CHECK_VALUE(false, name, " holds ids outside [0, ", upper, "): min ", *lo, ", max ", *hi);
+  raise_ids_outside(*lo, *hi, upper, name);
 }
 
 // The error of row `row`, whose entries [first, last) lie outside indices.
