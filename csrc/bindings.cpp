@@ -7,7 +7,9 @@
 // input check (c10::ValueError from TORCH_CHECK_VALUE) is turned into a
 // Python ValueError inside the call, as torch's own bindings do, rather than
 // left to pybind11's exception dispatch.
-#include <torch/extension.h>
+#include <ATen/ATen.h>
+#include <torch/csrc/Exceptions.h>
+#include <torch/csrc/utils/pybind.h>
 
 #include "cpu/runtime/buffer_pool.h"
 #include "cpu/runtime/huge_pages.h"

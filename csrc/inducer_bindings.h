@@ -1,7 +1,9 @@
 // The Python methods every inducer shares, bound once for each class.
 #pragma once
 
-#include <torch/extension.h>
+#include <ATen/ATen.h>
+#include <torch/csrc/Exceptions.h>
+#include <torch/csrc/utils/pybind.h>
 
 #include <optional>
 #include <vector>

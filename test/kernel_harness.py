@@ -1,7 +1,7 @@
 """Builds the host harness (csrc/testing/host_harness.cpp): the CUDA kernels'
 code run on the CPU with OpenMP threads, so that the tests check what the GPU
 runs on a machine without one. Compiled once per checkout into
-build/host_harness (about a minute on 2 cores)."""
+build/host_harness (about 45 s on 2 cores)."""
 
 import functools
 import pathlib

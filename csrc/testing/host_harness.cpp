@@ -3,7 +3,9 @@
 // the host backend. The tests compile this module on the fly and compare it
 // with the CPU kernels and brute force (test/test_kernel_bodies.py).
 #include <omp.h>
-#include <torch/extension.h>
+#include <ATen/ATen.h>
+#include <torch/csrc/Exceptions.h>
+#include <torch/csrc/utils/pybind.h>
 
 #include "kernels/disjoint_keys.h"
 #include "kernels/graph_ops.h"
