@@ -8,9 +8,11 @@ bench_sampler.py's workload (the ogbn-products-size power-law graph, fanout
 few warm-up batches, batches run for ``--seconds`` while ``perf record -g``
 samples this process (only that window: perf attaches to the running
 process after the graph is built); the top symbols by self time go to
-``DIR/perf_t<threads>.txt``, and batches/s of each window, with perf
-attached, to stdout. Without perf on the machine, the windows are timed
-alone.
+``DIR/perf_t<threads>.txt``, and to stdout, for each window (perf attached):
+batches/s, and per batch its wall time, this thread's CPU time, the busiest
+other thread's, and this thread's excess over it: the work no helper runs
+beside, which bounds what more threads can gain. Without perf on the
+machine, the windows are timed alone.
 """
 
 import argparse
@@ -20,8 +22,11 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Dict
 
 import torch
 
@@ -37,13 +42,55 @@ PERF_STOP_S = 120.0  # for perf to write its data once stopped
 logger = logging.getLogger('profile_cpu_sampler')
 
 
-def run_window(sampler, inputs, seconds: float) -> float:
-  r"""Batches for ``seconds``; returns batches/s."""
+@dataclass
+class Window:
+  r"""A window of batches, per batch: its wall time, this (the calling)
+  thread's CPU time, and the busiest other thread's. The calling thread's
+  excess over that helper is the batch's work no helper runs beside: what
+  stops more threads from making the batch faster."""
+
+  batches_per_s: float
+  wall_ms: float
+  main_ms: float
+  busiest_helper_ms: float
+
+  @property
+  def main_excess_ms(self) -> float:
+    return self.main_ms - self.busiest_helper_ms
+
+
+def thread_cpu_seconds() -> Dict[int, float]:
+  r"""Each thread of this process: its CPU seconds (user and system), by
+  thread id (Linux: /proc/self/task)."""
+  ticks = os.sysconf('SC_CLK_TCK')
+  seconds = {}
+  for tid in os.listdir('/proc/self/task'):
+    try:
+      with open(f'/proc/self/task/{tid}/stat') as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    except FileNotFoundError:
+      continue  # the thread ended as the list was read
+    seconds[int(tid)] = (int(fields[11]) + int(fields[12])) / ticks
+  return seconds
+
+
+def run_window(sampler, inputs, seconds: float) -> Window:
+  r"""Batches for ``seconds``, with each thread's CPU time over them."""
+  before = thread_cpu_seconds()
   count, started = 0, time.perf_counter()
   while time.perf_counter() - started < seconds:
     sampler.sample_from_nodes(inputs[count % len(inputs)])
     count += 1
-  return count / (time.perf_counter() - started)
+  wall = time.perf_counter() - started
+  used = {tid: cpu - before.get(tid, 0.0) for tid, cpu in thread_cpu_seconds().items()}
+  main = used.pop(threading.get_native_id())
+  per_batch_ms = 1e3 / count
+  return Window(
+    count / wall,
+    wall * per_batch_ms,
+    main * per_batch_ms,
+    max(used.values(), default=0.0) * per_batch_ms,
+  )
 
 
 def start_perf(data: Path) -> subprocess.Popen:
@@ -98,10 +145,15 @@ def main() -> None:
       sampler.sample_from_nodes(inputs[i % len(inputs)])
     data = out / f'perf_t{threads}.data'
     perf = start_perf(data) if with_perf else None
-    rate = run_window(sampler, inputs, args.seconds)
+    window = run_window(sampler, inputs, args.seconds)
     if perf is not None:
       stop_perf(perf, data, out / f'perf_t{threads}.txt')
-    logger.info('%d threads: %.1f batches/s (%s edges)', threads, rate, f'{num_edges:,}')
+    logger.info(
+      '%d threads: %.1f batches/s (%s edges); a batch: %.2f ms, this thread %.2f ms CPU, the '
+      'busiest helper %.2f ms, this thread alone %.2f ms', threads, window.batches_per_s,
+      f'{num_edges:,}', window.wall_ms, window.main_ms, window.busiest_helper_ms,
+      window.main_excess_ms,
+    )  # fmt: skip
 
 
 if __name__ == '__main__':
