@@ -72,7 +72,7 @@ SCRIPTS = [
    'bench_dist_sampling',
    ['worker_mode'] + (['vs_glt', 'startup_vs_glt'] if peer_flags('glt') else [])
    + (['vs_dgl'] if dgl_on_loopback() else [])),
-  ('bench_server_client.py', [*DIST, '--runs', '2'], 'bench_server_client', ['server_client']),
+  ('bench_server_client.py', [*DIST, '--runs', '1'], 'bench_server_client', ['server_client']),
   ('profile_dist_rpc.py', DIST, 'profile_dist_rpc', ['rpc', 'remote_share']),
   ('bench_cache_memory.py', DIST, 'bench_cache_memory', ['cache_memory']),
   ('bench_dist_memory.py', DIST, 'bench_dist_memory', ['memory']),
