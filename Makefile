@@ -73,8 +73,8 @@ test-fast: lint
 $(CUDA_VENV)/.installed:
 	test -x $(CUDA_PY) || $(PYTHON) -m venv $(CUDA_VENV)
 	$(CUDA_PY) -m pip install -q --upgrade pip
-	$(CUDA_PY) -m pip install -q --no-cache-dir torch==$(CUDA_TORCH_VERSION)
-	$(CUDA_PY) -m pip install -q --no-cache-dir setuptools wheel ninja numpy
+	$(CUDA_PY) -m pip install -q --no-cache-dir --no-compile torch==$(CUDA_TORCH_VERSION)
+	$(CUDA_PY) -m pip install -q --no-cache-dir --no-compile setuptools wheel ninja numpy
 	touch $@
 
 # Compile and link with WITH_CUDA=ON into build/cuda, then load the module
