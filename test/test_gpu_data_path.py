@@ -19,7 +19,7 @@ from test_neighbor_sampler import HOMO_E, HOMO_T, check_output
 import graphlearn_torch as glt
 from graphlearn_torch._ext import cuda_kernels_available
 from graphlearn_torch.data import Dataset, Feature, UnifiedTensor, sort_by_in_degree
-from graphlearn_torch.data.unified_tensor import host_view
+from graphlearn_torch.data.unified_tensor import REGISTER_IN_PLACE_BYTES, host_view
 from graphlearn_torch.distributed.sources.sampling_process import worker_device
 from graphlearn_torch.loader import LinkNeighborLoader, NeighborLoader, SubGraphLoader
 from graphlearn_torch.sampler import NegativeSampling, NeighborSampler, NodeSamplerInput
@@ -192,6 +192,26 @@ def test_shared_host_memory_is_read_where_it_lies():
   assert torch.equal(host_view(shared, 0).cpu(), shared)  # registered twice: viewed
   del view
   torch.cuda.synchronize()
+
+
+@gpu
+def test_a_large_private_table_is_read_where_it_lies():
+  rows = REGISTER_IN_PLACE_BYTES // 4 // 16 + 1
+  table = torch.arange(rows * 16, dtype=torch.float32).view(rows, 16)
+  cold = table[rows // 2 :]  # a view into the table's storage, as a feature split's
+  view = host_view(cold, 0)
+  assert view.data_ptr() == cold.data_ptr(), 'registered in place, not copied'
+  whole = host_view(table, 0)  # another view of the same storage: one registration
+  assert whole.data_ptr() == table.data_ptr()
+  del view
+  torch.cuda.synchronize()
+  table[-1, -1] = -1.0  # the registration outlives the first view
+  ids = torch.tensor([0, rows // 2, rows - 1], device='cuda:0')
+  assert torch.equal(whole[ids].cpu(), table[ids.cpu()])
+  del whole
+  torch.cuda.synchronize()
+  again = host_view(table, 0)  # registered anew once every view has gone
+  assert again.data_ptr() == table.data_ptr() and again[-1, -1].item() == -1.0
 
 
 @pytest.mark.parametrize('split_ratio', [0.0, 0.3, 1.0])

@@ -37,39 +37,63 @@ std::mutex& registry_mutex() {
   return mutex;
 }
 
-// One cudaHostRegister of a range, undone when the last view over it goes.
+// One cudaHostRegister of a storage's memory, undone when the last view over
+// it goes, before the storage can be let go (it holds the storage).
 struct Registration {
-  void* ptr;
-  size_t bytes;
-  Registration(void* p, size_t n) : ptr(p), bytes(n) {}
+  at::Storage storage;
+  explicit Registration(at::Storage s) : storage(std::move(s)) {}
   ~Registration() {
     const std::lock_guard<std::mutex> lock(registry_mutex());
-    (void)cudaHostUnregister(ptr);  // a destructor must not throw
+    (void)cudaHostUnregister(storage.mutable_data());  // a destructor must not throw
   }
 };
 
-// The registrations this process made, by base address: CUDA's own table of
-// registered ranges is per process too, and a second view of a range must
-// keep the first registration alive rather than make its own (which CUDA
-// refuses) or lose it when the first view goes.
-std::shared_ptr<Registration> registration_of(void* ptr, size_t bytes) {
+// Whether bytes [ptr, ptr + bytes) lie in memory CUDA has registered (pinned
+// memory, a channel's): both ends have device pointers, one apart by the
+// range (registered ranges are contiguous).
+bool registered_otherwise(const char* ptr, size_t bytes) {
+  void* first = nullptr;
+  void* last = nullptr;
+  const bool mapped =
+      cudaHostGetDevicePointer(&first, const_cast<char*>(ptr), 0) == cudaSuccess &&
+      cudaHostGetDevicePointer(&last, const_cast<char*>(ptr + bytes - 1), 0) == cudaSuccess &&
+      static_cast<char*>(last) - static_cast<char*>(first) == static_cast<ptrdiff_t>(bytes - 1);
+  (void)cudaGetLastError();  // clear a failed lookup's error
+  return mapped;
+}
+
+// The registration of `host`'s storage, made on its first view. The
+// registrations this process made are kept by base address: CUDA's own table
+// of registered ranges is per process too, and a second view of a storage
+// (of the same rows or others) must keep the first registration alive rather
+// than make its own (which CUDA refuses) or lose it when the first view goes.
+// Whole storages are registered, so views of one storage never register
+// overlapping pages. nullptr where CUDA had registered the tensor's bytes
+// otherwise.
+std::shared_ptr<Registration> registration_of(const at::Tensor& host) {
   static std::unordered_map<void*, std::weak_ptr<Registration>> registered;
+  const at::Storage& storage = host.storage();
+  void* base = storage.mutable_data();
   const std::lock_guard<std::mutex> lock(registry_mutex());
-  if (auto existing = registered[ptr].lock()) {
-    TORCH_CHECK_VALUE(existing->bytes >= bytes, "registered_view: ", bytes,
-                      " bytes asked where a view registered ", existing->bytes);
+  if (auto existing = registered[base].lock()) {
+    TORCH_CHECK_VALUE(existing->storage.nbytes() >= storage.nbytes(), "registered_view: ",
+                      storage.nbytes(), " bytes asked where a view registered ",
+                      existing->storage.nbytes());
     return existing;
   }
-  const cudaError_t err =
-      cudaHostRegister(ptr, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable);
+  const cudaError_t err = cudaHostRegister(base, storage.nbytes(),
+                                           cudaHostRegisterMapped | cudaHostRegisterPortable);
   if (err == cudaErrorHostMemoryAlreadyRegistered) {
-    (void)cudaGetLastError();  // registered otherwise (a channel, pinned memory): use it
-    registered.erase(ptr);
+    (void)cudaGetLastError();  // clear it
+    registered.erase(base);
+    TORCH_CHECK(registered_otherwise(static_cast<const char*>(host.data_ptr()), host.nbytes()),
+                "registered_view: part of the tensor's memory is registered with CUDA and part "
+                "is not; pin a copy instead");
     return nullptr;
   }
   C10_CUDA_CHECK(err);
-  auto made = std::make_shared<Registration>(ptr, bytes);
-  registered[ptr] = made;
+  auto made = std::make_shared<Registration>(storage);
+  registered[base] = made;
   return made;
 }
 
@@ -82,7 +106,7 @@ at::Tensor registered_view(const at::Tensor& host, int64_t device) {
   const auto options = host.options().device(at::kCUDA, static_cast<c10::DeviceIndex>(device));
   if (host.numel() == 0) return at::empty(host.sizes(), options);
   const c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
-  auto registration = registration_of(host.data_ptr(), host.nbytes());
+  auto registration = registration_of(host);
   void* device_ptr = nullptr;
   C10_CUDA_CHECK(cudaHostGetDevicePointer(&device_ptr, host.data_ptr(), 0));
   return at::from_blob(

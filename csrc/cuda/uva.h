@@ -15,10 +15,12 @@ namespace cuda {
 at::Tensor uva_view(const at::Tensor& host, int64_t device);
 
 // A tensor on CUDA device `device` over the host memory of `host` where it
-// lies (shared memory a host's processes map, for one): its pages registered
-// with CUDA (cudaHostRegister, mapped and portable) for as long as a view of
-// them lives, so no process copies them into pinned memory of its own. Memory
-// registered otherwise (pinned, a channel's) is viewed as it is.
+// lies (shared memory a host's processes map, or a large table of this
+// process's own): the pages of its storage registered with CUDA
+// (cudaHostRegister, mapped and portable) for as long as a view of them
+// lives, so no process copies them into pinned memory. Memory registered
+// otherwise (pinned, a channel's) is viewed as it is. Raises where CUDA
+// cannot register the memory (a read-only file mapping, for one).
 at::Tensor registered_view(const at::Tensor& host, int64_t device);
 
 // Lets kernels on `device` read the memory of `peer` (idempotent); returns

@@ -21,24 +21,42 @@ from .gather_checks import GatherChecks
 logger = logging.getLogger(__name__)
 
 HOST = -1  # the device index of a part in host memory
+# Host memory of this process's own from this size up is registered with CUDA
+# where it lies rather than copied into pinned memory: an allocation this
+# large has pages of its own (glibc maps one of 32 MiB or more by itself), so
+# no other registration overlaps them, and a pinned copy would cost as much
+# host memory again (more: pinned blocks round up to a power of two).
+REGISTER_IN_PLACE_BYTES = 64 << 20
 
 
 def host_view(host: torch.Tensor, device: int) -> torch.Tensor:
   r"""A CUDA view of the host tensor ``host`` that GPU ``device``'s kernels
-  read in place (UVA): pinned memory as it is; memory the host's processes
-  share (``share_memory_``, host-shared partitions) registered where it lies,
-  so the processes of a host hold one copy, not one pinned copy each; other
-  memory pinned into a copy of this process's own.
+  read in place (UVA), keeping ``host`` alive: memory the host's processes
+  share (``share_memory_``, host-shared partitions) and tables of at least
+  ``REGISTER_IN_PLACE_BYTES`` registered where they lie, so the processes
+  of a host hold one copy and a process no second one of its own; pinned
+  memory as it is; other memory, and memory CUDA cannot register (a
+  read-only file mapping), pinned into a copy.
 
   Args:
     host: a CPU tensor.
     device: the GPU that reads it.
   """
-  if host.is_shared() and host.is_contiguous():  # first: registered here, it reads as pinned
-    return ops.registered_view(host, device)
+  host = host.contiguous()
+  nbytes = host.untyped_storage().nbytes()
+  # First: once registered here, a tensor reads as pinned, and only
+  # registered_view keeps the registration for as long as its views live.
+  if host.is_shared() or nbytes >= REGISTER_IN_PLACE_BYTES:
+    try:
+      return ops.registered_view(host, device)
+    except RuntimeError as error:
+      logger.warning(
+        'CUDA cannot read %.1f MB of host memory where it lies (%s): copying it into pinned '
+        'memory', nbytes / 2**20, error,
+      )  # fmt: skip
   if host.is_pinned():
-    return ops.uva_view(host.contiguous(), device)
-  return ops.uva_view(host.contiguous().pin_memory(), device)
+    return ops.uva_view(host, device)
+  return ops.uva_view(host.pin_memory(), device)
 
 
 class UnifiedTensor:
@@ -101,8 +119,8 @@ class UnifiedTensor:
 
   def append_cpu_tensor(self, cpu_tensor: torch.Tensor) -> None:
     """Appends a part in host memory, read by the GPU in place through UVA
-    (``host_view``: shared memory registered where it lies, other memory
-    pinned); a plain host part without the CUDA kernels."""
+    (``host_view``: shared memory and large tables registered where they
+    lie, other memory pinned); a plain host part without the CUDA kernels."""
     part = self._check_part(cpu_tensor.cpu())
     if not self.on_gpu:
       self._append(part, HOST)
