@@ -20,8 +20,8 @@ then measures, in this run:
   - sampling at each of --threads, beside the one-hop draws alone (the
     sampled batches' hops drawn again without the inducer), the same
     batches with hash-table inducers (as on a graph over 64 M nodes) and this
-    machine's random int64 reads/s at that thread count (the bound one
-    random read per sampled edge sets).
+    machine's independent random int64 reads/s at that thread count (how
+    far its memory lets random reads scale).
 The peers run at the largest thread count. GLT_PYTHON, DGL_PYTHON and
 PYG_PYTHON in the environment stand for the flags. Temporal sampling:
 bench_temporal.py; beside busy processes: bench_contention.py.
@@ -38,7 +38,7 @@ from workloads import (
   gather,
   hashed_inducer_bps,
   make_seed_batches,
-  random_reads_per_s,
+  parallel_random_reads_per_s,
   run_peer,
   sampling,
 )
@@ -112,10 +112,10 @@ def gather_table(ours, index_select, peers, row_bytes: int) -> Table:
 
 
 def threads_table(scaling) -> Table:
-  _, _, eps1, draws1, hashed1, _ = scaling[0]
+  _, _, eps1, draws1, hashed1, reads1 = scaling[0]
   rows = [
-    [t, bps, eps, eps / eps1, draws, draws / draws1, hashed, hashed / hashed1, reads, eps / reads]
-    for t, bps, eps, draws, hashed, reads in scaling
+    [t, bps, eps, eps / eps1, draws, draws / draws1, hashed, hashed / hashed1, rr, rr / reads1]
+    for t, bps, eps, draws, hashed, rr in scaling
   ]
   return Table(
     'threads',
@@ -129,14 +129,16 @@ def threads_table(scaling) -> Table:
       'draws vs fewest threads',
       'hashed inducer, batches/s',
       'hashed vs fewest threads',
-      'random int64 reads/s',
-      'edges per read',
+      'random reads/s',
+      'reads vs fewest threads',
     ],  # fmt: skip
     rows,
     note='The draws alone: the hops of the sampled batches drawn again without the inducer. '
     'Hashed inducer: the same batches with hash-table id maps, as on a graph over 64 M nodes '
     "(this one's id-indexed maps take 4 bytes a node). "
-    'Random reads: torch.index_select of random rows of a 1 GB int64 array.',
+    'Random reads: independent reads of a 1 GB int64 array at random positions on as many '
+    "threads (a parallel gather of one-element rows): how far the machine's memory lets random "
+    'reads scale.',
   )
 
 
@@ -167,7 +169,8 @@ def main():
       ds, seed_batches, args.batches, args.fanout, args.seed
     )
     hashed = hashed_inducer_bps(ds, seed_batches, args.batches, args.fanout, args.seed)
-    scaling.append((t, bps, eps, draws, hashed, random_reads_per_s(ds.graph.topo.edge_ids)))
+    reads = parallel_random_reads_per_s(ds.graph.topo.edge_ids)
+    scaling.append((t, bps, eps, draws, hashed, reads))
   sampled = [out.node for out in outs]
   rates, row_bytes = gather(ds.num_nodes(), args.dim, sampled, repeat=3)
   peer_sampling, peer_gather = peer_rows(ds, seed_batches, sampled, args, threads[-1])
