@@ -68,30 +68,34 @@ bool registered_otherwise(const char* ptr, size_t bytes) {
 // (of the same rows or others) must keep the first registration alive rather
 // than make its own (which CUDA refuses) or lose it when the first view goes.
 // Whole storages are registered, so views of one storage never register
-// overlapping pages. nullptr where CUDA had registered the tensor's bytes
-// otherwise.
+// overlapping pages. nullptr where CUDA maps the tensor's bytes already
+// (pinned memory, a channel's), registered otherwise.
 std::shared_ptr<Registration> registration_of(const at::Tensor& host) {
   static std::unordered_map<void*, std::weak_ptr<Registration>> registered;
   const at::Storage& storage = host.storage();
   void* base = storage.mutable_data();
-  const std::lock_guard<std::mutex> lock(registry_mutex());
+  std::unique_lock<std::mutex> lock(registry_mutex());
   if (auto existing = registered[base].lock()) {
+    lock.unlock();  // the last view may go meanwhile: this one is then the last, unregistering
     TORCH_CHECK_VALUE(existing->storage.nbytes() >= storage.nbytes(), "registered_view: ",
                       storage.nbytes(), " bytes asked where a view registered ",
                       existing->storage.nbytes());
     return existing;
   }
-  const cudaError_t err = cudaHostRegister(base, storage.nbytes(),
-                                           cudaHostRegisterMapped | cudaHostRegisterPortable);
-  if (err == cudaErrorHostMemoryAlreadyRegistered) {
-    (void)cudaGetLastError();  // clear it
+  if (registered_otherwise(static_cast<const char*>(host.data_ptr()), host.nbytes())) {
     registered.erase(base);
-    TORCH_CHECK(registered_otherwise(static_cast<const char*>(host.data_ptr()), host.nbytes()),
-                "registered_view: part of the tensor's memory is registered with CUDA and part "
-                "is not; pin a copy instead");
     return nullptr;
   }
-  C10_CUDA_CHECK(err);
+  const cudaError_t err = cudaHostRegister(base, storage.nbytes(),
+                                           cudaHostRegisterMapped | cudaHostRegisterPortable);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();  // clear it
+    registered.erase(base);
+    TORCH_CHECK(err != cudaErrorHostMemoryAlreadyRegistered,
+                "registered_view: part of the tensor's memory is registered with CUDA and part "
+                "is not");
+    C10_CUDA_CHECK(err);
+  }
   auto made = std::make_shared<Registration>(storage);
   registered[base] = made;
   return made;
