@@ -1,8 +1,11 @@
 """Shared fixtures: small random graphs, the path of the real datasets, and
 the reaping of process sessions."""
 
+import logging
 import os
+import shutil
 import signal
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +15,24 @@ import torch
 SHARED_DATASETS = Path(
   os.environ.get('GLT_SHARED_DATASETS', Path(__file__).resolve().parents[2] / 'shared' / 'datasets')
 )
+
+
+def pytest_configure(config):
+  r"""Gives the session and every process it starts a temporary directory
+  of their own (TMPDIR), removed when the session ends: PyG's message-passing
+  layers write a generated module to the temporary directory in each process
+  that builds one, and never remove it. pytest's own ``tmp_path``
+  directories stay where they were, kept for a look after a failure."""
+  os.environ.setdefault('PYTEST_DEBUG_TEMPROOT', tempfile.gettempdir())
+  config.session_tmpdir = tempfile.mkdtemp(prefix='glt-test-')
+  os.environ['TMPDIR'] = tempfile.tempdir = config.session_tmpdir
+
+
+def pytest_unconfigure(config):
+  try:
+    shutil.rmtree(config.session_tmpdir)
+  except OSError as error:  # a process the session left behind still writing there
+    logging.getLogger(__name__).warning('could not remove %s: %s', config.session_tmpdir, error)
 
 
 def random_edges(num_src: int, num_dst: int, num_edges: int, seed: int) -> torch.Tensor:
