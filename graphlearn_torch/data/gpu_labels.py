@@ -25,7 +25,8 @@ class GpuLabels:
   dataset handed to sampling processes) are read in place through UVA,
   registered where they lie, so that each process adds no copy; a
   process's own labels are copied to GPU memory beside a graph there
-  ('CUDA'), else pinned and read through UVA. A batch sampled on the GPU
+  ('CUDA'), else read through UVA too (``host_view``: registered in place
+  from 64 MB up, smaller ones pinned into a copy). A batch sampled on the GPU
   then gets its labels without copying its ids to the host and its labels
   back.
   """
