@@ -5,6 +5,7 @@ import logging
 import os
 import shutil
 import signal
+import sys
 import tempfile
 from pathlib import Path
 
@@ -18,17 +19,27 @@ SHARED_DATASETS = Path(
 
 
 def pytest_configure(config):
-  r"""Gives the session and every process it starts a temporary directory
-  of their own (TMPDIR), removed when the session ends: PyG's message-passing
-  layers write a generated module to the temporary directory in each process
-  that builds one, and never remove it. pytest's own ``tmp_path``
-  directories stay where they were, kept for a look after a failure."""
-  os.environ.setdefault('PYTEST_DEBUG_TEMPROOT', tempfile.gettempdir())
+  r"""Gives the processes the tests start a temporary directory of their
+  own (TMPDIR), removed when the session ends: PyG's message-passing layers
+  write a generated module to the temporary directory in each process that
+  builds one, and never remove it. This process keeps its own (where its
+  multiprocessing helpers clean up after the session); pytest_unconfigure
+  removes the modules PyG wrote there."""
+  tempfile.gettempdir()  # this process's, before TMPDIR moves
   config.session_tmpdir = tempfile.mkdtemp(prefix='glt-test-')
-  os.environ['TMPDIR'] = tempfile.tempdir = config.session_tmpdir
+  os.environ['TMPDIR'] = config.session_tmpdir
 
 
 def pytest_unconfigure(config):
+  generated = [
+    getattr(module, '__file__', None) or ''
+    for name, module in list(sys.modules.items())
+    if name.startswith('torch_geometric.')
+  ]
+  here = os.path.join(tempfile.gettempdir(), '')
+  for path in generated:
+    if path.startswith(here):
+      Path(path).unlink(missing_ok=True)
   try:
     shutil.rmtree(config.session_tmpdir)
   except OSError as error:  # a process the session left behind still writing there
