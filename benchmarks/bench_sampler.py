@@ -137,8 +137,8 @@ def threads_table(scaling) -> Table:
     'Hashed inducer: the same batches with hash-table id maps, as on a graph over 64 M nodes '
     "(this one's id-indexed maps take 4 bytes a node). "
     'Random reads: independent reads of a 1 GB int64 array at random positions on as many '
-    "threads (a parallel gather of one-element rows): how far the machine's memory lets random "
-    'reads scale.',
+    "threads (each an index_select of its share), best of 3: how far the machine's memory lets "
+    'random reads scale.',
   )
 
 
