@@ -75,7 +75,8 @@ std::shared_ptr<Registration> registration_of(const at::Tensor& host) {
   const at::Storage& storage = host.storage();
   void* base = storage.mutable_data();
   std::unique_lock<std::mutex> lock(registry_mutex());
-  if (auto existing = registered[base].lock()) {
+  const auto found = registered.find(base);
+  if (auto existing = found == registered.end() ? nullptr : found->second.lock()) {
     lock.unlock();  // the last view may go meanwhile: this one is then the last, unregistering
     TORCH_CHECK_VALUE(existing->storage.nbytes() >= storage.nbytes(), "registered_view: ",
                       storage.nbytes(), " bytes asked where a view registered ",
@@ -83,14 +84,12 @@ std::shared_ptr<Registration> registration_of(const at::Tensor& host) {
     return existing;
   }
   if (registered_otherwise(static_cast<const char*>(host.data_ptr()), host.nbytes())) {
-    registered.erase(base);
     return nullptr;
   }
   const cudaError_t err = cudaHostRegister(base, storage.nbytes(),
                                            cudaHostRegisterMapped | cudaHostRegisterPortable);
   if (err != cudaSuccess) {
     (void)cudaGetLastError();  // clear it
-    registered.erase(base);
     TORCH_CHECK(err != cudaErrorHostMemoryAlreadyRegistered,
                 "registered_view: part of the tensor's memory is registered with CUDA and part "
                 "is not");
