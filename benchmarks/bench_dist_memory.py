@@ -1,6 +1,7 @@
 """Host and GPU memory of worker mode as trainers per host grow.
 
   python benchmarks/bench_dist_memory.py [--num_nodes 1000000] [--batches 30] [--gpu 0]
+      [--modes CPU ZERO_COPY CUDA]
 
 bench_dist_sampling.py's graph and its 2 METIS partitions, both held on this
 host. A launcher process loads each partition once and starts the trainers
@@ -220,14 +221,21 @@ def bare_floor_mb(bare: 'BareProcesses', count: int, fresh: int, trainers: int) 
   return trainers * bare.with_pyg['process'] + others + bare.with_pyg['libraries']
 
 
+def job_modes(args) -> list:
+  r"""The graph modes to run: ``--modes``, or 'CPU' and with ``--gpu`` the
+  GPU modes too."""
+  if args.modes:
+    return args.modes
+  return ['CPU'] if args.gpu is None else ['CPU', 'ZERO_COPY', 'CUDA']
+
+
 def memory_rows(args, root: str, bare: BareProcesses) -> list:
   r"""A row per mode and job: its memory by kind (tables, channels, the GPU
   driver's, the processes' own), what as many ``bare`` processes would hold,
   the host total and its floor (the tables and the bare processes) against
   the mode's first job's, and the GPU's."""
-  modes = ['CPU'] if args.gpu is None else ['CPU', 'ZERO_COPY', 'CUDA']
   rows = []
-  for mode in modes:
+  for mode in job_modes(args):
     first = None
     for per_partition, samplers in JOBS:
       pss, count, fresh, gpu_mb = job_memory(
@@ -252,8 +260,15 @@ def main():
   p.add_argument('--num_nodes', type=int, default=1_000_000)
   p.add_argument('--batches', type=int, default=30, help='batches per trainer after warm-up')
   p.add_argument('--gpu', type=int, default=None, help="also the 'ZERO_COPY' and 'CUDA' jobs")
+  p.add_argument(
+    '--modes', nargs='+', choices=['CPU', 'ZERO_COPY', 'CUDA'], default=None,
+    help="only these graph modes (the GPU modes need --gpu): a GPU machine's run can leave "
+    "'CPU' to a CPU host",
+  )  # fmt: skip
   add_results_argument(p)
   args = p.parse_args()
+  if args.gpu is None and set(args.modes or ()) - {'CPU'}:
+    p.error("the 'ZERO_COPY' and 'CUDA' modes need --gpu")
   results = Results('bench_dist_memory' + ('_gpu' if args.gpu is not None else ''), args)
   root = partition(args.num_nodes)
   bare = bare_process_mb()

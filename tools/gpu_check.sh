@@ -42,7 +42,8 @@
 #              left to every thread after them (GLT_PARALLEL_INSERT_THREADS=1024), in
 #              LOGS/cpu_profile/overlapped_insert (not in the default list)
 #   dist       benchmarks/bench_dist_sampling.py --gpu 0 $DIST_ARGS (not in the default list; its METIS
-#              partitioning needs pymetis: carry its wheel; 540 s unless TIMEOUT_dist says)
+#              partitioning needs pymetis: carry its wheel; 540 s unless TIMEOUT_dist says;
+#              DIST_ARGS='--cache_ratio 0' leaves out the cache rows and their partitioning)
 #   profile    tools/profile_gpu_sampler.py under Nsight Systems (each kernel's time and the
 #              host's CUDA calls over 20 'CUDA' batches, each gathering its rows from GPU
 #              memory; again without CUDA graphs, gathering through UVA) and Nsight
@@ -53,10 +54,10 @@
 #              process, the whole job killed) in 'ZERO_COPY' and 'CUDA' modes, nothing left
 #              behind, the GPU's memory back (not in the default list; 540 s unless
 #              TIMEOUT_faults says)
-#   memory     benchmarks/bench_dist_memory.py --gpu 0: host, pinned and GPU memory of worker
-#              mode, 1 trainer x 1 sampling process a partition against 2 x 2, in 'CPU',
-#              'ZERO_COPY' and 'CUDA' modes (not in the default list; pymetis as for dist;
-#              420 s unless TIMEOUT_memory says)
+#   memory     benchmarks/bench_dist_memory.py --gpu 0 $MEMORY_ARGS: host, pinned and GPU memory
+#              of worker mode, 1 trainer x 1 sampling process a partition against 2 x 2, in 'CPU',
+#              'ZERO_COPY' and 'CUDA' modes (MEMORY_ARGS='--modes ZERO_COPY' for some); not in
+#              the default list; pymetis as for dist; 420 s unless TIMEOUT_memory says
 #
 # A STAGE written A+B runs stages A and B at the same time (correctness
 # stages only: they share the machine, so never time anything beside another).
@@ -207,7 +208,7 @@ stage_faults() {
 }
 
 stage_memory() {
-  "$PY" benchmarks/bench_dist_memory.py --gpu 0 --results "$LOGS/results"
+  "$PY" benchmarks/bench_dist_memory.py --gpu 0 ${MEMORY_ARGS:-} --results "$LOGS/results"
 }
 
 # One stage, run by run_stage below in a process of its own (under timeout).
