@@ -54,7 +54,11 @@ def start_sshd(home, address: str, port: int, popen=subprocess.Popen, environmen
   r"""An sshd on ``address:port`` that lets this user in with a throw-away
   key (``home/user_key``), its files in ``home``; started by ``popen`` (a
   host's, to run it in that host's namespace), ``environment`` (``NAME=value``
-  strings) set in its sessions. Returns the process once it listens."""
+  strings) set in its sessions, and this process's TMPDIR (the test
+  session's, which conftest removes: the files PyG writes there go with it).
+  Returns the process once it listens."""
+  if os.environ.get('TMPDIR'):
+    environment = [*environment, f'TMPDIR={os.environ["TMPDIR"]}']
   host_key, user_key = paramiko.RSAKey.generate(2048), paramiko.RSAKey.generate(2048)
   host_key.write_private_key_file(str(home / 'host_key'))
   user_key.write_private_key_file(str(home / 'user_key'))
