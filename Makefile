@@ -10,6 +10,7 @@
 #   make dgl-peer  set up .venv-dgl: DGL 2.1.0 and GraphBolt, peers the benchmarks measure
 #   make pyg-peer  set up .venv-pyg: PyG with pyg-lib built from ../shared/peers
 #   make device-ext  build the extension for a GPU machine's Python and torch, to carry there
+#   make device-preflight  run the GPU checks' tests on that Python and torch here (no GPU needed)
 #   make glt-gpu-peer  build GLT 0.2.4 with its CUDA kernels for that machine (build/glt-gpu/pkg)
 PYTHON ?= python3
 VENV ?= .venv
@@ -32,7 +33,7 @@ GLT_PY := $(GLT_VENV)/bin/python
 
 SOURCES := setup.py pyproject.toml $(wildcard csrc/*.h csrc/*.cpp csrc/*/*.h csrc/*/*.cpp csrc/*/*/*.h csrc/*/*/*.cpp csrc/*/*.cu csrc/*/*.cuh)
 
-.PHONY: install demo test test-fast lint docs bench bench-report clean cuda glt-peer device-ext dgl-peer pyg-peer glt-gpu-peer
+.PHONY: install demo test test-fast lint docs bench bench-report clean cuda glt-peer device-ext dgl-peer pyg-peer glt-gpu-peer device-preflight
 
 # torch is pinned and installed first, so nothing pulls a CUDA build of it;
 # the package is then built against it with --no-build-isolation.
@@ -184,6 +185,24 @@ device-ext: $(DEVICE_VENV)/.installed
 	  $(DEVICE_PY) setup.py -q build_ext --inplace --build-temp build/device/temp
 	strip --strip-debug graphlearn_torch/_C.cpython-312-*.so
 	$(DEVICE_PY) tools/check_cuda_build.py --stamp write .
+
+# What the GPU machine's checks (tools/gpu_check.sh) run, run here first on
+# its Python and torch with the extension device-ext built: the parts that
+# need no GPU (the rest skip), so that a failure the Python or torch version
+# alone causes shows here. The package is found through a .pth file, not
+# PYTHONPATH, which the peers' own interpreters would inherit.
+DEVICE_TEST_PACKAGES ?= torch-geometric==2.8.1 pytest pytest-timeout psutil pyyaml paramiko
+DEVICE_TESTS ?= test/test_gpu_data_path.py test/test_gather_checks.py test/test_channel.py \
+  test/test_examples_smoke.py test/test_gpu_syncs.py test/test_whole_batch.py \
+  test/test_cuda_kernels.py test/test_dist_fault.py test/test_resume_examples.py \
+  test/test_benchmarks_smoke.py -k 'not test_benchmarks_smoke or gpu or dist_sampling or dist_memory or bench_sampler or fault_suite'
+device-preflight: $(DEVICE_VENV)/.installed
+	$(DEVICE_PY) tools/check_cuda_build.py --stamp check . || \
+	  { echo 'the extension is missing or older than the sources: make device-ext first'; exit 1; }
+	$(DEVICE_PY) -m pip install -q $(DEVICE_TEST_PACKAGES)
+	if ls .whl/*.whl >/dev/null 2>&1; then $(DEVICE_PY) -m pip install -q --no-index --no-deps .whl/*.whl; fi
+	echo $(CURDIR) > "$$($(DEVICE_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/graphlearn_torch_tree.pth"
+	CC=/usr/bin/gcc CXX=/usr/bin/g++ $(DEVICE_PY) -m pytest -q -rs -p no:cacheprovider --timeout 900 $(DEVICE_TESTS)
 
 # GLT 0.2.4 from ../shared/peers with its CUDA kernels, for the same GPU
 # machine (tools/build_glt_gpu_peer.sh; its patches: benchmarks/peers/glt_cuda):
