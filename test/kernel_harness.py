@@ -1,9 +1,16 @@
 """Builds the host harness (csrc/testing/host_harness.cpp): the CUDA kernels'
 code run on the CPU with OpenMP threads, so that the tests check what the GPU
 runs on a machine without one. Compiled once per checkout into
-build/host_harness (about 45 s on 2 cores)."""
+build/host_harness (about 45 s on 2 cores).
+
+With GLT_HARNESS_SANITIZE=1 it is compiled with AddressSanitizer and
+UndefinedBehaviorSanitizer instead (build/host_harness_sanitized): the
+kernels' out-of-bounds reads and writes, as compute-sanitizer's memcheck
+finds them on a GPU, found here. The process must load the sanitizer
+runtime first: `make harness-sanitize` runs the harness tests so."""
 
 import functools
+import os
 import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -13,13 +20,19 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 def load_harness():
   from torch.utils import cpp_extension
 
-  build = ROOT / 'build' / 'host_harness'
+  sanitize = os.environ.get('GLT_HARNESS_SANITIZE') == '1'
+  flags = (
+    ['-fsanitize=address,undefined', '-fno-sanitize-recover=all', '-fno-omit-frame-pointer']
+    if sanitize
+    else []
+  )
+  build = ROOT / 'build' / ('host_harness_sanitized' if sanitize else 'host_harness')
   build.mkdir(parents=True, exist_ok=True)
   return cpp_extension.load(
-    name='glt_host_harness',
+    name='glt_host_harness_sanitized' if sanitize else 'glt_host_harness',
     sources=[str(ROOT / 'csrc' / 'testing' / 'host_harness.cpp')],
     extra_include_paths=[str(ROOT / 'csrc')],
-    extra_cflags=['-O2', '-fopenmp'],
-    extra_ldflags=['-fopenmp'],
+    extra_cflags=['-O1' if sanitize else '-O2', '-fopenmp', *flags],
+    extra_ldflags=['-fopenmp', *flags],
     build_directory=str(build),
   )
