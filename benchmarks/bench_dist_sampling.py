@@ -459,16 +459,12 @@ def main():
   p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   p.add_argument('--num_nodes', type=int, default=1_000_000)
   p.add_argument('--batches', type=int, default=200, help='timed batches per loader')
-  p.add_argument(
-    '--gpu', type=int, default=None, help='sample and gather on this GPU (GPU_PLACEMENT)'
-  )
+  p.add_argument('--gpu', type=int, help='sample and gather on this GPU (GPU_PLACEMENT)')
   p.add_argument(
     '--cache_ratio', type=float, default=0.25,
     help="the cache rows' cached remote rows (share); 0 leaves the cache rows out",
   )  # fmt: skip
-  p.add_argument(
-    '--temporal', action='store_true', help='sample by node time (time_attr) everywhere'
-  )
+  p.add_argument('--temporal', action='store_true', help='sample by node time everywhere')
   p.add_argument(
     '--glt-python', default=None,
     help="GLT 0.2.4's environment's python: its worker mode on the same partitions",
