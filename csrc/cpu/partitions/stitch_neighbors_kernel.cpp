@@ -4,7 +4,7 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
-#include <cstring>
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -72,9 +72,10 @@ std::tuple<at::Tensor, at::Tensor, std::optional<at::Tensor>> stitch_neighbors_k
     const int64_t* start = piece_start[j].data();
     glt::cpu::parallel_for(0, pieces.pos[j].numel(), 2048, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
-        const int64_t bytes = c[i] * sizeof(int64_t);
-        std::memcpy(dst_nbr + seed_start[p[i]], src_nbr + start[i], bytes);
-        if (dst_edge) std::memcpy(dst_edge + seed_start[p[i]], src_edge + start[i], bytes);
+        // copy_n, not memcpy: an empty piece of an empty output has null
+        // pointers, which memcpy may not be given even for 0 bytes.
+        std::copy_n(src_nbr + start[i], c[i], dst_nbr + seed_start[p[i]]);
+        if (dst_edge) std::copy_n(src_edge + start[i], c[i], dst_edge + seed_start[p[i]]);
       }
     });
   }
