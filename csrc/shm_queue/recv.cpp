@@ -93,8 +93,8 @@ ShmQueueMessage ShmQueue::recv(int64_t timeout_ms) {
     TensorMeta m;
     std::memcpy(&m, meta, sizeof(m));
     meta += sizeof(m);
-    std::vector<int64_t> sizes(m.ndim);
-    std::memcpy(sizes.data(), meta, 8 * m.ndim);
+    std::vector<int64_t> sizes(m.ndim);  // none for a 0-dim tensor: its data() may be null
+    if (m.ndim > 0) std::memcpy(sizes.data(), meta, 8 * m.ndim);
     meta += 8 * m.ndim;
     out.keys.emplace_back(reinterpret_cast<const char*>(meta), m.key_len);
     meta += align_up(m.key_len, 8);

@@ -18,6 +18,7 @@ namespace {
 // under 1 MiB are copied as usual: they may still be in the shared cache
 // when the consumer reads them.
 void stream_copy(uint8_t* dst, const void* src_ptr, uint64_t n) {
+  if (n == 0) return;  // an empty tensor's pointer may be null, which memcpy may not get
   const auto* src = static_cast<const uint8_t*>(src_ptr);
 #if defined(__SSE2__)
   constexpr uint64_t kStreamMin = uint64_t{1} << 20;
