@@ -11,7 +11,7 @@
 #   make pyg-peer  set up .venv-pyg: PyG with pyg-lib built from ../shared/peers
 #   make device-ext  build the extension for a GPU machine's Python and torch, to carry there
 #   make device-preflight  run the GPU checks' tests on that Python and torch here (no GPU needed)
-#   make harness-sanitize  the CUDA kernels' bodies in the host harness under ASan and UBSan
+#   make sanitize  the fast tests and the kernels' host harness under ASan and UBSan
 #   make glt-gpu-peer  build GLT 0.2.4 with its CUDA kernels for that machine (build/glt-gpu/pkg)
 PYTHON ?= python3
 VENV ?= .venv
@@ -34,7 +34,7 @@ GLT_PY := $(GLT_VENV)/bin/python
 
 SOURCES := setup.py pyproject.toml $(wildcard csrc/*.h csrc/*.cpp csrc/*/*.h csrc/*/*.cpp csrc/*/*/*.h csrc/*/*/*.cpp csrc/*/*.cu csrc/*/*.cuh)
 
-.PHONY: install demo test test-fast lint docs bench bench-report clean cuda glt-peer device-ext dgl-peer pyg-peer glt-gpu-peer device-preflight harness-sanitize
+.PHONY: install demo test test-fast lint docs bench bench-report clean cuda glt-peer device-ext dgl-peer pyg-peer glt-gpu-peer device-preflight sanitize
 
 # torch is pinned and installed first, so nothing pulls a CUDA build of it;
 # the package is then built against it with --no-build-isolation.
@@ -205,15 +205,22 @@ device-preflight: $(DEVICE_VENV)/.installed
 	echo $(CURDIR) > "$$($(DEVICE_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/graphlearn_torch_tree.pth"
 	CC=/usr/bin/gcc CXX=/usr/bin/g++ $(DEVICE_PY) -m pytest -q -rs -p no:cacheprovider --timeout 900 $(DEVICE_TESTS)
 
-# The host harness's tests with the kernels' bodies compiled under
-# AddressSanitizer and UndefinedBehaviorSanitizer (test/kernel_harness.py):
-# what compute-sanitizer's memcheck finds on a GPU, found here first.
+# The CPU code and the CUDA kernels' bodies under AddressSanitizer and
+# UndefinedBehaviorSanitizer: the package built apart (build/sanitized,
+# GLT_SANITIZE=1 in setup.py) and the fast tests run against it, then the
+# host harness's tests with the harness built so (test/kernel_harness.py,
+# GLT_HARNESS_SANITIZE=1); the first report stops the run. What
+# compute-sanitizer's memcheck finds in a kernel on a GPU, found here first.
 HARNESS_TESTS ?= test/test_kernel_bodies.py test/test_gather_bodies.py test/test_hop_induce_bodies.py \
   test/test_partition_kernel_bodies.py test/test_temporal_kernel.py test/test_whole_batch.py
-harness-sanitize: install
-	GLT_HARNESS_SANITIZE=1 ASAN_OPTIONS=detect_leaks=0:alloc_dealloc_mismatch=0 \
-	  LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
-	  $(PY) -m pytest -q -p no:cacheprovider --capture=sys $(HARNESS_TESTS)
+SANITIZED_PYTEST = GLT_HARNESS_SANITIZE=1 PYTHONPATH=$(CURDIR)/build/sanitized/lib \
+  ASAN_OPTIONS=detect_leaks=0:alloc_dealloc_mismatch=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
+  $(PY) -m pytest -q -p no:cacheprovider --capture=sys
+sanitize: install
+	GLT_SANITIZE=1 $(PY) setup.py -q build --build-lib build/sanitized/lib --build-temp build/sanitized/temp
+	$(SANITIZED_PYTEST) -m 'not slow'
+	$(SANITIZED_PYTEST) $(HARNESS_TESTS)
 
 # GLT 0.2.4 from ../shared/peers with its CUDA kernels, for the same GPU
 # machine (tools/build_glt_gpu_peer.sh; its patches: benchmarks/peers/glt_cuda):

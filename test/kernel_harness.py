@@ -7,7 +7,7 @@ With GLT_HARNESS_SANITIZE=1 it is compiled with AddressSanitizer and
 UndefinedBehaviorSanitizer instead (build/host_harness_sanitized): the
 kernels' out-of-bounds reads and writes, as compute-sanitizer's memcheck
 finds them on a GPU, found here. The process must load the sanitizer
-runtime first: `make harness-sanitize` runs the harness tests so."""
+runtime first: `make sanitize` runs the harness tests so."""
 
 import functools
 import os
