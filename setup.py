@@ -64,14 +64,14 @@ def extension():
   # No debug info unless GLT_DEBUG_INFO=1: Python's own flags ask for it (-g),
   # and torch's headers make it double the build's time.
   debug_info = '-g' if os.environ.get('GLT_DEBUG_INFO') == '1' else '-g0'
-  cxx_flags = ['-O3', debug_info, '-fopenmp', '-Wall', '-Wno-sign-compare']
-  link_flags = ['-fopenmp']
+  optimize, sanitizers = ['-O3', debug_info], []
   # GLT_SANITIZE=1 (make sanitize): AddressSanitizer and UndefinedBehavior-
   # Sanitizer in the CPU code, for a build kept apart from the package's.
   if os.environ.get('GLT_SANITIZE') == '1':
+    optimize = ['-O1', '-g', '-fno-omit-frame-pointer']
     sanitizers = ['-fsanitize=address,undefined', '-fno-sanitize=vptr']
-    cxx_flags = ['-O1', '-g', '-fno-omit-frame-pointer', *cxx_flags[2:], *sanitizers]
-    link_flags += sanitizers
+  cxx_flags = [*optimize, '-fopenmp', '-Wall', '-Wno-sign-compare', *sanitizers]
+  link_flags = ['-fopenmp', *sanitizers]
   kwargs = dict(
     name='graphlearn_torch._C',
     sources=sources,
