@@ -164,6 +164,15 @@ def test_coo_to_csr_checks_the_indices_dtype():
     coo_to_csr(rows, cols, 2, 2**31 + 5, torch.int32)
 
 
+def test_coo_to_csr_takes_sizes_up_to_the_largest_int():
+  # The bit widths of the sizes up to 2**63 - 1 (a loop of shifts that
+  # overflowed there once never ended).
+  rows, cols = torch.tensor([0, 2, 0]), torch.tensor([5, 1, 3])
+  indptr, indices, perm = coo_to_csr(rows, cols, 3, 2**63 - 1)
+  assert indptr.tolist() == [0, 2, 2, 3]
+  assert indices.tolist() == [3, 5, 1] and perm.tolist() == [2, 0, 1]
+
+
 sort_rows_by_key = torch.ops.glt.sort_rows_by_key
 
 

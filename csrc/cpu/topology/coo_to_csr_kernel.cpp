@@ -39,17 +39,20 @@ struct Buckets {
   std::vector<int64_t> start;  // each bucket's first output position, and n at the end
 };
 
+// The bits of the values below `bound` (>= 0): the least b with 2^b >= bound.
+int bits_below(int64_t bound) {
+  return bound <= 1 ? 0 : 64 - __builtin_clzll(static_cast<uint64_t>(bound - 1));
+}
+
 Buckets plan_buckets(int64_t n, int64_t num_rows, int64_t num_cols, int64_t entry_bytes) {
   Buckets b;
   const int64_t wanted = std::clamp<int64_t>(n * entry_bytes / kBucketBytes, 1, kMaxBuckets);
-  while ((int64_t{1} << b.shift) * wanted < num_rows) ++b.shift;
+  b.shift = bits_below(num_rows / wanted + (num_rows % wanted != 0));  // 2^shift * wanted rows
   b.count = std::max<int64_t>(1, ((num_rows - 1) >> b.shift) + 1);
-  while ((int64_t{1} << b.pos_bits) < n) ++b.pos_bits;
+  b.pos_bits = bits_below(n);
   TORCH_CHECK_VALUE(b.pos_bits + b.shift <= 63, "coo_to_csr cannot build ", num_rows,
                     " rows of ", n, " edges in one call");
-  int col_bits = 0;
-  while ((int64_t{1} << col_bits) < num_cols) ++col_bits;
-  b.sort_packed = b.pos_bits + col_bits <= 64;
+  b.sort_packed = b.pos_bits + bits_below(num_cols) <= 64;
   return b;
 }
 
