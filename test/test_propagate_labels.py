@@ -161,6 +161,7 @@ def test_bad_input_is_a_value_error():
     (dict(load=torch.zeros(2, 2, dtype=torch.int64)), 'load must be'),
     (dict(node_weight=torch.ones(49, 1, dtype=torch.int64)), 'node_weight must be'),
     (dict(start=10), 'must lie within'),
+    (dict(start=2**63 - 1), 'must lie within'),  # start + the block's size overflows
     (dict(dst=dst.int()), 'dst must be int64'),
   ):
     with pytest.raises(ValueError, match=message):

@@ -66,8 +66,9 @@ void check_args(const at::Tensor& src, const at::Tensor& dst, const at::Tensor& 
   TORCH_CHECK_VALUE(src.numel() == dst.numel(), "src and dst must have the same length, got ",
                     src.numel(), " and ", dst.numel());
   const int64_t num_nodes = label.numel(), num_local = order.numel();
-  TORCH_CHECK_VALUE(start >= 0 && start + num_local <= num_nodes, "the block [", start, ", ",
-                    start + num_local, ") must lie within the ", num_nodes, " labelled nodes");
+  TORCH_CHECK_VALUE(start >= 0 && start <= num_nodes - num_local, "the block of ", num_local,
+                    " nodes from node ", start, " must lie within the ", num_nodes,
+                    " labelled nodes");
   check_permutation(order);
   check_range(src, num_local, "src");
   check_range(dst, num_nodes, "dst");
