@@ -156,6 +156,15 @@ def test_an_id_out_of_range_is_named_and_leaves_the_map_usable(torch_threads):
   assert run(inducer, seeds, hops) == reference_hops(seeds, hops)
 
 
+@pytest.mark.parametrize('dense', [True, False])
+def test_an_unknown_or_negative_source_is_named(dense):
+  inducer = ops.Inducer(1, [100] if dense else [])
+  inducer.init_nodes([torch.tensor([0, 3])])
+  for src in (5, -5, -(2**40), 2**40):
+    with pytest.raises(ValueError, match=f'source node {src} was not seen by the inducer'):
+      inducer.induce_next([0], [0], [torch.tensor([src])], [torch.tensor([1])], [torch.tensor([1])])
+
+
 def test_seeds_changed_in_place_are_looked_up():
   # The nodes a hop added are known to hold consecutive local ids; once
   # changed in place, they are looked up like any other seeds.

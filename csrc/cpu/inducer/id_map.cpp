@@ -191,7 +191,7 @@ int64_t IdMap::insert(int64_t key, bool* inserted) {
 
 int64_t IdMap::find(int64_t key) const {
   if (!dense_.empty()) {
-    if (key >= static_cast<int64_t>(dense_.size())) return -1;
+    if (static_cast<uint64_t>(key) >= dense_.size()) return -1;  // negative ones too
     const int64_t local = dense_[key] - floor_;
     return local < 0 ? -1 : local;
   }
