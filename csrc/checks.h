@@ -172,6 +172,18 @@ inline at::ScalarType checked_indices_dtype(const c10::optional<at::ScalarType>&
 // sample_neighbors: the seeds, contiguous. `check_seed_range` false: the
 // caller checks that each seed is a row as it reads it (the CPU kernels'
 // plan, in parallel; cpu/sampling/neighbor_draws.h).
+// The most draws one sampling call may make: their int64 ids and positions
+// stay addressable, so no count or offset of theirs overflows.
+constexpr int64_t kMaxDraws = std::numeric_limits<int64_t>::max() / 16;
+
+// A fanout `k` for `num_seeds` seeds: -1 (all) or k >= 0 with at most
+// kMaxDraws draws in all (a seed draws at most k).
+inline void check_fanout(int64_t k, int64_t num_seeds, const char* name = "num_neighbors") {
+  TORCH_CHECK_VALUE(k >= -1, name, " must be -1 (all) or >= 0, got ", k);
+  TORCH_CHECK_VALUE(k <= kMaxDraws / std::max<int64_t>(num_seeds, 1), name, " ", k, " for ",
+                    num_seeds, " seeds asks for more draws than memory can hold");
+}
+
 inline at::Tensor checked_sampling_args(const at::Tensor& indptr, const at::Tensor& indices,
                                         const c10::optional<at::Tensor>& edge_ids,
                                         const c10::optional<at::Tensor>& edge_weights,
@@ -181,8 +193,7 @@ inline at::Tensor checked_sampling_args(const at::Tensor& indptr, const at::Tens
   check_edge_data(edge_ids, edge_weights, indices);
   check_index(seeds, "seeds");
   check_device(seeds, "seeds", indptr.device());
-  TORCH_CHECK_VALUE(num_neighbors >= -1, "num_neighbors must be -1 (all) or >= 0, got ",
-                    num_neighbors);
+  check_fanout(num_neighbors, seeds.numel());
   auto seed_t = seeds.contiguous();
   if (check_seed_range) check_range(seed_t, num_rows, "seeds");
   return seed_t;

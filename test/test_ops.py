@@ -315,6 +315,21 @@ def test_sample_neighbors_partitioned_checks_its_input():
     op(indptrs, indices, none, none, parts[:2], seeds, 2, False, [1, 2, 3])
   with pytest.raises(ValueError, match=r'seeds\[0\] \(0\) is in partition 5'):
     op(indptrs, indices, none, none, torch.tensor([5, 1, 2]), seeds, 2, False, [1, 2, 3])
+  with pytest.raises(ValueError, match='num_neighbors 4611686018427387904 for 3 seeds asks for'):
+    op(indptrs, indices, none, none, parts, seeds, 2**62, True, [1, 2, 3])
+
+
+@pytest.mark.parametrize('replace', [False, True])
+def test_a_fanout_past_what_memory_can_hold_is_named(replace):
+  # With replacement every seed draws k: seeds * k must not overflow.
+  indptr, indices = torch.tensor([0, 2, 3]), torch.tensor([1, 0, 0])
+  seeds = torch.tensor([0, 1, 1])
+  with pytest.raises(ValueError, match='num_neighbors 4611686018427387904 for 3 seeds asks for'):
+    torch.ops.glt.sample_neighbors(indptr, indices, None, None, seeds, 2**62, replace, 1)
+  nbrs, counts, _ = torch.ops.glt.sample_neighbors(
+    indptr, indices, None, None, seeds, 2**40, False, 1
+  )  # a large fanout without replacement: every neighbor
+  assert counts.tolist() == [2, 1, 1] and sorted(nbrs[:2].tolist()) == [0, 1]
 
 
 def test_bucket_by_partition_of_nothing_and_of_bad_values():

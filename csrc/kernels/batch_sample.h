@@ -108,10 +108,14 @@ inline BatchBounds batch_bounds(const BatchPlan& plan) {
       }
     }
     b.seeds.push_back(frontier[plan.src_types[r]]);
+    check_fanout(plan.fanouts[r], b.seeds[r], "fanouts");
     b.draws.push_back(b.seeds[r] * plan.fanouts[r]);
-    next[plan.nbr_types[r]] += b.draws[r];
-    drawn[plan.nbr_types[r]] += b.draws[r];
-    b.edges[plan.edge_types[r]] += b.draws[r];
+    for (int64_t* sum : {&next[plan.nbr_types[r]], &drawn[plan.nbr_types[r]],
+                         &b.edges[plan.edge_types[r]]}) {
+      TORCH_CHECK_VALUE(*sum <= kMaxDraws - b.draws[r],
+                        "sample_batch's fanouts ask for more draws than memory can hold");
+      *sum += b.draws[r];
+    }
   }
   // At most each id of a type once, besides the seeds (which may be out of range).
   for (int64_t t = 0; t < types; ++t) {

@@ -258,7 +258,7 @@ class InducerImpl {
     const int64_t num_rows = check_csr_layout(indptr, indices);
     check_device(indptr, "indptr", options_.device());
     check_edge_data(edge_ids, edge_weights, indices);
-    TORCH_CHECK_VALUE(fanout >= -1, "fanouts must be -1 (all) or >= 0, got ", fanout);
+    check_fanout(fanout, src.numel(), "fanouts");
     BoundedHop hop;
     hop.report = new_report(options_);
     const at::Tensor seed_local = lookup_table(backend_, tables_[src_type], src);

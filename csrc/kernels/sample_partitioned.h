@@ -128,8 +128,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_partitioned(
   const auto topologies = checked_partitions(indptrs, indices, edge_ids, edge_weights,
                                              rng_seeds.size(), seeds.device());
   check_partition_of_each(parts, seeds, "seed");
-  TORCH_CHECK_VALUE(num_neighbors >= -1, "num_neighbors must be -1 (all) or >= 0, got ",
-                    num_neighbors);
+  check_fanout(num_neighbors, seeds.numel());
   const auto seed_t = seeds.contiguous(), part_t = parts.contiguous();
   bool with_edge = false, weighted = false;
   for (const PartitionTopology& t : topologies.parts) {

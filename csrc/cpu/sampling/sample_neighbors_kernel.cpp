@@ -90,8 +90,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_partitioned_kern
   const auto topologies = checked_partitions(indptrs, indices, edge_ids, edge_weights,
                                              rng_seeds.size(), seeds.device());
   check_partition_of_each(parts, seeds, "seed");
-  TORCH_CHECK_VALUE(num_neighbors >= -1, "num_neighbors must be -1 (all) or >= 0, got ",
-                    num_neighbors);
+  check_fanout(num_neighbors, seeds.numel());
   const auto seed_t = seeds.contiguous();
   const auto seed_parts = checked_seed_partitions(topologies.parts, parts.contiguous(), seed_t);
   const std::vector<int64_t> rng(rng_seeds.begin(), rng_seeds.end());
