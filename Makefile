@@ -207,8 +207,9 @@ device-preflight: $(DEVICE_VENV)/.installed
 
 # The CPU code and the CUDA kernels' bodies under AddressSanitizer and
 # UndefinedBehaviorSanitizer: the package built apart (build/sanitized,
-# GLT_SANITIZE=1 in setup.py) and the fast tests run against it, then the
-# host harness's tests with the harness built so (test/kernel_harness.py,
+# GLT_SANITIZE=1 in setup.py) and the fast tests run against it, then every
+# C++ entry point given bad arguments (test/test_op_inputs.py) and the host
+# harness's tests with the harness built so (test/kernel_harness.py,
 # GLT_HARNESS_SANITIZE=1); the first report stops the run. What
 # compute-sanitizer's memcheck finds in a kernel on a GPU, found here first.
 HARNESS_TESTS ?= test/test_kernel_bodies.py test/test_gather_bodies.py test/test_hop_induce_bodies.py \
@@ -220,7 +221,7 @@ SANITIZED_PYTEST = GLT_HARNESS_SANITIZE=1 PYTHONPATH=$(CURDIR)/build/sanitized/l
 sanitize: install
 	GLT_SANITIZE=1 $(PY) setup.py -q build --build-lib build/sanitized/lib --build-temp build/sanitized/temp
 	$(SANITIZED_PYTEST) -m 'not slow'
-	$(SANITIZED_PYTEST) $(HARNESS_TESTS)
+	$(SANITIZED_PYTEST) test/test_op_inputs.py $(HARNESS_TESTS)
 
 # GLT 0.2.4 from ../shared/peers with its CUDA kernels, for the same GPU
 # machine (tools/build_glt_gpu_peer.sh; its patches: benchmarks/peers/glt_cuda):

@@ -21,7 +21,8 @@
 #              and where each one is; test_whole_batch.py:
 #              its batches against the hop-by-hop engine's
 #   kernels    test_cuda_kernels.py: every CUDA op against the host harness (which
-#              it compiles first, about a minute)
+#              it compiles first, about a minute); test_op_inputs.py: every op on the
+#              GPU given each argument wrong in turn, no kernel faulting
 #   all-tests  the whole suite (long: not in the default list)
 #   sanitizer  compute-sanitizer memcheck over test_cuda_kernels.py and the
 #              single-process tests of test_gpu_data_path.py
@@ -146,7 +147,8 @@ stage_syncs() {
 }
 
 stage_kernels() {
-  "$PY" -m pytest -q -rs -p no:cacheprovider --timeout 300 test/test_cuda_kernels.py
+  "$PY" -m pytest -q -rs -p no:cacheprovider --timeout 300 test/test_cuda_kernels.py \
+    test/test_op_inputs.py
 }
 
 stage_all_tests() {
