@@ -15,8 +15,8 @@
 #include <tuple>
 #include <vector>
 
-#include "checks.h"
 #include "kernels/device.h"
+#include "partition_checks.h"
 
 namespace glt {
 namespace kernels {

@@ -18,6 +18,7 @@
 #include "checks.h"
 #include "kernels/partition_ops.h"
 #include "kernels/sample_neighbors.h"
+#include "partition_checks.h"
 
 namespace glt {
 namespace kernels {

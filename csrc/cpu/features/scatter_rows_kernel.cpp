@@ -5,8 +5,8 @@
 
 #include <cstring>
 
-#include "checks.h"
 #include "cpu/runtime/parallel.h"
+#include "partition_checks.h"
 
 namespace glt::cpu {
 namespace {

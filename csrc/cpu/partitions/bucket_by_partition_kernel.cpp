@@ -2,8 +2,8 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
-#include "checks.h"
 #include "cpu/partitions/bucket.h"
+#include "partition_checks.h"
 
 namespace glt::cpu {
 namespace {

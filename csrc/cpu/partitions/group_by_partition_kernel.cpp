@@ -10,9 +10,9 @@
 #include <atomic>
 #include <memory>
 
-#include "checks.h"
 #include "cpu/partitions/bucket.h"
 #include "cpu/runtime/parallel.h"
+#include "partition_checks.h"
 
 namespace glt::cpu {
 namespace {

@@ -8,8 +8,8 @@
 #include <optional>
 #include <vector>
 
-#include "checks.h"
 #include "cpu/runtime/parallel.h"
+#include "partition_checks.h"
 
 namespace glt::cpu {
 namespace {

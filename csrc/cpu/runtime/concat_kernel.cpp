@@ -7,8 +7,8 @@
 #include <cstring>
 #include <vector>
 
-#include "checks.h"
 #include "cpu/runtime/parallel.h"
+#include "partition_checks.h"
 
 namespace glt::cpu {
 namespace {

@@ -12,8 +12,9 @@
 #include <vector>
 
 #include "checks.h"
-#include "cpu/sampling/neighbor_draws.h"
 #include "cpu/runtime/parallel.h"
+#include "cpu/sampling/neighbor_draws.h"
+#include "partition_checks.h"
 
 namespace glt::cpu {
 namespace {
