@@ -164,6 +164,15 @@ def inducer_calls() -> Dict[str, Call]:
   def local_ids(num_nodes, node_type, ids):
     return inducer(num_nodes).local_ids(node_type, ids)
 
+  def temporal_disjoint(bits, keys, edge_times, seed_times, last, row_max_times):
+    made = _C.Inducer(1, [], bits)
+    frontier = made.init_nodes([keys])
+    return made.sample_induce_next(
+      [0], [0], frontier, [indptr], [indices], [None], [None], [2], False, [3],
+      [torch.empty(0, dtype=torch.long)], [torch.empty(0, dtype=torch.long)],
+      edge_times, seed_times, last, row_max_times,
+    )  # fmt: skip
+
   seeds = [torch.tensor([0, 3])]
   return {
     'Inducer.init_nodes': (init_nodes, [[6, 0], [torch.tensor([0, 3, 3]), torch.tensor([1])]]),
@@ -176,6 +185,10 @@ def inducer_calls() -> Dict[str, Call]:
     'Inducer.sample_induce_next': (
       sample_induce_next, [[6, 6], [0], [1], seeds, [2], [5], [torch.tensor([4, 4])]]),
     'Inducer.local_ids': (local_ids, [[], 1, torch.tensor([1, 0, 9])]),
+    'Inducer.sample_induce_next temporal, disjoint': (
+      temporal_disjoint,
+      [8, torch.tensor([0, 1 << 8 | 3, 2 << 8 | 5]), [torch.arange(8)], [torch.tensor([5, 9, 2])],
+       True, [torch.tensor([1, 2, 2, 5, 6, 7])]]),
   }  # fmt: skip
 
 
