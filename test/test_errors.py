@@ -85,8 +85,9 @@ def test_unknown_types():
 
 
 def test_other_bad_arguments(dataset):
-  with pytest.raises(ValueError, match='batch_size'):
-    NeighborLoader(dataset, [1], None, batch_size=0, device='cpu')
+  for bad in (0, True, 1.0):
+    with pytest.raises(ValueError, match=f'batch_size must be a positive integer, got {bad}'):
+      NeighborLoader(dataset, [1], None, batch_size=bad, device='cpu')
   with pytest.raises(TypeError, match='unexpected arguments'):
     NeighborLoader(dataset, [1], None, device='cpu', bogus=1)
   with pytest.raises(ValueError, match='edge weights'):

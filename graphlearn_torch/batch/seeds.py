@@ -31,7 +31,8 @@ class SeedBatcher:
     drop_last: bool = False,
     seed: Optional[int] = None,
   ):
-    if not isinstance(batch_size, int) or batch_size <= 0:
+    # A bool is an int to Python, not a batch size (torch's DataLoader refuses it too).
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
       raise ValueError(f'batch_size must be a positive integer, got {batch_size!r}')
     self.num_seeds = num_seeds
     self.batch_size = batch_size
