@@ -211,3 +211,23 @@ def test_sort_rows_by_key_checks_its_inputs():
       sort_rows_by_key(indptr, keys)
   with pytest.raises(ValueError, match='keys must be int64 or float64'):
     sort_rows_by_key(torch.tensor([0, 5]), keys.float())
+
+
+def test_a_topology_past_the_memory_left_names_its_largest_id(monkeypatch):
+  # A stray id of 2**40 asks for an 8 TB index pointer: refused before it
+  # is allocated, naming where the row count came from.
+  import graphlearn_torch.utils.memory as memory
+  from graphlearn_torch.data import Dataset
+  from graphlearn_torch.utils import coo_to_csr as utils_coo_to_csr
+
+  monkeypatch.setattr(memory, 'available_memory', lambda: (1 << 30, 'a test'))
+  stray = torch.tensor([[0, 1, 2**40], [1, 2, 0]])
+  with pytest.raises(MemoryError, match='rows come from the largest id in edge_index'):
+    Dataset().init_graph(stray, graph_mode='CPU')
+  with pytest.raises(MemoryError, match=r'1,099,511,627,777 rows needs 8,796,093,022,224 bytes'):
+    utils_coo_to_csr(stray[0], stray[1])
+  with pytest.raises(MemoryError, match='rows come from num_nodes'):
+    Dataset().init_graph(stray[:, :2], graph_mode='CPU', num_nodes=2**40)
+  ds = Dataset()  # within the memory left: built
+  ds.init_graph(stray[:, :2], graph_mode='CPU', num_nodes=1000)
+  assert ds.graph.topo.indptr.numel() == 1001

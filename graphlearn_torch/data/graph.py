@@ -13,6 +13,7 @@ from ..typing import TensorDataType
 from ..utils.cuda_share import CudaIpcTensor
 from ..utils.host_share import HostSharedTensor, HostTensorHandle, host_sharing_available
 from ..utils.huge_pages import converted, gathered
+from ..utils.memory import check_room_for_rows
 from ..utils.tensor import convert_to_tensor
 from ..utils.topo import lowest_time, ptr2ind, row_max_times
 from .edge_input import as_index, coo_edges
@@ -130,6 +131,7 @@ class Topology:
     rows, cols = (src, dst) if layout == 'CSR' else (dst, src)
     num_rows, num_cols = (num_src, num_dst) if layout == 'CSR' else (num_dst, num_src)
     dtype = index_dtype(num_edges, num_cols)
+    check_room_for_rows(num_rows, 'size' if size is not None else 'the largest id in edge_index')
     indptr, indices, perm = torch.ops.glt.coo_to_csr(rows, cols, num_rows, num_cols, dtype)
     self._layout = layout
     self._indptr = converted(indptr, dtype)
@@ -241,6 +243,7 @@ class Topology:
     edges of this type) and a column count of at least ``num_cols``."""
     extra = (num_rows or 0) - self.row_count
     if extra > 0:
+      check_room_for_rows(num_rows, 'num_nodes')
       self._indptr = torch.cat([self._indptr, self._indptr[-1:].expand(extra)])
       if self._row_max_time is not None:  # empty rows: the earliest time
         empty = self._row_max_time.new_full((extra,), lowest_time(self._row_max_time.dtype))

@@ -67,3 +67,23 @@ def available_memory() -> Tuple[Optional[int], str]:
     if best is None or room < best:
       best, source = room, f'the memory cgroup limit in {limit_file}'
   return best, source
+
+
+def check_room_for_rows(num_rows: int, largest_id: str) -> None:
+  """Refuses a compressed topology whose index pointer alone (8 bytes a row)
+  would take more memory than this process can get: a stray large id (the
+  row count taken from it) then raises MemoryError naming it, rather than
+  the allocation running the host, or the process's cgroup, out of memory.
+
+  Args:
+    num_rows: the topology's rows.
+    largest_id: what sets the row count, for the message.
+  """
+  needed = 8 * (num_rows + 1)
+  available, source = available_memory()
+  if available is not None and needed > available:
+    raise MemoryError(
+      f'a topology of {num_rows:,} rows needs {needed:,} bytes for its index pointer alone, '
+      f'more than the {available:,} bytes left ({source}); the rows come from {largest_id}: '
+      'check the ids in edge_index and num_nodes'
+    )

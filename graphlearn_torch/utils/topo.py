@@ -5,6 +5,7 @@ from typing import Optional, Tuple
 import torch
 
 from .._ext import ops
+from .memory import check_room_for_rows
 
 CompressedEdges = Tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor], Optional[torch.Tensor]]
 
@@ -57,11 +58,13 @@ def coo_to_csr(
   for name, t in (('edge_id', edge_id), ('edge_weight', edge_weight)):
     if t is not None and t.numel() != row.numel():
       raise ValueError(f'{name} has {t.numel()} entries for {row.numel()} edges')
-  if node_sizes is None:
+  given = node_sizes is not None
+  if not given:
     node_sizes = (
       int(row.max()) + 1 if row.numel() else 0,
       int(col.max()) + 1 if col.numel() else 0,
     )
+  check_room_for_rows(int(node_sizes[0]), 'node_sizes' if given else 'the largest row id')
   rowptr, indices, perm = torch.ops.glt.coo_to_csr(row, col, int(node_sizes[0]), int(node_sizes[1]))
   return (
     rowptr,
