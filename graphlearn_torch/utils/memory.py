@@ -69,6 +69,15 @@ def available_memory() -> Tuple[Optional[int], str]:
   return best, source
 
 
+def memory_short_of(nbytes: int) -> Optional[Tuple[int, str]]:
+  """``available_memory()`` where ``nbytes`` exceed it (an allocation this
+  process cannot get), else None (it fits, or nothing could be read)."""
+  available, source = available_memory()
+  if available is not None and nbytes > available:
+    return available, source
+  return None
+
+
 def check_room_for_rows(num_rows: int, largest_id: str) -> None:
   """Refuses a compressed topology whose index pointer alone (8 bytes a row)
   would take more memory than this process can get: a stray large id (the
@@ -80,8 +89,9 @@ def check_room_for_rows(num_rows: int, largest_id: str) -> None:
     largest_id: what sets the row count, for the message.
   """
   needed = 8 * (num_rows + 1)
-  available, source = available_memory()
-  if available is not None and needed > available:
+  short = memory_short_of(needed)
+  if short is not None:
+    available, source = short
     raise MemoryError(
       f'a topology of {num_rows:,} rows needs {needed:,} bytes for its index pointer alone, '
       f'more than the {available:,} bytes left ({source}); the rows come from {largest_id}: '
