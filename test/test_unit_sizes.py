@@ -2,7 +2,7 @@
 (docs/ aside) and no function over 80, in Python (the package, tests,
 benchmarks, examples, tools) and in C++/CUDA (csrc/). GLT's own example
 scripts (test/glt_scripts/), which run as GLT wrote them, are not ours to
-cut."""
+cut. C++/CUDA lines keep to .clang-format's column limit."""
 
 import ast
 import os
@@ -14,6 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 MAX_FILE_LINES = 500
 MAX_FUNCTION_LINES = 80
+MAX_CXX_COLUMNS = 100  # .clang-format's ColumnLimit
 
 SKIPPED_DIRS = {'docs', 'build', '__pycache__', 'glt_scripts'}
 TEXT_SUFFIXES = {
@@ -109,6 +110,16 @@ def test_no_function_is_over_80_lines():
       if n > MAX_FUNCTION_LINES:
         long.append(f'{path.relative_to(ROOT)}:{first} {head} ({n} lines)')
   assert long == [], 'split these functions:\n' + '\n'.join(long)
+
+
+def test_no_cxx_line_is_over_the_column_limit():
+  wide = [
+    f'{path.relative_to(ROOT)}:{number} ({len(line)} characters)'
+    for path in tree_files({'.cpp', '.h', '.cu', '.cuh'})
+    for number, line in enumerate(path.read_text().splitlines(), 1)
+    if len(line) > MAX_CXX_COLUMNS
+  ]
+  assert wide == [], f'wrap these lines at {MAX_CXX_COLUMNS} columns:\n' + '\n'.join(wide)
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,9 @@ std::tuple<at::Tensor, at::Tensor> bucket_by_partition_kernel(const at::Tensor& 
   return kernels::bucket_by_partition(CudaBackend{}, partitions, num_partitions);
 }
 
-TORCH_LIBRARY_IMPL(glt, CUDA, m) { m.impl("bucket_by_partition", TORCH_FN(bucket_by_partition_kernel)); }
+TORCH_LIBRARY_IMPL(glt, CUDA, m) {
+  m.impl("bucket_by_partition", TORCH_FN(bucket_by_partition_kernel));
+}
 
 }  // namespace cuda
 }  // namespace glt

@@ -9,11 +9,9 @@
 namespace glt {
 namespace cuda {
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> coo_to_csr_kernel(const at::Tensor& row,
-                                                                 const at::Tensor& col,
-                                                                 int64_t num_rows,
-                                                                 int64_t num_cols,
-                                                                 c10::optional<at::ScalarType> indices_dtype) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> coo_to_csr_kernel(
+    const at::Tensor& row, const at::Tensor& col, int64_t num_rows, int64_t num_cols,
+    c10::optional<at::ScalarType> indices_dtype) {
   const c10::cuda::CUDAGuard guard(row.device());
   return kernels::coo_to_csr(CudaBackend{}, row, col, num_rows, num_cols, indices_dtype);
 }

@@ -17,7 +17,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_by_partition_kernel(const a
   return kernels::group_by_partition(CudaBackend{}, book, ids, num_partitions);
 }
 
-TORCH_LIBRARY_IMPL(glt, CUDA, m) { m.impl("group_by_partition", TORCH_FN(group_by_partition_kernel)); }
+TORCH_LIBRARY_IMPL(glt, CUDA, m) {
+  m.impl("group_by_partition", TORCH_FN(group_by_partition_kernel));
+}
 
 }  // namespace cuda
 }  // namespace glt

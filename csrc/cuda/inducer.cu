@@ -46,8 +46,8 @@ kernels::HopOutputs CudaInducer::sample_induce_next(
     const std::vector<at::Tensor>& srcs, const std::vector<at::Tensor>& indptrs,
     const std::vector<at::Tensor>& indices, const std::vector<std::optional<at::Tensor>>& edge_ids,
     const std::vector<std::optional<at::Tensor>>& edge_weights, const std::vector<int64_t>& fanouts,
-    bool replace, const std::vector<int64_t>& rng_seeds, const std::vector<at::Tensor>& row_prefixes,
-    const std::vector<at::Tensor>& col_prefixes,
+    bool replace, const std::vector<int64_t>& rng_seeds,
+    const std::vector<at::Tensor>& row_prefixes, const std::vector<at::Tensor>& col_prefixes,
     const std::vector<std::optional<at::Tensor>>& edge_times,
     const std::vector<std::optional<at::Tensor>>& seed_times, bool last,
     const std::vector<std::optional<at::Tensor>>& row_max_times) {

@@ -23,7 +23,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_partitioned_kern
                                                rng_seeds);
 }
 
-TORCH_LIBRARY_IMPL(glt, CUDA, m) { m.impl("sample_neighbors_partitioned", TORCH_FN(sample_neighbors_partitioned_kernel)); }
+TORCH_LIBRARY_IMPL(glt, CUDA, m) {
+  m.impl("sample_neighbors_partitioned", TORCH_FN(sample_neighbors_partitioned_kernel));
+}
 
 }  // namespace cuda
 }  // namespace glt

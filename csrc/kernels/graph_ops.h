@@ -222,11 +222,9 @@ at::Tensor gather_rows_impl(const Backend& backend, const at::Tensor& table, con
 // The ops for any backend: inputs checked (checks.h), then the kernel.
 
 template <typename Backend>
-std::tuple<at::Tensor, at::Tensor, at::Tensor> coo_to_csr(const Backend& backend,
-                                                          const at::Tensor& row,
-                                                          const at::Tensor& col, int64_t num_rows,
-                                                          int64_t num_cols,
-                                                          c10::optional<at::ScalarType> indices_dtype = {}) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> coo_to_csr(
+    const Backend& backend, const at::Tensor& row, const at::Tensor& col, int64_t num_rows,
+    int64_t num_cols, c10::optional<at::ScalarType> indices_dtype = {}) {
   const auto [rows, cols] = checked_coo_args(row, col, num_rows, num_cols);
   const auto dtype = checked_indices_dtype(indices_dtype, rows.numel(), num_cols);
   auto [indptr, indices, perm] = coo_to_csr_impl(backend, rows, cols, num_rows);

@@ -307,8 +307,10 @@ class InducerImpl {
     for (size_t e = 0; e < hops.size(); ++e) {
       const BoundedHop& hop = hops[e];
       const int64_t total = r[e * kReportSize + kTotal];
-      rows.push_back(at::cat({checked(row_prefixes[e], "row_prefixes"), hop.rows.narrow(0, 0, total)}));
-      cols.push_back(at::cat({checked(col_prefixes[e], "col_prefixes"), hop.cols.narrow(0, 0, total)}));
+      rows.push_back(
+          at::cat({checked(row_prefixes[e], "row_prefixes"), hop.rows.narrow(0, 0, total)}));
+      cols.push_back(
+          at::cat({checked(col_prefixes[e], "col_prefixes"), hop.cols.narrow(0, 0, total)}));
       nbrs.push_back(hop.nbrs.narrow(0, 0, total));
       nums.push_back(hop.counts);
       eids.push_back(hop.eids.numel() ? hop.eids.narrow(0, 0, total) : hop.eids);

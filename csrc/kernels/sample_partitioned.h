@@ -137,7 +137,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_neighbors_partitioned(
     weighted |= t.edge_weights.has_value();
   }
   return AT_DISPATCH_INDEX_TYPES(topologies.dtype, "sample_neighbors_partitioned", [&] {
-    const at::Tensor table_t = partition_table<index_t>(backend, topologies, rng_seeds, seeds.device());
+    const at::Tensor table_t =
+        partition_table<index_t>(backend, topologies, rng_seeds, seeds.device());
     const auto* table = reinterpret_cast<const PartitionEntry<index_t>*>(table_t.data_ptr());
     const std::pair<at::Tensor, at::Tensor> ranked =
         seed_ranks<index_t>(backend, topologies, table, part_t, seed_t);  // (part, rank)

@@ -10,6 +10,6 @@
 
 TORCH_LIBRARY_FRAGMENT(glt, m) {
   m.def(
-      "coo_to_csr(Tensor row, Tensor col, int num_rows, int num_cols, ScalarType? indices_dtype=None) "
-      "-> (Tensor, Tensor, Tensor)");
+      "coo_to_csr(Tensor row, Tensor col, int num_rows, int num_cols, "
+      "ScalarType? indices_dtype=None) -> (Tensor, Tensor, Tensor)");
 }

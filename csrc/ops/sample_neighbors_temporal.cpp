@@ -20,5 +20,6 @@ TORCH_LIBRARY_FRAGMENT(glt, m) {
   m.def(
       "sample_neighbors_temporal(Tensor indptr, Tensor indices, Tensor? edge_ids, "
       "Tensor? edge_weights, Tensor edge_time, Tensor seeds, Tensor seed_time, int num_neighbors, "
-      "bool replace, bool last, int rng_seed, Tensor? row_max_time=None) -> (Tensor, Tensor, Tensor)");
+      "bool replace, bool last, int rng_seed, Tensor? row_max_time=None) "
+      "-> (Tensor, Tensor, Tensor)");
 }

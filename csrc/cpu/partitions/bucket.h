@@ -32,7 +32,9 @@ struct BucketChunks {
         num_partitions(num_partitions),
         num_chunks((n + kBucketChunk - 1) / kBucketChunk),
         num_groups((num_chunks + kBucketLanes - 1) / kBucketLanes) {}
-  int64_t size(int64_t c) const { return std::clamp<int64_t>(n - c * kBucketChunk, 0, kBucketChunk); }
+  int64_t size(int64_t c) const {
+    return std::clamp<int64_t>(n - c * kBucketChunk, 0, kBucketChunk);
+  }
 };
 
 // Counts each chunk's positions by partition into place[c * num_partitions

@@ -192,9 +192,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> coo_to_csr_kernel(
   const int64_t* c = cols.data_ptr<int64_t>();
   int64_t* ptr = indptr.data_ptr<int64_t>();
   if (dtype == at::kInt) {
-    build_csr(r, c, n, num_rows, num_cols, ptr, indices.data_ptr<int32_t>(), perm.data_ptr<int64_t>());
+    build_csr(r, c, n, num_rows, num_cols, ptr, indices.data_ptr<int32_t>(),
+              perm.data_ptr<int64_t>());
   } else {
-    build_csr(r, c, n, num_rows, num_cols, ptr, indices.data_ptr<int64_t>(), perm.data_ptr<int64_t>());
+    build_csr(r, c, n, num_rows, num_cols, ptr, indices.data_ptr<int64_t>(),
+              perm.data_ptr<int64_t>());
   }
   return {indptr, indices, perm};
 }
