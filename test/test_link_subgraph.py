@@ -220,8 +220,9 @@ def test_link_bad_input():
     LinkNeighborLoader(ds, [2], edge_label_index=torch.tensor([[0, 99], [1, 2]]), device='cpu')
   with pytest.raises(ValueError, match=r'shape \[2, num_edges\]'):
     LinkNeighborLoader(ds, [2], edge_label_index=torch.zeros(3, 2, dtype=torch.long), device='cpu')
-  with pytest.raises(ValueError, match='amount must be > 0'):
-    NegativeSampling('binary', 0)
+  for amount in (0, -1, float('nan'), float('inf'), '2'):
+    with pytest.raises(ValueError, match='amount must be a finite number > 0'):
+      NegativeSampling('binary', amount)
   with pytest.raises(ValueError, match="'binary' or 'triplet'"):
     NegativeSampling('ternary')
   with pytest.raises(ValueError, match='trials_num'):
@@ -229,3 +230,21 @@ def test_link_bad_input():
   sampler = NeighborSampler(ds.graph, [2], device='cpu')
   with pytest.raises(ValueError, match='out of range'):
     sampler.sample_from_edges(EdgeSamplerInput(torch.tensor([0]), torch.tensor([40])))
+
+
+def test_negatives_past_the_memory_left_are_refused(monkeypatch):
+  # An amount whose negatives alone outgrow memory is named before a batch
+  # tries to allocate them (1 GiB left: 2 GiB of ids asked for).
+  import graphlearn_torch.utils.memory as memory
+
+  monkeypatch.setattr(memory, 'available_memory', lambda: (1 << 30, 'a test'))
+  ds, _ = homo()
+  for mode, amount in (('binary', 2**22), ('triplet', 2**23)):
+    with pytest.raises(MemoryError, match=f'amount {amount} asks for {32 * amount:,} negatives'):
+      LinkNeighborLoader(ds, [2], neg_sampling=(mode, amount), batch_size=32, device='cpu')
+  from graphlearn_torch.distributed import DistLinkNeighborLoader
+
+  with pytest.raises(MemoryError, match='asks for 134,217,728 negatives a batch of 32'):
+    DistLinkNeighborLoader(None, [2], 32, torch.tensor([[0], [1]]), neg_sampling=('binary', 2**22))
+  loader = LinkNeighborLoader(ds, [2], neg_sampling=('binary', 2**20), batch_size=32, device='cpu')
+  assert loader.neg_sampling.count(32) == 2**25  # within the memory left: built

@@ -10,6 +10,7 @@ from ..data.dataset import Dataset
 from ..sampler.base import BaseSampler, EdgeSamplerInput, NegativeSampling, SamplingType
 from ..sampler.schema import RandomStream
 from ..typing import EdgeType, InputEdges
+from ..utils.memory import memory_short_of
 from .base import SamplerLoader
 from .node_loader import seed_times
 from .options import BATCHING, LoaderOptions, loader_options
@@ -69,6 +70,30 @@ def get_edge_label_index(
       bad = int(ids.min()) if int(ids.min()) < 0 else int(ids.max())
       raise ValueError(f'edge_label_index holds {what} node id {bad}, out of range [0, {n})')
   return etype, edges
+
+
+def check_negatives_fit(neg_sampling: Optional[NegativeSampling], batch_size: int) -> None:
+  """Raises MemoryError when a batch's negatives alone (their node ids)
+  would take more memory than this process can get: an ``amount`` that
+  asks for that many is a mistake to name, not an allocation to attempt.
+
+  Args:
+    neg_sampling: the loader's negative sampling (None: no negatives).
+    batch_size: seed edges per batch.
+  """
+  if neg_sampling is None:
+    return
+  count = neg_sampling.count(batch_size)
+  nbytes = count * (16 if neg_sampling.is_binary() else 8)  # int64 pairs, or destinations
+  short = memory_short_of(nbytes)
+  if short is not None:
+    available, source = short
+    raise MemoryError(
+      f'neg_sampling amount {neg_sampling.amount} asks for {count:,} negatives a batch of '
+      f'{batch_size} seed edges ({nbytes / 2**30:.1f} GiB of node ids alone), more than the '
+      f'{available / 2**30:.1f} GiB this process can get ({source}); lower the amount or '
+      'batch_size'
+    )
 
 
 def check_edge_label(
@@ -142,6 +167,7 @@ class LinkLoader(SamplerLoader):
   ):
     self.input_type, self.edge_label_index = get_edge_label_index(data, edge_label_index)
     self.neg_sampling = NegativeSampling.cast(neg_sampling)
+    check_negatives_fit(self.neg_sampling, options.batch_size)
     self.edge_label = check_edge_label(edge_label, self.edge_label_index, self.neg_sampling)
     self.edge_dir = edge_dir
     self.edge_label_time = seed_times(edge_label_time, self.edge_label_index, 'edge_label_time')

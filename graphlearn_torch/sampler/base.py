@@ -2,6 +2,7 @@
 
 import dataclasses
 import math
+import numbers
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from enum import Enum
@@ -89,12 +90,19 @@ class NegativeSampling(CastMixin):
       raise ValueError(
         f"negative sampling mode must be 'binary' or 'triplet', got {mode!r}"
       ) from None
-    if amount <= 0:
-      raise ValueError(f'negative sampling amount must be > 0, got {amount}')
+    if not isinstance(amount, numbers.Real) or not math.isfinite(amount) or amount <= 0:
+      raise ValueError(f'negative sampling amount must be a finite number > 0, got {amount!r}')
     if self.is_triplet() and math.ceil(amount) != amount:
       raise ValueError(f'triplet negative sampling needs a whole amount, got {amount}')
     self.amount = amount
     self.weight = weight
+
+  def count(self, num_edges: int) -> int:
+    """The negatives drawn for ``num_edges`` seed edges: pairs (binary) or
+    destinations (triplet)."""
+    if self.is_binary():
+      return math.ceil(num_edges * self.amount)
+    return num_edges * int(self.amount)
 
   def is_binary(self) -> bool:
     return self.mode == NegativeSamplingMode.binary

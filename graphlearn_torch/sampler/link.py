@@ -2,7 +2,6 @@
 (``LinkBatch``), its negatives, the seed nodes it samples from, and its
 output's label metadata."""
 
-import math
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple, Union
 
@@ -42,11 +41,7 @@ class LinkBatch:
   @property
   def num_negatives(self) -> int:
     """How many negative pairs (binary) or destinations (triplet) to draw."""
-    if self.neg is None:
-      return 0
-    if self.neg.is_binary():
-      return math.ceil(self.row.numel() * self.neg.amount)
-    return self.row.numel() * int(self.neg.amount)
+    return 0 if self.neg is None else self.neg.count(self.row.numel())
 
   @property
   def strict_negatives(self) -> Optional[Tuple[int, Optional[torch.Tensor]]]:

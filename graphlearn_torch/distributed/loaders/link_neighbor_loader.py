@@ -4,7 +4,7 @@ from typing import Optional
 
 import torch
 
-from ...loader.link_loader import check_edge_label, get_edge_label_index
+from ...loader.link_loader import check_edge_label, check_negatives_fit, get_edge_label_index
 from ...loader.node_loader import seed_times
 from ...loader.options import TEMPORAL, LoaderOptions, loader_options
 from ...sampler.base import EdgeSamplerInput, NegativeSampling, SamplingType
@@ -64,6 +64,7 @@ class DistLinkNeighborLoader(DistLoader):
   ):
     input_type, edges = get_edge_label_index(data, edge_label_index)
     neg_sampling = NegativeSampling.cast(neg_sampling)
+    check_negatives_fit(neg_sampling, options.batch_size)
     edge_label = check_edge_label(edge_label, edges, neg_sampling)
     config = sampling_config(SamplingType.LINK, num_neighbors, options, neg_sampling is not None)
     time = seed_times(edge_label_time, edges, 'edge_label_time')
