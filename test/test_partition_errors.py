@@ -181,3 +181,26 @@ def test_bad_partitioner_input(tmp_path, kwargs, message):
 def test_hetero_needs_dicts(tmp_path):
   with pytest.raises(TypeError, match='dicts by type'):
     RandomPartitioner(str(tmp_path), 2, {'a': 3}, torch.zeros(2, 1, dtype=torch.long))
+
+
+def test_output_dir_that_is_a_file(tmp_path):
+  path = tmp_path / 'a_file'
+  path.write_text('')
+  with pytest.raises(NotADirectoryError, match='a_file is a file, not a directory'):
+    RandomPartitioner(str(path), 2, NUM_NODES, torch.tensor([[0], [1]]), progress=False)
+
+
+def test_metis_refuses_more_parts_than_nodes(tmp_path):
+  # METIS itself answers OK with one or two parts holding every node.
+  pytest.importorskip('pymetis')
+  from graphlearn_torch.partition import MetisPartitioner
+  from graphlearn_torch.partition.metis_partitioner import metis_kway
+
+  edges = torch.tensor([[0, 1, 2], [1, 2, 3]])
+  with pytest.raises(ValueError, match='cannot cut 4 nodes into 5 parts: ask for at most 4'):
+    MetisPartitioner(str(tmp_path), 5, 4, edges, progress=False)
+  indptr, indices = torch.tensor([0, 1, 3, 5, 6]), torch.tensor([1, 0, 2, 1, 3, 2])
+  with pytest.raises(ValueError, match='METIS cannot cut 4 nodes into 5 parts'):
+    metis_kway(indptr, indices, None, 5, 30, 0)
+  assert metis_kway(indptr, indices, None, 2, 30, 0).bincount().tolist() == [2, 2]
+  MetisPartitioner(str(tmp_path), 4, 4, edges, progress=False)  # as many parts as nodes: allowed

@@ -63,6 +63,10 @@ def metis_kway(
     return np.ascontiguousarray(t.numpy(), dtype=idx_dtype)
 
   n = indptr.numel() - 1
+  if num_parts > n:
+    # METIS prints "too many parts" and answers METIS_OK with a degenerate
+    # assignment (every node in one or two parts), so this is checked here.
+    raise ValueError(f'METIS cannot cut {n} nodes into {num_parts} parts: ask for at most {n}')
   xadj, adjncy = arr(indptr), arr(indices)
   ncon = 1 if vweights is None else vweights.size(1)
   vwgt = None if vweights is None else arr(vweights.contiguous().view(-1))
@@ -147,6 +151,12 @@ class MetisPartitioner(PartitionerBase):
     self.balance_edges = balance_edges
     self.imbalance = float(imbalance)
     self.seed = seed
+    total = sum(self.num_nodes.values())
+    if 0 < total < self.num_parts:
+      raise ValueError(
+        f'MetisPartitioner cannot cut {total} nodes into {self.num_parts} parts: ask for at '
+        f'most {total} (RandomPartitioner leaves the extra partitions empty)'
+      )
     if balance_train and not self.node_split.get('train_idx'):
       raise ValueError('balance_train needs the training nodes: pass node_split=(train, val, test)')
     _import_pymetis()

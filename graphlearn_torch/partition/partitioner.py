@@ -124,6 +124,8 @@ class PartitionerBase(ABC):
       raise ValueError(f"book must be 'tensor' or 'range', got {book!r}")
     if int(chunk_size) < 1:
       raise ValueError(f'chunk_size must be positive, got {chunk_size}')
+    if os.path.exists(output_dir) and not os.path.isdir(output_dir):
+      raise NotADirectoryError(f'output_dir {output_dir} is a file, not a directory')
     self.output_dir = output_dir
     self.num_parts = int(num_parts)
     self.edge_assign_strategy = edge_assign_strategy
