@@ -1,5 +1,7 @@
 """Bad input raises a clear Python exception naming the problem."""
 
+from functools import partial
+
 import pytest
 import torch
 
@@ -245,3 +247,36 @@ def test_a_taken_rendezvous_port_is_named_with_the_ephemeral_range():
     assert port in ephemeral_ports()
     with pytest.raises(RuntimeError, match=f'serve the rendezvous at 127.0.0.1:{port}.*ephemeral'):
       next(rendezvous(rendezvous_url('127.0.0.1', port, 5, 'r0'), rank=0, world_size=2))
+
+
+def test_rpc_settings_are_checked_where_they_are_given():
+  # torch's RPC reads a timeout of 0 as no timeout at all: refused, as are
+  # ports out of range and thread counts under 1, naming the argument.
+  from graphlearn_torch import distributed as dist
+  from graphlearn_torch.distributed.runtime.context import set_context
+
+  remote = dist.RemoteDistSamplingWorkerOptions
+  mp = partial(dist.MpDistSamplingWorkerOptions, master_addr='localhost', master_port=11111)
+  for options in (dist.CollocatedDistSamplingWorkerOptions, mp, remote):
+    for bad in (0, -1, float('nan'), float('inf'), '5'):
+      with pytest.raises(ValueError, match='rpc_timeout must be a .*number of seconds'):
+        options(rpc_timeout=bad)
+    for bad in (-1, 65536, 'abc', 8080.0):
+      with pytest.raises(ValueError, match='master_port must be a port number'):
+        options(master_port=bad)
+    for bad in (0, -2, 1.5):
+      with pytest.raises(ValueError, match='num_rpc_threads must be a positive integer'):
+        options(num_rpc_threads=bad)
+    assert options(master_port='12345', rpc_timeout=2, num_rpc_threads=3).rpc_timeout == 2.0
+  assert remote(master_port=0).master_port == 0  # a free port of server 0's host
+  with pytest.raises(ValueError, match=r'master_port must be a port number in \[1, 65535\]'):
+    mp(master_port=0)
+  previous = dist.get_context()
+  dist.init_worker_group(1, 0, 'rpc-args')
+  try:
+    with pytest.raises(ValueError, match='rpc_timeout must be a finite number of seconds > 0'):
+      dist.init_rpc('localhost', 11111, rpc_timeout=0)  # before any rendezvous
+    with pytest.raises(ValueError, match=r'master_port must be a port number in \[1, 65535\]'):
+      dist.init_rpc('localhost', 0)
+  finally:
+    set_context(previous)

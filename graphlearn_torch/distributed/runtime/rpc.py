@@ -23,6 +23,7 @@ from ...utils.network import advertised_address, default_socket_ifname
 from ...utils.threads import cap_for_shared_host
 from .context import DistRole, get_context, worker_name
 from .rendezvous import leave_rendezvous, rendezvous_url
+from .rpc_args import checked_port, checked_threads, checked_timeout
 
 logger = logging.getLogger(__name__)
 
@@ -170,6 +171,9 @@ def init_rpc(
   global _state
   if is_dynamic:
     raise ValueError('dynamic RPC worlds (is_dynamic=True) are not supported')
+  master_port = checked_port(master_port)
+  num_rpc_threads = checked_threads(num_rpc_threads) or 16
+  rpc_timeout = checked_timeout(rpc_timeout)
   ctx = get_context()
   if ctx is None:
     raise RuntimeError('join a group first: init_worker_group (or init_server / init_client)')
@@ -192,7 +196,7 @@ def init_rpc(
   logger.info('%s joins the RPC world at %s:%s', ctx.worker_name(), master_addr, master_port)
   # The state exists before the agent starts: a peer's first request (the
   # gather below) may arrive as soon as it does.
-  _state = _RpcState(ctx.worker_name(), master_addr, int(master_port), rpc_timeout)
+  _state = _RpcState(ctx.worker_name(), master_addr, master_port, rpc_timeout)
   try:
     with warnings.catch_warnings():
       # torch's own RPC start-up hands its private gloo group to

@@ -1,11 +1,12 @@
 """Where and how a distributed loader samples: worker options."""
 
-from typing import List, Literal, Optional, Union
+from typing import ClassVar, List, Literal, Optional, Union
 
 import torch
 
 from ...utils.units import parse_size
 from ..runtime.rpc import DEFAULT_RPC_TIMEOUT_S
+from ..runtime.rpc_args import checked_port, checked_threads, checked_timeout
 
 # One device for every sampling worker, or a list taken in turn.
 WorkerDevices = Union[torch.device, str, List[Union[torch.device, str]]]
@@ -35,6 +36,8 @@ class _BasicDistSamplingWorkerOptions:
     use_all2all: unsupported (features are fetched by RPC); must be False.
   """
 
+  free_port: ClassVar[bool] = False  # whether master_port 0 means a free port
+
   def __init__(
     self,
     num_workers: int = 1,
@@ -56,9 +59,11 @@ class _BasicDistSamplingWorkerOptions:
     self.worker_devices = _device_list(worker_devices, num_workers)
     self.worker_concurrency = worker_concurrency
     self.master_addr = master_addr
-    self.master_port = int(master_port) if master_port is not None else None
-    self.num_rpc_threads = num_rpc_threads
-    self.rpc_timeout = float(rpc_timeout)
+    self.master_port = (
+      None if master_port is None else checked_port(master_port, free=self.free_port)
+    )
+    self.num_rpc_threads = checked_threads(num_rpc_threads)
+    self.rpc_timeout = checked_timeout(rpc_timeout)
     self.use_all2all = False
 
 
@@ -193,6 +198,8 @@ class RemoteDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):
       host send its batches straight, with ``num_workers > 1``; a batch
       that finds it full comes through the server.
   """
+
+  free_port = True
 
   def __init__(
     self,
