@@ -92,6 +92,14 @@ def test_other_bad_arguments(dataset):
       NeighborLoader(dataset, [1], None, batch_size=bad, device='cpu')
   with pytest.raises(TypeError, match='unexpected arguments'):
     NeighborLoader(dataset, [1], None, device='cpu', bogus=1)
+  # A seed torch's generators cannot take fails here, naming it (1.5 was
+  # cut to 1 for the shuffling and refused by torch for the sampling).
+  in_range = r'must be in \[-2\*\*63, 2\*\*64\)'
+  for bad, match in ((1.5, 'must be an integer'), ('7', 'must be an integer'), (2**64, in_range)):
+    with pytest.raises(ValueError, match=f'seed {match}'):
+      NeighborLoader(dataset, [1], None, device='cpu', seed=bad)
+  for good in (-(2**63), 2**64 - 1):
+    NeighborLoader(dataset, [1], None, device='cpu', seed=good)
   with pytest.raises(ValueError, match='edge weights'):
     NeighborSampler(dataset.graph, [1], device='cpu', with_weight=True)
   with pytest.raises(ValueError, match='graph mode'):

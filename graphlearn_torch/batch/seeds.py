@@ -5,7 +5,7 @@ from typing import Iterator, Optional, Tuple
 
 import torch
 
-from ..sampler.schema import draw_seed, mix_seed
+from ..sampler.schema import checked_seed, draw_seed, mix_seed
 
 
 class SeedBatcher:
@@ -38,7 +38,7 @@ class SeedBatcher:
     self.batch_size = batch_size
     self.shuffle = shuffle
     self.drop_last = drop_last
-    self.seed = draw_seed() if seed is None else int(seed)
+    self.seed = draw_seed() if seed is None else checked_seed(seed)
     self._epoch = -1  # the last epoch ``__iter__`` started
 
   @classmethod

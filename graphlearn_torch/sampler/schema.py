@@ -3,6 +3,7 @@ their sizes, which side of an edge type its seeds are on) and its
 randomness (``RandomStream``)."""
 
 import hashlib
+import numbers
 from typing import Dict, List, Optional
 
 import torch
@@ -208,6 +209,21 @@ def mix_seed(seed: int, *keys: int) -> int:
   return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), 'little') % SEED_BOUND
 
 
+def checked_seed(seed) -> Optional[int]:
+  r"""``seed`` as an int in the range torch's generators take, or None.
+
+  Args:
+    seed: a seed given by the user (None: none given).
+  """
+  if seed is None:
+    return None
+  if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+    raise ValueError(f'seed must be an integer, got {seed!r}')
+  if not -(2**63) <= seed < 2**64:
+    raise ValueError(f'seed must be in [-2**63, 2**64), the range torch takes, got {seed}')
+  return int(seed)
+
+
 def draw_seed() -> int:
   r"""A seed drawn from torch's global generator (``torch.manual_seed``
   governs it)."""
@@ -228,8 +244,8 @@ class RandomStream:
   """
 
   def __init__(self, seed: Optional[int] = None):
-    self.seed = seed
-    self.generator = torch.Generator().manual_seed(seed) if seed is not None else None
+    self.seed = checked_seed(seed)
+    self.generator = torch.Generator().manual_seed(self.seed) if seed is not None else None
 
   @classmethod
   def for_batch(cls, seed: int, *keys: int) -> 'RandomStream':
