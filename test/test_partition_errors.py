@@ -204,3 +204,10 @@ def test_metis_refuses_more_parts_than_nodes(tmp_path):
     metis_kway(indptr, indices, None, 5, 30, 0)
   assert metis_kway(indptr, indices, None, 2, 30, 0).bincount().tolist() == [2, 2]
   MetisPartitioner(str(tmp_path), 4, 4, edges, progress=False)  # as many parts as nodes: allowed
+
+
+def test_dist_dataset_partition_idx_is_checked():
+  for parts, idx in ((2, 5), (2, -1), (0, 0)):
+    with pytest.raises(ValueError, match=r'partition_idx must be in \[0, num_partitions\)'):
+      DistDataset(num_partitions=parts, partition_idx=idx)
+  assert DistDataset(num_partitions=2, partition_idx=1).partition_idx == 1

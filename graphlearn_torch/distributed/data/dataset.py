@@ -109,6 +109,10 @@ class DistDataset(Dataset):
       edge_dir,
       node_split,
     )
+    if not 0 <= int(partition_idx) < int(num_partitions):
+      raise ValueError(
+        f'partition_idx must be in [0, num_partitions), got {partition_idx} of {num_partitions}'
+      )
     self.num_partitions = int(num_partitions)
     self.partition_idx = int(partition_idx)
     self.node_pb = node_pb
