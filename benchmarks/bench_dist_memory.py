@@ -6,8 +6,11 @@
 bench_dist_sampling.py's graph and its 2 METIS partitions, both held on this
 host. A launcher process loads each partition once and starts the trainers
 that hold it with it, as GLT's examples do (the dataset handed to the
-processes it spawns: DistDataset's pickling shares the graph and maps the
-feature files again, so no process holds a copy of its own). Each trainer
+processes it starts: DistDataset's pickling shares the graph and maps the
+feature files again, so no process holds a copy of its own): forked from
+the fork server glt.utils.spawn starts them from, and (``--start_methods``)
+spawned, each a fresh interpreter, as torch.multiprocessing.spawn starts
+them. Each trainer
 samples fanout [15, 10, 5] around batches of 1024 of its partition's nodes
 in worker mode, features collected. Jobs, per partition:
   - 1 trainer with 1 sampling process;
@@ -59,6 +62,10 @@ import graphlearn_torch as glt
 from graphlearn_torch.batch.pyg import import_pyg
 
 JOBS = ((1, 1), (2, 2))  # (trainers per partition, sampling processes per trainer)
+STARTS = {
+  'forkserver': 'forked (glt.utils.spawn)',
+  'spawn': 'spawned (torch.multiprocessing.spawn)',
+}  # how the launcher starts its trainers
 NUM_PARTITIONS = 2
 WAIT_S = 900  # for any one trainer's report
 
@@ -115,24 +122,34 @@ def gpu_used_mb(gpu: Optional[int]) -> Optional[float]:
   return (total - free) / 2**20
 
 
-def launcher(root, mode, gpu, per_partition, samplers, batches, out):
+def trainer_context(start_method: str):
+  r"""Where the launcher starts its trainers: forked from the fork server
+  ``glt.utils.spawn`` starts them from ('forkserver'), or each a fresh
+  interpreter (torch.multiprocessing.spawn's, GLT's examples')."""
+  if start_method == 'spawn':
+    return SPAWN
+  return glt.utils.trainer_process_context(__name__)
+
+
+def launcher(root, mode, gpu, per_partition, samplers, batches, start_method, out):
   r"""One job: loads each partition once, starts its ``per_partition``
-  trainers with it, and puts ``(PSS by kind, processes, how many of them
-  are fresh interpreters, GPU MB)`` on ``out`` once every trainer is at its
-  last batch."""
+  trainers with it (``trainer_context(start_method)``), and puts ``(PSS by
+  kind, processes, how many of them are fresh interpreters, GPU MB)`` on
+  ``out`` once every trainer is at its last batch."""
   gpu_before = gpu_used_mb(gpu)
   datasets = [load_partition(root, p, mode, gpu) for p in range(NUM_PARTITIONS)]
   if mode != 'CPU':
     for ds in datasets:  # once here: the trainers and their sampling processes read this copy
       ds.place_on_gpu(gpu)
-  ready, measured = SPAWN.Queue(), SPAWN.Event()
+  ctx = trainer_context(start_method)
+  ready, measured = ctx.Queue(), ctx.Event()
   world, port = NUM_PARTITIONS * per_partition, free_port()
   procs = []
   sample_on = None if mode == 'CPU' else gpu  # the 'CPU' job samples on the CPU, as without a GPU
   for rank in range(world):
     args = (rank, world, datasets[rank // per_partition], samplers, batches, port, sample_on)
     name = f'trainer {rank}'
-    procs.append(SPAWN.Process(target=trainer, args=(*args, ready, measured), name=name))
+    procs.append(ctx.Process(target=trainer, args=(*args, ready, measured), name=name))
   for p in procs:
     p.start()
   try:
@@ -151,10 +168,11 @@ def launcher(root, mode, gpu, per_partition, samplers, batches, out):
         p.kill()
 
 
-def job_memory(root: str, mode: str, gpu: Optional[int], per_partition: int, samplers, batches):
-  r"""``launcher``'s report of one job, run in a process of its own."""
+def job_memory(root: str, mode: str, gpu: Optional[int], job: tuple, start_method: str, batches):
+  r"""``launcher``'s report of one job (``(trainers per partition, sampling
+  processes per trainer)``), run in a process of its own."""
   out = SPAWN.Queue()
-  args = (root, mode, gpu, per_partition, samplers, batches, out)
+  args = (root, mode, gpu, *job, batches, start_method, out)
   proc = SPAWN.Process(target=launcher, args=args, name='the launcher')
   proc.start()
   try:
@@ -211,14 +229,15 @@ def bare_process_mb() -> 'BareProcesses':
       proc.kill()
 
 
-def bare_floor_mb(bare: 'BareProcesses', count: int, fresh: int, trainers: int) -> float:
+def bare_floor_mb(bare: 'BareProcesses', count: int, fresh: int, with_pyg: int) -> float:
   r"""What ``count`` processes hold at least, ``fresh`` of them interpreters
-  of their own, ``trainers`` of those trainers, and the rest forked
-  (``bare_process``'s report): each trainer a bare process with PyG, each
+  of their own, ``with_pyg`` of those importing PyG (spawned trainers, or
+  the fork server the trainers are forked from), and the rest forked
+  (``bare_process``'s report): each of those a bare process with PyG, each
   other fresh one a bare process, each forked one what a forked bare
   process adds, and the libraries once."""
-  others = (fresh - trainers) * bare.alone['process'] + (count - fresh) * bare.forked
-  return trainers * bare.with_pyg['process'] + others + bare.with_pyg['libraries']
+  others = (fresh - with_pyg) * bare.alone['process'] + (count - fresh) * bare.forked
+  return with_pyg * bare.with_pyg['process'] + others + bare.with_pyg['libraries']
 
 
 def job_modes(args) -> list:
@@ -236,22 +255,25 @@ def memory_rows(args, root: str, bare: BareProcesses) -> list:
   the mode's first job's, and the GPU's."""
   rows = []
   for mode in job_modes(args):
-    first = None
-    for per_partition, samplers in JOBS:
-      pss, count, fresh, gpu_mb = job_memory(
-        root, mode, args.gpu, per_partition, samplers, args.batches
-      )
-      total = sum(pss.values())
-      tables = pss['shared tables'] + pss['partition files']
-      floor = bare_floor_mb(bare, count, fresh, NUM_PARTITIONS * per_partition)
-      first = first or (total, tables, tables + floor)
-      own = pss['process'] + pss['libraries']
-      job = f'{per_partition} trainer(s) x {samplers} sampler(s)'
-      rows.append([
-        mode, job, f'{count} ({fresh})', tables, pss['channels'], pss['GPU driver'], own, floor,
-        total, total / first[0], (tables + floor) / first[2], tables / first[1], gpu_mb,
-      ])  # fmt: skip
-      print(f'{mode}, {job}: {count} processes, {total:,.0f} MB', flush=True)
+    for start_method in args.start_methods:
+      first = None
+      for per_partition, samplers in JOBS:
+        pss, count, fresh, gpu_mb = job_memory(
+          root, mode, args.gpu, (per_partition, samplers), start_method, args.batches
+        )
+        total = sum(pss.values())
+        tables = pss['shared tables'] + pss['partition files']
+        with_pyg = NUM_PARTITIONS * per_partition if start_method == 'spawn' else 1
+        floor = bare_floor_mb(bare, count, fresh, with_pyg)
+        first = first or (total, tables, tables + floor)
+        own = pss['process'] + pss['libraries']
+        job = f'{per_partition} trainer(s) x {samplers} sampler(s)'
+        rows.append([
+          mode, STARTS[start_method], job, f'{count} ({fresh})', tables, pss['channels'],
+          pss['GPU driver'], own, floor, total, total / first[0], (tables + floor) / first[2],
+          tables / first[1], gpu_mb,
+        ])  # fmt: skip
+        print(f'{mode}, {start_method}, {job}: {count} processes, {total:,.0f} MB', flush=True)
   return rows
 
 
@@ -264,6 +286,11 @@ def main():
     '--modes', nargs='+', choices=['CPU', 'ZERO_COPY', 'CUDA'], default=None,
     help="only these graph modes (the GPU modes need --gpu): a GPU machine's run can leave "
     "'CPU' to a CPU host",
+  )  # fmt: skip
+  p.add_argument(
+    '--start_methods', nargs='+', choices=list(STARTS), default=list(STARTS),
+    help="how the launcher starts its trainers: forked from glt.utils.spawn's fork server, or "
+    'spawned (fresh interpreters)',
   )  # fmt: skip
   add_results_argument(p)
   args = p.parse_args()
@@ -279,6 +306,7 @@ def main():
     'one host, per partition 1 trainer x 1 sampling process and 2 trainers x 2',
     [
       'mode',
+      'trainers',
       'per partition',
       'processes (fresh)',
       'tables, MB',
@@ -296,15 +324,19 @@ def main():
     note=f'PSS of every process of the job (launcher, trainers, sampling processes) after '
     f'{WARMUP} + {args.batches} batches per trainer, by what the pages hold '
     '(benchmarks/memory.py): a page shared by k processes counts 1/k in each, so a table the '
-    'processes share counts once. Processes: all of them, and in brackets those that started '
-    'an interpreter of their own (the launcher, the trainers it spawns, fork servers); the '
-    'others are forked (sampling processes, from their trainer or its fork server). Tables: '
+    'processes share counts once. Trainers: forked from the fork server glt.utils.spawn '
+    'starts them from (it imports torch, PyG, this library and the script once), or each a '
+    "fresh interpreter, as torch.multiprocessing.spawn starts them (GLT's examples). "
+    'Processes: all of them, and in brackets those that started an interpreter of their own '
+    '(the launcher, spawned trainers, fork servers); the others are forked (forked trainers, '
+    'sampling processes). Tables: '
     'the topologies, feature tables and their maps, in shared memory or read in place from '
     "the partition files. Channels: each trainer's shared-memory channel (256 MB, backed as "
     "batches pass). Processes' own: the libraries and each process's heap and buffers; 'bare "
-    "processes': what as many processes hold that do nothing else: a trainer one that imports "
-    f'torch, this library and PyG, as its loader does ({bare.with_pyg["process"]:.0f} MB each), '
-    f'another fresh one (the launcher, a fork server) one that imports torch and this library '
+    "processes': what as many processes hold that do nothing else: a spawned trainer or the "
+    'fork server one that imports torch, this library and PyG, as a loader does '
+    f'({bare.with_pyg["process"]:.0f} MB each), '
+    f'another fresh one (the launcher) one that imports torch and this library '
     f'({bare.alone["process"]:.0f} MB each), a forked one a process forked from such a one '
     f'({bare.forked:.1f} MB each), and their libraries once ({bare.with_pyg["libraries"]:.0f} '
     "MB), measured in this run. Floor: the tables and the bare processes, what the job's "

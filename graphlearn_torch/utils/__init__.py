@@ -20,7 +20,7 @@ from .device import assign_device, ensure_device, get_available_device, resolve_
 from .mixin import CastMixin
 from .network import default_socket_ifname, interface_for
 from .singleton import singleton
-from .spawn import SpawnedProcessError, spawn
+from .spawn import SpawnedProcessError, spawn, trainer_process_context
 from .tensor import (
   apply_to_all_tensor,
   convert_to_tensor,
@@ -69,6 +69,7 @@ __all__ = [
   'share_memory',
   'singleton',
   'spawn',
+  'trainer_process_context',
   'SpawnedProcessError',
   'squeeze',
   'tensor_equal_with_device',

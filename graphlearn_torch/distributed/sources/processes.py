@@ -12,7 +12,6 @@ import multiprocessing
 import os
 import time
 from multiprocessing import connection as mp_connection
-from multiprocessing import forkserver
 from multiprocessing.connection import Connection
 from typing import Callable, Dict, List, Optional
 
@@ -20,6 +19,7 @@ import torch
 
 from ...channel import ChannelBase, ChannelClosedError, QueueTimeoutError
 from ...utils.process_payload import pickled_for_process
+from ...utils.spawn import fork_server_context
 from ..data.dataset import DistDataset
 from ..runtime.rpc import process_has_rpc_agent
 from .options import MpDistSamplingWorkerOptions
@@ -69,13 +69,8 @@ def sampling_process_context(on_gpu: bool) -> multiprocessing.context.BaseContex
   """
   if can_fork_sampling_processes(on_gpu):
     return multiprocessing.get_context('fork')
-  if 'forkserver' not in multiprocessing.get_all_start_methods():
-    return multiprocessing.get_context('spawn')
-  ctx = multiprocessing.get_context('forkserver')
   # '__main__' as the default has it: the script is imported once, too
-  ctx.set_forkserver_preload(['__main__', run_sampling_process.__module__])
-  forkserver.ensure_running()  # it imports while the owner goes on
-  return ctx
+  return fork_server_context(['__main__', run_sampling_process.__module__])
 
 
 class SamplingProcesses:

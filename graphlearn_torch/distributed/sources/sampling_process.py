@@ -41,6 +41,7 @@ from ...channel import (
 from ...sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
 from ...sampler.schema import RandomStream
 from ...utils.host_share import HostShareError, ProcessWatch
+from ...utils.spawn import adopt_environment
 from ..data.dataset import DistDataset
 from ..runtime.context import init_worker_group
 from ..runtime.event_loop import ConcurrentEventLoop
@@ -350,8 +351,7 @@ def run_sampling_process(
   inherited, so that its pipe reports the owner's end closed."""
   for end in trainer_ends:
     end.close()
-  os.environ.clear()
-  os.environ.update(environment)
+  adopt_environment(environment)
   trainer_exited = watch_trainer(parent_pid)
   torch.set_num_threads(1)
   loop = None
