@@ -9,7 +9,7 @@ import torch
 
 from .._ext import ops
 from ..utils.host_share import boot_id, open_host_fd
-from ..utils.memory import memory_short_of
+from ..utils.memory import require_memory
 from ..utils.units import parse_size
 from .base import (
   ChannelBase,
@@ -32,27 +32,27 @@ SEND_MARGIN_BYTES = 32 << 20
 
 def _check_memory(shm_size: int) -> None:
   """Refuses a channel larger than the memory this process can still get."""
-  short = memory_short_of(shm_size)
-  if short is not None:
-    available, source = short
-    raise MemoryError(
+  require_memory(
+    shm_size,
+    lambda available, source: (
       f'a shared-memory channel of {shm_size} bytes ({shm_size / 2**30:.2f} GiB) is larger than '
       f'the {available} bytes ({available / 2**30:.2f} GiB) this process can still get '
       f'({source}); use a smaller shm_size (channel_size / buffer_size)'
-    )
+    ),
+  )
 
 
 def _check_room_for(nbytes: int) -> None:
   """Refuses a message that would take memory the process cannot get: under
   a memory cgroup, backing it would call the OOM killer rather than fail."""
-  short = memory_short_of(nbytes + SEND_MARGIN_BYTES)
-  if short is not None:
-    available, source = short
-    raise MemoryError(
+  require_memory(
+    nbytes + SEND_MARGIN_BYTES,
+    lambda available, source: (
       f'no memory for a message of {nbytes} bytes in the shared-memory channel: '
       f'{available} bytes are left ({source}); free memory or receive (and release) '
-      f'earlier messages'
-    )
+      'earlier messages'
+    ),
+  )
 
 
 class ShmChannel(ChannelBase):

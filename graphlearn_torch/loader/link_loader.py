@@ -10,7 +10,7 @@ from ..data.dataset import Dataset
 from ..sampler.base import BaseSampler, EdgeSamplerInput, NegativeSampling, SamplingType
 from ..sampler.schema import RandomStream
 from ..typing import EdgeType, InputEdges
-from ..utils.memory import memory_short_of
+from ..utils.memory import require_memory
 from .base import SamplerLoader
 from .node_loader import seed_times
 from .options import BATCHING, LoaderOptions, loader_options
@@ -85,15 +85,15 @@ def check_negatives_fit(neg_sampling: Optional[NegativeSampling], batch_size: in
     return
   count = neg_sampling.count(batch_size)
   nbytes = count * (16 if neg_sampling.is_binary() else 8)  # int64 pairs, or destinations
-  short = memory_short_of(nbytes)
-  if short is not None:
-    available, source = short
-    raise MemoryError(
+  require_memory(
+    nbytes,
+    lambda available, source: (
       f'neg_sampling amount {neg_sampling.amount} asks for {count:,} negatives a batch of '
       f'{batch_size} seed edges ({nbytes / 2**30:.1f} GiB of node ids alone), more than the '
       f'{available / 2**30:.1f} GiB this process can get ({source}); lower the amount or '
       'batch_size'
-    )
+    ),
+  )
 
 
 def check_edge_label(

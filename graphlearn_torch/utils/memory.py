@@ -2,7 +2,7 @@
 memory, bounded by every memory cgroup (v1 or v2) it runs in."""
 
 import os
-from typing import List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 _V1_ROOT = '/sys/fs/cgroup/memory'
 _V2_ROOT = '/sys/fs/cgroup'
@@ -78,6 +78,19 @@ def memory_short_of(nbytes: int) -> Optional[Tuple[int, str]]:
   return None
 
 
+def require_memory(nbytes: int, message: Callable[[int, str], str]) -> None:
+  """Raises MemoryError with ``message(available bytes, where that bound
+  comes from)`` when ``nbytes`` exceed what this process can get.
+
+  Args:
+    nbytes: the bytes an allocation would take.
+    message: the error's text, naming what asked for them.
+  """
+  short = memory_short_of(nbytes)
+  if short is not None:
+    raise MemoryError(message(*short))
+
+
 def check_room_for_rows(num_rows: int, largest_id: str) -> None:
   """Refuses a compressed topology whose index pointer alone (8 bytes a row)
   would take more memory than this process can get: a stray large id (the
@@ -89,11 +102,11 @@ def check_room_for_rows(num_rows: int, largest_id: str) -> None:
     largest_id: what sets the row count, for the message.
   """
   needed = 8 * (num_rows + 1)
-  short = memory_short_of(needed)
-  if short is not None:
-    available, source = short
-    raise MemoryError(
+  require_memory(
+    needed,
+    lambda available, source: (
       f'a topology of {num_rows:,} rows needs {needed:,} bytes for its index pointer alone, '
       f'more than the {available:,} bytes left ({source}); the rows come from {largest_id}: '
       'check the ids in edge_index and num_nodes'
-    )
+    ),
+  )
