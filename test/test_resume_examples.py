@@ -8,6 +8,7 @@ import datetime
 import functools
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -147,20 +148,28 @@ def test_killed_job_resumes_to_the_uninterrupted_model(tmp_path, mode):
 
 def fail_or_wait(index, started_dir):
   open(os.path.join(started_dir, str(index)), 'w').close()
+  started = os.path.join(started_dir, 'started')  # a FIFO
   if index == 1:
+    # fails once process 0 runs: forked processes start in milliseconds, and
+    # one could fail before the other has begun
+    reader = os.open(started, os.O_RDONLY | os.O_NONBLOCK)
+    select.select([reader], [], [], 60)
     raise ValueError('process one fails')
+  with open(started, 'w') as writer:  # opens once process 1 has
+    writer.write('0')
   threading.Event().wait(120)  # killed by spawn long before
 
 
 def test_spawn_raises_the_first_failure_and_kills_the_rest(tmp_path):
   before = set(os.listdir('/dev/shm'))
+  os.mkfifo(tmp_path / 'started')
   started = time.monotonic()
   with pytest.raises(
     glt.utils.SpawnedProcessError, match='(?s)process 1 .*ValueError: process one fails'
   ):
     glt.utils.spawn(fail_or_wait, args=(str(tmp_path),), nprocs=2)
   assert time.monotonic() - started < 60, 'the waiting process was killed, not waited for'
-  assert sorted(os.listdir(tmp_path)) == ['0', '1']
+  assert sorted(os.listdir(tmp_path)) == ['0', '1', 'started']
   assert set(os.listdir('/dev/shm')) - before == set()
 
 
