@@ -10,9 +10,9 @@ outside the processes.
 
 A spawned process imports torch, PyG and this library anew: about 250 MB of
 its own a process, and seconds to start. Forked from a fork server that
-imported them once, the processes share those pages (each process freezes
-the objects it inherits, so that the garbage collector never writes to
-them) and start in milliseconds."""
+imported them once, the processes share those pages (the server freezes
+its objects before it forks, and each process what it inherits, so that the
+garbage collector never writes to them) and start in milliseconds."""
 
 import gc
 import logging
@@ -34,8 +34,9 @@ class SpawnedProcessError(RuntimeError):
 
 def fork_server_context(preload: Sequence[str]) -> multiprocessing.context.BaseContext:
   r"""The 'forkserver' context, its server started now (it imports while the
-  caller goes on) with ``preload`` imported; 'spawn' where the platform has
-  no fork server. The server's preload is set by whoever starts it first.
+  caller goes on) with ``preload`` imported, then its objects frozen
+  (``fork_server_preload``); 'spawn' where the platform has no fork server.
+  The server's preload is set by whoever starts it first.
 
   Args:
     preload: modules the server imports ('__main__': the script, as a
@@ -44,7 +45,7 @@ def fork_server_context(preload: Sequence[str]) -> multiprocessing.context.BaseC
   if 'forkserver' not in multiprocessing.get_all_start_methods():
     return multiprocessing.get_context('spawn')
   ctx = multiprocessing.get_context('forkserver')
-  ctx.set_forkserver_preload(list(preload))
+  ctx.set_forkserver_preload([*preload, f'{__package__}.fork_server_preload'])
   forkserver.ensure_running()
   return ctx
 
