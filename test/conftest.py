@@ -36,9 +36,11 @@ def pytest_unconfigure(config):
     for name, module in list(sys.modules.items())
     if name.startswith('torch_geometric.')
   ]
-  here = os.path.join(tempfile.gettempdir(), '')
+  # PyG writes them at the top of the temporary directory; a PyG installed
+  # under it (a checkout in /tmp) is not one of them
+  here = tempfile.gettempdir()
   for path in generated:
-    if path.startswith(here):
+    if os.path.dirname(path) == here:
       Path(path).unlink(missing_ok=True)
   try:
     shutil.rmtree(config.session_tmpdir)
