@@ -10,17 +10,12 @@ from ..data.feature import Feature
 from ..data.gather_checks import GatherChecks
 from ..sampler.base import HeteroSamplerOutput, SamplerOutput
 from ..typing import EdgeType, NodeType, reverse_edge_type
+from ..utils.futures import completed, then
 from .sampled import SampledBatch
 
 RowLookup = Callable[[torch.Tensor, Union[NodeType, EdgeType]], torch.futures.Future]
 r"""Fetches feature rows: ``(ids, type) -> future of the rows, in id order``
 (``DistFeature.async_get`` fetches any partition's)."""
-
-
-def _done(value) -> torch.futures.Future:
-  fut = torch.futures.Future()
-  fut.set_result(value)
-  return fut
 
 
 def local_rows(data: Dataset, kind: str, checks: Optional[GatherChecks] = None) -> RowLookup:
@@ -30,7 +25,7 @@ def local_rows(data: Dataset, kind: str, checks: Optional[GatherChecks] = None) 
 
   def rows(ids: torch.Tensor, type_) -> torch.futures.Future:
     table = get(type_)
-    return _done(table.rows(ids, checks) if isinstance(table, Feature) else table[ids])
+    return completed(table.rows(ids, checks) if isinstance(table, Feature) else table[ids])
 
   return rows
 
@@ -77,7 +72,7 @@ def collect_features(
       pending.append((edge, 'attr', edge_rows(edge.eids, stored)))
   if not pending:
     checks.raise_first()
-    return _done(batch)
+    return completed(batch)
 
   def fill(collected) -> SampledBatch:
     # collect_all fails as soon as one future does, while others may still
@@ -88,7 +83,7 @@ def collect_features(
       setattr(store, name, fut.value())
     return batch
 
-  return torch.futures.collect_all([fut for _, _, fut in pending]).then(fill)
+  return then(torch.futures.collect_all([fut for _, _, fut in pending]), fill)
 
 
 def gather_batch(data: Dataset, out: Union[SamplerOutput, HeteroSamplerOutput]) -> SampledBatch:

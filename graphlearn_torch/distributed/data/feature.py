@@ -10,17 +10,11 @@ from ...channel import DeferredTensor
 from ...data import Feature
 from ...partition.partition_book import PartitionBook, positions_by_partition
 from ...typing import EdgeType, NodeType
+from ...utils.futures import completed, then
 from ..runtime.rpc import RpcCalleeBase, RpcDataPartitionRouter, rpc_register, rpc_request_async
 
 TypeKey = Optional[Union[NodeType, EdgeType]]
 Features = Union[Feature, Dict[Union[NodeType, EdgeType], Feature]]
-
-
-def completed(value: torch.Tensor) -> torch.futures.Future:
-  r"""A future that already holds ``value``."""
-  done = torch.futures.Future()
-  done.set_result(value)
-  return done
 
 
 class RpcFeatureLookupCallee(RpcCalleeBase):
@@ -145,7 +139,7 @@ class DistFeature:
       collected.value()
       return arrived
 
-    return torch.futures.collect_all([fut for *_, fut in remote]).then(rows)
+    return then(torch.futures.collect_all([fut for *_, fut in remote]), rows)
 
   def async_get(self, ids: torch.Tensor, input_type: TypeKey = None) -> torch.futures.Future:
     r"""A future of the rows of ``ids``, in input order."""
@@ -164,7 +158,7 @@ class DistFeature:
         torch.ops.glt.scatter_rows_(out, pos, rows)
       return out.to(self.device)
 
-    return self._arrived(remote).then(stitch)
+    return then(self._arrived(remote), stitch)
 
   def async_deferred(self, ids: torch.Tensor, input_type: TypeKey = None) -> torch.futures.Future:
     r"""A future of the rows of ``ids`` as a :class:`DeferredTensor`, once
@@ -188,7 +182,7 @@ class DistFeature:
 
     if not remote:
       return completed(deferred([]))
-    return self._arrived(remote).then(lambda arrived: deferred(arrived.value()))
+    return then(self._arrived(remote), lambda arrived: deferred(arrived.value()))
 
   def __getitem__(self, ids: torch.Tensor) -> torch.Tensor:
     return self.async_get(ids).wait()
