@@ -48,18 +48,26 @@ struct Registration {
   }
 };
 
+// The device address of host byte `ptr` where CUDA maps it (memory it pinned
+// or registered), else nullptr. cudaPointerGetAttributes answers for any host
+// address (unregistered memory is cudaMemoryTypeUnregistered), where
+// cudaHostGetDevicePointer fails with an error compute-sanitizer reports.
+const char* mapped_address(const char* ptr) {
+  cudaPointerAttributes attributes{};
+  C10_CUDA_CHECK(cudaPointerGetAttributes(&attributes, ptr));
+  return attributes.type == cudaMemoryTypeHost
+             ? static_cast<const char*>(attributes.devicePointer)
+             : nullptr;
+}
+
 // Whether bytes [ptr, ptr + bytes) lie in memory CUDA has registered (pinned
-// memory, a channel's): both ends have device pointers, one apart by the
+// memory, a channel's): both ends have device addresses, one apart by the
 // range (registered ranges are contiguous).
 bool registered_otherwise(const char* ptr, size_t bytes) {
-  void* first = nullptr;
-  void* last = nullptr;
-  const bool mapped =
-      cudaHostGetDevicePointer(&first, const_cast<char*>(ptr), 0) == cudaSuccess &&
-      cudaHostGetDevicePointer(&last, const_cast<char*>(ptr + bytes - 1), 0) == cudaSuccess &&
-      static_cast<char*>(last) - static_cast<char*>(first) == static_cast<ptrdiff_t>(bytes - 1);
-  (void)cudaGetLastError();  // clear a failed lookup's error
-  return mapped;
+  const char* first = mapped_address(ptr);
+  const char* last = mapped_address(ptr + bytes - 1);
+  return first != nullptr && last != nullptr &&
+         last - first == static_cast<ptrdiff_t>(bytes - 1);
 }
 
 // The registration of `host`'s storage, made on its first view. The
