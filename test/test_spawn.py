@@ -11,8 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 import graphlearn_torch as glt
+from graphlearn_torch.utils.spawn import fork_server_modules
 
 # Spawned processes: left out of make test-fast.
 pytestmark = pytest.mark.slow
@@ -26,8 +28,6 @@ def private_mb() -> float:
 
 
 def report(index, out_dir):
-  import torch  # noqa: F401  (imported by the fork server already, or now)
-
   gc.collect()  # frozen objects stay shared through a full collection
   state = {
     'private_mb': private_mb(),
@@ -88,3 +88,26 @@ def test_forked_processes_share_the_imported_modules(tmp_path):
 def test_unknown_start_method():
   with pytest.raises(ValueError, match="start_method must be 'forkserver' or 'spawn'"):
     glt.utils.spawn(report, args=('.',), start_method='fork')
+
+
+@pytest.mark.parametrize(
+  'gpus, expected',
+  [
+    (0, ['__main__', 'train', 'torch', 'graphlearn_torch', 'torch_geometric']),
+    (1, ['torch', 'graphlearn_torch']),
+  ],
+)
+def test_a_gpu_host_fork_server_imports_only_what_starts_no_cuda(monkeypatch, gpus, expected):
+  # A process forked from one that started the CUDA driver cannot use CUDA,
+  # and importing PyG started it on a GPU host: there the server imports
+  # torch and this library only, which start nothing (the package leaves
+  # PyG out: test_architecture).
+  monkeypatch.setattr(torch.cuda, 'device_count', lambda: gpus)
+  preload = ['__main__', 'train', 'torch', 'graphlearn_torch', 'torch_geometric']
+  assert fork_server_modules(preload) == expected
+  sampler = fork_server_modules(['__main__', 'graphlearn_torch.distributed.sources.processes'])
+  assert sampler == (
+    ['graphlearn_torch.distributed.sources.processes']
+    if gpus
+    else ['__main__', 'graphlearn_torch.distributed.sources.processes']
+  )

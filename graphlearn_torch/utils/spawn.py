@@ -12,7 +12,10 @@ A spawned process imports torch, PyG and this library anew: about 250 MB of
 its own a process, and seconds to start. Forked from a fork server that
 imported them once, the processes share those pages (the server freezes
 its objects before it forks, and each process what it inherits, so that the
-garbage collector never writes to them) and start in milliseconds."""
+garbage collector never writes to them) and start in milliseconds. On a
+machine with a GPU the server imports torch and this library alone: a
+process forked from one that started the CUDA driver cannot use CUDA, and
+importing PyG (or a script) may start it."""
 
 import gc
 import logging
@@ -22,7 +25,9 @@ import sys
 import traceback
 from multiprocessing import connection as mp_connection
 from multiprocessing import forkserver
-from typing import Callable, Dict, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
+
+import torch
 
 logger = logging.getLogger(__name__)
 
@@ -32,11 +37,35 @@ class SpawnedProcessError(RuntimeError):
   traceback is in the message) or died (its exit code is)."""
 
 
+# What a fork server imports where a GPU is seen: modules that start no CUDA
+# driver as they are imported. A process forked from one that started it
+# cannot use CUDA (cudaErrorInitializationError), and some imports start it:
+# PyG's did on an H200 host (torch 2.11, PyG 2.8), and so does a script that
+# imports PyG or touches the GPU at import.
+CUDA_SAFE_PACKAGES = ('torch', 'graphlearn_torch')
+
+
+def fork_server_modules(preload: Sequence[str]) -> List[str]:
+  r"""What of ``preload`` a fork server imports: all of it on a machine
+  without a GPU; where torch sees one (``torch.cuda.device_count``, which
+  asks NVML and starts no driver), only torch's and this library's modules
+  (``CUDA_SAFE_PACKAGES``): the processes forked from it import the rest
+  themselves, as spawned ones do.
+
+  Args:
+    preload: modules the caller would have the server import.
+  """
+  if torch.cuda.device_count() == 0:
+    return list(preload)
+  return [name for name in preload if name.split('.')[0] in CUDA_SAFE_PACKAGES]
+
+
 def fork_server_context(preload: Sequence[str]) -> multiprocessing.context.BaseContext:
   r"""The 'forkserver' context, its server started now (it imports while the
-  caller goes on) with ``preload`` imported, then its objects frozen
-  (``fork_server_preload``); 'spawn' where the platform has no fork server.
-  The server's preload is set by whoever starts it first.
+  caller goes on) with ``preload`` imported (``fork_server_modules`` of it:
+  torch's and this library's alone where a GPU is seen), then its objects
+  frozen (``fork_server_preload``); 'spawn' where the platform has no fork
+  server. The server's preload is set by whoever starts it first.
 
   Args:
     preload: modules the server imports ('__main__': the script, as a
@@ -45,7 +74,8 @@ def fork_server_context(preload: Sequence[str]) -> multiprocessing.context.BaseC
   if 'forkserver' not in multiprocessing.get_all_start_methods():
     return multiprocessing.get_context('spawn')
   ctx = multiprocessing.get_context('forkserver')
-  ctx.set_forkserver_preload([*preload, f'{__package__}.fork_server_preload'])
+  modules = fork_server_modules(preload)
+  ctx.set_forkserver_preload([*modules, f'{__package__}.fork_server_preload'])
   forkserver.ensure_running()
   return ctx
 
@@ -107,8 +137,9 @@ def spawn(
     nprocs: how many processes.
     start_method: 'forkserver' (the default where the platform has it):
       the processes are forked from a fork server that imported the
-      script, ``fn``'s module, torch, PyG and this library once, and share
-      those pages; they start in the caller's environment, working
+      script, ``fn``'s module, torch, PyG and this library once (torch and
+      this library alone on a machine with a GPU: ``fork_server_modules``),
+      and share those pages; they start in the caller's environment, working
       directory and ``sys.argv`` (what the modules read as they are
       imported, they read in the server's). 'spawn': each process a fresh
       interpreter.
