@@ -66,3 +66,13 @@ def test_a_book_entry_beyond_the_narrow_dtype_is_named_not_wrapped():
   with pytest.raises(ValueError, match='the book gives id 7 partition 257, outside'):
     book.group(torch.tensor([3, 7]))
   assert book.partitions(torch.tensor([3, 7])).tolist() == [0, 257]
+
+
+def test_a_book_looks_ids_up_on_another_device_through_its_narrowed_copy():
+  book = GLTPartitionBook(torch.tensor([0, 1, 1, 0, 2], dtype=torch.int64))
+  assert book.lookup_on(torch.device('cpu')) is book
+  moved = book.lookup_on(torch.device('meta'))  # a device without the book
+  assert moved.tensor.device.type == 'meta' and moved.tensor.dtype == torch.int8
+  assert moved.num_parts == 3 and book.tensor.device.type == 'cpu'
+  ranges = RangePartitionBook([(0, 3), (3, 5)], 0)
+  assert ranges.lookup_on(torch.device('meta')) is ranges  # it looks up on any device

@@ -36,6 +36,15 @@ class PartitionBook(ABC):
     """
     return self[ids]
 
+  def lookup_on(self, device: torch.device) -> 'PartitionBook':
+    """A book whose :meth:`partitions` takes ids on ``device``: this one
+    where it looks ids up on any device.
+
+    Args:
+      device: where the ids will be.
+    """
+    return self
+
   def group(
     self, ids: torch.Tensor, num_partitions: Optional[int] = None
   ) -> Tuple[List[torch.Tensor], List[torch.Tensor]]:
@@ -138,6 +147,13 @@ class GLTPartitionBook(PartitionBook):
 
   def to(self, device) -> 'GLTPartitionBook':
     return GLTPartitionBook(self.tensor.to(device), self._num_parts)
+
+  def lookup_on(self, device: torch.device) -> 'GLTPartitionBook':
+    """This book where it lies on ``device``, else its narrowest copy
+    (:meth:`partitions`' dtype) moved there."""
+    if self.tensor.device == torch.device(device):
+      return self
+    return GLTPartitionBook(self._narrow_book().to(device), self._num_parts)
 
   def share_memory_(self) -> 'GLTPartitionBook':
     self.tensor.share_memory_()

@@ -429,3 +429,20 @@ class HopResult:
   num_sampled_edges: Dict[EdgeType, List[int]]
   seed_local: Dict[NodeType, torch.Tensor]
   seed_index: Optional[Dict[NodeType, torch.Tensor]] = None
+
+  def to(self, device: torch.device) -> 'HopResult':
+    """The same hops with every tensor on ``device``."""
+
+    def moved(tensors):
+      return None if tensors is None else {k: v.to(device) for k, v in tensors.items()}
+
+    return HopResult(
+      moved(self.node),
+      moved(self.row),
+      moved(self.col),
+      moved(self.edge),
+      self.num_sampled_nodes,
+      self.num_sampled_edges,
+      moved(self.seed_local),
+      moved(self.seed_index),
+    )

@@ -120,9 +120,30 @@ class DistNeighborSampler:
     self.disjoint = bool(disjoint) or self.temporal is not None
     self.subgraph_type = checked_subgraph_type(subgraph_type, self.disjoint)
     self.random = RandomStream(seed)
-    self.engine = MultiHopSampler(
-      self.service.schema, num_neighbors, with_edge, self.random, disjoint=self.disjoint
+    self.engine = self._engine(torch.device('cpu'))
+    self._hop_engines = {self.engine.sample_device: self.engine}
+
+  def _engine(self, sample_device: torch.device) -> MultiHopSampler:
+    return MultiHopSampler(
+      self.service.schema,
+      self.num_neighbors,
+      self.with_edge,
+      self.random,
+      sample_device=sample_device,
+      disjoint=self.disjoint,
     )
+
+  def _hop_engine(self) -> MultiHopSampler:
+    r"""The engine a batch's hops run on: on the GPU where the service draws
+    every partition's hops there in one call (the draws and the inducer
+    then stay on it, as on one machine), for batches with no times and no
+    disjoint keys; else on the CPU, where hops drawn apart meet."""
+    device = self.service.hop_device
+    if self.temporal is not None or self.disjoint:
+      device = torch.device('cpu')
+    if device not in self._hop_engines:
+      self._hop_engines[device] = self._engine(device)
+    return self._hop_engines[device]
 
   @classmethod
   def from_config(
@@ -177,7 +198,9 @@ class DistNeighborSampler:
     random: RandomStream,
     seed_time: Optional[Dict[NodeType, torch.Tensor]] = None,
   ) -> HopResult:
-    steps = self.engine.sample_steps(seed_dict, seed_time=seed_time)
+    engine = self._hop_engine()
+    seed_dict = {t: seeds.to(engine.sample_device) for t, seeds in seed_dict.items()}
+    steps = engine.sample_steps(seed_dict, seed_time=seed_time)
     try:
       requests = next(steps)
       while True:
@@ -190,6 +213,7 @@ class DistNeighborSampler:
       res = done.value
     finally:
       steps.close()
+    res = res.to(self.engine.sample_device)  # where the batch's other steps run
     if self.subgraph_type == 'induced':
       res = await self._induced(res)
     return res

@@ -112,6 +112,7 @@ class PartitionService:
     # Where every partition runs here, a hop is drawn in one call; False
     # draws each partition's piece apart and stitches them (the same batch).
     self.draws_hops_in_one_call = self.samples_every_partition()
+    _, self._sampling_gpu = sampling_gpu(graphs)
 
   def _dist_feature(self, features, book) -> Optional[DistFeature]:
     if features is None:
@@ -217,6 +218,16 @@ class PartitionService:
     one_device, _ = sampling_gpu(self.dist_graph.local_graphs())
     return one_device and all(self.runs_here(p) for p in range(self.num_partitions))
 
+  @property
+  def hop_device(self) -> torch.device:
+    r"""Where a hop's answer lands when its seeds are there: the GPU every
+    partition's steps run on where a hop is drawn in one call there (a
+    sampler's hop loop then runs on that GPU too, nothing going through the
+    host), else the CPU, where the pieces of a hop meet."""
+    if self.draws_hops_in_one_call and self._sampling_gpu is not None:
+      return torch.device('cuda', self._sampling_gpu)
+    return torch.device('cpu')
+
   async def sample_neighbors(
     self,
     seed_type: NodeType,
@@ -265,11 +276,11 @@ class PartitionService:
       )
     if self.draws_hops_in_one_call:
       # One call draws the hop, as sampling each partition's seeds apart
-      # (with its kernel seed) and stitching them would.
+      # (with its kernel seed) and stitching them would; on the seeds'
+      # device, with nothing read back.
       self.host_peers.check()
-      parts = self.dist_graph.node_book(seed_type).partitions(seeds)
-      counts = torch.bincount(parts, minlength=self.num_partitions).tolist()
-      rng_seeds = [mix_seed(hop_seed, p) if n else 0 for p, n in enumerate(counts)]
+      parts = self.dist_graph.node_book_on(seed_type, seeds.device).partitions(seeds)
+      rng_seeds = [mix_seed(hop_seed, p) for p in range(self.num_partitions)]
       return self.sample_one_hop_partitioned(
         seeds, parts, fanout, etype, rng_seeds, with_edge, with_weight
       )
@@ -434,7 +445,8 @@ class PartitionService:
     r"""``sample_one_hop`` for seeds of several partitions at once, when
     ``samples_every_partition``: seed i is drawn from partition
     ``parts[i]``, the draws those of sampling each partition's seeds apart
-    (in order, with ``rng_seed=rng_seeds[p]``), in seed order.
+    (in order, with ``rng_seed=rng_seeds[p]``), in seed order, on the seeds'
+    device.
 
     Args:
       seeds: the seeds.
@@ -459,8 +471,7 @@ class PartitionService:
       False,
       rng_seeds,
     )
-    # as sample_one_hop's: the hop meets the others on the CPU
-    return NeighborOutput(nbr, nbr_num, eid if with_edge else None).to('cpu')
+    return NeighborOutput(nbr, nbr_num, eid if with_edge else None).to(seeds.device)
 
   def has_edge(
     self, rows: torch.Tensor, cols: torch.Tensor, etype: EdgeType, partition: Optional[int] = None
