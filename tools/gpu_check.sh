@@ -82,6 +82,7 @@ mkdir -p "$LOGS"
 PY=${PY:-python3}
 STAGE_TIMEOUT=${STAGE_TIMEOUT:-240}
 # the stages that start distributed jobs take longer than the others
+TIMEOUT_kernels=${TIMEOUT_kernels:-420}  # the host harness's compile, then every op
 TIMEOUT_dist=${TIMEOUT_dist:-540}
 TIMEOUT_memory=${TIMEOUT_memory:-420}
 TIMEOUT_faults=${TIMEOUT_faults:-540}
