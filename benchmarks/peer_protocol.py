@@ -11,6 +11,7 @@ from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 import torch
+from profiling import profiled_batches
 
 
 def parse_peer_args(description: str) -> argparse.Namespace:
@@ -76,7 +77,11 @@ def timed(next_batch: Callable[[], int], warmup: int, batches: int) -> Timed:
     next_batch()
   warmup_s = time.perf_counter() - start
   edges = 0
-  start = time.perf_counter()
-  for _ in range(batches):
-    edges += next_batch()
-  return Timed(batches, edges, time.perf_counter() - start, warmup_s, first_at)
+  with profiled_batches() as profile:
+    start = time.perf_counter()
+    for _ in range(batches):
+      edges += next_batch()
+    seconds = time.perf_counter() - start
+    if profile is not None:
+      profile['summary'] = f'{batches} batches in {seconds:.3f} s, profiled'
+  return Timed(batches, edges, seconds, warmup_s, first_at)

@@ -45,6 +45,11 @@
 #   dist       benchmarks/bench_dist_sampling.py --gpu 0 $DIST_ARGS (not in the default list; its METIS
 #              partitioning needs pymetis: carry its wheel; 540 s unless TIMEOUT_dist says;
 #              DIST_ARGS='--cache_ratio 0' leaves out the cache rows and their partitioning)
+#   dist-profile  bench_dist_sampling.py --gpu 0 (500,000 nodes, 30 batches a row, no cache
+#              rows) with BENCH_PROFILE_DIR=LOGS/dist_profile: each trainer's ops by self CPU
+#              and device time over its timed batches (a collocated trainer's include its
+#              sampling: glt::sample_batch, glt::collect_features, glt::encode_batch); not in
+#              the default list; pymetis as for dist
 #   profile    tools/profile_gpu_sampler.py under Nsight Systems (each kernel's time and the
 #              host's CUDA calls over 20 'CUDA' batches, each gathering its rows from GPU
 #              memory; again without CUDA graphs, gathering through UVA) and Nsight
@@ -192,6 +197,11 @@ stage_cpu_profile() {
 
 stage_dist() {
   "$PY" benchmarks/bench_dist_sampling.py --gpu 0 ${DIST_ARGS:-} --results "$LOGS/results"
+}
+
+stage_dist_profile() {
+  BENCH_PROFILE_DIR="$LOGS/dist_profile" "$PY" benchmarks/bench_dist_sampling.py --gpu 0 \
+    --num_nodes 500000 --batches 30 --cache_ratio 0 --results "$LOGS/dist_profile"
 }
 
 stage_profile() {

@@ -91,16 +91,22 @@ class MessageSampler:
         message carries.
       random: the batch's random stream (``RandomStream.for_batch``).
     """
-    batch = SampledBatch.from_output(await self.sampler.sample(sampling_type, inputs, random))
+    # The ranges name a batch's steps in a profile (torch.profiler); the
+    # coroutine may be suspended inside one, so they time its whole span.
+    with torch.profiler.record_function('glt::sample_batch'):
+      out = await self.sampler.sample(sampling_type, inputs, random)
+    batch = SampledBatch.from_output(out)
     batch.input_id = input_id
     if self.collect_features:
       service = self.sampler.service
-      await wrap_torch_future(
-        collect_features(
-          batch,
-          self.sampler.data,
-          node_rows=self._rows(service.node_feature),
-          edge_rows=self._rows(service.edge_feature),
+      with torch.profiler.record_function('glt::collect_features'):
+        await wrap_torch_future(
+          collect_features(
+            batch,
+            self.sampler.data,
+            node_rows=self._rows(service.node_feature),
+            edge_rows=self._rows(service.edge_feature),
+          )
         )
-      )
-    return encode(batch)
+    with torch.profiler.record_function('glt::encode_batch'):
+      return encode(batch)
