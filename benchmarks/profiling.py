@@ -2,8 +2,9 @@
 
 With ``BENCH_PROFILE_DIR`` set, every process that times batches
 (``peer_protocol.timed``) profiles them (CPU, and CUDA where torch sees a
-GPU; on every thread, with the host's waits on the GPU) and writes the ops' table, by self CPU time and by self device time,
-to ``<dir>/<process name>-<pid>.txt``, headed by the command line and the
+GPU; on every thread, with the host's waits on the GPU) and writes the
+ops' table, by self CPU time and by self device time, to
+``<dir>/<process name>-<pid>.txt``, headed by the command line and the
 rate it measured (which the profiler slows: run it apart from the timed
 rows). ``tools/gpu_check.sh dist-profile`` runs bench_dist_sampling so.
 """
