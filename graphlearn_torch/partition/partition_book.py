@@ -86,10 +86,12 @@ class GLTPartitionBook(PartitionBook):
   def tensor(self, value: torch.Tensor) -> None:
     self._tensor = value
     self._narrow = None
+    self._copies: Dict[torch.device, GLTPartitionBook] = {}  # lookup_on's
 
   def __getstate__(self):
     state = dict(self.__dict__)
     state['_narrow'] = None  # each process narrows its own copy when it groups
+    state['_copies'] = {}
     return state
 
   def _narrow_book(self) -> torch.Tensor:
@@ -150,10 +152,13 @@ class GLTPartitionBook(PartitionBook):
 
   def lookup_on(self, device: torch.device) -> 'GLTPartitionBook':
     """This book where it lies on ``device``, else its narrowest copy
-    (:meth:`partitions`' dtype) moved there."""
-    if self.tensor.device == torch.device(device):
+    (:meth:`partitions`' dtype) moved there, made once."""
+    device = torch.device(device)
+    if self.tensor.device == device:
       return self
-    return GLTPartitionBook(self._narrow_book().to(device), self._num_parts)
+    if device not in self._copies:
+      self._copies[device] = GLTPartitionBook(self._narrow_book().to(device), self._num_parts)
+    return self._copies[device]
 
   def share_memory_(self) -> 'GLTPartitionBook':
     self.tensor.share_memory_()

@@ -141,8 +141,31 @@ class DistFeature:
 
     return then(torch.futures.collect_all([fut for *_, fut in remote]), rows)
 
+  def _gpu_rows(self, ids: torch.Tensor, input_type: TypeKey) -> Optional[torch.Tensor]:
+    r"""The rows of ``ids`` (on a GPU) gathered on that GPU, each from the
+    table of its partition, where every partition is held here with its
+    table read by that GPU (``Feature.with_gpu``); else None."""
+    held = [self._held_feature(p, input_type) for p in range(self.num_partitions)]
+    if not all(f is not None and f.with_gpu and f.device in (None, ids.device.index) for f in held):
+      return None
+    ids = ids.to(torch.int64).view(-1)
+    book = self._book(input_type).lookup_on(ids.device)
+    positions, grouped = book.group(ids, self.num_partitions)
+    table = held[self.partition_idx]
+    out = torch.empty((ids.numel(), table.size(1)), dtype=table.dtype, device=ids.device)
+    for pos, part_ids, feature in zip(positions, grouped, held):
+      if pos.numel():
+        torch.ops.glt.scatter_rows_(out, pos, feature.rows(part_ids))
+    return out
+
   def async_get(self, ids: torch.Tensor, input_type: TypeKey = None) -> torch.futures.Future:
-    r"""A future of the rows of ``ids``, in input order."""
+    r"""A future of the rows of ``ids``, in input order: gathered on their
+    GPU where the tables allow it (``_gpu_rows``), else from host memory and
+    over RPC, then moved to ``device``."""
+    if ids.is_cuda:
+      rows = self._gpu_rows(ids, input_type)
+      if rows is not None:
+        return completed(rows)
     ids = ids.to(torch.int64).view(-1).cpu()
     if self.local_only:
       return completed(self.local_get(ids, input_type).to(self.device))
@@ -164,9 +187,9 @@ class DistFeature:
     r"""A future of the rows of ``ids`` as a :class:`DeferredTensor`, once
     the remote ones arrived: the rows of this host's partitions are
     gathered when it is written (straight into a ``ShmChannel``'s message).
-    Rows for a GPU, or of a ``local_only`` DistFeature, come as
-    :meth:`async_get` gives them."""
-    if self.local_only or self.device.type != 'cpu':
+    Rows for a GPU or of ids on one, or of a ``local_only`` DistFeature,
+    come as :meth:`async_get` gives them."""
+    if self.local_only or self.device.type != 'cpu' or ids.is_cuda:
       return self.async_get(ids, input_type)
     ids = ids.to(torch.int64).view(-1).cpu()
     held, parts, remote = self._request_rows(ids, input_type)

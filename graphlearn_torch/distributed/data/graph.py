@@ -34,7 +34,6 @@ class DistGraph:
     self.is_hetero = isinstance(local_graph, dict)
     self.node_pb = node_pb
     self.edge_pb = edge_pb
-    self._books_on: Dict[tuple, PartitionBook] = {}  # (node type, device) -> book
 
   def get_local_graph(self, etype: Optional[EdgeType] = None) -> Graph:
     r"""This partition's Graph of ``etype`` (ignored when homogeneous)."""
@@ -50,14 +49,6 @@ class DistGraph:
   def node_book(self, ntype: Optional[NodeType] = None) -> PartitionBook:
     r"""The node partition book of ``ntype`` (ignored when homogeneous)."""
     return self.node_pb[ntype] if self.is_hetero else self.node_pb
-
-  def node_book_on(self, ntype: Optional[NodeType], device: torch.device) -> PartitionBook:
-    r"""The node partition book of ``ntype``, looking ids up on ``device``
-    (``PartitionBook.lookup_on``: a copy there, made once)."""
-    key = (ntype, torch.device(device))
-    if key not in self._books_on:
-      self._books_on[key] = self.node_book(ntype).lookup_on(device)
-    return self._books_on[key]
 
   def get_node_partitions(self, ids: torch.Tensor, ntype: Optional[NodeType] = None):
     r"""The partition of every node in ``ids``."""

@@ -120,15 +120,17 @@ class DistNeighborSampler:
     self.disjoint = bool(disjoint) or self.temporal is not None
     self.subgraph_type = checked_subgraph_type(subgraph_type, self.disjoint)
     self.random = RandomStream(seed)
-    self.engine = self._engine(torch.device('cpu'))
+    self.engine = self._engine(torch.device('cpu'))  # link, subgraph and induced steps
     self._hop_engines = {self.engine.sample_device: self.engine}
 
   def _engine(self, sample_device: torch.device) -> MultiHopSampler:
+    r"""An engine that samples, and outputs, on ``sample_device``."""
     return MultiHopSampler(
       self.service.schema,
       self.num_neighbors,
       self.with_edge,
       self.random,
+      device=sample_device,
       sample_device=sample_device,
       disjoint=self.disjoint,
     )
@@ -136,10 +138,11 @@ class DistNeighborSampler:
   def _hop_engine(self) -> MultiHopSampler:
     r"""The engine a batch's hops run on: on the GPU where the service draws
     every partition's hops there in one call (the draws and the inducer
-    then stay on it, as on one machine), for batches with no times and no
-    disjoint keys; else on the CPU, where hops drawn apart meet."""
+    then stay on it, as on one machine), for batches with no times, no
+    disjoint keys and no induced edges; else on the CPU, where hops drawn
+    apart meet."""
     device = self.service.hop_device
-    if self.temporal is not None or self.disjoint:
+    if self.temporal is not None or self.disjoint or self.subgraph_type == 'induced':
       device = torch.device('cpu')
     if device not in self._hop_engines:
       self._hop_engines[device] = self._engine(device)
@@ -197,8 +200,12 @@ class DistNeighborSampler:
     seed_dict: Dict[NodeType, torch.Tensor],
     random: RandomStream,
     seed_time: Optional[Dict[NodeType, torch.Tensor]] = None,
+    engine: Optional[MultiHopSampler] = None,
   ) -> HopResult:
-    engine = self._hop_engine()
+    r"""The batch's hops from ``seed_dict``, run by ``engine`` and on its
+    device (default: ``_hop_engine``'s, the result on the CPU)."""
+    on_host = engine is None
+    engine = engine or self._hop_engine()
     seed_dict = {t: seeds.to(engine.sample_device) for t, seeds in seed_dict.items()}
     steps = engine.sample_steps(seed_dict, seed_time=seed_time)
     try:
@@ -213,7 +220,8 @@ class DistNeighborSampler:
       res = done.value
     finally:
       steps.close()
-    res = res.to(self.engine.sample_device)  # where the batch's other steps run
+    if on_host:
+      res = res.to(self.engine.sample_device)  # where the batch's other steps run
     if self.subgraph_type == 'induced':
       res = await self._induced(res)
     return res
@@ -307,11 +315,13 @@ class DistNeighborSampler:
   # -- batches ---------------------------------------------------------------
 
   async def _sample_from_nodes(self, inputs: NodeSamplerInput, random: RandomStream):
-    ntype, seeds = self.engine.node_seeds(inputs)
+    # The whole batch on the hops' device: on a GPU, nothing comes to the host.
+    engine = self._hop_engine()
+    ntype, seeds = engine.node_seeds(inputs)
     given = {ntype: inputs.time} if inputs.time is not None else None
     seed_time = batch_seed_time(self.temporal, {ntype: seeds}, given)
-    res = await self._sample({ntype: seeds}, random, seed_time)
-    return self._finish(self.engine.node_output(res, ntype, seed_time))
+    res = await self._sample({ntype: seeds}, random, seed_time, engine)
+    return self._finish(engine.node_output(res, ntype, seed_time))
 
   async def _sample_from_edges(self, inputs: EdgeSamplerInput, random: RandomStream):
     batch = self.engine.link_batch(inputs)

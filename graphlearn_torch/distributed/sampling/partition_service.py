@@ -279,7 +279,7 @@ class PartitionService:
       # (with its kernel seed) and stitching them would; on the seeds'
       # device, with nothing read back.
       self.host_peers.check()
-      parts = self.dist_graph.node_book_on(seed_type, seeds.device).partitions(seeds)
+      parts = self.dist_graph.node_book(seed_type).lookup_on(seeds.device).partitions(seeds)
       rng_seeds = [mix_seed(hop_seed, p) for p in range(self.num_partitions)]
       return self.sample_one_hop_partitioned(
         seeds, parts, fanout, etype, rng_seeds, with_edge, with_weight

@@ -30,7 +30,9 @@ class DistCollocatedSamplingProducer(BatchSource):
     sampling_config: what to sample and how to batch it.
     worker_options: the RPC world to join if not joined yet, and the
       prefetch depth.
-    device: unused: batches leave the sampler on the CPU.
+    device: where the loader wants its batches: on a GPU, a batch sampled
+      on it stays there (``MessageSampler``'s ``on_device``); else
+      batches leave the sampler on the host.
   """
 
   def __init__(
@@ -66,7 +68,8 @@ class DistCollocatedSamplingProducer(BatchSource):
           'options master_addr and master_port'
         )
       init_rpc(opts.master_addr, opts.master_port, opts.num_rpc_threads or 16, opts.rpc_timeout)
-    self.messages = MessageSampler.from_config(self.data, self.sampling_config)
+    on_device = self.device is not None and torch.device(self.device).type == 'cuda'
+    self.messages = MessageSampler.from_config(self.data, self.sampling_config, on_device=on_device)
     self.loop = ConcurrentEventLoop(self.prefetch_size + 1)
     if meanwhile is not None:
       meanwhile()

@@ -36,6 +36,10 @@ class MessageSampler:
       :class:`~graphlearn_torch.channel.DeferredTensor` entries, gathered
       when the message is written: for batches bound for a ``ShmChannel``,
       which gathers them straight into its shared memory.
+    on_device: a message may hold tensors on the sampler's GPU (a batch
+      sampled there, for a consumer in this process that wants it on the
+      GPU, or a ``ShmChannel``, which copies it out); else every tensor of
+      a message is on the host (one sent over RPC).
   """
 
   def __init__(
@@ -43,10 +47,12 @@ class MessageSampler:
     sampler: DistNeighborSampler,
     collect_features: bool = False,
     defer_feature_rows: bool = False,
+    on_device: bool = False,
   ):
     self.sampler = sampler
     self.collect_features = collect_features
     self.defer_feature_rows = defer_feature_rows
+    self.on_device = on_device
 
   @classmethod
   def from_config(
@@ -56,6 +62,7 @@ class MessageSampler:
     seed: Optional[int] = None,
     service: Optional[PartitionService] = None,
     defer_feature_rows: bool = False,
+    on_device: bool = False,
   ) -> 'MessageSampler':
     r"""The message sampler of a loader's ``SamplingConfig``.
 
@@ -66,9 +73,10 @@ class MessageSampler:
       service: this process's PartitionService (default: build one; then
         collective, see ``DistNeighborSampler``).
       defer_feature_rows: see the class.
+      on_device: see the class.
     """
     sampler = DistNeighborSampler.from_config(data, config, seed, service)
-    return cls(sampler, config.collect_features, defer_feature_rows)
+    return cls(sampler, config.collect_features, defer_feature_rows, on_device)
 
   def _rows(self, feature: Optional[DistFeature]) -> Optional[RowLookup]:
     if feature is None:
@@ -109,4 +117,10 @@ class MessageSampler:
           )
         )
     with torch.profiler.record_function('glt::encode_batch'):
-      return encode(batch)
+      msg = encode(batch)
+      return msg if self.on_device else on_host(msg)
+
+
+def on_host(msg: SampleMessage) -> SampleMessage:
+  r"""``msg`` with its GPU tensors copied to the host (the others as they are)."""
+  return {k: v.cpu() if isinstance(v, torch.Tensor) and v.is_cuda else v for k, v in msg.items()}

@@ -160,6 +160,7 @@ class _SampledBatches:
       seed,
       service=self.service,
       defer_feature_rows=isinstance(self.channel, ShmChannel),
+      on_device=isinstance(self.channel, ShmChannel),  # it copies GPU tensors out itself
     )
     self.producers[producer] = (messages, spec)
 
