@@ -152,6 +152,10 @@ def main():
       default=os.environ.get(f'{name.upper()}_PYTHON'),
       help=f'python of the environment `{make}` sets up: measure it in this run',
     )
+  p.add_argument(
+    '--tables', nargs='+', choices=['sampling', 'gather', 'threads'],
+    default=['sampling', 'gather', 'threads'], help='the tables to write',
+  )  # fmt: skip
   add_results_argument(p)
   args = p.parse_args()
   results = Results('bench_sampler', args)
@@ -174,10 +178,15 @@ def main():
   sampled = [out.node for out in outs]
   rates, row_bytes = gather(ds.num_nodes(), args.dim, sampled, repeat=3)
   peer_sampling, peer_gather = peer_rows(ds, seed_batches, sampled, args, threads[-1])
-  results.add(sampling_table((bps, eps, edges_pb), peer_sampling))
   ours = rates['graphlearn_torch gather']
-  results.add(gather_table(ours, rates['torch.index_select'], peer_gather, row_bytes))
-  results.add(threads_table(scaling))
+  tables = [
+    sampling_table((bps, eps, edges_pb), peer_sampling),
+    gather_table(ours, rates['torch.index_select'], peer_gather, row_bytes),
+    threads_table(scaling),
+  ]
+  for table in tables:
+    if table.key in args.tables:
+      results.add(table)
   for table in results.tables:
     print(table.render())
   results.write()

@@ -186,7 +186,7 @@ stage_train() {
 }
 
 stage_threads() {
-  "$PY" benchmarks/bench_sampler.py --threads 1 2 4 8 16 "${RESULTS[@]}"
+  "$PY" benchmarks/bench_sampler.py --threads 1 2 4 8 16 --tables threads "${RESULTS[@]}"
 }
 
 stage_cpu_profile() {
