@@ -397,10 +397,11 @@ def test_gpu_batches_gather_labels_on_the_gpu_and_name_a_bad_id(mode):
 # -- distributed: a 2-partition worker-mode run, on the GPU path and the CPU path -------
 
 
-def canonical_run(rank, port, sampling_port, root, gpu_options, results):
+def canonical_run(rank, port, sampling_port, root, gpu_options, collocated, results):
   """One trainer of a 2-partition worker-mode run with fanout -1 (every
-  neighbor: the same result whatever samples it); reports each batch as
-  sorted global edges, sorted nodes and whether features match."""
+  neighbor: the same result whatever samples it), sampling in a sampling
+  process or in the trainer (``collocated``); reports each batch as sorted
+  global edges, sorted nodes and whether features match."""
   dist = glt.distributed
   try:
     dist.init_worker_group(2, rank, 'trainer')
@@ -410,11 +411,15 @@ def canonical_run(rank, port, sampling_port, root, gpu_options, results):
       load = dict(graph_mode='ZERO_COPY', feature_with_gpu=True, device=0, split_ratio=0.5)
       device = torch.device('cuda', 0)
     ds = dist.DistDataset(edge_dir='out').load(root, rank, **load)
-    options = dist.MpDistSamplingWorkerOptions(
-      num_workers=1, worker_concurrency=2, master_addr='127.0.0.1', master_port=sampling_port,
-      rpc_timeout=60, channel_size='16MB', worker_devices=[device] if gpu_options else None,
-      pin_memory=gpu_options,
-    )  # fmt: skip
+    options = None  # collocated: the trainer samples, in the RPC world it joins here
+    if collocated:
+      dist.init_rpc('127.0.0.1', sampling_port, rpc_timeout=60)
+    else:
+      options = dist.MpDistSamplingWorkerOptions(
+        num_workers=1, worker_concurrency=2, master_addr='127.0.0.1', master_port=sampling_port,
+        rpc_timeout=60, channel_size='16MB', worker_devices=[device] if gpu_options else None,
+        pin_memory=gpu_options,
+      )  # fmt: skip
     loader = dist.DistNeighborLoader(
       ds, [-1, -1], ds.train_idx, batch_size=32, with_edge=True, collect_features=True,
       worker_options=options, to_device=device if gpu_options else None,
@@ -436,6 +441,8 @@ def canonical_run(rank, port, sampling_port, root, gpu_options, results):
         )
       )
     loader.shutdown()
+    if collocated:
+      dist.shutdown_rpc()
     results.put((rank, 'ok', sorted(report)))
   except Exception:
     import traceback
@@ -443,11 +450,11 @@ def canonical_run(rank, port, sampling_port, root, gpu_options, results):
     results.put((rank, traceback.format_exc(), None))
 
 
-def run_two_trainers(root, gpu_options):
+def run_two_trainers(root, gpu_options, collocated=False):
   results = SPAWN.Queue()
   ports = (free_port(), free_port())
   procs = [
-    SPAWN.Process(target=canonical_run, args=(r, *ports, root, gpu_options, results))
+    SPAWN.Process(target=canonical_run, args=(r, *ports, root, gpu_options, collocated, results))
     for r in range(2)
   ]
   reports = sorted(run_spawned(procs, results, TIMEOUT_S))
@@ -457,13 +464,15 @@ def run_two_trainers(root, gpu_options):
 
 
 @pytest.mark.slow  # spawned processes
-def test_two_partition_worker_mode_with_gpu_options_equals_the_cpu_path(tmp_path):
+@pytest.mark.parametrize('collocated', [False, True], ids=['sampling-process', 'collocated'])
+def test_two_partition_worker_mode_with_gpu_options_equals_the_cpu_path(tmp_path, collocated):
   """On a GPU: graphs in 'ZERO_COPY', hot rows on the GPU, samplers on the
-  GPU, batches on the GPU. Without one: the same options fall back. Either
-  way, every batch equals the CPU path's."""
+  GPU (the hops, the inducer and the feature gathers of both partitions,
+  which this host holds), batches on the GPU. Without one: the same
+  options fall back. Either way, every batch equals the CPU path's."""
   partition(str(tmp_path), 2, hetero=False)
-  want = run_two_trainers(str(tmp_path), gpu_options=False)
-  got = run_two_trainers(str(tmp_path), gpu_options=True)
+  want = run_two_trainers(str(tmp_path), gpu_options=False, collocated=collocated)
+  got = run_two_trainers(str(tmp_path), gpu_options=True, collocated=collocated)
   assert got == want
   for report in got:
     assert report and all(features_match for *_, features_match in report)
