@@ -30,7 +30,8 @@ py::class_<T>& bind_sample_induce_next(py::class_<T>& cls) {
 // A batch's plan from sample_batch's keyword arguments (kernels/batch_sample.h):
 // seeds, num_nodes, num_hops, num_edge_types, then per request hops,
 // edge_types, src_types, nbr_types, indptrs, indices, edge_ids,
-// edge_weights, fanouts; replace and rng_seeds.
+// edge_weights, fanouts; replace and rng_seeds; over a host's partitions,
+// num_partitions and books (the topologies and keys then P per request).
 inline kernels::BatchPlan batch_plan_of(const py::kwargs& kw) {
   using Tensors = std::vector<at::Tensor>;
   using Ints = std::vector<int64_t>;
@@ -51,6 +52,10 @@ inline kernels::BatchPlan batch_plan_of(const py::kwargs& kw) {
   plan.fanouts = kw["fanouts"].cast<Ints>();
   plan.replace = kw["replace"].cast<bool>();
   plan.rng_seeds = kw["rng_seeds"].cast<Ints>();
+  if (kw.contains("num_partitions")) {
+    plan.num_partitions = kw["num_partitions"].cast<int64_t>();
+    plan.books = kw["books"].cast<Tensors>();
+  }
   return plan;
 }
 

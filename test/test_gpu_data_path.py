@@ -13,7 +13,7 @@ import pickle
 import pytest
 import torch
 from conftest import random_edges
-from test_dist_sampling import SPAWN, free_port, partition, run_spawned
+from test_dist_sampling import FANOUT, SPAWN, check_homo_batch, free_port, partition, run_spawned
 from test_neighbor_sampler import HOMO_E, HOMO_T, check_output
 
 import graphlearn_torch as glt
@@ -397,11 +397,12 @@ def test_gpu_batches_gather_labels_on_the_gpu_and_name_a_bad_id(mode):
 # -- distributed: a 2-partition worker-mode run, on the GPU path and the CPU path -------
 
 
-def canonical_run(rank, port, sampling_port, root, gpu_options, collocated, results):
-  """One trainer of a 2-partition worker-mode run with fanout -1 (every
-  neighbor: the same result whatever samples it), sampling in a sampling
+def canonical_run(rank, port, sampling_port, root, gpu_options, collocated, results, fanouts):
+  """One trainer of a 2-partition worker-mode run, sampling in a sampling
   process or in the trainer (``collocated``); reports each batch as sorted
-  global edges, sorted nodes and whether features match."""
+  global edges, sorted nodes and whether features match. With fanout -1
+  (every neighbor) the result is the same whatever samples it; with
+  ``FANOUT`` each batch is checked against the full graph."""
   dist = glt.distributed
   try:
     dist.init_worker_group(2, rank, 'trainer')
@@ -421,14 +422,17 @@ def canonical_run(rank, port, sampling_port, root, gpu_options, collocated, resu
         pin_memory=gpu_options,
       )  # fmt: skip
     loader = dist.DistNeighborLoader(
-      ds, [-1, -1], ds.train_idx, batch_size=32, with_edge=True, collect_features=True,
-      worker_options=options, to_device=device if gpu_options else None,
+      ds, fanouts, ds.train_idx, batch_size=32, with_edge=True, collect_features=True,
+      worker_options=options, to_device=device if gpu_options else None, random_seed=5,
     )  # fmt: skip
     graph = torch.load(os.path.join(root, 'full.pt'), weights_only=False)
+    degree = torch.bincount(graph['src'], minlength=graph['num_nodes'])
     report = []
     for batch in loader:
       assert batch.x.device.type == ('cuda' if gpu_options and GPU else 'cpu')
       batch = batch.to('cpu')
+      if fanouts == FANOUT:
+        check_homo_batch(batch, graph, ds.train_idx, degree)
       n_id = batch.n_id
       edges = torch.stack([n_id[batch.edge_index[1]], n_id[batch.edge_index[0]]])
       order = torch.argsort(edges[0] * graph['num_nodes'] + edges[1])
@@ -450,13 +454,11 @@ def canonical_run(rank, port, sampling_port, root, gpu_options, collocated, resu
     results.put((rank, traceback.format_exc(), None))
 
 
-def run_two_trainers(root, gpu_options, collocated=False):
+def run_two_trainers(root, gpu_options, collocated=False, fanouts=(-1, -1)):
   results = SPAWN.Queue()
   ports = (free_port(), free_port())
-  procs = [
-    SPAWN.Process(target=canonical_run, args=(r, *ports, root, gpu_options, collocated, results))
-    for r in range(2)
-  ]
+  args = (root, gpu_options, collocated, results, list(fanouts))
+  procs = [SPAWN.Process(target=canonical_run, args=(r, *ports, *args)) for r in range(2)]
   reports = sorted(run_spawned(procs, results, TIMEOUT_S))
   for rank, status, _ in reports:
     assert status == 'ok', f'rank {rank}:\n{status}'
@@ -476,3 +478,18 @@ def test_two_partition_worker_mode_with_gpu_options_equals_the_cpu_path(tmp_path
   assert got == want
   for report in got:
     assert report and all(features_match for *_, features_match in report)
+
+
+@pytest.mark.slow  # spawned processes
+@pytest.mark.parametrize('collocated', [False, True], ids=['sampling-process', 'collocated'])
+def test_two_partition_sampled_batches_with_gpu_options_are_valid_and_repeat(tmp_path, collocated):
+  """Fanouts with a bound: on a GPU each batch is drawn over both partitions
+  in one call (the host's partitions on the GPU: every hop, the inducer and
+  the gathers there); without one, the CPU path. Either way every batch is
+  a valid sample of the full graph (edges, per-hop counts, features,
+  labels), and a second run with the same seed gives the same batches."""
+  partition(str(tmp_path), 2, hetero=False)
+  first = run_two_trainers(str(tmp_path), gpu_options=True, collocated=collocated, fanouts=FANOUT)
+  again = run_two_trainers(str(tmp_path), gpu_options=True, collocated=collocated, fanouts=FANOUT)
+  assert first == again
+  assert all(report for report in first)

@@ -116,3 +116,36 @@ def test_a_batch_from_host_memory_goes_to_the_gpu_with_one_sync():
   assert torch.equal(batch.x.cpu(), expected['x']) and torch.equal(batch.y[0].cpu(), expected['y'])
   assert torch.equal(batch.edge_index.cpu(), expected['edge_index'])
   assert not host_syncs(lambda: batch_to_device(batch, torch.device('cuda', 0)))
+
+
+@pytest.mark.parametrize('graphs', ['1', '0'], ids=['cuda-graphs', 'kernel-by-kernel'])
+def test_a_batch_over_a_hosts_partitions_syncs_once(monkeypatch, graphs):
+  """The distributed sampler's batch where a host's partitions are all on
+  its GPU: each seed drawn from its partition's topology (found in the book
+  on the GPU), every hop in one call, one sync."""
+  from test_partitioned_batch import host_partitions, whole_batch
+
+  from graphlearn_torch.sampler.schema import RandomStream
+
+  monkeypatch.setenv(CUDA_GRAPHS_ENV, graphs)
+  num_nodes = 2000
+  ds = Dataset(edge_dir='in')
+  ds.init_graph(random_edges(num_nodes, num_nodes, 20_000, seed=5), graph_mode='CUDA')
+  cuda = torch.device('cuda', 0)
+  sampler = NeighborSampler(ds.graph, [10, 5, 5], device=cuda, edge_dir='in', seed=1)
+  parts = host_partitions(sampler, 2)
+  parts.books = {t: b.to(cuda) for t, b in parts.books.items()}
+  ntype = sampler.schema.node_types[0]
+  seeds = {ntype: torch.randperm(num_nodes, device=cuda)[:256]}
+  for i in range(2):  # warm-up: allocations, the batch's CUDA graph
+    whole_batch(sampler.engine, seeds, parts, RandomStream(i))
+  out = None
+
+  def batch():
+    nonlocal out
+    out = whole_batch(sampler.engine, seeds, parts, RandomStream(2))
+
+  syncs = host_syncs(batch)
+  assert out.node[ntype].numel() > 256
+  where = collections.Counter(f'{w.filename}:{w.lineno}' for w in syncs)
+  assert len(syncs) <= 1, f'{len(syncs)} host syncs in a 3-hop batch, at: {dict(where)}'

@@ -18,8 +18,8 @@
 #              what was skipped (only multi-GPU tests should be)
 #   syncs      test_gpu_syncs.py: the host syncs of a batch sampled on the GPU
 #              (one a sampled batch, two a loader's batch with features and labels),
-#              and where each one is; test_whole_batch.py:
-#              its batches against the hop-by-hop engine's
+#              and where each one is; test_whole_batch.py and test_partitioned_batch.py:
+#              its batches (over a host's partitions too) against the hop-by-hop engine's
 #   kernels    test_cuda_kernels.py: every CUDA op against the host harness (which
 #              it compiles first, about a minute); test_op_inputs.py: every op on the
 #              GPU given each argument wrong in turn, no kernel faulting
@@ -106,6 +106,7 @@ PEER=()
 [ -d "$GLT_GPU/graphlearn_torch" ] && PEER=(--glt-gpu "$GLT_GPU")
 SANITIZED=(test/test_cuda_kernels.py test/test_gpu_data_path.py test/test_gather_checks.py
   test/test_whole_batch.py::test_gpu_batches_equal_the_hop_by_hop_engine
+  test/test_partitioned_batch.py::test_gpu_batches_equal_the_partitioned_hop_by_hop_driver
   -k 'not is_uniform and not two_partition')
 
 stage_env() {
@@ -149,7 +150,8 @@ stage_tests() {
 
 stage_syncs() {
   "$PY" -m pytest -q -rs -p no:cacheprovider --timeout 300 test/test_gpu_syncs.py \
-    test/test_whole_batch.py::test_gpu_batches_equal_the_hop_by_hop_engine
+    test/test_whole_batch.py::test_gpu_batches_equal_the_hop_by_hop_engine \
+    test/test_partitioned_batch.py::test_gpu_batches_equal_the_partitioned_hop_by_hop_driver
 }
 
 stage_kernels() {

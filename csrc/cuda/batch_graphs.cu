@@ -19,8 +19,8 @@ namespace {
 constexpr size_t kMaxBatchGraphs = 4;
 constexpr size_t kMaxShapesSeen = 1024;
 
-// What a captured graph bakes in: the counts, the requests and the
-// topologies' addresses and sizes.
+// What a captured graph bakes in: the counts, the requests, the
+// topologies' addresses and sizes, and the partition books'.
 std::vector<int64_t> batch_shape(const kernels::BatchPlan& plan) {
   const auto address = [](const std::optional<at::Tensor>& t) {
     return t.has_value() ? reinterpret_cast<int64_t>(t->data_ptr()) : int64_t{0};
@@ -31,13 +31,21 @@ std::vector<int64_t> batch_shape(const kernels::BatchPlan& plan) {
   for (const auto& seeds : plan.seeds) shape.push_back(seeds.numel());
   shape.insert(shape.end(), plan.num_nodes.begin(), plan.num_nodes.end());
   for (int64_t r = 0; r < plan.num_requests(); ++r) {
-    const at::Tensor& indptr = plan.indptrs[r];
-    const at::Tensor& indices = plan.indices[r];
     shape.insert(shape.end(), {plan.hops[r], plan.edge_types[r], plan.src_types[r],
-                               plan.nbr_types[r], plan.fanouts[r], address(indptr),
-                               indptr.numel(), static_cast<int64_t>(indptr.scalar_type()),
-                               address(indices), indices.numel(), address(plan.edge_ids[r]),
-                               address(plan.edge_weights[r])});
+                               plan.nbr_types[r], plan.fanouts[r]});
+  }
+  for (size_t i = 0; i < plan.indptrs.size(); ++i) {  // each request's partitions'
+    const at::Tensor& indptr = plan.indptrs[i];
+    const at::Tensor& indices = plan.indices[i];
+    shape.insert(shape.end(), {address(indptr), indptr.numel(),
+                               static_cast<int64_t>(indptr.scalar_type()), address(indices),
+                               indices.numel(), address(plan.edge_ids[i]),
+                               address(plan.edge_weights[i])});
+  }
+  shape.push_back(plan.num_partitions);
+  for (const auto& book : plan.books) {
+    shape.insert(shape.end(), {address(book), book.numel(),
+                               static_cast<int64_t>(book.scalar_type())});
   }
   return shape;
 }

@@ -19,151 +19,19 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <tuple>
 #include <vector>
 
 #include "checks.h"
+#include "kernels/batch_plan.h"
 #include "kernels/hop_induce.h"
 #include "kernels/id_table.h"
 
 namespace glt {
 namespace kernels {
-
-// What a batch is: its seeds and node counts by node type, then its
-// requests in hop order (each: its hop, output edge type, seed and neighbor
-// node types, fanout >= 0 and topology).
-struct BatchPlan {
-  std::vector<at::Tensor> seeds;
-  std::vector<int64_t> num_nodes;
-  int64_t num_hops = 0;
-  int64_t num_edge_types = 0;
-  std::vector<int64_t> hops, edge_types, src_types, nbr_types, fanouts;
-  std::vector<at::Tensor> indptrs, indices;
-  std::vector<std::optional<at::Tensor>> edge_ids, edge_weights;
-  bool replace = false;
-  std::vector<int64_t> rng_seeds;  // the keys, one per request at most
-
-  int64_t num_types() const { return static_cast<int64_t>(seeds.size()); }
-  int64_t num_requests() const { return static_cast<int64_t>(hops.size()); }
-};
-
-// A batch's results: by node type its nodes (in local id order); by output
-// edge type the local ids of each edge's seed (rows) and neighbor (cols)
-// and its edge id (empty without edge ids); by node type the seeds' local
-// ids; and `counts` (host): each type's node count after the seeds and
-// after each hop, each request's edge count, and how many requests drew.
-using BatchOutputs = std::tuple<std::vector<at::Tensor>, std::vector<at::Tensor>,
-                                std::vector<at::Tensor>, std::vector<at::Tensor>,
-                                std::vector<at::Tensor>, at::Tensor>;
-
-// Where each value lives in a batch's device state (one int64 tensor,
-// uploaded once and read back once).
-struct BatchLayout {
-  int64_t types, etypes, hops, requests;
-  int64_t size(int64_t t) const { return t; }  // nodes of type t so far
-  int64_t edges(int64_t e) const { return types + e; }  // edges of type e so far
-  int64_t drawn() const { return types + etypes; }      // requests that drew so far
-  int64_t scratch() const { return drawn() + 1; }
-  // nodes of type t after the seeds (h = 0) and after hop h - 1
-  int64_t marks(int64_t t, int64_t h) const { return scratch() + 1 + t * (hops + 1) + h; }
-  int64_t key_index(int64_t r) const { return marks(types, 0) + r; }
-  int64_t report(int64_t r) const { return key_index(requests) + r * kReportSize; }
-  int64_t bad_seed(int64_t t) const { return report(requests) + t; }  // first seed out of range
-  int64_t total() const { return bad_seed(types); }
-
-  // The state before the batch: counts 0, no failure found.
-  at::Tensor initial() const {
-    auto state = at::zeros({total()}, at::kLong);
-    int64_t* s = state.data_ptr<int64_t>();
-    for (int64_t r = 0; r < requests; ++r) {
-      std::fill(s + report(r) + kBadSeed, s + report(r) + kReportSize, kNone);
-    }
-    std::fill(s + bad_seed(0), s + total(), kNone);
-    return state;
-  }
-};
-
-// What the host knows ahead of a batch: how many seeds each request may
-// have and draw, and the room every buffer needs.
-struct BatchBounds {
-  std::vector<int64_t> seeds, draws;  // per request
-  std::vector<int64_t> nodes;         // per node type
-  std::vector<int64_t> edges;         // per output edge type
-};
-
-inline BatchBounds batch_bounds(const BatchPlan& plan) {
-  const int64_t types = plan.num_types();
-  BatchBounds b;
-  b.edges.assign(plan.num_edge_types, 0);
-  std::vector<int64_t> frontier, drawn(types, 0), next(types, 0);
-  for (const auto& s : plan.seeds) frontier.push_back(s.numel());
-  int64_t hop = 0;
-  for (int64_t r = 0; r < plan.num_requests(); ++r) {
-    for (; hop < plan.hops[r]; ++hop) {  // the frontiers of the next hop
-      for (int64_t t = 0; t < types; ++t) {
-        frontier[t] = std::min(next[t], plan.num_nodes[t]);
-        next[t] = 0;
-      }
-    }
-    b.seeds.push_back(frontier[plan.src_types[r]]);
-    check_fanout(plan.fanouts[r], b.seeds[r], "fanouts");
-    b.draws.push_back(b.seeds[r] * plan.fanouts[r]);
-    for (int64_t* sum : {&next[plan.nbr_types[r]], &drawn[plan.nbr_types[r]],
-                         &b.edges[plan.edge_types[r]]}) {
-      TORCH_CHECK_VALUE(*sum <= kMaxDraws - b.draws[r],
-                        "sample_batch's fanouts ask for more draws than memory can hold");
-      *sum += b.draws[r];
-    }
-  }
-  // At most each id of a type once, besides the seeds (which may be out of range).
-  for (int64_t t = 0; t < types; ++t) {
-    b.nodes.push_back(plan.seeds[t].numel() + std::min(drawn[t], plan.num_nodes[t]));
-  }
-  return b;
-}
-
-// Checks a plan's shape and tensors; returns each request's topology rows.
-inline std::vector<int64_t> checked_batch_plan(const BatchPlan& plan, const at::Device& device) {
-  const int64_t types = plan.num_types(), n = plan.num_requests();
-  TORCH_CHECK_VALUE(static_cast<int64_t>(plan.num_nodes.size()) == types,
-                    "sample_batch expects one node count per node type (", types, "), got ",
-                    plan.num_nodes.size());
-  for (size_t size : {plan.edge_types.size(), plan.src_types.size(), plan.nbr_types.size(),
-                      plan.fanouts.size(), plan.indptrs.size(), plan.indices.size(),
-                      plan.edge_ids.size(), plan.edge_weights.size()}) {
-    TORCH_CHECK_VALUE(static_cast<int64_t>(size) == n,
-                      "sample_batch expects one entry per request (", n,
-                      ") in every list, got one of ", size);
-  }
-  TORCH_CHECK_VALUE(static_cast<int64_t>(plan.rng_seeds.size()) >= n, "sample_batch needs ", n,
-                    " random keys, got ", plan.rng_seeds.size());
-  for (const auto& s : plan.seeds) {
-    TORCH_CHECK_VALUE(s.device() == device && s.scalar_type() == at::kLong && s.dim() == 1,
-                      "seeds must be 1-D int64 tensors on ", device);
-  }
-  std::vector<int64_t> rows;
-  for (int64_t r = 0; r < n; ++r) {
-    const bool in_order = plan.hops[r] >= 0 && plan.hops[r] < plan.num_hops &&
-                          (r == 0 || plan.hops[r] >= plan.hops[r - 1]);
-    TORCH_CHECK_VALUE(in_order, "sample_batch's requests must come in hop order within [0, ",
-                      plan.num_hops, "), got hop ", plan.hops[r]);
-    for (int64_t t : {plan.src_types[r], plan.nbr_types[r]}) {
-      TORCH_CHECK_VALUE(t >= 0 && t < types, "node type index ", t, " out of range for ", types,
-                        " node types");
-    }
-    TORCH_CHECK_VALUE(plan.edge_types[r] >= 0 && plan.edge_types[r] < plan.num_edge_types,
-                      "edge type index ", plan.edge_types[r], " out of range");
-    TORCH_CHECK_VALUE(plan.fanouts[r] >= 0,
-                      "sample_batch needs fanouts >= 0 (all neighbors has no bound ahead), got ",
-                      plan.fanouts[r]);
-    rows.push_back(check_csr_layout(plan.indptrs[r], plan.indices[r]));
-    check_device(plan.indptrs[r], "indptr", device);
-    check_edge_data(plan.edge_ids[r], plan.edge_weights[r], plan.indices[r]);
-  }
-  return rows;
-}
 
 // The kernels of a batch besides the hop's (free functions: nvcc takes
 // extended lambdas only where the enclosing function is public).
@@ -207,6 +75,52 @@ void count_edges(const Backend& backend, int64_t* edges, BoundedHop& hop) {
   });
 }
 
+// Each seed's partition by `book` (int32; num_parts past the frontier),
+// reporting a book entry outside [0, num_parts) (the seed then reads
+// partition 0: the batch raises). A seed outside the book reads partition
+// 0 too: it is outside its type's nodes, which the batch raises first.
+template <typename Backend>
+at::Tensor partition_of_seeds(const Backend& backend, const at::Tensor& book,
+                              const SeedRange& seeds, int64_t num_parts, int64_t* report) {
+  auto part = at::empty({seeds.bound}, book.options().dtype(at::kInt));
+  int32_t* out = part.data_ptr<int32_t>();
+  const int64_t book_size = book.numel();
+  AT_DISPATCH_INTEGRAL_TYPES(book.scalar_type(), "sample_batch", [&] {
+    const scalar_t* entry = book.data_ptr<scalar_t>();
+    backend.for_each(seeds.bound, [=] GLT_HOST_DEVICE(int64_t i) {
+      if (!seeds.holds(i)) {
+        out[i] = static_cast<int32_t>(num_parts);
+        return;
+      }
+      const int64_t s = seeds.id(i);
+      int64_t p = s >= 0 && s < book_size ? static_cast<int64_t>(entry[s]) : 0;
+      if (p < 0 || p >= num_parts) {
+        device::atomic_min(&report[kBadPart], i);
+        p = 0;
+      }
+      out[i] = static_cast<int32_t>(p);
+    });
+  });
+  return part;
+}
+
+// Each seed's rank among the seeds of its partition before it (part[i] <
+// num_parts), from the running count of each partition's seeds.
+template <typename Backend>
+at::Tensor rank_in_partition(const Backend& backend, const at::Tensor& part, int64_t num_parts) {
+  const auto options = part.options().dtype(at::kLong);
+  const at::Tensor running =
+      part.unsqueeze(1).eq(at::arange(num_parts, part.options())).to(at::kLong).cumsum(0);
+  auto rank = at::empty({part.numel()}, options);
+  const int64_t* count = running.data_ptr<int64_t>();
+  const int32_t* p = part.data_ptr<int32_t>();
+  int64_t* out = rank.data_ptr<int64_t>();
+  backend.for_each(part.numel(), [=] GLT_HOST_DEVICE(int64_t i) {
+    out[i] = p[i] < num_parts ? count[i * num_parts + p[i]] - 1 : 0;
+  });
+  return rank;
+}
+
 // A batch's buffers and launches over an inducer's tables
 // (InducerImpl::sample_batch). It may run again, for other seeds and keys of
 // the same sizes (refill): every launch starts from the initial state and
@@ -234,6 +148,9 @@ class BatchSampling {
     for (int64_t t = 0; t < plan_.num_types(); ++t) {
       nodes_.push_back(at::empty({bounds_.nodes[t]}, options));
       reserve_batch_table(tables_[t], bounds_.nodes[t]);
+    }
+    if (plan_.partitioned()) {
+      for (int64_t r = 0; r < plan_.num_requests(); ++r) graphs_.push_back(partition_graphs(r));
     }
     for (int64_t e = 0; e < plan_.num_edge_types; ++e) {
       const bool with_eids = has_edge_ids(e);
@@ -306,9 +223,26 @@ class BatchSampling {
  private:
   bool has_edge_ids(int64_t e) const {
     for (int64_t r = 0; r < plan_.num_requests(); ++r) {
-      if (plan_.edge_types[r] == e && plan_.edge_ids[r].has_value()) return true;
+      if (plan_.edge_types[r] == e && plan_.edge_ids[plan_.topology(r)].has_value()) return true;
     }
     return false;
+  }
+
+  // The CsrViews of request r's partitions, on the device (made before any
+  // launch: a CUDA graph's launches copy nothing from the host).
+  at::Tensor partition_graphs(int64_t r) const {
+    const int64_t first = plan_.topology(r);
+    return AT_DISPATCH_INDEX_TYPES(plan_.indptrs[first].scalar_type(), "sample_batch", [&] {
+      std::vector<CsrView<index_t>> graphs;
+      for (int64_t i = first; i < plan_.topology(r + 1); ++i) {
+        graphs.push_back(csr_view<index_t>(plan_.indptrs[i], plan_.indices[i], plan_.edge_ids[i],
+                                           plan_.edge_weights[i]));
+      }
+      auto host = at::empty({static_cast<int64_t>(graphs.size() * sizeof(CsrView<index_t>))},
+                            at::kByte);
+      std::memcpy(host.data_ptr(), graphs.data(), host.numel());
+      return backend_.to_device(host, options_.device());
+    });
   }
 
   // Gives a table room for `n` nodes (a new one where it has not); the
@@ -357,24 +291,48 @@ class BatchSampling {
     take_key(backend_, seeds, state(layout_.drawn()), key_index);
     DrawTargets out;
     out.rows = rows_[e].data_ptr<int64_t>();
-    out.eids = plan_.edge_ids[r].has_value() ? eids_[e].data_ptr<int64_t>() : nullptr;
+    const int64_t first = plan_.topology(r);
+    const bool with_edge = plan_.edge_ids[first].has_value();
+    out.eids = with_edge ? eids_[e].data_ptr<int64_t>() : nullptr;
     out.at = state(layout_.edges(e));
     out.keys = keys_.data_ptr<int64_t>();
     out.key_index = key_index;
     out.num_ids = plan_.num_nodes[plan_.nbr_types[r]];
-    const at::Tensor& indptr = plan_.indptrs[r];
-    const at::Tensor& indices = plan_.indices[r];
-    AT_DISPATCH_INDEX_TYPES(indptr.scalar_type(), "sample_batch", [&] {
-      const auto& ids = plan_.edge_ids[r];
-      const auto& weights = plan_.edge_weights[r];
-      const CsrView<index_t> g = csr_view<index_t>(indptr, indices, ids, weights);
-      count_bounded(backend_, g, rows_of_[r], indices.numel(), seeds, plan_.fanouts[r],
-                    plan_.replace, hop);
-      draw_bounded(backend_, g, seeds, plan_.fanouts[r], plan_.replace, bounds_.draws[r], out,
-                   hop);
+    AT_DISPATCH_INDEX_TYPES(plan_.indptrs[first].scalar_type(), "sample_batch", [&] {
+      if (plan_.partitioned()) {
+        draw_partitioned<index_t>(r, seeds, out, hop);
+        return;
+      }
+      const SingleTopology<index_t> g{csr_view<index_t>(
+          plan_.indptrs[first], plan_.indices[first], plan_.edge_ids[first],
+          plan_.edge_weights[first])};
+      count_bounded(backend_, g, seeds, plan_.fanouts[r], plan_.replace, hop);
+      draw_bounded(backend_, g, seeds, plan_.fanouts[r], plan_.replace, g.g.weights != nullptr,
+                   with_edge, bounds_.draws[r], out, hop);
     });
     add_draws(r, hop);
     return hop;
+  }
+
+  // Request r's draws over the host's partitions: each seed's partition and
+  // rank first (kept with the hop for its errors), then its draws.
+  template <typename index_t>
+  void draw_partitioned(int64_t r, const SeedRange& seeds, const DrawTargets& out,
+                        BoundedHop& hop) {
+    const int64_t parts = plan_.num_partitions, first = plan_.topology(r);
+    const at::Tensor& book = plan_.books[plan_.src_types[r]];
+    hop.seed_parts = partition_of_seeds(backend_, book, seeds, parts,
+                                        hop.report.data_ptr<int64_t>());
+    const at::Tensor rank = rank_in_partition(backend_, hop.seed_parts, parts);
+    hop.draw_parts = at::empty({bounds_.draws[r]}, hop.seed_parts.options());
+    const PartitionedTopologies<index_t> source{
+        reinterpret_cast<const CsrView<index_t>*>(graphs_[r].data_ptr()),
+        hop.seed_parts.data_ptr<int32_t>(), rank.data_ptr<int64_t>(),
+        hop.draw_parts.data_ptr<int32_t>(), parts};
+    count_bounded(backend_, source, seeds, plan_.fanouts[r], plan_.replace, hop);
+    draw_bounded(backend_, source, seeds, plan_.fanouts[r], plan_.replace,
+                 plan_.edge_weights[first].has_value(), plan_.edge_ids[first].has_value(),
+                 bounds_.draws[r], out, hop);
   }
 
   // Request r's draws added to its neighbor type's node list, their local
@@ -394,18 +352,33 @@ class BatchSampling {
 
   static bool has_failure(const int64_t* r) {
     // (A frontier's seeds are known to the inducer: none is unseen.)
-    return r[kBadSeed] != kNone || r[kBadRow] != kNone || r[kBadNeighbor] != kNone;
+    return r[kBadSeed] != kNone || r[kBadRow] != kNone || r[kBadNeighbor] != kNone ||
+           r[kBadPart] != kNone;
   }
 
   void raise_request_failure(const int64_t* report, const at::Tensor& seeds, int64_t r) const {
     const auto seed = [&](int64_t slot) { return seeds[report[slot]].item<int64_t>(); };
-    TORCH_CHECK_VALUE(report[kBadSeed] == kNone, "node ", seed(kBadSeed), " has no row in a ",
-                      "topology of ", rows_of_[r], " rows");
+    const BoundedHop& hop = requests_[r];
+    if (report[kBadPart] != kNone) {
+      const int64_t s = seed(kBadPart);
+      TORCH_CHECK_VALUE(false, "the partition book gives node ", s, " partition ",
+                        plan_.books[plan_.src_types[r]][s].item<int64_t>(), ", outside the ",
+                        plan_.num_partitions, " partitions");
+    }
+    // The topology a seed (i) or draw (j) read: its partition's.
+    const auto topology = [&](const at::Tensor& parts, int64_t i) {
+      return plan_.topology(r, parts.defined() ? parts[i].item<int64_t>() : 0);
+    };
+    if (report[kBadSeed] != kNone) {
+      TORCH_CHECK_VALUE(false, "node ", seed(kBadSeed), " has no row in a topology of ",
+                        rows_of_[topology(hop.seed_parts, report[kBadSeed])], " rows");
+    }
     TORCH_CHECK_VALUE(report[kBadRow] == kNone, "indptr gives row ", seed(kBadRow),
                       " entries outside indices");
-    const BoundedHop& hop = requests_[r];
-    const int64_t entry = hop.positions[report[kBadNeighbor]].item<int64_t>();
-    TORCH_CHECK_VALUE(false, "indices holds node id ", plan_.indices[r][entry].item<int64_t>(),
+    const int64_t j = report[kBadNeighbor];
+    const at::Tensor& indices = plan_.indices[topology(hop.draw_parts, j)];
+    const int64_t entry = hop.positions[j].item<int64_t>();
+    TORCH_CHECK_VALUE(false, "indices holds node id ", indices[entry].item<int64_t>(),
                       ", outside the ", plan_.num_nodes[plan_.nbr_types[r]],
                       " nodes of its type");
   }
@@ -448,6 +421,7 @@ class BatchSampling {
   BatchLayout layout_;
   at::Tensor initial_, state_, keys_;
   std::vector<at::Tensor> nodes_, rows_, cols_, eids_, seed_locals_;
+  std::vector<at::Tensor> graphs_;  // per request, its partitions' CsrViews (partitioned plans)
   std::vector<BoundedHop> requests_;
 };
 

@@ -31,7 +31,8 @@ enum HopReportSlot : int64_t {
   kUnseenSeed = 3,   // a seed the inducer has not met
   kBadRow = 4,       // a seed whose row's entries lie outside indices
   kBadNeighbor = 5,  // a draw of a neighbor id outside the node ids
-  kReportSize = 6,
+  kBadPart = 6,      // a seed whose partition book entry names no partition
+  kReportSize = 7,
 };
 constexpr int64_t kNone = INT64_MAX;
 
@@ -49,6 +50,7 @@ struct BoundedHop {
   at::Tensor counts, offsets;  // neighbors per seed; where each seed's start (n + 1)
   at::Tensor nbrs, eids, rows, cols, fresh;
   at::Tensor positions;  // the indices entry of each draw
+  at::Tensor seed_parts, draw_parts;  // each seed's and draw's partition (partitioned draws)
   at::Tensor report;
 };
 
@@ -81,11 +83,11 @@ inline SeedRange seed_range(const at::Tensor& seeds, const at::Tensor& seed_loca
 
 // The counts and offsets of a request's draws: seeds outside the rows,
 // unseen by the inducer (local id -1) or with a row outside indices get
-// none and are reported.
-template <typename index_t, typename Backend>
-void count_bounded(const Backend& backend, const CsrView<index_t>& g, int64_t num_rows,
-                   int64_t num_entries, const SeedRange& seeds, int64_t k, bool replace,
-                   BoundedHop& hop) {
+// none and are reported. `source` says where each seed draws from
+// (SingleTopology, PartitionedTopologies).
+template <typename Source, typename Backend>
+void count_bounded(const Backend& backend, const Source& source, const SeedRange& seeds,
+                   int64_t k, bool replace, BoundedHop& hop) {
   const int64_t n = seeds.bound;
   const auto options = hop.report.options();
   hop.counts = at::empty({n}, options);
@@ -98,7 +100,8 @@ void count_bounded(const Backend& backend, const CsrView<index_t>& g, int64_t nu
     if (i == 0) off[0] = 0;
     if (!seeds.holds(i)) return;
     const int64_t s = seeds.id(i);
-    if (s < 0 || s >= num_rows) {
+    const auto& g = source.seed_graph(i);
+    if (s < 0 || s >= g.num_rows) {
       device::atomic_min(&report[kBadSeed], i);
       return;
     }
@@ -107,7 +110,7 @@ void count_bounded(const Backend& backend, const CsrView<index_t>& g, int64_t nu
       return;
     }
     const int64_t begin = g.indptr[s], end = g.indptr[s + 1];
-    if (begin < 0 || begin > end || end > num_entries) {
+    if (begin < 0 || begin > end || end > g.num_entries) {
       device::atomic_min(&report[kBadRow], i);
       return;
     }
@@ -143,33 +146,77 @@ struct DrawTargets {
   int64_t num_ids = INT64_MAX;  // neighbor ids at or past it are reported
 
   GLT_HOST_DEVICE int64_t offset() const { return at ? *at : 0; }
-  GLT_HOST_DEVICE uint64_t rng_key() const {
-    return keys ? static_cast<uint64_t>(keys[*key_index]) : key;
+  // The key of partition `part` of `num_parts` (a request of one topology:
+  // part 0 of 1); the host gives keys[k * num_parts + part] for the k-th
+  // request that draws.
+  GLT_HOST_DEVICE uint64_t rng_key(int64_t part = 0, int64_t num_parts = 1) const {
+    return keys ? static_cast<uint64_t>(keys[*key_index * num_parts + part]) : key;
   }
+};
+
+// Where the seeds of a request draw from (count_bounded, draw_bounded): the
+// topology of seed i and of draw j, and seed i's Philox key and stream. Here
+// one topology, seed i drawing stream i.
+template <typename index_t>
+struct SingleTopology {
+  CsrView<index_t> g;
+
+  GLT_HOST_DEVICE const CsrView<index_t>& seed_graph(int64_t) const { return g; }
+  GLT_HOST_DEVICE const CsrView<index_t>& draw_graph(int64_t) const { return g; }
+  GLT_HOST_DEVICE uint64_t key(int64_t, const DrawTargets& out) const { return out.rng_key(); }
+  GLT_HOST_DEVICE uint64_t stream(int64_t i) const { return static_cast<uint64_t>(i); }
+  GLT_HOST_DEVICE void note_draw(int64_t, int64_t) const {}
+};
+
+// The partitions of one host (a distributed hop in one call): seed i draws
+// from the topology of its partition part[i], with the stream of its rank
+// among that partition's seeds under that partition's key, as the sampling
+// of each partition's seeds apart (sample_neighbors, in seed order) does.
+// draw_part remembers each draw's partition.
+template <typename index_t>
+struct PartitionedTopologies {
+  const CsrView<index_t>* graphs;  // one a partition
+  const int32_t* part;
+  const int64_t* rank;
+  int32_t* draw_part;
+  int64_t num_parts;
+
+  GLT_HOST_DEVICE const CsrView<index_t>& seed_graph(int64_t i) const { return graphs[part[i]]; }
+  GLT_HOST_DEVICE const CsrView<index_t>& draw_graph(int64_t j) const {
+    return graphs[draw_part[j]];
+  }
+  GLT_HOST_DEVICE uint64_t key(int64_t i, const DrawTargets& out) const {
+    return out.rng_key(part[i], num_parts);
+  }
+  GLT_HOST_DEVICE uint64_t stream(int64_t i) const { return static_cast<uint64_t>(rank[i]); }
+  GLT_HOST_DEVICE void note_draw(int64_t j, int64_t i) const { draw_part[j] = part[i]; }
 };
 
 // Draws every seed's neighbors into buffers of `bound` entries, at its
 // offset, with the local id of its seed beside each (seed i's draws come
-// from stream i of the key, as in the sample_neighbors op). A neighbor id
+// from the stream and key `source` gives it: stream i of the request's key
+// for one topology, as in the sample_neighbors op; `weighted` and
+// `with_edge` say whether its topologies have weights and edge ids). A neighbor id
 // outside [0, num_ids) is reported and left out of the inducer's inserts.
 // Two passes: a thread a seed draws its entries' positions (and writes its
 // local id beside each), then a thread a draw reads its entry's neighbor
 // and edge id: the random reads of indices, many per seed, are each a
 // thread's one load, all in flight at once, rather than one after another
 // in their seed's thread.
-template <typename index_t, typename Backend>
-void draw_bounded(const Backend& backend, const CsrView<index_t>& g, const SeedRange& seeds,
-                  int64_t k, bool replace, int64_t bound, DrawTargets out, BoundedHop& hop) {
+template <typename Source, typename Backend>
+void draw_bounded(const Backend& backend, const Source& source, const SeedRange& seeds,
+                  int64_t k, bool replace, bool weighted, bool with_edge, int64_t bound,
+                  DrawTargets out, BoundedHop& hop) {
   const auto options = hop.report.options();
   hop.nbrs = at::empty({bound}, options);
   if (out.rows == nullptr) {
     hop.rows = at::empty({bound}, options);
-    hop.eids = at::empty({g.edge_ids ? bound : 0}, options);
+    hop.eids = at::empty({with_edge ? bound : 0}, options);
     out.rows = hop.rows.data_ptr<int64_t>();
-    out.eids = g.edge_ids ? hop.eids.data_ptr<int64_t>() : nullptr;
+    out.eids = with_edge ? hop.eids.data_ptr<int64_t>() : nullptr;
   }
   hop.positions = at::empty({bound}, options);
-  const bool keyed = g.weights && !replace && k >= 0;
+  const bool keyed = weighted && !replace && k >= 0;
   auto keys = at::empty({keyed ? bound : 0}, options.dtype(at::kDouble));
   const int64_t* cnt = hop.counts.data_ptr<int64_t>();
   const int64_t* off = hop.offsets.data_ptr<int64_t>();
@@ -182,13 +229,18 @@ void draw_bounded(const Backend& backend, const CsrView<index_t>& g, const SeedR
     const int64_t m = cnt[i];
     if (m == 0) return;
     const int64_t o = off[i], s = seeds.id(i), row = seeds.local_id(i), at = out.offset();
-    device::Philox rng(out.rng_key(), static_cast<uint64_t>(i));
+    const auto& g = source.seed_graph(i);
+    device::Philox rng(source.key(i, out), source.stream(i));
     sample_positions(g, g.indptr[s], g.indptr[s + 1], k, m, replace, rng, positions + o,
                      key_scratch ? key_scratch + o : nullptr);
-    for (int64_t j = o; j < o + m; ++j) out.rows[at + j] = row;
+    for (int64_t j = o; j < o + m; ++j) {
+      out.rows[at + j] = row;
+      source.note_draw(j, i);
+    }
   });
   backend.for_each(bound, [=] GLT_HOST_DEVICE(int64_t j) {
     if (j >= *total) return;
+    const auto& g = source.draw_graph(j);
     const int64_t p = positions[j];
     int64_t v = static_cast<int64_t>(g.indices[p]);
     if (v < 0 || v >= out.num_ids) {

@@ -255,7 +255,7 @@ class InducerImpl {
                              const std::optional<at::Tensor>& edge_weights, int64_t fanout,
                              bool replace, int64_t rng_seed, at::Tensor& sizes, int64_t& pending) {
     const at::Tensor src = checked(srcs, "srcs");
-    const int64_t num_rows = check_csr_layout(indptr, indices);
+    check_csr_layout(indptr, indices);
     check_device(indptr, "indptr", options_.device());
     check_edge_data(edge_ids, edge_weights, indices);
     check_fanout(fanout, src.numel(), "fanouts");
@@ -266,14 +266,15 @@ class InducerImpl {
     const SeedRange seeds = seed_range(src, seed_local);
     int64_t bound = 0;
     AT_DISPATCH_INDEX_TYPES(indptr.scalar_type(), "sample_induce_next", [&] {
-      const CsrView<index_t> g = csr_view<index_t>(indptr, indices, edge_ids, edge_weights);
-      count_bounded(backend_, g, num_rows, indices.numel(), seeds, fanout, replace, hop);
+      const SingleTopology<index_t> g{csr_view<index_t>(indptr, indices, edge_ids, edge_weights)};
+      count_bounded(backend_, g, seeds, fanout, replace, hop);
       record_total(backend_, hop);
       // All neighbors (fanout -1): no bound ahead, the total is read here.
       bound = fanout >= 0 ? n * fanout : hop.offsets[n].item<int64_t>();
       DrawTargets targets;
       targets.key = static_cast<uint64_t>(rng_seed);
-      draw_bounded(backend_, g, seeds, fanout, replace, bound, targets, hop);
+      draw_bounded(backend_, g, seeds, fanout, replace, edge_weights.has_value(),
+                   edge_ids.has_value(), bound, targets, hop);
     });
     IdTable& table = tables_[nbr_type];
     pending += bound;

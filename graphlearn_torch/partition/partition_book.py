@@ -45,6 +45,16 @@ class PartitionBook(ABC):
     """
     return self
 
+  def lookup_tensor(self, device: torch.device) -> Optional[torch.Tensor]:
+    """The book as one tensor on ``device`` (``tensor[id]``: ``id``'s
+    partition), for kernels that look ids up themselves; None where the book
+    holds no such tensor (a range book).
+
+    Args:
+      device: where the kernels run.
+    """
+    return None
+
   def group(
     self, ids: torch.Tensor, num_partitions: Optional[int] = None
   ) -> Tuple[List[torch.Tensor], List[torch.Tensor]]:
@@ -159,6 +169,9 @@ class GLTPartitionBook(PartitionBook):
     if device not in self._copies:
       self._copies[device] = GLTPartitionBook(self._narrow_book().to(device), self._num_parts)
     return self._copies[device]
+
+  def lookup_tensor(self, device: torch.device) -> torch.Tensor:
+    return self.lookup_on(device).tensor
 
   def share_memory_(self) -> 'GLTPartitionBook':
     self.tensor.share_memory_()

@@ -1,6 +1,7 @@
 """One hop of the multi-hop engine: what it asks for (``HopRequest``), the
-topologies a CPU sampler draws it from itself (``LocalDraws``), and what a
-batch's hops have met so far (``HopTrace``)."""
+topologies a sampler draws it from itself (``LocalDraws``; a host's
+partitions at once: ``HostPartitions``), and what a batch's hops have met so
+far (``HopTrace``)."""
 
 from dataclasses import dataclass
 from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
@@ -11,7 +12,7 @@ from ..data.graph import DeviceTopology
 from ..typing import EdgeType, NodeType
 from .base import HopResult, NeighborOutput
 from .disjoint import DisjointKeys
-from .schema import RandomStream, SamplingSchema
+from .schema import RandomStream, SamplingSchema, mix_seed
 
 
 class HopRequest(NamedTuple):
@@ -70,6 +71,32 @@ def adjacent_views(parts: List[torch.Tensor]) -> Optional[torch.Tensor]:
 
 
 @dataclass
+class HostPartitions:
+  """Every partition of a graph, held on the one device that samples (a
+  host's partitions, read by its GPU): a batch's hops then draw each seed
+  from its partition's topology, in one call for the whole batch, as
+  drawing each partition's seeds apart (in seed order, partition ``p`` with
+  kernel seed ``partition_seed(k, p)`` for the request's kernel seed ``k``)
+  and stitching them does.
+
+  Args:
+    topologies: each partition's topology of each edge type (rows for
+      every node id; a partition's rows hold the edges of the nodes it owns).
+    books: each node type's partition book as a tensor on that device
+      (``books[t][id]``: node ``id``'s partition).
+    partition_seed: a partition's kernel seed from a request's.
+  """
+
+  topologies: List[Dict[EdgeType, DeviceTopology]]
+  books: Dict[NodeType, torch.Tensor]
+  partition_seed: Callable[[int, int], int] = mix_seed
+
+  @property
+  def num_partitions(self) -> int:
+    return len(self.topologies)
+
+
+@dataclass
 class LocalDraws:
   """What ``sample_one_hop`` needs to answer every hop from topologies held
   here (on the CPU, or on the GPU that samples); the engine then has its
@@ -77,10 +104,13 @@ class LocalDraws:
   (``sample_induce_next``): on the CPU each chunk as soon as it is drawn,
   so that the inducer's sequential inserts overlap the draws; on a GPU every
   hop of a batch in one call, with one host sync (``whole_batch.py``). The
-  batches are the ones ``sample_one_hop``'s answers give.
+  batches are the ones ``sample_one_hop``'s answers give. With
+  ``partitions``, the hops draw from a host's partitions, every hop of a
+  batch in one call (an inducer with ``sample_batch``).
 
   Args:
-    topologies: each edge type's topology (``Graph.device_topology()``).
+    topologies: each edge type's topology (``Graph.device_topology()``;
+      unused with ``partitions``).
     random: the stream of the kernel seeds, one per request in order.
     with_edge: return the sampled edges' ids.
     with_weight: draw proportionally to the edge weights.
@@ -88,6 +118,8 @@ class LocalDraws:
     temporal: the time-sorted topology of each edge type with a time, which
       a request that carries its seeds' times draws from.
     last: temporal requests take the latest allowed neighbors.
+    partitions: a host's partitions to draw from rather than
+      ``topologies``.
   """
 
   topologies: Dict[EdgeType, DeviceTopology]
@@ -97,6 +129,7 @@ class LocalDraws:
   replace: bool = False
   temporal: Optional[Dict[EdgeType, DeviceTopology]] = None
   last: bool = False
+  partitions: Optional[HostPartitions] = None
 
 
 HopAnswer = Callable[[HopRequest], NeighborOutput]

@@ -197,7 +197,8 @@ class MultiHopSampler(LinkSampling):
       seed_dict: checked seed ids by node type.
       inducer: the inducer to use.
       local: the topologies to draw from here (on a GPU, with no disjoint
-        keys and no times: its inducer draws no temporal hops).
+        keys and no times: its inducer draws no temporal hops); a host's
+        partitions only where the whole batch is drawn at once.
       seed_time: the seeds' times by node type (temporal sampling, which is
         disjoint): every request then carries its seeds' times.
     """
@@ -211,6 +212,11 @@ class MultiHopSampler(LinkSampling):
     if seed_time is None and not self.disjoint and draws_whole_batch(inducer, self.fanouts, local):
       return sample_whole_batch(
         self.schema, self.fanouts, self.num_hops, inducer, seed_dict, local, self.sample_device
+      )
+    if local is not None and local.partitions is not None:
+      raise ValueError(
+        "a host's partitions are drawn a whole batch at once: not disjoint, no times, "
+        'every fanout >= 0 and an inducer with sample_batch'
       )
     schema = self.schema
     keys = DisjointKeys(schema, seed_dict, seed_time) if self.disjoint else None

@@ -6,13 +6,15 @@ the device and the host waits once, at the batch's end, rather than once a
 hop. The plan it gets is every (hop, edge type) the fanouts ask for; a
 request whose frontier turns out empty draws nothing and takes no kernel
 seed, so the batch equals the hop-by-hop engine's for the same stream.
+With a host's partitions (``LocalDraws.partitions``) each seed draws from
+its partition's topology, as the distributed sampler's hops on one host do.
 From the second batch of a shape on (its seed counts, fanouts and
 topologies), the CUDA inducer replays a CUDA graph of that shape's launches
 (csrc/cuda/batch_graphs.h): one launch a batch rather than some fifty.
 """
 
 import os
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import torch
 
@@ -67,7 +69,7 @@ def sample_whole_batch(
     for etype, fanout in fanouts.items()
     if fanout[hop] != 0
   ]
-  topos = [local.topologies[etype] for _, etype, _ in plan]
+  topos, keys = request_topologies(plan, local)
   empty = torch.empty(0, dtype=torch.int64, device=device)
   nodes, rows, cols, eids, seed_locals, counts = inducer.sample_batch(
     seeds=[seed_dict.get(t, empty) for t in types],
@@ -84,8 +86,9 @@ def sample_whole_batch(
     edge_weights=[t.edge_weights if local.with_weight else None for t in topos],
     fanouts=[fanout for _, _, fanout in plan],
     replace=local.replace,
-    rng_seeds=local.random.next_kernel_seeds(len(plan)),
+    rng_seeds=keys,
     replay=replays_cuda_graphs(),
+    **partition_args(local, types),
   )
   counts = counts.tolist()
   local.random.skip_kernel_seeds(counts[-1])
@@ -108,6 +111,30 @@ def sample_whole_batch(
     num_sampled_edges=num_edges,
     seed_local={t: seed_locals[schema.type_index[t]] for t in seed_dict},
   )
+
+
+def request_topologies(plan: List[Tuple], local: LocalDraws) -> Tuple[List, List[int]]:
+  """The topologies of ``plan``'s requests and their kernel seeds, one of
+  each per request, or per request and partition (partition ``p`` of
+  request ``r`` at ``r * P + p``) where ``local`` draws from a host's
+  partitions. The stream is left where it was (the batch says how many
+  requests drew)."""
+  seeds = local.random.next_kernel_seeds(len(plan))
+  parts = local.partitions
+  if parts is None:
+    return [local.topologies[etype] for _, etype, _ in plan], seeds
+  num = parts.num_partitions
+  topos = [parts.topologies[p][etype] for _, etype, _ in plan for p in range(num)]
+  return topos, [parts.partition_seed(seed, p) for seed in seeds for p in range(num)]
+
+
+def partition_args(local: LocalDraws, types: List[NodeType]) -> Dict:
+  """``sample_batch``'s partition arguments: none, or the partitions' count
+  and each node type's book."""
+  if local.partitions is None:
+    return {}
+  books = local.partitions.books
+  return {'num_partitions': local.partitions.num_partitions, 'books': [books[t] for t in types]}
 
 
 def hop_sizes(marks: List[int]) -> List[int]:

@@ -24,6 +24,7 @@ from ...sampler.base import (
   SamplingConfig,
   SamplingType,
 )
+from ...sampler.hops import HostPartitions, LocalDraws
 from ...sampler.multihop import HopRequest, MultiHopSampler
 from ...sampler.schema import RandomStream
 from ...sampler.subgraph_types import bidirectional, checked_subgraph_type, induced_edges
@@ -122,6 +123,7 @@ class DistNeighborSampler:
     self.random = RandomStream(seed)
     self.engine = self._engine(torch.device('cpu'))  # link, subgraph and induced steps
     self._hop_engines = {self.engine.sample_device: self.engine}
+    self._partitions = self._host_partitions()
 
   def _engine(self, sample_device: torch.device) -> MultiHopSampler:
     r"""An engine that samples, and outputs, on ``sample_device``."""
@@ -147,6 +149,36 @@ class DistNeighborSampler:
     if device not in self._hop_engines:
       self._hop_engines[device] = self._engine(device)
     return self._hop_engines[device]
+
+  def _host_partitions(self) -> Optional[HostPartitions]:
+    r"""Every partition's topologies and node books on the GPU where the
+    service draws every partition's hops (a whole batch is then drawn over
+    them in one call); None elsewhere, or where a book holds no tensor (a
+    range book: the hops are then drawn one by one)."""
+    device = self.service.hop_device
+    if device.type != 'cuda':
+      return None
+    schema = self.engine.schema
+    dist_graph = self.service.dist_graph
+    books = {t: dist_graph.node_book(t).lookup_tensor(device) for t in schema.node_types}
+    if any(book is None for book in books.values()):
+      return None
+    topologies = [
+      {etype: self.service.topology(etype, p) for etype in schema.edge_types}
+      for p in range(self.num_partitions)
+    ]
+    return HostPartitions(topologies, books)
+
+  def _partitioned_draws(self, engine: MultiHopSampler, random: RandomStream):
+    r"""The draws of a batch over the host's partitions in one call
+    (``LocalDraws``), where ``engine`` samples on their GPU and every fanout
+    has a bound; else None: the hops are asked for one by one."""
+    if self._partitions is None or engine.sample_device.type != 'cuda':
+      return None
+    if any(k < 0 for fanout in engine.fanouts.values() for k in fanout):
+      return None
+    self.service.host_peers.check()
+    return LocalDraws({}, random, self.with_edge, self.with_weight, partitions=self._partitions)
 
   @classmethod
   def from_config(
@@ -207,7 +239,8 @@ class DistNeighborSampler:
     on_host = engine is None
     engine = engine or self._hop_engine()
     seed_dict = {t: seeds.to(engine.sample_device) for t, seeds in seed_dict.items()}
-    steps = engine.sample_steps(seed_dict, seed_time=seed_time)
+    local = self._partitioned_draws(engine, random)
+    steps = engine.sample_steps(seed_dict, seed_time=seed_time, local=local)
     try:
       requests = next(steps)
       while True:

@@ -151,9 +151,11 @@ class PartitionService:
       )
     return self.temporal[time_attr]
 
-  def _topology(
+  def topology(
     self, etype: EdgeType, partition: Optional[int], time_attr: Optional[str] = None
   ) -> DeviceTopology:
+    r"""The topology of ``etype`` (sorted by ``time_attr``'s times) of a
+    partition that ``runs_here`` (None: this one), where its kernels read it."""
     if not self.dist_graph.is_hetero:
       etype = HOMO_EDGE_TYPE
     if partition is None or partition == self.partition_idx:
@@ -424,7 +426,7 @@ class PartitionService:
     if rng_seed is None:
       rng_seed = self._random.kernel_seed()
     timed = seed_time is not None
-    topo = self._topology(etype, partition, time_attr if timed else None)
+    topo = self.topology(etype, partition, time_attr if timed else None)
     # On the graph's device (a GPU for 'CUDA' and 'ZERO_COPY' partitions);
     # the pieces of a hop meet on the CPU.
     out = sample_one_hop(
@@ -458,7 +460,7 @@ class PartitionService:
       with_edge: return the sampled edges' ids.
       with_weight: draw proportionally to edge weights.
     """
-    topologies = [self._topology(etype, p) for p in range(self.num_partitions)]
+    topologies = [self.topology(etype, p) for p in range(self.num_partitions)]
     device = topologies[0].indptr.device
     nbr, nbr_num, eid = torch.ops.glt.sample_neighbors_partitioned(
       [t.indptr for t in topologies],
@@ -478,7 +480,7 @@ class PartitionService:
   ) -> torch.Tensor:
     r"""Whether each (row, col) is an edge; the rows are one partition's
     (default: this one's; else one that ``runs_here``)."""
-    topo = self._topology(etype, partition)
+    topo = self.topology(etype, partition)
     device = topo.indptr.device
     return torch.ops.glt.has_edge(topo.indptr, topo.indices, rows.to(device), cols.to(device)).cpu()
 
@@ -488,7 +490,7 @@ class PartitionService:
     r"""``(rows, cols, edge ids)`` of one partition's edges among ``nodes``
     (default: this one's; else one that ``runs_here``), in the local
     numbering of ``nodes`` (homogeneous graphs)."""
-    topo = self._topology(HOMO_EDGE_TYPE, partition)
+    topo = self.topology(HOMO_EDGE_TYPE, partition)
     edges = torch.ops.glt.induced_subgraph(
       topo.indptr, topo.indices, topo.edge_ids if with_edge else None, nodes.to(topo.indptr.device)
     )
