@@ -149,3 +149,63 @@ def test_a_batch_over_a_hosts_partitions_syncs_once(monkeypatch, graphs):
   assert out.node[ntype].numel() > 256
   where = collections.Counter(f'{w.filename}:{w.lineno}' for w in syncs)
   assert len(syncs) <= 1, f'{len(syncs)} host syncs in a 3-hop batch, at: {dict(where)}'
+
+
+def count_dist_batch_syncs(rank, port, sampling_port, root, results):
+  r"""Worker ``rank`` of a 2-partition group on one GPU ('ZERO_COPY', both
+  partitions read by it); rank 0 counts the syncs of a node batch of its
+  ``DistNeighborSampler`` after two warm-up batches of the same shape."""
+  import asyncio
+
+  import graphlearn_torch as glt
+  from graphlearn_torch.distributed.sampling.neighbor_sampler import DistNeighborSampler
+  from graphlearn_torch.sampler.base import SamplingType
+  from graphlearn_torch.sampler.schema import RandomStream
+
+  dist = glt.distributed
+  try:
+    dist.init_worker_group(2, rank, 'trainer')
+    load = dict(graph_mode='ZERO_COPY', feature_with_gpu=True, device=0, split_ratio=0.5)
+    ds = dist.DistDataset(edge_dir='out').load(root, rank, **load)
+    dist.init_rpc('127.0.0.1', sampling_port, rpc_timeout=60)
+    sampler = DistNeighborSampler(ds, [10, 5], device=torch.device('cuda', 0), seed=1)
+    loop = asyncio.new_event_loop()
+    seeds = ds.train_idx[:64]
+
+    def batch(i):
+      inputs = NodeSamplerInput(seeds)
+      return loop.run_until_complete(sampler.sample(SamplingType.NODE, inputs, RandomStream(i)))
+
+    count = None
+    if rank == 0:
+      host_syncs(lambda: None)  # the debug mode's first switch syncs on its own
+      for i in range(2):
+        batch(i)
+      syncs = host_syncs(lambda: batch(2))
+      count = (len(syncs), sorted({f'{w.filename}:{w.lineno}' for w in syncs}))
+    dist.shutdown_rpc()
+    results.put((rank, 'ok', count))
+  except Exception:
+    import traceback
+
+    results.put((rank, traceback.format_exc(), None))
+
+
+@pytest.mark.slow  # spawned processes
+def test_a_distributed_batch_over_a_hosts_partitions_syncs_once(tmp_path):
+  """Both partitions of a worker group on this host's GPU: a node batch of
+  the distributed sampler is drawn over them in one call and syncs once."""
+  from test_dist_sampling import SPAWN, free_port, partition, run_spawned
+
+  partition(str(tmp_path), 2, hetero=False)
+  results = SPAWN.Queue()
+  ports = (free_port(), free_port())
+  procs = [
+    SPAWN.Process(target=count_dist_batch_syncs, args=(r, *ports, str(tmp_path), results))
+    for r in range(2)
+  ]
+  reports = sorted(run_spawned(procs, results, 180))
+  for rank, status, _ in reports:
+    assert status == 'ok', f'rank {rank}:\n{status}'
+  num_syncs, where = reports[0][2]
+  assert num_syncs <= 1, f'{num_syncs} host syncs in a 2-hop distributed batch, at: {where}'

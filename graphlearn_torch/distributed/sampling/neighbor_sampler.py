@@ -30,6 +30,7 @@ from ...sampler.schema import RandomStream
 from ...sampler.subgraph_types import bidirectional, checked_subgraph_type, induced_edges
 from ...sampler.temporal import TEMPORAL_STRATEGIES, batch_seed_time
 from ...typing import HOMO_NODE_TYPE, EdgeType, NodeType, NumNeighbors
+from ...utils.device import to_device_async
 from ..data.dataset import DistDataset
 from .partition_service import PartitionService
 
@@ -238,7 +239,7 @@ class DistNeighborSampler:
     device (default: ``_hop_engine``'s, the result on the CPU)."""
     on_host = engine is None
     engine = engine or self._hop_engine()
-    seed_dict = {t: seeds.to(engine.sample_device) for t, seeds in seed_dict.items()}
+    seed_dict = {t: to_device_async(seeds, engine.sample_device) for t, seeds in seed_dict.items()}
     local = self._partitioned_draws(engine, random)
     steps = engine.sample_steps(seed_dict, seed_time=seed_time, local=local)
     try:
