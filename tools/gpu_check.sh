@@ -34,7 +34,7 @@
 #              128-byte lines): how much of the UVA and GPU gathers' gap at dim 100 is
 #              row alignment (not in the default list)
 #   train      benchmarks/bench_gpu_train.py $TRAIN_ARGS (not in the default list)
-#   threads    benchmarks/bench_sampler.py --threads 1 2 4 8 16: the CPU sampler's
+#   threads    benchmarks/bench_sampler.py --threads 1 2 4 8 16 (best of 3): the CPU sampler's
 #              scaling on the machine's cores (not in the default list)
 #   cpu-profile  tools/profile_cpu_sampler.py: the CPU sampler under perf at 1, 2, 4, 8
 #              and 16 threads, the top symbols by self time of each in
@@ -188,7 +188,8 @@ stage_train() {
 }
 
 stage_threads() {
-  "$PY" benchmarks/bench_sampler.py --threads 1 2 4 8 16 --tables threads "${RESULTS[@]}"
+  "$PY" benchmarks/bench_sampler.py --threads 1 2 4 8 16 --rounds 3 --batches 120 --tables threads \
+    "${RESULTS[@]}"
 }
 
 stage_cpu_profile() {
