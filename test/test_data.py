@@ -128,6 +128,20 @@ def test_dataset_accessors_and_numpy_input():
   assert ds.get_node_types() is None and ds.get_edge_types() is None
 
 
+def test_node_split_takes_ids_or_masks_and_names_bad_ids():
+  ds = Dataset()
+  mask = torch.tensor([True, False, True, True])
+  ds.init_node_split((mask, np.array([1]), [0, 3]))
+  assert ds.train_idx.tolist() == [0, 2, 3]  # a PyG mask: the positions it holds
+  assert ds.val_idx.tolist() == [1] and ds.test_idx.dtype == torch.int64
+  ds.init_node_split(({'paper': ~mask}, None, None))
+  assert ds.train_idx['paper'].tolist() == [1] and ds.val_idx is None
+  with pytest.raises(ValueError, match='train must hold integer node ids or a boolean mask'):
+    ds.init_node_split((torch.tensor([0.0, 2.0]), None, None))
+  with pytest.raises(ValueError, match=r"val\['paper'\] holds a negative node id: -2"):
+    ds.init_node_split((None, {'paper': torch.tensor([1, -2])}, None))
+
+
 def test_random_split_sizes():
   train, val, test = random_split(100, 0.1, 30)
   assert (train.numel(), val.numel(), test.numel()) == (60, 10, 30)

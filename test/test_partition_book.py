@@ -76,3 +76,9 @@ def test_a_book_looks_ids_up_on_another_device_through_its_narrowed_copy():
   assert moved.num_parts == 3 and book.tensor.device.type == 'cpu'
   ranges = RangePartitionBook([(0, 3), (3, 5)], 0)
   assert ranges.lookup_on(torch.device('meta')) is ranges  # it looks up on any device
+
+
+def test_a_book_of_fractional_or_boolean_entries_is_refused():
+  for book in (torch.tensor([0.0, 1.0]), torch.tensor([True, False])):
+    with pytest.raises(ValueError, match='integer partition ids'):
+      GLTPartitionBook(book)

@@ -7,7 +7,7 @@ from typing import Dict, Iterator, List, Literal, Optional, Sequence, Tuple, Uni
 import torch
 
 from ..typing import EdgeType, NodeIndex, NodeLabel, NodeType, TensorDataType
-from ..utils.tensor import convert_to_tensor, squeeze
+from ..utils.tensor import as_node_ids, convert_to_tensor, squeeze
 from .feature import DeviceGroup, Feature
 from .gather_checks import GatherChecks
 from .gpu_labels import GpuLabels
@@ -328,10 +328,10 @@ class Dataset:
     return self
 
   def init_node_split(self, node_split: Tuple[NodeIndex, NodeIndex, NodeIndex] = None):
-    """Sets ``(train_idx, val_idx, test_idx)`` (tensors, or dicts by node type)."""
+    """Sets ``(train_idx, val_idx, test_idx)``: ids or boolean masks (dicts by node type)."""
     if node_split is None:
       return self
-    train, val, test = (convert_to_tensor(x, torch.int64) for x in node_split)
+    train, val, test = (as_node_ids(x, n) for x, n in zip(node_split, ('train', 'val', 'test')))
     self.train_idx, self.val_idx, self.test_idx = train, val, test
     return self
 

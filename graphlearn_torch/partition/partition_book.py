@@ -79,7 +79,10 @@ class GLTPartitionBook(PartitionBook):
   """
 
   def __init__(self, tensor: torch.Tensor, num_parts: int = None):
-    self.tensor = torch.as_tensor(tensor)
+    tensor = torch.as_tensor(tensor)
+    if tensor.is_floating_point() or tensor.is_complex() or tensor.dtype == torch.bool:
+      raise ValueError(f'a partition book holds integer partition ids, got {tensor.dtype}')
+    self.tensor = tensor
     if num_parts is None:
       num_parts = int(self.tensor.max()) + 1 if self.tensor.numel() else 1
     self._num_parts = int(num_parts)

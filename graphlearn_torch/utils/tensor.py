@@ -28,6 +28,33 @@ def convert_to_tensor(data: Any, dtype: Optional[torch.dtype] = None) -> Any:
   return data
 
 
+def as_node_ids(data: Any, what: str) -> Any:
+  """``data`` as int64 node ids: a tensor-like of ids, or a dict of them by
+  node type. A boolean mask (PyG's ``train_mask``) becomes the positions it
+  holds.
+
+  Args:
+    data: the ids, a mask, or None.
+    what: what they are, for errors.
+
+  Raises:
+    ValueError: fractional or negative ids.
+  """
+  if data is None:
+    return None
+  if isinstance(data, dict):
+    return {k: as_node_ids(v, f'{what}[{k!r}]') for k, v in data.items()}
+  ids = convert_to_tensor(data)
+  if ids.dtype == torch.bool:
+    return ids.reshape(-1).nonzero().view(-1)
+  if ids.is_floating_point() or ids.is_complex():
+    raise ValueError(f'{what} must hold integer node ids or a boolean mask, got {ids.dtype}')
+  ids = ids.to(torch.int64)
+  if ids.numel() and int(ids.min()) < 0:
+    raise ValueError(f'{what} holds a negative node id: {int(ids.min())}')
+  return ids
+
+
 def squeeze(data: Any) -> Any:
   """Squeezes a tensor (or the tensors of a dict) to at most 1-D for labels."""
   if data is None:
