@@ -19,6 +19,15 @@ def test_feature_gather_matches_indexing(dtype, thread_count):
     assert torch.equal(Feature(table, dtype=dtype)[ids], table[ids])
 
 
+def test_feature_rows_take_the_shape_of_the_ids():
+  table = torch.randn(10, 3)
+  feat = Feature(table, with_gpu=False)
+  ids = torch.tensor([[1, 4, 4], [9, 0, 2]])
+  assert torch.equal(feat[ids], table[ids])  # [2, 3, 3], as indexing gives
+  assert torch.equal(feat[torch.tensor(7)], table[7])
+  assert torch.equal(feat[[3, 5]], table[[3, 5]])
+
+
 def test_feature_with_id2index():
   ids = torch.tensor([7, 3, 9, 0])
   table = torch.arange(8, dtype=torch.float32).view(4, 2)

@@ -117,9 +117,13 @@ class Feature:
     self._row_ranks_built = False
 
   def __getitem__(self, ids: torch.Tensor) -> torch.Tensor:
-    """The rows of ``ids``: gathered on the GPU (a CUDA tensor, with no
-    host round trip for CUDA ids) with ``with_gpu``, else from host memory."""
-    return self.rows(ids)
+    """The rows of ``ids``, shaped as indexing the table gives them (a row a
+    scalar id, ``ids.shape`` rows of ids of more dimensions): gathered on the
+    GPU (a CUDA tensor, with no host round trip for CUDA ids) with
+    ``with_gpu``, else from host memory."""
+    ids = convert_to_tensor(ids)
+    rows = self.rows(ids)
+    return rows if ids.dim() == 1 else rows.reshape(*ids.shape, *rows.shape[1:])
 
   def rows(self, ids: torch.Tensor, checks: Optional[GatherChecks] = None) -> torch.Tensor:
     """``self[ids]``, the GPU gather's check that every id has a row left in
