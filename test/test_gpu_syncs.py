@@ -154,11 +154,13 @@ def test_a_batch_over_a_hosts_partitions_syncs_once(monkeypatch, graphs):
 def count_dist_batch_syncs(rank, port, sampling_port, root, results):
   r"""Worker ``rank`` of a 2-partition group on one GPU ('ZERO_COPY', both
   partitions read by it); rank 0 counts the syncs of a node batch of its
-  ``DistNeighborSampler`` after two warm-up batches of the same shape."""
+  ``DistNeighborSampler`` after two warm-up batches of the same shape, then
+  of the batch made a message with its features and labels."""
   import asyncio
 
   import graphlearn_torch as glt
   from graphlearn_torch.distributed.sampling.neighbor_sampler import DistNeighborSampler
+  from graphlearn_torch.distributed.sources.messages import MessageSampler
   from graphlearn_torch.sampler.base import SamplingType
   from graphlearn_torch.sampler.schema import RandomStream
 
@@ -176,13 +178,26 @@ def count_dist_batch_syncs(rank, port, sampling_port, root, results):
       inputs = NodeSamplerInput(seeds)
       return loop.run_until_complete(sampler.sample(SamplingType.NODE, inputs, RandomStream(i)))
 
+    messages = MessageSampler(sampler, collect_features=True, on_device=True)
+
+    def message(i):
+      inputs = NodeSamplerInput(seeds)
+      return loop.run_until_complete(
+        messages.message(SamplingType.NODE, inputs, None, RandomStream(i))
+      )
+
     count = None
     if rank == 0:
       host_syncs(lambda: None)  # the debug mode's first switch syncs on its own
       for i in range(2):
         batch(i)
-      syncs = host_syncs(lambda: batch(2))
-      count = (len(syncs), sorted({f'{w.filename}:{w.lineno}' for w in syncs}))
+        message(i)
+      where = []
+      for run in (batch, message):
+        syncs = host_syncs(lambda run=run: run(2))
+        where.append(sorted({f'{w.filename}:{w.lineno}' for w in syncs}))
+        count = (count or ()) + (len(syncs),)
+      count = (count, where)
     dist.shutdown_rpc()
     results.put((rank, 'ok', count))
   except Exception:
@@ -194,7 +209,9 @@ def count_dist_batch_syncs(rank, port, sampling_port, root, results):
 @pytest.mark.slow  # spawned processes
 def test_a_distributed_batch_over_a_hosts_partitions_syncs_once(tmp_path):
   """Both partitions of a worker group on this host's GPU: a node batch of
-  the distributed sampler is drawn over them in one call and syncs once."""
+  the distributed sampler is drawn over them in one call and syncs once;
+  with its features and labels, gathered on the GPU from both partitions'
+  tables, three times."""
   from test_dist_sampling import SPAWN, free_port, partition, run_spawned
 
   partition(str(tmp_path), 2, hetero=False)
@@ -207,5 +224,7 @@ def test_a_distributed_batch_over_a_hosts_partitions_syncs_once(tmp_path):
   reports = sorted(run_spawned(procs, results, 180))
   for rank, status, _ in reports:
     assert status == 'ok', f'rank {rank}:\n{status}'
-  num_syncs, where = reports[0][2]
-  assert num_syncs <= 1, f'{num_syncs} host syncs in a 2-hop distributed batch, at: {where}'
+  (batch_syncs, message_syncs), where = reports[0][2]
+  assert batch_syncs <= 1, f'{batch_syncs} host syncs in a 2-hop distributed batch, at: {where[0]}'
+  # the batch's, the feature ids' grouping by partition, the gathers' checks
+  assert message_syncs <= 3, f'{message_syncs} host syncs in a message, at: {where[1]}'

@@ -137,7 +137,10 @@ def test_a_failed_row_fetch_fails_the_batch_while_another_is_pending():
 
   never = torch.futures.Future()
   fut = collect_features(
-    batch, ds, node_rows=lambda ids, t: never, edge_rows=lambda ids, t: started.then(lost_peer)
+    batch,
+    ds,
+    node_rows=lambda ids, t, c: never,
+    edge_rows=lambda ids, t, c: started.then(lost_peer),
   )
   started.set_result(None)
   assert fut.done()

@@ -13,17 +13,17 @@ from ..typing import EdgeType, NodeType, reverse_edge_type
 from ..utils.futures import completed, then
 from .sampled import SampledBatch
 
-RowLookup = Callable[[torch.Tensor, Union[NodeType, EdgeType]], torch.futures.Future]
-r"""Fetches feature rows: ``(ids, type) -> future of the rows, in id order``
-(``DistFeature.async_get`` fetches any partition's)."""
+RowLookup = Callable[[torch.Tensor, Union[NodeType, EdgeType], GatherChecks], torch.futures.Future]
+r"""Fetches feature rows: ``(ids, type, checks) -> future of the rows, in id
+order``, the GPU gathers' checks of their ids left in ``checks`` (read once
+for the batch); ``DistFeature.async_get`` fetches any partition's."""
 
 
-def local_rows(data: Dataset, kind: str, checks: Optional[GatherChecks] = None) -> RowLookup:
-  r"""Row lookups in ``data``'s own node (``kind='node'``) or edge tables;
-  the GPU gathers' checks of their ids left in ``checks`` when given."""
+def local_rows(data: Dataset, kind: str) -> RowLookup:
+  r"""Row lookups in ``data``'s own node (``kind='node'``) or edge tables."""
   get = data.get_node_feature if kind == 'node' else data.get_edge_feature
 
-  def rows(ids: torch.Tensor, type_) -> torch.futures.Future:
+  def rows(ids: torch.Tensor, type_, checks: GatherChecks) -> torch.futures.Future:
     table = get(type_)
     return completed(table.rows(ids, checks) if isinstance(table, Feature) else table[ids])
 
@@ -56,12 +56,12 @@ def collect_features(
     with_labels: gather labels too.
   """
   checks = GatherChecks()
-  node_rows = node_rows or local_rows(data, 'node', checks)
-  edge_rows = edge_rows or local_rows(data, 'edge', checks)
+  node_rows = node_rows or local_rows(data, 'node')
+  edge_rows = edge_rows or local_rows(data, 'edge')
   pending = []  # (store, field, future)
   for ntype, node in batch.nodes.items():
     if data.get_node_feature(ntype) is not None:
-      pending.append((node, 'x', node_rows(node.ids, ntype)))
+      pending.append((node, 'x', node_rows(node.ids, ntype, checks)))
     if with_labels:
       node.y = data.gather_node_labels(node.ids, ntype, checks)
   for etype, edge in batch.edges.items():
@@ -69,7 +69,7 @@ def collect_features(
       continue
     stored = reverse_edge_type(etype) if data.edge_dir == 'out' else etype
     if data.get_edge_feature(stored) is not None:
-      pending.append((edge, 'attr', edge_rows(edge.eids, stored)))
+      pending.append((edge, 'attr', edge_rows(edge.eids, stored, checks)))
   if not pending:
     checks.raise_first()
     return completed(batch)

@@ -8,6 +8,7 @@ import torch
 
 from ...channel import DeferredTensor
 from ...data import Feature
+from ...data.gather_checks import GatherChecks
 from ...partition.partition_book import PartitionBook, positions_by_partition
 from ...typing import EdgeType, NodeType
 from ...utils.futures import completed, then
@@ -141,10 +142,13 @@ class DistFeature:
 
     return then(torch.futures.collect_all([fut for *_, fut in remote]), rows)
 
-  def _gpu_rows(self, ids: torch.Tensor, input_type: TypeKey) -> Optional[torch.Tensor]:
+  def _gpu_rows(
+    self, ids: torch.Tensor, input_type: TypeKey, checks: GatherChecks
+  ) -> Optional[torch.Tensor]:
     r"""The rows of ``ids`` (on a GPU) gathered on that GPU, each from the
     table of its partition, where every partition is held here with its
-    table read by that GPU (``Feature.with_gpu``); else None."""
+    table read by that GPU (``Feature.with_gpu``); else None. The gathers'
+    checks of their ids are left in ``checks``."""
     held = [self._held_feature(p, input_type) for p in range(self.num_partitions)]
     if not all(f is not None and f.with_gpu and f.device in (None, ids.device.index) for f in held):
       return None
@@ -154,17 +158,25 @@ class DistFeature:
     table = held[self.partition_idx]
     out = torch.empty((ids.numel(), table.size(1)), dtype=table.dtype, device=ids.device)
     for pos, part_ids, feature in zip(positions, grouped, held):
-      if pos.numel():
-        torch.ops.glt.scatter_rows_(out, pos, feature.rows(part_ids))
+      if pos.numel():  # the positions are the group's own: no check to read
+        out.index_copy_(0, pos, feature.rows(part_ids, checks))
     return out
 
-  def async_get(self, ids: torch.Tensor, input_type: TypeKey = None) -> torch.futures.Future:
+  def async_get(
+    self, ids: torch.Tensor, input_type: TypeKey = None, checks: Optional[GatherChecks] = None
+  ) -> torch.futures.Future:
     r"""A future of the rows of ``ids``, in input order: gathered on their
     GPU where the tables allow it (``_gpu_rows``), else from host memory and
-    over RPC, then moved to ``device``."""
+    over RPC, then moved to ``device``. The GPU gathers' checks of their ids
+    are left in ``checks`` where given (a batch's, read once), else read
+    here."""
     if ids.is_cuda:
-      rows = self._gpu_rows(ids, input_type)
+      own = checks is None
+      checks = GatherChecks() if own else checks
+      rows = self._gpu_rows(ids, input_type, checks)
       if rows is not None:
+        if own:
+          checks.raise_first()
         return completed(rows)
     ids = ids.to(torch.int64).view(-1).cpu()
     if self.local_only:
@@ -183,14 +195,16 @@ class DistFeature:
 
     return then(self._arrived(remote), stitch)
 
-  def async_deferred(self, ids: torch.Tensor, input_type: TypeKey = None) -> torch.futures.Future:
+  def async_deferred(
+    self, ids: torch.Tensor, input_type: TypeKey = None, checks: Optional[GatherChecks] = None
+  ) -> torch.futures.Future:
     r"""A future of the rows of ``ids`` as a :class:`DeferredTensor`, once
     the remote ones arrived: the rows of this host's partitions are
     gathered when it is written (straight into a ``ShmChannel``'s message).
     Rows for a GPU or of ids on one, or of a ``local_only`` DistFeature,
     come as :meth:`async_get` gives them."""
     if self.local_only or self.device.type != 'cpu' or ids.is_cuda:
-      return self.async_get(ids, input_type)
+      return self.async_get(ids, input_type, checks)
     ids = ids.to(torch.int64).view(-1).cpu()
     held, parts, remote = self._request_rows(ids, input_type)
     feature = self._feature(input_type)
