@@ -2,10 +2,12 @@
 
 import logging
 import os
+import pickle
 from multiprocessing import reduction
-from typing import Dict, Optional, Tuple, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 import torch
+import torch.multiprocessing  # noqa: F401  (torch's reductions of CUDA tensors, for ForkingPickler)
 
 from .._ext import ops
 from ..utils.host_share import boot_id, open_host_fd
@@ -23,6 +25,13 @@ from .base import (
 logger = logging.getLogger(__name__)
 
 _OK, _TIMEOUT, _PEER_GONE, _NO_MEMORY = 0, 1, 2, 3
+
+# A message entry that holds a CUDA tensor's IPC handle, pickled
+# (share_cuda_tensors): its key is the tensor's, after this prefix.
+CUDA_IPC_PREFIX = '\x00cuda_ipc:'
+# GLT_CHANNEL_CUDA_IPC=0 copies CUDA tensors through the channel's memory
+# even where share_cuda_tensors asked for handles.
+CUDA_IPC_ENV = 'GLT_CHANNEL_CUDA_IPC'
 
 
 # Memory left free beside a message that extends the channel's backing: the
@@ -93,16 +102,18 @@ class ShmChannel(ChannelBase):
     _check_memory(shm_size)
     self._queue = ops.ShmQueue(capacity, shm_size)
     self._pinned = False
+    self._cuda_ipc = False
 
   @classmethod
-  def _attach(cls, fd: reduction.DupFd) -> 'ShmChannel':
+  def _attach(cls, fd: reduction.DupFd, cuda_ipc: bool = False) -> 'ShmChannel':
     channel = cls.__new__(cls)
     channel._queue = ops.ShmQueue.attach(fd.detach())
     channel._pinned = False
+    channel._cuda_ipc = cuda_ipc
     return channel
 
   def __reduce__(self):
-    return (ShmChannel._attach, (reduction.DupFd(self._queue.fd),))
+    return (ShmChannel._attach, (reduction.DupFd(self._queue.fd), self._cuda_ipc))
 
   def host_handle(self) -> Tuple[str, int, int]:
     r"""``(host boot id, pid, descriptor)``: how another process of this
@@ -122,7 +133,30 @@ class ShmChannel(ChannelBase):
     channel = cls.__new__(cls)
     channel._queue = ops.ShmQueue.attach(own)  # it owns the descriptor from here
     channel._pinned = False
+    channel._cuda_ipc = False
     return channel
+
+  @property
+  def shares_cuda_tensors(self) -> bool:
+    r"""Whether CUDA tensors go as IPC handles (``share_cuda_tensors``)."""
+    return self._cuda_ipc
+
+  def share_cuda_tensors(self) -> bool:
+    r"""Sends the CUDA tensors of messages as CUDA IPC handles of their
+    memory (torch's, as ``torch.multiprocessing`` sends them), which the
+    consumer opens on its host's GPU and copies into memory of its own
+    there, releasing the producer's at once: a batch sampled on a GPU
+    reaches a trainer on that GPU by a device-to-device copy, not through
+    host memory and back, and what the trainer holds does not depend on the
+    producer living on. Set before the channel goes to its producers (it
+    travels with it); ``GLT_CHANNEL_CUDA_IPC=0`` keeps the copies through
+    the channel.
+
+    Returns:
+      Whether CUDA tensors go as handles.
+    """
+    self._cuda_ipc = os.environ.get(CUDA_IPC_ENV, '1') != '0'
+    return self._cuda_ipc
 
   @property
   def capacity(self) -> int:
@@ -150,6 +184,8 @@ class ShmChannel(ChannelBase):
       MemoryError: no memory is left to back the message.
     """
     keys, values = split_message(msg, deferred=True)
+    if self._cuda_ipc:
+      keys, values = cuda_ipc_entries(keys, values)
     templates = [
       value
       if isinstance(value, torch.Tensor)
@@ -207,7 +243,7 @@ class ShmChannel(ChannelBase):
       raise QueueTimeoutError(f'no message arrived within {timeout_ms} ms')
     if status == _PEER_GONE:
       raise ChannelClosedError(error)
-    return dict(zip(keys, tensors))
+    return dict(opened_entry(key, tensor) for key, tensor in zip(keys, tensors))
 
   def empty(self) -> bool:
     r"""Whether no message is queued."""
@@ -245,3 +281,32 @@ class ShmChannel(ChannelBase):
       raise RuntimeError(f'cudaHostRegister of the channel memory failed: {err}')
     self._pinned = True
     return True
+
+
+def cuda_ipc_entries(keys: List[str], values: List) -> Tuple[List[str], List]:
+  r"""A message's entries with each CUDA tensor replaced by its CUDA IPC
+  handle, pickled as ``torch.multiprocessing`` pickles it (the memory held
+  for the consumer, which waits for the tensor's pending kernels when it
+  opens it), under its key after ``CUDA_IPC_PREFIX``."""
+  cuda = [isinstance(v, torch.Tensor) and v.is_cuda for v in values]
+  if not any(cuda):
+    return keys, values
+  torch.cuda.ipc_collect()  # frees what consumers released since the last message
+  out_keys, out_values = [], []
+  for key, value, is_cuda in zip(keys, values, cuda):
+    if is_cuda:
+      handle = bytes(reduction.ForkingPickler.dumps(value))
+      key, value = CUDA_IPC_PREFIX + key, torch.frombuffer(bytearray(handle), dtype=torch.uint8)
+    out_keys.append(key)
+    out_values.append(value)
+  return out_keys, out_values
+
+
+def opened_entry(key: str, tensor: torch.Tensor) -> Tuple[str, torch.Tensor]:
+  r"""A received entry: a CUDA IPC handle (``cuda_ipc_entries``) opened and
+  copied into this process's memory, under its own key (the producer's
+  memory is released as the opened tensor is: torch waits for the copy
+  first); any other entry as it is."""
+  if not key.startswith(CUDA_IPC_PREFIX):
+    return key, tensor
+  return key[len(CUDA_IPC_PREFIX) :], pickle.loads(tensor.numpy().tobytes()).clone()

@@ -211,6 +211,9 @@ class DistLoader(BaseLoader):
       channel = ShmChannel(opts.channel_capacity, opts.channel_size)
       if opts.pin_memory:
         channel.pin_memory()
+      samples_on_gpus = any(torch.device(d).type == 'cuda' for d in opts.worker_devices or [])
+      if samples_on_gpus and self.to_device.type == 'cuda':
+        channel.share_cuda_tensors()  # batches stay on the GPU on their way here
       return DistMpSamplingProducer(self.data, self.input_data, self.sampling_config, opts, channel)
     if isinstance(opts, CollocatedDistSamplingWorkerOptions):
       return DistCollocatedSamplingProducer(
