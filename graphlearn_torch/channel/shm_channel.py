@@ -309,4 +309,12 @@ def opened_entry(key: str, tensor: torch.Tensor) -> Tuple[str, torch.Tensor]:
   first); any other entry as it is."""
   if not key.startswith(CUDA_IPC_PREFIX):
     return key, tensor
-  return key[len(CUDA_IPC_PREFIX) :], pickle.loads(tensor.numpy().tobytes()).clone()
+  key = key[len(CUDA_IPC_PREFIX) :]
+  try:
+    opened = pickle.loads(tensor.numpy().tobytes())
+  except (RuntimeError, OSError) as e:
+    raise RuntimeError(
+      f"the CUDA tensor '{key}' of a received message could not be opened (its producer "
+      f'may have exited after sending it): {type(e).__name__}: {e}'
+    ) from e
+  return key, opened.clone()
