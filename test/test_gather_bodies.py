@@ -123,3 +123,37 @@ def test_unified_gather_marks_a_bad_id_for_a_later_read(harness, threads, gather
   ):
     with pytest.raises(ValueError, match=match):
       fn(parts, torch.tensor([0]), None, bad_flag)
+
+
+def test_partitions_tables_gathered_as_one_through_the_combined_row_map(harness, threads):
+  """A distributed batch's rows on a GPU where every partition's table is
+  held there: the partitions' parts one after another and each id's row
+  among them (``combined_row_map``), gathered in one call, equal each id's
+  row in the full table, whatever maps each partition's table uses (an id
+  map, an offset, none); an id whose partition's map gives no row is
+  marked, not read from another partition's rows."""
+  from graphlearn_torch.distributed.data.feature import combined_row_map
+  from graphlearn_torch.partition.partition_book import OffsetId2Index
+
+  g = torch.Generator().manual_seed(3)
+  full = torch.randn(30, 5, generator=g)
+  book = torch.cat([torch.zeros(10), torch.randint(1, 3, (20,), generator=g)]).to(torch.int8)
+  book[5] = 2  # partition 2's table also holds a row of the first range
+  # partition 0: ids 0-9 by offset (as a range partition), its row 5 left unused;
+  # partition 1: its ids by an id map, hot rows in one part and the rest in another;
+  # partition 2: an id map over rows that hold its ids in reverse order
+  own = [torch.nonzero(book == p).view(-1) for p in range(3)]
+  maps = [OffsetId2Index(0), torch.full((30,), -1), torch.full((30,), -1)]
+  maps[1][own[1]] = torch.arange(own[1].numel())
+  maps[2][own[2]] = torch.arange(own[2].numel()).flip(0)
+  tables = [full[:10], full[own[1]], full[own[2].flip(0)]]
+  parts = [tables[0], tables[1][:3].contiguous(), tables[1][3:].contiguous(), tables[2]]
+  rows = combined_row_map(book, maps, [t.size(0) for t in tables])
+  ids = torch.randint(0, 30, (200,), generator=g)
+  assert torch.equal(harness.unified_gather(parts, ids, rows), full[ids])
+  maps[2][own[2][0]] = 99  # past partition 2's rows
+  rows = combined_row_map(book, maps, [t.size(0) for t in tables])
+  assert rows[own[2][0]] == -1
+  first_bad = torch.full((1,), 1 << 62)
+  harness.unified_gather(parts, torch.tensor([0, int(own[2][0]), 7]), rows, first_bad)
+  assert first_bad.item() == 1

@@ -156,6 +156,14 @@ class Feature:
       return self._unified.gather(self.id2index[ids], checks=checks)
     return self._unified.gather(ids, self._gpu_id2index, checks)
 
+  def gpu_table(self) -> Tuple[List[torch.Tensor], Union[None, torch.Tensor, OffsetId2Index]]:
+    """What the GPU gather reads, placed first: the table's parts in row
+    order (in GPU memory, and host memory the GPU reads) and the row of each
+    id (None: the id itself)."""
+    self.lazy_init_with_ipc_handle()
+    id2index = self.id2index if isinstance(self.id2index, OffsetId2Index) else self._gpu_id2index
+    return list(self._unified.parts), id2index
+
   def set_device(self, device: int) -> None:
     """Looks rows up on GPU ``device`` from now on (the GPU path only); the
     table is placed for it on first use."""

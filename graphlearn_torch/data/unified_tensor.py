@@ -29,6 +29,10 @@ HOST = -1  # the device index of a part in host memory
 REGISTER_IN_PLACE_BYTES = 64 << 20
 
 
+# The parts one gather reads at most (kMaxParts of csrc/kernels/unified_gather.h).
+MAX_PARTS = 16
+
+
 def host_view(host: torch.Tensor, device: int) -> torch.Tensor:
   r"""A CUDA view of the host tensor ``host`` that GPU ``device``'s kernels
   read in place (UVA), keeping ``host`` alive: memory the host's processes
@@ -93,8 +97,8 @@ class UnifiedTensor:
       raise ValueError(
         f'parts of a UnifiedTensor need one width: {part.size(1)} vs {self.parts[0].size(1)}'
       )
-    if len(self.parts) >= 16:
-      raise ValueError('a UnifiedTensor holds at most 16 parts')
+    if len(self.parts) >= MAX_PARTS:
+      raise ValueError(f'a UnifiedTensor holds at most {MAX_PARTS} parts')
     return part.to(self.dtype).contiguous()
 
   def append_shared_tensor(self, shared_tensor: torch.Tensor) -> None:

@@ -2,20 +2,50 @@
 those of partitions held on this host read from their shared memory, and the
 others fetched from their partitions in one request each."""
 
-from typing import Dict, List, Optional, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 import torch
 
 from ...channel import DeferredTensor
 from ...data import Feature
 from ...data.gather_checks import GatherChecks
-from ...partition.partition_book import PartitionBook, positions_by_partition
+from ...data.unified_tensor import MAX_PARTS
+from ...partition.partition_book import OffsetId2Index, PartitionBook, positions_by_partition
 from ...typing import EdgeType, NodeType
 from ...utils.futures import completed, then
 from ..runtime.rpc import RpcCalleeBase, RpcDataPartitionRouter, rpc_register, rpc_request_async
 
 TypeKey = Optional[Union[NodeType, EdgeType]]
 Features = Union[Feature, Dict[Union[NodeType, EdgeType], Feature]]
+RowMap = Union[None, torch.Tensor, OffsetId2Index]
+GpuTable = Tuple[List[torch.Tensor], torch.Tensor]
+r"""Every partition's table as one: their parts one after another, and the
+row of each id among them (``combined_row_map``)."""
+
+
+def combined_row_map(book: torch.Tensor, row_maps: List[RowMap], row_counts: List[int]):
+  r"""The row of each id among tables laid one after another: id ``v`` of
+  partition ``p = book[v]`` at the first row of ``p``'s table plus its row
+  there (``row_maps[p][v]``; ``v`` itself where None), or -1 where that is
+  no row of ``p``'s table; on the book's device.
+
+  Args:
+    book: each id's partition.
+    row_maps: each partition's row of each id.
+    row_counts: each partition's rows.
+  """
+  ids = torch.arange(book.numel(), device=book.device)
+  out = torch.full((book.numel(),), -1, dtype=torch.int64, device=book.device)
+  first = 0
+  for p, (row_map, count) in enumerate(zip(row_maps, row_counts)):
+    owned = ids[book == p]
+    if isinstance(row_map, OffsetId2Index):
+      rows = row_map[owned]
+    else:
+      rows = owned if row_map is None else row_map.to(book.device)[owned]
+    out[owned] = torch.where((rows >= 0) & (rows < count), rows + first, -1)
+    first += count
+  return out
 
 
 class RpcFeatureLookupCallee(RpcCalleeBase):
@@ -72,6 +102,7 @@ class DistFeature:
     self.rpc_callee_id = None if local_only else rpc_register(RpcFeatureLookupCallee(self))
     # partition -> its tables, mapped from a process of this host
     self.host_peers: Dict[int, Features] = {}
+    self._gpu_tables: Dict[Tuple[TypeKey, torch.device], Optional[GpuTable]] = {}  # _gpu_table
 
   def _feature(self, input_type: TypeKey, features: Optional[Features] = None) -> Feature:
     features = self.local_feature if features is None else features
@@ -142,25 +173,40 @@ class DistFeature:
 
     return then(torch.futures.collect_all([fut for *_, fut in remote]), rows)
 
+  def _gpu_table(self, input_type: TypeKey, device: torch.device) -> Optional[GpuTable]:
+    r"""Every partition's table as one on GPU ``device`` (made once), where
+    every partition is held here with its table read by that GPU
+    (``Feature.with_gpu``), its book is a tensor and a gather takes all
+    their parts; else None."""
+    key = (input_type, device)
+    if key in self._gpu_tables:
+      return self._gpu_tables[key]
+    held = [self._held_feature(p, input_type) for p in range(self.num_partitions)]
+    if not all(f is not None and f.with_gpu and f.device in (None, device.index) for f in held):
+      return None  # (peers' tables may be mapped later: asked again)
+    book = self._book(input_type).lookup_tensor(device)
+    placed = [f.gpu_table() for f in held]
+    parts = [part for part_list, _ in placed for part in part_list]
+    table = None
+    if book is not None and len(parts) <= MAX_PARTS:
+      counts = [sum(part.size(0) for part in part_list) for part_list, _ in placed]
+      table = (parts, combined_row_map(book, [rows for _, rows in placed], counts))
+    self._gpu_tables[key] = table
+    return table
+
   def _gpu_rows(
     self, ids: torch.Tensor, input_type: TypeKey, checks: GatherChecks
   ) -> Optional[torch.Tensor]:
-    r"""The rows of ``ids`` (on a GPU) gathered on that GPU, each from the
-    table of its partition, where every partition is held here with its
-    table read by that GPU (``Feature.with_gpu``); else None. The gathers'
-    checks of their ids are left in ``checks``."""
-    held = [self._held_feature(p, input_type) for p in range(self.num_partitions)]
-    if not all(f is not None and f.with_gpu and f.device in (None, ids.device.index) for f in held):
+    r"""The rows of ``ids`` (on a GPU) gathered on that GPU in one call,
+    each from its partition's table (``_gpu_table``; None without one). The
+    check that every id has a row is left in ``checks``."""
+    table = self._gpu_table(input_type, ids.device)
+    if table is None:
       return None
+    parts, rows = table
     ids = ids.to(torch.int64).view(-1)
-    book = self._book(input_type).lookup_on(ids.device)
-    positions, grouped = book.group(ids, self.num_partitions)
-    table = held[self.partition_idx]
-    out = torch.empty((ids.numel(), table.size(1)), dtype=table.dtype, device=ids.device)
-    for pos, part_ids, feature in zip(positions, grouped, held):
-      if pos.numel():  # the positions are the group's own: no check to read
-        out.index_copy_(0, pos, feature.rows(part_ids, checks))
-    return out
+    flag = checks.flag(ids.device, lambda: torch.ops.glt.unified_gather(parts, ids, rows))
+    return torch.ops.glt.unified_gather(parts, ids, rows, flag)
 
   def async_get(
     self, ids: torch.Tensor, input_type: TypeKey = None, checks: Optional[GatherChecks] = None
