@@ -82,3 +82,12 @@ def test_a_book_of_fractional_or_boolean_entries_is_refused():
   for book in (torch.tensor([0.0, 1.0]), torch.tensor([True, False])):
     with pytest.raises(ValueError, match='integer partition ids'):
       GLTPartitionBook(book)
+
+
+def test_a_range_book_as_one_tensor_gives_each_ids_partition():
+  book = RangePartitionBook([(0, 4), (4, 4), (4, 11)], partition_idx=2)
+  table = book.lookup_tensor(torch.device('cpu'))
+  assert table.dtype == torch.int8 and table is book.lookup_tensor('cpu')  # made once
+  assert torch.equal(table.long(), book[torch.arange(11)])
+  again = pickle.loads(pickle.dumps(book))  # each process makes its own
+  assert torch.equal(again.lookup_tensor('cpu'), table) and again.lookup_tensor('cpu') is not table

@@ -48,7 +48,7 @@ class PartitionBook(ABC):
   def lookup_tensor(self, device: torch.device) -> Optional[torch.Tensor]:
     """The book as one tensor on ``device`` (``tensor[id]``: ``id``'s
     partition), for kernels that look ids up themselves; None where the book
-    holds no such tensor (a range book).
+    makes none (a book of another kind).
 
     Args:
       device: where the kernels run.
@@ -230,6 +230,25 @@ class RangePartitionBook(PartitionBook):
     self.partition_ranges = ranges
     self.partition_idx = int(partition_idx)
     self._ends = torch.tensor([e for _, e in ranges], dtype=torch.int64)
+    self._tensors: Dict[torch.device, torch.Tensor] = {}  # lookup_tensor's
+
+  def __getstate__(self):
+    state = dict(self.__dict__)
+    state['_tensors'] = {}  # each process makes its own
+    return state
+
+  def lookup_tensor(self, device: torch.device) -> torch.Tensor:
+    """The book as one tensor on ``device``, an entry an id (int8 up to 127
+    partitions): ``len(self)`` bytes there, made once a device."""
+    device = torch.device(device)
+    if device not in self._tensors:
+      sizes = torch.tensor([end - start for start, end in self.partition_ranges])
+      dtype = next(
+        t for t in (torch.int8, torch.int16, torch.int32) if self.num_parts <= torch.iinfo(t).max
+      )
+      parts = torch.arange(self.num_parts, dtype=dtype)
+      self._tensors[device] = torch.repeat_interleave(parts, sizes).to(device)
+    return self._tensors[device]
 
   def __getitem__(self, ids) -> torch.Tensor:
     ids = torch.as_tensor(ids, dtype=torch.int64)

@@ -154,8 +154,8 @@ class DistNeighborSampler:
   def _host_partitions(self) -> Optional[HostPartitions]:
     r"""Every partition's topologies and node books on the GPU where the
     service draws every partition's hops (a whole batch is then drawn over
-    them in one call); None elsewhere, or where a book holds no tensor (a
-    range book: the hops are then drawn one by one)."""
+    them in one call); None elsewhere, or where a book makes no tensor
+    (``PartitionBook.lookup_tensor``: the hops are then drawn one by one)."""
     device = self.service.hop_device
     if device.type != 'cuda':
       return None
