@@ -11,7 +11,7 @@ import pytest
 import torch
 from conftest import random_edges
 from test_neighbor_sampler import make_hetero, make_homo
-from test_whole_batch import HopByHop, harness_sampler
+from test_whole_batch import HopByHop, harness_sampler, weighted_dataset
 
 from graphlearn_torch._ext import cuda_kernels_available
 from graphlearn_torch.data import Dataset
@@ -136,12 +136,7 @@ def test_homo_batches_equal_the_partitioned_hop_by_hop_driver(
 
 
 def test_weighted_batches_equal_the_partitioned_hop_by_hop_driver(harness):
-  ei = random_edges(40, 40, 300, seed=4)
-  weights = torch.rand(300, generator=torch.Generator().manual_seed(1)) + 0.1
-  weights[::5] = 0.0  # never drawn
-  ds = Dataset(edge_dir='in')
-  ds.init_graph(ei, edge_weights=weights, graph_mode='CPU', num_nodes=40)
-  whole, hops = both_engines(harness, ds, [3, 3], with_weight=True)
+  whole, hops = both_engines(harness, weighted_dataset(), [3, 3], with_weight=True)
   parts = host_partitions(whole, 2, seed=5)
   seeds = {whole.schema.node_types[0]: torch.tensor([0, 8, 9, 21])}
   res = whole_batch(whole.engine, seeds, parts, RandomStream(3), with_weight=True)

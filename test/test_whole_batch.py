@@ -185,12 +185,18 @@ def test_a_batch_launched_again_with_new_seeds_is_that_batch(harness, hetero):
         assert torch.equal(part_again, part)
 
 
-def test_weighted_batches_equal_the_hop_by_hop_engine(harness):
+def weighted_dataset() -> Dataset:
+  """40 nodes, 300 weighted edges, every fifth of weight 0 (never drawn)."""
   ei = random_edges(40, 40, 300, seed=4)
   weights = torch.rand(300, generator=torch.Generator().manual_seed(1)) + 0.1
-  weights[::5] = 0.0  # never drawn
+  weights[::5] = 0.0
   ds = Dataset(edge_dir='in')
   ds.init_graph(ei, edge_weights=weights, graph_mode='CPU', num_nodes=40)
+  return ds
+
+
+def test_weighted_batches_equal_the_hop_by_hop_engine(harness):
+  ds = weighted_dataset()
   for replace in (False, True):
     outs = sample_both(
       harness, ds, [3, 3], [torch.tensor([0, 8, 9])], with_weight=True, replace=replace
