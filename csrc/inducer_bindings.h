@@ -52,10 +52,8 @@ inline kernels::BatchPlan batch_plan_of(const py::kwargs& kw) {
   plan.fanouts = kw["fanouts"].cast<Ints>();
   plan.replace = kw["replace"].cast<bool>();
   plan.rng_seeds = kw["rng_seeds"].cast<Ints>();
-  if (kw.contains("num_partitions")) {
-    plan.num_partitions = kw["num_partitions"].cast<int64_t>();
-    plan.books = kw["books"].cast<Tensors>();
-  }
+  plan.num_partitions = kw.attr("get")("num_partitions", 1).cast<int64_t>();
+  plan.books = kw.attr("get")("books", py::list()).cast<Tensors>();
   return plan;
 }
 
