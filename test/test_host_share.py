@@ -131,6 +131,38 @@ def test_feature_from_host_handle(map_kind):
   assert torch.equal(out[parts == 1], expected[parts == 1])
 
 
+def test_a_feature_shared_on_the_host_keeps_its_holders_placement():
+  """A peer of this host maps a feature table as its holder places it (its
+  share of GPU rows, GPU and groups), not as a plain host table: a gather
+  on that GPU then reads the holder's GPU parts (test_gpu_data_path)."""
+  g = torch.Generator().manual_seed(0)
+  table, id2index = torch.randn(40, 3, generator=g), torch.randperm(40, generator=g)
+  feature = glt.data.Feature(table, id2index, split_ratio=0.25, device=0, with_gpu=True)
+  handle = feature.share_on_host(None)
+  assert isinstance(handle.tables, FeatureHostHandle)
+  peer = glt.data.Feature.from_ipc_handle(handle)
+  assert (peer.split_ratio, peer.device, peer.with_gpu) == (0.25, 0, feature.with_gpu)
+  ids = torch.randint(0, 40, (100,), generator=g)
+  assert torch.equal(peer[ids].cpu(), table[id2index[ids]])
+
+
+def test_a_peer_sampling_on_the_cpu_maps_a_holders_graphs_as_host_topologies():
+  """A peer of this host that samples on the CPU maps a holder's graphs
+  (a 'CUDA' one's too) as their host-shared topologies, read in place."""
+  from graphlearn_torch.distributed.sampling.host_peers import map_topologies, share_graphs
+
+  topo = small_topology(weighted=True)
+  graphs = {('n', 'e', 'n'): glt.data.Graph(topo, mode='CPU'), ('n', 'f', 'n'): None}
+  graphs[('n', 'f', 'n')] = glt.data.Graph(small_topology(weighted=False), mode='CUDA', device=0)
+  mapped = map_topologies(share_graphs(graphs, None), None)
+  for etype, graph in graphs.items():
+    got = mapped[etype]
+    assert got.indices.device.type == 'cpu'
+    assert torch.equal(got.indptr, graph.topo.indptr)
+    assert torch.equal(got.indices, graph.topo.indices)
+    assert torch.equal(got.edge_ids, graph.topo.edge_ids)
+
+
 def rows_of_pickled_feature(feature, ids, queue):
   try:
     # a Feature pickled to a process arrives host-shared, and hands its
@@ -275,7 +307,8 @@ def host_partition(rank, port, root, share):
   dist = glt.distributed
   dist.init_worker_group(2, rank, 'trainer')
   dist.init_rpc('127.0.0.1', port, num_rpc_threads=2, rpc_timeout=60)
-  ds = dist.DistDataset(edge_dir='out').load(root, rank, graph_mode='CPU')
+  # a share of GPU rows that a peer's mapped tables must keep (none on a CPU machine)
+  ds = dist.DistDataset(edge_dir='out').load(root, rank, graph_mode='CPU', split_ratio=0.25)
   return ds, PartitionService(ds)
 
 
@@ -297,6 +330,9 @@ def feature_worker(rank, port, root, share, queue):
     )
     if service.host_peers.topologies:
       ok = ok and in_place_neighbors_are_the_graphs(service, graph, rank)
+    placement = lambda f: (f.split_ratio, f.device, f.with_gpu)  # noqa: E731
+    for peer in service.node_feature.host_peers.values():
+      ok = ok and placement(peer) == placement(ds.node_features)
     dist.barrier()  # the peer is done reading this one's rows over RPC
     queue.put((rank, ok, peers))
   except Exception:

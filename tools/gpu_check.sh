@@ -12,7 +12,7 @@
 #              and carried with its .sources record: make device-ext) is kept, not rebuilt
 #   tests      the GPU data path, CUDA tensors sent through a channel, and the examples
 #              with GLT's GPU flags, graph modes 'ZERO_COPY' and 'CUDA'
-#              (test_gpu_data_path.py, test_gather_checks.py, test_channel.py's CUDA
+#              (test_gpu_data_path.py, test_gpu_sharing.py, test_gather_checks.py, test_channel.py's CUDA
 #              test, the *_gpu_flags
 #              tests of test_examples_smoke.py); -rs lists
 #              what was skipped (only multi-GPU tests should be)
@@ -25,7 +25,7 @@
 #              GPU given each argument wrong in turn, no kernel faulting
 #   all-tests  the whole suite (long: not in the default list)
 #   sanitizer  compute-sanitizer memcheck over test_cuda_kernels.py and the
-#              single-process tests of test_gpu_data_path.py
+#              single-process tests of test_gpu_data_path.py and test_gpu_sharing.py
 #   racecheck  compute-sanitizer racecheck over the same (not in the default list)
 #   bench      benchmarks/bench_gpu_sampler.py and bench_gpu_feature.py, beside GLT
 #              0.2.4's CUDA build where GLT_GPU (default build/glt-gpu/pkg: make
@@ -104,7 +104,8 @@ RESULTS=(--results "$LOGS/results" --results-suffix _gpu)
 GLT_GPU=${GLT_GPU:-build/glt-gpu/pkg}
 PEER=()
 [ -d "$GLT_GPU/graphlearn_torch" ] && PEER=(--glt-gpu "$GLT_GPU")
-SANITIZED=(test/test_cuda_kernels.py test/test_gpu_data_path.py test/test_gather_checks.py
+SANITIZED=(test/test_cuda_kernels.py test/test_gpu_data_path.py test/test_gpu_sharing.py
+  test/test_gather_checks.py
   test/test_whole_batch.py::test_gpu_batches_equal_the_hop_by_hop_engine
   test/test_partitioned_batch.py::test_gpu_batches_equal_the_partitioned_hop_by_hop_driver
   -k 'not is_uniform and not two_partition')
@@ -142,7 +143,7 @@ stage_build() {
 
 stage_tests() {
   "$PY" -m pytest -q -rs -p no:cacheprovider --timeout 300 test/test_gpu_data_path.py \
-    test/test_gather_checks.py \
+    test/test_gpu_sharing.py test/test_gather_checks.py \
     test/test_channel.py::test_cuda_tensors_are_copied_in_after_their_kernels \
     test/test_examples_smoke.py::test_train_sage_smoke_with_gpu_flags \
     test/test_examples_smoke.py::test_worker_mode_smoke_with_gpu_flags

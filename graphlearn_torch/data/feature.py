@@ -1,6 +1,7 @@
 """Feature tables: rows looked up by node (or edge) id."""
 
 import logging
+import threading
 from dataclasses import dataclass
 from multiprocessing.reduction import ForkingPickler
 from typing import List, Optional, Sequence, Tuple, Union
@@ -53,6 +54,31 @@ class FeatureHostHandle:
 
   table: Union[HostTensorHandle, MappedFileHandle]
   id2index: Union[None, HostTensorHandle, OffsetId2Index]
+
+
+GpuPart = Tuple[CudaIpcTensor, int]
+r"""A tensor another process placed on a GPU, and that GPU's index."""
+
+
+@dataclass(frozen=True)
+class FeatureShareHandle:
+  """What another process needs to read the same Feature (``share_ipc``).
+
+  Args:
+    tables: the host-shared table's handle, or (table, id map) in torch's
+      shared memory.
+    split_ratio, device_group_list, device, with_gpu: as for ``Feature``.
+    gpu_parts: the table's GPU parts in row order, where it is placed.
+    gpu_id2index: its id-to-row map in GPU memory, where it is placed.
+  """
+
+  tables: Union[FeatureHostHandle, Tuple[torch.Tensor, Union[None, torch.Tensor, OffsetId2Index]]]
+  split_ratio: float
+  device_group_list: Optional[List[DeviceGroup]]
+  device: Optional[int]
+  with_gpu: bool
+  gpu_parts: Optional[List[GpuPart]] = None
+  gpu_id2index: Optional[GpuPart] = None
 
 
 class Feature:
@@ -108,9 +134,11 @@ class Feature:
     # Released gather outputs are reused: fresh pages cost more than the copy.
     self._out_pool = ops.BufferPool(OUTPUT_CACHE_BYTES)
     self._unified: Optional[UnifiedTensor] = None  # the GPU path's table, built on first use
-    # another process's GPU parts: [(CudaIpcTensor, device)] (share_ipc)
-    self._shared_unified: Optional[List[Tuple[CudaIpcTensor, int]]] = None
+    # another process's GPU parts and id map (share_ipc)
+    self._shared_unified: Optional[List[GpuPart]] = None
+    self._shared_id2index: Optional[GpuPart] = None
     self._gpu_id2index: Optional[torch.Tensor] = None
+    self._placing = threading.Lock()  # a peer's request may place the table (share_on_host)
     self._host_table: Union[None, HostSharedTensor, MappedFileTensor] = None  # see host_share
     self._host_id2index: Optional[HostSharedTensor] = None
     self._row_ranks: Optional[torch.Tensor] = None  # see row_ranks
@@ -342,14 +370,14 @@ class Feature:
     feature._host_table, feature._host_id2index = table, host_id2index
     return feature
 
-  def share_ipc(self):
+  def share_ipc(self) -> FeatureShareHandle:
     """Moves the table to shared memory; returns a picklable handle: the
     host-shared table's where the platform has them (so that the receiving
     process can share it on with its peers of this host), else torch's
-    shared memory. A table placed for the GPU hands over its GPU parts too,
-    as the CUDA IPC handles of the process that placed them
+    shared memory. A table placed for the GPU hands over its GPU parts and
+    id map too, as the CUDA IPC handles of the process that placed them
     (``CudaIpcTensor``), this one or the one it came from: every process it
-    reaches reads the same hot rows."""
+    reaches reads the same hot rows and map."""
     if host_sharing_available():
       tables = self.host_share()
     else:
@@ -358,28 +386,36 @@ class Feature:
         self.id2index.share_memory_()
       tables = (self.feature_tensor, self.id2index)
     # the receiver reads the rows after them from the table it maps
-    gpu_parts = self._shared_unified
+    gpu_parts, gpu_id2index = self._shared_unified, self._shared_id2index
     if gpu_parts is None and self._unified is not None:
       gpu_parts = [(CudaIpcTensor(part), gpu) for part, gpu in self._unified.gpu_parts()]
-    return (
-      tables,
-      self.split_ratio,
-      self.device_group_list,
-      self.device,
-      self.with_gpu,
-      gpu_parts,
-    )
+    if gpu_id2index is None and self._gpu_id2index is not None:
+      gpu_id2index = (CudaIpcTensor(self._gpu_id2index), self._gpu_id2index.device.index)
+    return FeatureShareHandle(
+      tables, self.split_ratio, self.device_group_list, self.device, self.with_gpu, gpu_parts,
+      gpu_id2index,
+    )  # fmt: skip
 
   @classmethod
-  def from_ipc_handle(cls, ipc_handle) -> 'Feature':
-    tables, split_ratio, groups, device, with_gpu, gpu_parts = ipc_handle
-    if isinstance(tables, FeatureHostHandle):
-      feature = cls.from_host_handle(tables, split_ratio, groups, device, with_gpu)
+  def from_ipc_handle(cls, handle: FeatureShareHandle) -> 'Feature':
+    placement = (handle.split_ratio, handle.device_group_list, handle.device, handle.with_gpu)
+    if isinstance(handle.tables, FeatureHostHandle):
+      feature = cls.from_host_handle(handle.tables, *placement)
     else:
-      table, id2index = tables
-      feature = cls(table, id2index, split_ratio, groups, device, with_gpu, dtype=table.dtype)
-    feature._shared_unified = gpu_parts
+      table, id2index = handle.tables
+      feature = cls(table, id2index, *placement, dtype=table.dtype)
+    feature._shared_unified = handle.gpu_parts
+    feature._shared_id2index = handle.gpu_id2index
     return feature
+
+  def share_on_host(self, gpu: Optional[int]) -> FeatureShareHandle:
+    """``share_ipc``'s handle for another process of this host that gathers
+    on GPU ``gpu`` (None: on none): a table for that GPU is placed first
+    (``place_on_gpu``), so that the process reads its GPU parts and id map
+    by CUDA IPC rather than placing copies of its own."""
+    if gpu is not None:
+      self.place_on_gpu(gpu)
+    return self.share_ipc()
 
   def place_on_gpu(self, device: int) -> None:
     """Places the table for GPU ``device`` now, where it is for that GPU:
@@ -400,16 +436,28 @@ class Feature:
     pinned for UVA, or the GPU parts another process shared."""
     if not self.with_gpu or self._unified is not None:
       return
-    if self._shared_unified is not None:
-      device = self.device if self.device is not None else torch.cuda.current_device()
-      parts = [(part.tensor, gpu) for part, gpu in self._shared_unified]
-      hot = sum(part.size(0) for part, _ in parts)
-      cold = self.feature_tensor[hot:] if hot < self.feature_tensor.size(0) else None
-      self._unified = UnifiedTensor.new_from_ipc((parts, cold), device, self.dtype)
-    else:
-      self._unified = self._build_unified()
-    if isinstance(self.id2index, torch.Tensor):
-      self._gpu_id2index = self.id2index.to(self._unified.device)
+    with self._placing:
+      if self._unified is not None:
+        return  # placed by another thread meanwhile
+      if self._shared_unified is not None:
+        device = self.device if self.device is not None else torch.cuda.current_device()
+        parts = [(part.tensor, gpu) for part, gpu in self._shared_unified]
+        hot = sum(part.size(0) for part, _ in parts)
+        cold = self.feature_tensor[hot:] if hot < self.feature_tensor.size(0) else None
+        unified = UnifiedTensor.new_from_ipc((parts, cold), device, self.dtype)
+      else:
+        unified = self._build_unified()
+      if isinstance(self.id2index, torch.Tensor):
+        self._gpu_id2index = self._id2index_on(unified.device)
+      self._unified = unified
+
+  def _id2index_on(self, device: torch.device) -> torch.Tensor:
+    """The id map on GPU ``device``: the one another process placed there
+    (read by CUDA IPC), else a copy of this table's."""
+    shared = self._shared_id2index
+    if shared is not None and shared[1] == device.index:
+      return shared[0].tensor
+    return self.id2index.to(device)
 
   def __repr__(self) -> str:
     return f'Feature(shape={tuple(self.shape)}, dtype={self.dtype})'

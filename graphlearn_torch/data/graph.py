@@ -397,6 +397,9 @@ class Graph:
     'CPU' mode, copies in GPU memory in 'CUDA' mode, views of pinned host
     memory in 'ZERO_COPY' mode."""
     topo = self.topo
+    if self._placed is None and self._gpu_copy is not None and self._placed_from is topo.indptr:
+      # another process's copy (from_ipc_handle), opened on first use
+      self._placed = DeviceTopology(*(c.tensor if c is not None else None for c in self._gpu_copy))
     if self._placed is not None and self._placed_from is topo.indptr:
       return self._placed
     tensors = (
@@ -451,7 +454,7 @@ class Graph:
     placed it (``CudaIpcTensor``), whether that is this one or the one it
     came from: a receiver sampling on the same GPU reads that copy rather
     than placing one of its own, and hands it on in turn."""
-    fresh = self._placed is not None and self._placed_from is self.topo.indptr
+    fresh = self._placed_from is self.topo.indptr  # placed here, or received, for these rows
     gpu = self._gpu_copy if fresh else None
     if host_sharing_available():
       topo = self.topo.host_share()
@@ -467,10 +470,8 @@ class Graph:
     if isinstance(topo, TopologyHostHandle):
       topo = Topology.from_host_handle(topo)
     graph = cls(topo, mode, device)
-    if gpu is not None and graph.mode == 'CUDA':
-      tensors = (c.tensor if c is not None else None for c in gpu)
-      graph._placed, graph._placed_from = DeviceTopology(*tensors), topo.indptr
-      graph._gpu_copy = gpu
+    if gpu is not None and graph.mode == 'CUDA':  # read from the first device_topology() on
+      graph._gpu_copy, graph._placed_from = gpu, topo.indptr
     return graph
 
   def __repr__(self) -> str:

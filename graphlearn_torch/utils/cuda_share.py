@@ -9,6 +9,10 @@ its own for them. ``CudaIpcTensor`` travels as the handle of the process
 that allocated it, whichever process pickles it, so every process of the
 chain reads the one copy.
 
+A received tensor is opened on first use, not when it arrives: a process
+handed GPU parts it never reads (one that samples on the CPU) opens no
+handle and makes no CUDA context for them.
+
 As with torch's CUDA tensors, the allocating process must hold the tensor
 for as long as any process reads it.
 """
@@ -28,26 +32,43 @@ class CudaIpcTensor:
   allocated it.
 
   Args:
-    tensor: the tensor (in GPU memory).
+    tensor: the tensor (in GPU memory); None for one received, opened from
+      ``origin`` on first use.
     origin: how its allocating process pickled it (None: this process
       allocated it, and pickles it anew each time, as torch does).
   """
 
-  def __init__(self, tensor: torch.Tensor, origin: Optional[Origin] = None):
-    self.tensor = tensor
+  def __init__(self, tensor: Optional[torch.Tensor], origin: Optional[Origin] = None):
+    if tensor is None and origin is None:
+      raise ValueError('a CudaIpcTensor needs its tensor or the origin to open it from')
+    self._tensor = tensor
     self.origin = origin
 
+  @property
+  def tensor(self) -> torch.Tensor:
+    r"""The tensor, opened from its origin on the first call where received."""
+    if self._tensor is None:
+      rebuild, args = self.origin
+      self._tensor = rebuild(*args)
+    return self._tensor
+
+  @property
+  def opened(self) -> bool:
+    r"""Whether this process holds the tensor (allocated or opened here)."""
+    return self._tensor is not None
+
   def __reduce__(self):
-    origin = self.origin if self.origin is not None else reductions.reduce_tensor(self.tensor)
+    origin = self.origin if self.origin is not None else reductions.reduce_tensor(self._tensor)
     return open_cuda_ipc, (origin,)
 
   def __repr__(self) -> str:
     where = 'received' if self.origin is not None else 'allocated here'
+    if not self.opened:
+      return f'CudaIpcTensor({where}, not opened)'
     return f'CudaIpcTensor(shape={tuple(self.tensor.shape)}, {self.tensor.device}, {where})'
 
 
 def open_cuda_ipc(origin: Origin) -> CudaIpcTensor:
-  r"""The tensor of ``origin``, opened in this process: a ``CudaIpcTensor``
-  that hands ``origin`` on when pickled again."""
-  rebuild, args = origin
-  return CudaIpcTensor(rebuild(*args), origin)
+  r"""The tensor of ``origin`` for this process: a ``CudaIpcTensor`` that
+  opens it on first use and hands ``origin`` on when pickled again."""
+  return CudaIpcTensor(None, origin)

@@ -15,9 +15,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple, Union
 
-from ...data import Feature, Graph, Topology
-from ...data.feature import FeatureHostHandle
-from ...data.graph import DeviceTopology, TopologyHostHandle
+from ...data import Feature, Graph
+from ...data.feature import FeatureShareHandle
+from ...data.graph import DeviceTopology
 from ...typing import EdgeType, NodeType
 from ...utils.host_share import HostShareError, ProcessWatch, boot_id, share_host_partitions
 from ..data.feature import Features
@@ -25,7 +25,10 @@ from ..runtime.rpc import RpcCalleeBase, RpcDataPartitionRouter, rpc_register, r
 
 logger = logging.getLogger(__name__)
 
-FeatureHandles = Union[FeatureHostHandle, Dict[Union[NodeType, EdgeType], FeatureHostHandle]]
+FeatureHandles = Union[FeatureShareHandle, Dict[Union[NodeType, EdgeType], FeatureShareHandle]]
+GraphHandle = tuple
+r"""A graph's ``Graph.share_ipc`` handle: its host-shared topology, and its
+GPU copy where it is a 'CUDA' graph placed on the requester's GPU."""
 
 
 @dataclass
@@ -34,48 +37,67 @@ class PartitionHandles:
 
   Args:
     pid: the process that answered (it holds the tables open).
-    topologies: its topologies' handles by edge type.
+    topologies: its graphs' handles by edge type.
     node_features: its node feature table's handle (a dict by type when
-      heterogeneous), or None.
+      heterogeneous), or None: host-shared, with the table's GPU parts and
+      id map where it is placed for the GPU the requester gathers on.
     edge_features: its edge feature table's, or None.
-    temporal: its time-sorted topologies' handles (temporal sampling), by
-      the times they are sorted by ('node_time', 'edge_time') and edge type.
+    temporal: its time-sorted graphs' handles (temporal sampling), by the
+      times they are sorted by ('node_time', 'edge_time') and edge type.
   """
 
   pid: int
-  topologies: Dict[EdgeType, TopologyHostHandle]
+  topologies: Dict[EdgeType, GraphHandle]
   node_features: Optional[FeatureHandles]
   edge_features: Optional[FeatureHandles]
-  temporal: Dict[str, Dict[EdgeType, TopologyHostHandle]] = field(default_factory=dict)
+  temporal: Dict[str, Dict[EdgeType, GraphHandle]] = field(default_factory=dict)
 
 
-def _share(features: Optional[Features]) -> Optional[FeatureHandles]:
+def _share(features: Optional[Features], gpu: Optional[int]) -> Optional[FeatureHandles]:
+  r"""The handles of ``features`` for a process that gathers on GPU ``gpu``
+  (None: on none; ``Feature.share_on_host``)."""
   if features is None:
     return None
   if isinstance(features, dict):
-    return {t: f.host_share() for t, f in features.items()}
-  return features.host_share()
+    return {t: f.share_on_host(gpu) for t, f in features.items()}
+  return features.share_on_host(gpu)
 
 
 def _map(handles: Optional[FeatureHandles]) -> Optional[Features]:
+  r"""The Features of ``handles``, placed as their holder's are: a gather on
+  their GPU reads the holder's GPU parts and id map by CUDA IPC."""
   if handles is None:
     return None
   if isinstance(handles, dict):
-    return {t: Feature.from_host_handle(h) for t, h in handles.items()}
-  return Feature.from_host_handle(handles)
+    return {t: Feature.from_ipc_handle(h) for t, h in handles.items()}
+  return Feature.from_ipc_handle(handles)
 
 
-def _map_topologies(
-  handles: Dict[EdgeType, TopologyHostHandle], gpu: Optional[int]
+def share_graphs(graphs: Dict[EdgeType, Graph], gpu: Optional[int]) -> Dict[EdgeType, GraphHandle]:
+  r"""The handles of ``graphs`` for a process that samples on GPU ``gpu``
+  (None: on the CPU): a 'CUDA' graph of that GPU is placed there first, so
+  that the process reads its GPU copy by CUDA IPC."""
+  if gpu is not None:
+    for g in graphs.values():
+      g.place_on_gpu(gpu)
+  return {etype: g.share_ipc() for etype, g in graphs.items()}
+
+
+def map_topologies(
+  handles: Dict[EdgeType, GraphHandle], gpu: Optional[int]
 ) -> Dict[EdgeType, DeviceTopology]:
-  r"""The topologies of ``handles`` where this process samples: in host
-  memory (``gpu`` None), or read in place by GPU ``gpu`` (the host-shared
-  pages registered with CUDA, as in 'ZERO_COPY' mode: no copy)."""
-  mode = 'CPU' if gpu is None else 'ZERO_COPY'
-  return {
-    etype: Graph(Topology.from_host_handle(h), mode=mode, device=gpu).device_topology()
-    for etype, h in handles.items()
-  }
+  r"""The topologies of ``handles`` where this process samples, none
+  copied: in host memory (``gpu`` None); on GPU ``gpu``, the holder's copy
+  in that GPU's memory (a 'CUDA' graph placed there, read by CUDA IPC), else
+  its host-shared pages registered with CUDA and read in place, as in
+  'ZERO_COPY' mode."""
+  topologies = {}
+  for etype, handle in handles.items():
+    graph = Graph.from_ipc_handle(handle)  # its GPU copy opened on first use only
+    if gpu is None or graph.mode != 'CUDA' or graph.device != gpu:
+      graph = Graph(graph.topo, mode='CPU' if gpu is None else 'ZERO_COPY', device=gpu)
+    topologies[etype] = graph.device_topology()
+  return topologies
 
 
 def sampling_gpu(graphs: Dict[EdgeType, Graph]) -> Tuple[bool, Optional[int]]:
@@ -94,8 +116,10 @@ class RpcHostShareCallee(RpcCalleeBase):
   def __init__(self, peers: 'HostPeers'):
     self.peers = peers
 
-  def call(self, requester_boot_id: str) -> Optional[PartitionHandles]:
-    return self.peers.handles(requester_boot_id)
+  def call(
+    self, requester_boot_id: str, requester_gpu: Optional[int] = None
+  ) -> Optional[PartitionHandles]:
+    return self.peers.handles(requester_boot_id, requester_gpu)
 
 
 class HostPeers:
@@ -138,24 +162,29 @@ class HostPeers:
     self._watch = ProcessWatch()
     self._callee_id = rpc_register(RpcHostShareCallee(self))
 
-  def handles(self, requester_boot_id: str) -> Optional[PartitionHandles]:
+  def handles(
+    self, requester_boot_id: str, requester_gpu: Optional[int] = None
+  ) -> Optional[PartitionHandles]:
     r"""The handles of this partition's tables for a process of this host,
-    moving the tables into host-shared memory on the first request; None
-    for a process of another host, or when sharing is off.
+    moving the tables into host-shared memory on the first request (and
+    feature tables for the requester's GPU onto it); None for a process of
+    another host, or when sharing is off.
 
     Args:
       requester_boot_id: the requesting process's host boot id.
+      requester_gpu: the GPU the requester samples and gathers on (None:
+        the CPU).
     """
     if not share_host_partitions() or requester_boot_id != boot_id():
       return None
     with self._lock:
       return PartitionHandles(
         pid=os.getpid(),
-        topologies={etype: g.topo.host_share() for etype, g in self.graphs.items()},
-        node_features=_share(self.node_features),
-        edge_features=_share(self.edge_features),
+        topologies=share_graphs(self.graphs, requester_gpu),
+        node_features=_share(self.node_features, requester_gpu),
+        edge_features=_share(self.edge_features, requester_gpu),
         temporal={
-          time_attr: {etype: g.topo.host_share() for etype, g in graphs.items()}
+          time_attr: share_graphs(graphs, requester_gpu)
           for time_attr, graphs in self.temporal_graphs.items()
         },
       )
@@ -175,15 +204,15 @@ class HostPeers:
     """
     if not share_host_partitions():
       return []
+    sample_here, gpu = sampling_gpu(self.graphs)
     asked = {
       p: [
-        (worker, rpc_request_async(worker, self._callee_id, (boot_id(),)))
+        (worker, rpc_request_async(worker, self._callee_id, (boot_id(), gpu)))
         for worker in router.partition2workers[p]
       ]
       for p in range(self.num_partitions)
       if p != self.partition_idx
     }
-    sample_here, gpu = sampling_gpu(self.graphs)
     for p, requests in asked.items():
       answers = [(worker, fut.wait()) for worker, fut in requests]
       if any(handles is None for _, handles in answers):
@@ -197,8 +226,8 @@ class HostPeers:
       try:
         topologies, temporal = {}, {}
         if sample_here:
-          topologies = _map_topologies(handles.topologies, gpu)
-          temporal = {attr: _map_topologies(h, gpu) for attr, h in handles.temporal.items()}
+          topologies = map_topologies(handles.topologies, gpu)
+          temporal = {attr: map_topologies(h, gpu) for attr, h in handles.temporal.items()}
         node_features = _map(handles.node_features)
         edge_features = _map(handles.edge_features)
         for worker, answer in answers:
