@@ -17,18 +17,33 @@ from graphlearn_torch.data.unified_tensor import REGISTER_IN_PLACE_BYTES, host_v
 from graphlearn_torch.utils.cuda_share import CudaIpcTensor
 
 
-def placed_in_child(ds, ids, results):
-  r"""What a process handed ``ds`` allocates on GPU 0 to sample it and
-  gather its rows, and the rows of ``ids``."""
+def measured_in_child(read, args, results):
+  r"""What ``read(*args)`` allocates on GPU 0 in this (spawned) process, and
+  what it gives (a tensor, as a list)."""
   try:
     torch.cuda.set_device(0)
-    ds.set_device(0)
     before = torch.cuda.memory_allocated(0)
-    ds.graph.device_topology()
-    rows = ds.node_features[ids].cpu()
-    results.put((torch.cuda.memory_allocated(0) - before, rows.tolist()))
+    out = read(*args)
+    results.put((torch.cuda.memory_allocated(0) - before, out.cpu().tolist()))
   except Exception as e:  # the parent fails the test with it
     results.put((None, f'{type(e).__name__}: {e}'))
+
+
+def measured(read, args):
+  r"""``(allocated, output)`` of ``read(*args)`` run in a spawned process
+  (``measured_in_child``)."""
+  results = SPAWN.Queue()
+  process = SPAWN.Process(target=measured_in_child, args=(read, args, results))
+  [report] = run_spawned([process], results)
+  return report
+
+
+def rows_of_placed(ds, ids):
+  r"""The rows of ``ids`` of a process handed ``ds``, which it samples on
+  GPU 0 (its topology placed there)."""
+  ds.set_device(0)
+  ds.graph.device_topology()
+  return ds.node_features[ids]
 
 
 @gpu
@@ -39,14 +54,11 @@ def test_gpu_parts_placed_once_are_read_by_cuda_ipc():
   )
   ds.place_on_gpu(0)  # as a loader does before it starts its sampling processes
   ids = torch.randperm(x.size(0))
-  results = SPAWN.Queue()
-  [(allocated, rows)] = run_spawned(
-    [SPAWN.Process(target=placed_in_child, args=(ds, ids, results))], results
-  )
+  allocated, rows = measured(rows_of_placed, (ds, ids))
   assert allocated is not None, rows
   assert torch.equal(torch.tensor(rows), x[ids])
-  # the id map and the gather's output are the child's own; the topology and
-  # the hot rows are not copied
+  # the gather's output is the child's own; the topology, the hot rows and
+  # the id map are not copied
   topology = sum(t.numel() * t.element_size() for t in ds.graph.device_topology() if t is not None)
   assert allocated < topology, "the GPU copy of the topology is the parent's"
 
@@ -68,7 +80,7 @@ def test_a_received_cuda_ipc_tensor_is_handed_on_as_its_origin():
 def handed_on_by_child(ds, ids, results):
   r"""A trainer handed a placed ``ds``: it places ``ds`` as a loader does
   before it starts its sampling processes, then hands it to a process of
-  its own (``placed_in_child``); reports what it allocated on GPU 0 and the
+  its own (``rows_of_placed``); reports what it allocated on GPU 0 and the
   grandchild's report."""
   try:
     torch.cuda.set_device(0)
@@ -77,7 +89,7 @@ def handed_on_by_child(ds, ids, results):
     ds.place_on_gpu(0)
     placed = torch.cuda.memory_allocated(0) - before
     inner = SPAWN.Queue()
-    grandchild = SPAWN.Process(target=placed_in_child, args=(ds, ids, inner))
+    grandchild = SPAWN.Process(target=measured_in_child, args=(rows_of_placed, (ds, ids), inner))
     [(allocated, rows)] = run_spawned([grandchild], inner)
     results.put((placed, allocated, rows))
   except Exception as e:  # the parent fails the test with it
@@ -106,17 +118,10 @@ def test_a_placed_copy_is_read_by_every_process_it_reaches():
   assert placed < topology and allocated < topology, "the GPU copy is the launcher's"
 
 
-def gathered_from_a_hosts_share(handle, ids, results):
-  r"""What a process of this host allocates on GPU 0 to gather the rows of
-  ``ids`` from a Feature it maps by ``handle`` (``Feature.share_on_host``),
-  and those rows."""
-  try:
-    torch.cuda.set_device(0)
-    before = torch.cuda.memory_allocated(0)
-    rows = Feature.from_ipc_handle(handle)[ids.cuda()].cpu()
-    results.put((torch.cuda.memory_allocated(0) - before, rows.tolist()))
-  except Exception as e:  # the parent fails the test with it
-    results.put((None, f'{type(e).__name__}: {e}'))
+def rows_of_a_hosts_share(handle, ids):
+  r"""The rows of ``ids`` of a Feature mapped by ``handle``
+  (``Feature.share_on_host``), gathered on GPU 0."""
+  return Feature.from_ipc_handle(handle)[ids.cuda()]
 
 
 @gpu
@@ -132,28 +137,19 @@ def test_a_peer_of_the_host_reads_a_placed_tables_gpu_parts_and_id_map():
   handle = feature.share_on_host(0)
   assert handle.gpu_parts and handle.gpu_id2index is not None, 'placed for the GPU asked for'
   ids = torch.randint(0, num_rows, (1000,))
-  results = SPAWN.Queue()
-  [(allocated, rows)] = run_spawned(
-    [SPAWN.Process(target=gathered_from_a_hosts_share, args=(handle, ids, results))], results
-  )
+  allocated, rows = measured(rows_of_a_hosts_share, (handle, ids))
   assert allocated is not None, rows
   assert torch.equal(torch.tensor(rows), x[id2index[ids]])
   assert allocated < id2index.numel() * 8, "the id map and hot rows are the holder's"
 
 
-def sampled_from_a_hosts_graphs(handles, results):
-  r"""What a process of this host allocates on GPU 0 to map the graphs of
-  ``handles`` (HostPeers' ``share_graphs``) for sampling there, and their
-  indices."""
+def indices_of_a_hosts_graphs(handles):
+  r"""The indices of the one graph of ``handles`` (HostPeers'
+  ``share_graphs``), mapped for sampling on GPU 0."""
   from graphlearn_torch.distributed.sampling.host_peers import map_topologies
 
-  try:
-    torch.cuda.set_device(0)
-    before = torch.cuda.memory_allocated(0)
-    [topo] = map_topologies(handles, 0).values()
-    results.put((torch.cuda.memory_allocated(0) - before, topo.indices.cpu().tolist()))
-  except Exception as e:  # the parent fails the test with it
-    results.put((None, f'{type(e).__name__}: {e}'))
+  [topo] = map_topologies(handles, 0).values()
+  return topo.indices
 
 
 @gpu
@@ -168,10 +164,7 @@ def test_a_peer_of_the_host_samples_a_cuda_graphs_gpu_copy():
   ds, _, _ = homo_dataset('CUDA', num_nodes=2000, num_edges=200_000)
   handles = share_graphs({HOMO_E: ds.graph}, 0)
   placed = ds.graph.device_topology()
-  results = SPAWN.Queue()
-  [(allocated, indices)] = run_spawned(
-    [SPAWN.Process(target=sampled_from_a_hosts_graphs, args=(handles, results))], results
-  )
+  allocated, indices = measured(indices_of_a_hosts_graphs, (handles,))
   assert allocated is not None, indices
   assert torch.equal(torch.tensor(indices), ds.graph.topo.indices.to(torch.int64))
   assert allocated < placed.indices.numel() * placed.indices.element_size(), "the holder's copy"
