@@ -269,13 +269,18 @@ def test_gpu_batches_gather_labels_on_the_gpu_and_name_a_bad_id(mode):
 # -- distributed: a 2-partition worker-mode run, on the GPU path and the CPU path -------
 
 
-def canonical_run(rank, port, sampling_port, root, gpu_options, collocated, results, fanouts):
+def canonical_run(
+  rank, port, sampling_port, root, gpu_options, collocated, results, fanouts, share
+):
   """One trainer of a 2-partition worker-mode run, sampling in a sampling
-  process or in the trainer (``collocated``); reports each batch as sorted
-  global edges, sorted nodes and whether features match. With fanout -1
-  (every neighbor) the result is the same whatever samples it; with
-  ``FANOUT`` each batch is checked against the full graph."""
+  process or in the trainer (``collocated``), the other partition mapped
+  from this host (``share`` '1') or asked over RPC ('0', as between
+  hosts); reports each batch as sorted global edges, sorted nodes and
+  whether features match. With fanout -1 (every neighbor) the result is
+  the same whatever samples it; with ``FANOUT`` each batch is checked
+  against the full graph."""
   dist = glt.distributed
+  os.environ['GLT_SHARE_HOST_PARTITIONS'] = share  # this spawned process's (and its children's)
   try:
     dist.init_worker_group(2, rank, 'trainer')
     load = dict(graph_mode='CPU', feature_with_gpu=False)
@@ -326,10 +331,10 @@ def canonical_run(rank, port, sampling_port, root, gpu_options, collocated, resu
     results.put((rank, traceback.format_exc(), None))
 
 
-def run_two_trainers(root, gpu_options, collocated=False, fanouts=(-1, -1)):
+def run_two_trainers(root, gpu_options, collocated=False, fanouts=(-1, -1), share='1'):
   results = SPAWN.Queue()
   ports = (free_port(), free_port())
-  args = (root, gpu_options, collocated, results, list(fanouts))
+  args = (root, gpu_options, collocated, results, list(fanouts), share)
   procs = [SPAWN.Process(target=canonical_run, args=(r, *ports, *args)) for r in range(2)]
   reports = sorted(run_spawned(procs, results, TIMEOUT_S))
   for rank, status, _ in reports:
@@ -337,16 +342,24 @@ def run_two_trainers(root, gpu_options, collocated=False, fanouts=(-1, -1)):
   return [report for *_, report in reports]
 
 
+HOSTS = pytest.mark.parametrize('share', ['1', '0'], ids=['one-host', 'rpc'])
+
+
 @pytest.mark.slow  # spawned processes
 @pytest.mark.parametrize('collocated', [False, True], ids=['sampling-process', 'collocated'])
-def test_two_partition_worker_mode_with_gpu_options_equals_the_cpu_path(tmp_path, collocated):
+@HOSTS
+def test_two_partition_worker_mode_with_gpu_options_equals_the_cpu_path(
+  tmp_path, collocated, share
+):
   """On a GPU: graphs in 'ZERO_COPY', hot rows on the GPU, samplers on the
-  GPU (the hops, the inducer and the feature gathers of both partitions,
-  which this host holds), batches on the GPU. Without one: the same
-  options fall back. Either way, every batch equals the CPU path's."""
+  GPU (the hops, the inducer and the feature gathers of both partitions
+  where this host holds both; else the other partition's hop pieces and
+  rows over RPC, moved to the GPU as they come), batches on the GPU.
+  Without one: the same options fall back. Either way, every batch equals
+  the CPU path's."""
   partition(str(tmp_path), 2, hetero=False)
-  want = run_two_trainers(str(tmp_path), gpu_options=False, collocated=collocated)
-  got = run_two_trainers(str(tmp_path), gpu_options=True, collocated=collocated)
+  want = run_two_trainers(str(tmp_path), gpu_options=False, collocated=collocated, share=share)
+  got = run_two_trainers(str(tmp_path), gpu_options=True, collocated=collocated, share=share)
   assert got == want
   for report in got:
     assert report and all(features_match for *_, features_match in report)
@@ -354,14 +367,19 @@ def test_two_partition_worker_mode_with_gpu_options_equals_the_cpu_path(tmp_path
 
 @pytest.mark.slow  # spawned processes
 @pytest.mark.parametrize('collocated', [False, True], ids=['sampling-process', 'collocated'])
-def test_two_partition_sampled_batches_with_gpu_options_are_valid_and_repeat(tmp_path, collocated):
+@pytest.mark.parametrize('share', ['1', pytest.param('0', marks=gpu)], ids=['one-host', 'rpc'])
+def test_two_partition_sampled_batches_with_gpu_options_are_valid_and_repeat(
+  tmp_path, collocated, share
+):
   """Fanouts with a bound: on a GPU each batch is drawn over both partitions
   in one call (the host's partitions on the GPU: every hop, the inducer and
-  the gathers there); without one, the CPU path. Either way every batch is
-  a valid sample of the full graph (edges, per-hop counts, features,
-  labels), and a second run with the same seed gives the same batches."""
+  the gathers there), or, over RPC, hop by hop with its pieces meeting on
+  the GPU; without one, the CPU path. Either way every batch is a valid
+  sample of the full graph (edges, per-hop counts, features, labels), and a
+  second run with the same seed gives the same batches."""
   partition(str(tmp_path), 2, hetero=False)
-  first = run_two_trainers(str(tmp_path), gpu_options=True, collocated=collocated, fanouts=FANOUT)
-  again = run_two_trainers(str(tmp_path), gpu_options=True, collocated=collocated, fanouts=FANOUT)
+  run = dict(gpu_options=True, collocated=collocated, fanouts=FANOUT, share=share)
+  first = run_two_trainers(str(tmp_path), **run)
+  again = run_two_trainers(str(tmp_path), **run)
   assert first == again
   assert all(report for report in first)

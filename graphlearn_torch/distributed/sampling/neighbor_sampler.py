@@ -157,7 +157,7 @@ class DistNeighborSampler:
     them in one call); None elsewhere, or where a book makes no tensor
     (``PartitionBook.lookup_tensor``: the hops are then drawn one by one)."""
     device = self.service.hop_device
-    if device.type != 'cuda':
+    if device.type != 'cuda' or not self.service.draws_hops_in_one_call:
       return None
     schema = self.engine.schema
     dist_graph = self.service.dist_graph

@@ -187,7 +187,8 @@ class PartitionService:
     partition that had any.
     """
     self.host_peers.check()
-    positions, owned = self.dist_graph.node_book(ntype).group(tensors[0], self.num_partitions)
+    book = self.dist_graph.node_book(ntype).lookup_on(tensors[0].device)
+    positions, owned = book.group(tensors[0], self.num_partitions)
 
     def pieces(p: int) -> Tuple[torch.Tensor, ...]:
       return (owned[p], *(t.index_select(0, positions[p]) for t in tensors[1:]))
@@ -199,8 +200,8 @@ class PartitionService:
       if self.runs_here(p, time_attr):
         here.append(p)
       else:
-        worker = self._router.get_to_worker(p)
-        fut = rpc_request_async(worker, callee_id, pieces(p) + args)
+        worker = self._router.get_to_worker(p)  # (RPC sends host tensors)
+        fut = rpc_request_async(worker, callee_id, tuple(t.cpu() for t in pieces(p)) + args)
         remote.append((p, worker, pos, wrap_torch_future(fut)))
     parts = [(positions[p], run_here(p, *pieces(p), *args)) for p in here]
     for p, worker, pos, fut in remote:
@@ -222,11 +223,11 @@ class PartitionService:
 
   @property
   def hop_device(self) -> torch.device:
-    r"""Where a hop's answer lands when its seeds are there: the GPU every
-    partition's steps run on where a hop is drawn in one call there (a
-    sampler's hop loop then runs on that GPU too, nothing going through the
-    host), else the CPU, where the pieces of a hop meet."""
-    if self.draws_hops_in_one_call and self._sampling_gpu is not None:
+    r"""Where a sampler's hop loop runs and a hop's pieces meet: the GPU this
+    partition samples on (a hop drawn there in one call where every
+    partition's steps run there, else its pieces drawn here stay there and
+    those of peers over RPC are moved there), else the CPU."""
+    if self._sampling_gpu is not None:
       return torch.device('cuda', self._sampling_gpu)
     return torch.device('cpu')
 
@@ -302,7 +303,7 @@ class PartitionService:
       with_weight,
       hop_seed,
     )
-    return stitch_neighbors(seeds.numel(), parts, with_edge)
+    return stitch_neighbors(seeds.numel(), parts, with_edge, seeds.device)
 
   async def _sample_temporal(
     self,
@@ -341,7 +342,7 @@ class PartitionService:
       last,
       time_attr=time_attr,
     )
-    return stitch_neighbors(seeds.numel(), parts, with_edge)
+    return stitch_neighbors(seeds.numel(), parts, with_edge, seeds.device)
 
   async def has_edges(
     self, row_type: NodeType, rows: torch.Tensor, cols: torch.Tensor, etype: EdgeType
@@ -427,12 +428,12 @@ class PartitionService:
       rng_seed = self._random.kernel_seed()
     timed = seed_time is not None
     topo = self.topology(etype, partition, time_attr if timed else None)
-    # On the graph's device (a GPU for 'CUDA' and 'ZERO_COPY' partitions);
-    # the pieces of a hop meet on the CPU.
+    # On the graph's device (a GPU for 'CUDA' and 'ZERO_COPY' partitions),
+    # the answer on the seeds' (where the hop's pieces meet: hop_device).
     out = sample_one_hop(
       topo, seeds, fanout, rng_seed, with_edge, with_weight, False, seed_time, timed and last
     )
-    return out.to('cpu')
+    return out.to(seeds.device)
 
   def sample_one_hop_partitioned(
     self,

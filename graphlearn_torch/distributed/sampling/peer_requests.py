@@ -12,21 +12,28 @@ from ..runtime.rpc import RpcCalleeBase
 
 
 def stitch_neighbors(
-  num_seeds: int, parts: List[Tuple[torch.Tensor, NeighborOutput]], with_edge: bool
+  num_seeds: int,
+  parts: List[Tuple[torch.Tensor, NeighborOutput]],
+  with_edge: bool,
+  device: torch.device = torch.device('cpu'),
 ) -> NeighborOutput:
-  r"""One NeighborOutput in seed order from per-partition pieces.
+  r"""One NeighborOutput in seed order from per-partition pieces, on
+  ``device`` (the seeds' and their positions').
 
   Args:
     num_seeds: seeds of the hop.
-    parts: ``(positions of its seeds, their NeighborOutput)`` per partition.
+    parts: ``(positions of its seeds, their NeighborOutput)`` per partition
+      (a peer's on the CPU, as RPC brings it: moved to ``device``).
     with_edge: whether the pieces carry edge ids.
+    device: where the output goes.
   """
   if not parts:
-    empty = torch.empty(0, dtype=torch.int64)
+    empty = torch.empty(0, dtype=torch.int64, device=device)
     return NeighborOutput(empty, empty, empty if with_edge else None)
+  parts = [(pos, out.to(device)) for pos, out in parts]
   if len(parts) == 1 and parts[0][0].numel() == num_seeds:
     pos, out = parts[0]
-    if bool((pos == torch.arange(num_seeds)).all()):
+    if bool((pos == torch.arange(num_seeds, device=pos.device)).all()):
       return out
   nbr, nbr_num, edge = torch.ops.glt.stitch_neighbors(
     num_seeds,
