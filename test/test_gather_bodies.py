@@ -157,3 +157,30 @@ def test_partitions_tables_gathered_as_one_through_the_combined_row_map(harness,
   first_bad = torch.full((1,), 1 << 62)
   harness.unified_gather(parts, torch.tensor([0, int(own[2][0]), 7]), rows, first_bad)
   assert first_bad.item() == 1
+
+
+def test_rows_of_partitions_held_elsewhere_are_placeholders_then_fetched(harness, threads):
+  """A batch's rows on a GPU where only some partitions' tables are held
+  there (the rest over RPC): one gather through the map of the held ones
+  (``combined_row_map(..., held)``) gives their ids' rows and row 0 for the
+  others, which the fetched rows then replace (``scatter_rows_``, as
+  ``DistFeature`` places them): the full table's rows."""
+  from graphlearn_torch.distributed.data.feature import combined_row_map
+
+  g = torch.Generator().manual_seed(4)
+  full = torch.randn(40, 3, generator=g)
+  book = torch.randint(0, 3, (40,), generator=g)
+  own = [torch.nonzero(book == p).view(-1) for p in range(3)]
+  maps = [torch.full((40,), -1) for _ in range(3)]
+  for p in (0, 2):
+    maps[p][own[p]] = torch.arange(own[p].numel())
+  held = [True, False, True]
+  counts = [own[0].numel(), 0, own[2].numel()]
+  rows = combined_row_map(book, maps, counts, held)
+  assert bool((rows >= 0).all()), 'an id held elsewhere reads a placeholder, not -1'
+  ids = torch.randint(0, 40, (300,), generator=g)
+  out = harness.unified_gather([full[own[0]], full[own[2]]], ids, rows)
+  fetched = torch.nonzero(book[ids] == 1).view(-1)
+  assert torch.equal(out[fetched], full[own[0][0]].expand(fetched.numel(), -1))
+  torch.ops.glt.scatter_rows_(out, fetched, full[ids[fetched]].contiguous())
+  assert torch.equal(out, full[ids])

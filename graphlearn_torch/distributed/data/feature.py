@@ -23,21 +23,31 @@ r"""Every partition's table as one: their parts one after another, and the
 row of each id among them (``combined_row_map``)."""
 
 
-def combined_row_map(book: torch.Tensor, row_maps: List[RowMap], row_counts: List[int]):
+def combined_row_map(
+  book: torch.Tensor,
+  row_maps: List[RowMap],
+  row_counts: List[int],
+  held: Optional[List[bool]] = None,
+):
   r"""The row of each id among tables laid one after another: id ``v`` of
   partition ``p = book[v]`` at the first row of ``p``'s table plus its row
   there (``row_maps[p][v]``; ``v`` itself where None), or -1 where that is
-  no row of ``p``'s table; on the book's device.
+  no row of ``p``'s table; on the book's device. An id of a partition whose
+  table is not among them (``held[p]`` False: its rows come from elsewhere)
+  reads row 0, which its fetched row then replaces.
 
   Args:
     book: each id's partition.
-    row_maps: each partition's row of each id.
-    row_counts: each partition's rows.
+    row_maps: each partition's row of each id (anything for one not held).
+    row_counts: each partition's rows (0 for one not held).
+    held: whether each partition's table is among them (default: all).
   """
   ids = torch.arange(book.numel(), device=book.device)
-  out = torch.full((book.numel(),), -1, dtype=torch.int64, device=book.device)
+  out = torch.zeros(book.numel(), dtype=torch.int64, device=book.device)
   first = 0
   for p, (row_map, count) in enumerate(zip(row_maps, row_counts)):
+    if held is not None and not held[p]:
+      continue
     owned = ids[book == p]
     if isinstance(row_map, OffsetId2Index):
       rows = row_map[owned]
@@ -174,56 +184,76 @@ class DistFeature:
     return then(torch.futures.collect_all([fut for *_, fut in remote]), rows)
 
   def _gpu_table(self, input_type: TypeKey, device: torch.device) -> Optional[GpuTable]:
-    r"""Every partition's table as one on GPU ``device`` (made once), where
-    every partition is held here with its table read by that GPU
-    (``Feature.with_gpu``), its book is a tensor and a gather takes all
-    their parts; else None."""
-    key = (input_type, device)
+    r"""The tables of the partitions held here as one on GPU ``device``
+    (made once for those partitions), where each is read by that GPU
+    (``Feature.with_gpu``), the book is a tensor and a gather takes all
+    their parts; an id of another partition reads row 0 (``combined_row_map``:
+    its row is fetched over RPC and put in its place). Else None."""
+    held = [self._held_feature(p, input_type) for p in range(self.num_partitions)]
+    is_held = [f is not None for f in held]
+    key = (input_type, device, tuple(is_held))  # peers' tables may be mapped later
     if key in self._gpu_tables:
       return self._gpu_tables[key]
-    held = [self._held_feature(p, input_type) for p in range(self.num_partitions)]
-    if not all(f is not None and f.with_gpu and f.device in (None, device.index) for f in held):
-      return None  # (peers' tables may be mapped later: asked again)
-    book = self._book(input_type).lookup_tensor(device)
-    placed = [f.gpu_table() for f in held]
-    parts = [part for part_list, _ in placed for part in part_list]
+    ours = [f for f in held if f is not None]
     table = None
-    if book is not None and len(parts) <= MAX_PARTS:
+    if all(f.with_gpu and f.device in (None, device.index) for f in ours):
+      book = self._book(input_type).lookup_tensor(device)
+      placed = [f.gpu_table() if f is not None else ([], None) for f in held]
+      parts = [part for part_list, _ in placed for part in part_list]
       counts = [sum(part.size(0) for part in part_list) for part_list, _ in placed]
-      table = (parts, combined_row_map(book, [rows for _, rows in placed], counts))
+      if book is not None and 0 < len(parts) <= MAX_PARTS and sum(counts) > 0:
+        row_map = combined_row_map(book, [rows for _, rows in placed], counts, is_held)
+        table = (parts, row_map)
     self._gpu_tables[key] = table
     return table
 
-  def _gpu_rows(
-    self, ids: torch.Tensor, input_type: TypeKey, checks: GatherChecks
-  ) -> Optional[torch.Tensor]:
-    r"""The rows of ``ids`` (on a GPU) gathered on that GPU in one call,
-    each from its partition's table (``_gpu_table``; None without one). The
-    check that every id has a row is left in ``checks``."""
-    table = self._gpu_table(input_type, ids.device)
-    if table is None:
-      return None
+  def _gpu_rows(self, ids: torch.Tensor, table: GpuTable, checks: GatherChecks) -> torch.Tensor:
+    r"""The rows of ``ids`` (on a GPU) gathered on that GPU in one call from
+    ``table`` (``_gpu_table``), each from its partition's table. The check
+    that every id has a row is left in ``checks``."""
     parts, rows = table
     ids = ids.to(torch.int64).view(-1)
     flag = checks.flag(ids.device, lambda: torch.ops.glt.unified_gather(parts, ids, rows))
     return torch.ops.glt.unified_gather(parts, ids, rows, flag)
 
+  def _with_remote_rows(
+    self, out: torch.Tensor, ids: torch.Tensor, input_type: TypeKey
+  ) -> torch.futures.Future:
+    r"""A future of ``out`` (the rows of ``ids`` gathered on their GPU) with
+    the rows of partitions not held here fetched over RPC and put in
+    place, on the GPU."""
+    _, _, remote = self._request_rows(ids.to(torch.int64).view(-1).cpu(), input_type)
+    if not remote:
+      return completed(out)
+
+    def place(arrived):
+      for pos, rows in arrived.value():
+        torch.ops.glt.scatter_rows_(out, pos.to(out.device), rows.to(out.device))
+      return out
+
+    return then(self._arrived(remote), place)
+
   def async_get(
     self, ids: torch.Tensor, input_type: TypeKey = None, checks: Optional[GatherChecks] = None
   ) -> torch.futures.Future:
     r"""A future of the rows of ``ids``, in input order: gathered on their
-    GPU where the tables allow it (``_gpu_rows``), else from host memory and
-    over RPC, then moved to ``device``. The GPU gathers' checks of their ids
-    are left in ``checks`` where given (a batch's, read once), else read
-    here."""
-    if ids.is_cuda:
+    GPU where the tables held here allow it (``_gpu_rows``; other
+    partitions' rows fetched over RPC and put in place there), else from
+    host memory and over RPC, then moved to ``device``. The GPU gathers'
+    checks of their ids are left in ``checks`` where given (a batch's, read
+    once), else read here."""
+    # (a local_only lookup reads its own table alone: no placeholder rows)
+    table = None if self.local_only or not ids.is_cuda else self._gpu_table(input_type, ids.device)
+    if table is not None:
       own = checks is None
       checks = GatherChecks() if own else checks
-      rows = self._gpu_rows(ids, input_type, checks)
-      if rows is not None:
-        if own:
-          checks.raise_first()
+      rows = self._gpu_rows(ids, table, checks)
+      if own:
+        checks.raise_first()
+      held = [self._held_feature(p, input_type) for p in range(self.num_partitions)]
+      if all(feature is not None for feature in held):
         return completed(rows)
+      return self._with_remote_rows(rows, ids, input_type)
     ids = ids.to(torch.int64).view(-1).cpu()
     if self.local_only:
       return completed(self.local_get(ids, input_type).to(self.device))
