@@ -210,7 +210,7 @@ class Feature:
     return [device]
 
   def _build_unified(self) -> UnifiedTensor:
-    device = self.device if self.device is not None else torch.cuda.current_device()
+    device = self.gpu_index()
     group = self.device_group(device)
     rows = self.feature_tensor.size(0)
     hot = int(rows * self.split_ratio)
@@ -370,14 +370,20 @@ class Feature:
     feature._host_table, feature._host_id2index = table, host_id2index
     return feature
 
-  def share_ipc(self) -> FeatureShareHandle:
+  def gpu_index(self) -> int:
+    """The GPU the table is (or would be) placed for: ``device``, else the
+    current one (GPU path only)."""
+    return self.device if self.device is not None else torch.cuda.current_device()
+
+  def share_ipc(self, gpu_parts: bool = True) -> FeatureShareHandle:
     """Moves the table to shared memory; returns a picklable handle: the
     host-shared table's where the platform has them (so that the receiving
     process can share it on with its peers of this host), else torch's
     shared memory. A table placed for the GPU hands over its GPU parts and
     id map too, as the CUDA IPC handles of the process that placed them
     (``CudaIpcTensor``), this one or the one it came from: every process it
-    reaches reads the same hot rows and map."""
+    reaches reads the same hot rows and map (unless ``gpu_parts`` is False:
+    for a process that does not read them, which then opens nothing)."""
     if host_sharing_available():
       tables = self.host_share()
     else:
@@ -386,14 +392,16 @@ class Feature:
         self.id2index.share_memory_()
       tables = (self.feature_tensor, self.id2index)
     # the receiver reads the rows after them from the table it maps
-    gpu_parts, gpu_id2index = self._shared_unified, self._shared_id2index
-    if gpu_parts is None and self._unified is not None:
-      gpu_parts = [(CudaIpcTensor(part), gpu) for part, gpu in self._unified.gpu_parts()]
-    if gpu_id2index is None and self._gpu_id2index is not None:
-      gpu_id2index = (CudaIpcTensor(self._gpu_id2index), self._gpu_id2index.device.index)
+    parts, id2index = self._shared_unified, self._shared_id2index
+    if parts is None and self._unified is not None:
+      parts = [(CudaIpcTensor(part), gpu) for part, gpu in self._unified.gpu_parts()]
+    if id2index is None and self._gpu_id2index is not None:
+      id2index = (CudaIpcTensor(self._gpu_id2index), self._gpu_id2index.device.index)
+    if not gpu_parts:
+      parts = id2index = None
     return FeatureShareHandle(
-      tables, self.split_ratio, self.device_group_list, self.device, self.with_gpu, gpu_parts,
-      gpu_id2index,
+      tables, self.split_ratio, self.device_group_list, self.device, self.with_gpu, parts,
+      id2index,
     )  # fmt: skip
 
   @classmethod
@@ -412,10 +420,12 @@ class Feature:
     """``share_ipc``'s handle for another process of this host that gathers
     on GPU ``gpu`` (None: on none): a table for that GPU is placed first
     (``place_on_gpu``), so that the process reads its GPU parts and id map
-    by CUDA IPC rather than placing copies of its own."""
-    if gpu is not None:
+    by CUDA IPC rather than placing copies of its own; a table for another
+    GPU (or none) hands over none."""
+    for_it = gpu is not None and self.with_gpu and self.gpu_index() == gpu
+    if for_it:
       self.place_on_gpu(gpu)
-    return self.share_ipc()
+    return self.share_ipc(gpu_parts=for_it)
 
   def place_on_gpu(self, device: int) -> None:
     """Places the table for GPU ``device`` now, where it is for that GPU:
@@ -424,7 +434,7 @@ class Feature:
     handed to next read its GPU parts by CUDA IPC (``share_ipc``)."""
     if not self.with_gpu:
       return
-    if (self.device if self.device is not None else torch.cuda.current_device()) != device:
+    if self.gpu_index() != device:
       return
     if host_sharing_available():
       self.host_share()
@@ -440,7 +450,7 @@ class Feature:
       if self._unified is not None:
         return  # placed by another thread meanwhile
       if self._shared_unified is not None:
-        device = self.device if self.device is not None else torch.cuda.current_device()
+        device = self.gpu_index()
         parts = [(part.tensor, gpu) for part, gpu in self._shared_unified]
         hot = sum(part.size(0) for part, _ in parts)
         cold = self.feature_tensor[hot:] if hot < self.feature_tensor.size(0) else None

@@ -445,7 +445,7 @@ class Graph:
   def edge_count(self) -> int:
     return self.topo.edge_count
 
-  def share_ipc(self):
+  def share_ipc(self, gpu_copy: bool = True):
     """Moves the topology to shared memory; returns a picklable handle: the
     host-shared topology's where the platform has them (so that the
     receiving process can share it on with its peers of this host), else
@@ -453,9 +453,10 @@ class Graph:
     hands over its GPU copy too, as the CUDA IPC handle of the process that
     placed it (``CudaIpcTensor``), whether that is this one or the one it
     came from: a receiver sampling on the same GPU reads that copy rather
-    than placing one of its own, and hands it on in turn."""
+    than placing one of its own, and hands it on in turn (unless
+    ``gpu_copy`` is False: for a receiver that does not read it)."""
     fresh = self._placed_from is self.topo.indptr  # placed here, or received, for these rows
-    gpu = self._gpu_copy if fresh else None
+    gpu = self._gpu_copy if fresh and gpu_copy else None
     if host_sharing_available():
       topo = self.topo.host_share()
     else:

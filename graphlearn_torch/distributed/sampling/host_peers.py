@@ -76,11 +76,14 @@ def _map(handles: Optional[FeatureHandles]) -> Optional[Features]:
 def share_graphs(graphs: Dict[EdgeType, Graph], gpu: Optional[int]) -> Dict[EdgeType, GraphHandle]:
   r"""The handles of ``graphs`` for a process that samples on GPU ``gpu``
   (None: on the CPU): a 'CUDA' graph of that GPU is placed there first, so
-  that the process reads its GPU copy by CUDA IPC."""
-  if gpu is not None:
-    for g in graphs.values():
+  that the process reads its GPU copy by CUDA IPC; others hand over none."""
+  handles = {}
+  for etype, g in graphs.items():
+    for_it = gpu is not None and g.mode == 'CUDA' and g.device == gpu
+    if for_it:
       g.place_on_gpu(gpu)
-  return {etype: g.share_ipc() for etype, g in graphs.items()}
+    handles[etype] = g.share_ipc(gpu_copy=for_it)
+  return handles
 
 
 def map_topologies(
@@ -205,10 +208,11 @@ class HostPeers:
     if not share_host_partitions():
       return []
     sample_here, gpu = sampling_gpu(self.graphs)
+    # GPU copies only from the first holder of each partition: its answer is mapped
     asked = {
       p: [
-        (worker, rpc_request_async(worker, self._callee_id, (boot_id(), gpu)))
-        for worker in router.partition2workers[p]
+        (worker, rpc_request_async(worker, self._callee_id, (boot_id(), None if i else gpu)))
+        for i, worker in enumerate(router.partition2workers[p])
       ]
       for p in range(self.num_partitions)
       if p != self.partition_idx
