@@ -2,6 +2,7 @@
 
 import copy
 import logging
+import threading
 from dataclasses import dataclass
 from multiprocessing.reduction import ForkingPickler
 from typing import Dict, Literal, NamedTuple, Optional, Tuple
@@ -15,7 +16,7 @@ from ..utils.host_share import HostSharedTensor, HostTensorHandle, host_sharing_
 from ..utils.huge_pages import converted, gathered
 from ..utils.memory import check_room_for_rows
 from ..utils.tensor import convert_to_tensor
-from ..utils.topo import lowest_time, ptr2ind, row_max_times
+from ..utils.topo import index_dtype, lowest_time, ptr2ind, row_max_times
 from .edge_input import as_index, coo_edges
 from .unified_tensor import host_view
 
@@ -53,18 +54,6 @@ class TopologyHostHandle:
   def pid(self) -> int:
     """The process that holds the tensors open (the one that made the handle)."""
     return self.indptr.pid
-
-
-def index_dtype(num_edges: int, num_cols: int) -> torch.dtype:
-  """The dtype a Topology stores ``indptr`` and ``indices`` in: int32 when
-  every entry fits (at most 2^31 - 1 edges and columns), else int64.
-
-  Args:
-    num_edges: the number of edges (``indptr``'s last entry).
-    num_cols: the number of columns (``indices`` lie below it).
-  """
-  int32_max = torch.iinfo(torch.int32).max
-  return torch.int32 if num_edges <= int32_max and num_cols <= int32_max else torch.int64
 
 
 _TENSORS = ('indptr', 'indices', 'edge_ids', 'edge_weights', 'edge_time', 'row_max_time')
@@ -368,11 +357,18 @@ class Graph:
     self._placed_from: Optional[torch.Tensor] = None
     # the placed 'CUDA' copy as other processes get it (CUDA IPC, see share_ipc)
     self._gpu_copy: Optional[Tuple[Optional[CudaIpcTensor], ...]] = None
+    self._placing = threading.Lock()
 
   @property
   def sampling_device(self) -> torch.device:
     """Where the sampling kernels run over this graph."""
     return torch.device('cpu') if self.mode == 'CPU' else torch.device('cuda', self.device)
+
+  def __getstate__(self):
+    return {k: v for k, v in self.__dict__.items() if k != '_placing'}
+
+  def __setstate__(self, state):
+    self.__dict__.update(state, _placing=threading.Lock())
 
   def set_device(self, device: int) -> None:
     """Samples on GPU ``device`` from now on (a 'CPU' graph stays where it
@@ -397,11 +393,17 @@ class Graph:
     'CPU' mode, copies in GPU memory in 'CUDA' mode, views of pinned host
     memory in 'ZERO_COPY' mode."""
     topo = self.topo
-    if self._placed is None and self._gpu_copy is not None and self._placed_from is topo.indptr:
+    if self._placed is None or self._placed_from is not topo.indptr:
+      with self._placing:  # a peer of this host may ask for it meanwhile (HostPeers)
+        if self._placed is None or self._placed_from is not topo.indptr:
+          self._place(topo)
+    return self._placed
+
+  def _place(self, topo: Topology) -> None:
+    if self._gpu_copy is not None and self._placed_from is topo.indptr:
       # another process's copy (from_ipc_handle), opened on first use
       self._placed = DeviceTopology(*(c.tensor if c is not None else None for c in self._gpu_copy))
-    if self._placed is not None and self._placed_from is topo.indptr:
-      return self._placed
+      return
     tensors = (
       topo.indptr,
       topo.indices,
@@ -422,7 +424,6 @@ class Graph:
       if self.mode == 'CUDA'
       else None
     )
-    return self._placed
 
   def _zero_copy(self, t: torch.Tensor) -> torch.Tensor:
     return host_view(t, self.device)

@@ -10,6 +10,18 @@ from .memory import check_room_for_rows
 CompressedEdges = Tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor], Optional[torch.Tensor]]
 
 
+def index_dtype(num_edges: int, num_cols: int) -> torch.dtype:
+  """The dtype a Topology stores ``indptr`` and ``indices`` in: int32 when
+  every entry fits (at most 2^31 - 1 edges and columns), else int64.
+
+  Args:
+    num_edges: the number of edges (``indptr``'s last entry).
+    num_cols: the number of columns (``indices`` lie below it).
+  """
+  int32_max = torch.iinfo(torch.int32).max
+  return torch.int32 if num_edges <= int32_max and num_cols <= int32_max else torch.int64
+
+
 def ptr2ind(ptr: torch.Tensor) -> torch.Tensor:
   """The row of every entry of a compressed index pointer: ``[0, 2, 3]`` -> ``[0, 0, 1]``."""
   counts = ptr[1:] - ptr[:-1]
