@@ -176,6 +176,9 @@ def test_rows_of_partitions_held_elsewhere_are_placeholders_then_fetched(harness
     maps[p][own[p]] = torch.arange(own[p].numel())
   held = [True, False, True]
   counts = [own[0].numel(), 0, own[2].numel()]
+  bad = book.clone()
+  bad[7] = 3  # an entry naming no partition: no row, not a placeholder
+  assert combined_row_map(bad, maps, counts, held)[7] == -1
   rows = combined_row_map(book, maps, counts, held)
   assert bool((rows >= 0).all()), 'an id held elsewhere reads a placeholder, not -1'
   ids = torch.randint(0, 40, (300,), generator=g)

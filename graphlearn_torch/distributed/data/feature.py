@@ -43,12 +43,13 @@ def combined_row_map(
     held: whether each partition's table is among them (default: all).
   """
   ids = torch.arange(book.numel(), device=book.device)
-  out = torch.zeros(book.numel(), dtype=torch.int64, device=book.device)
+  out = torch.full((book.numel(),), -1, dtype=torch.int64, device=book.device)
   first = 0
   for p, (row_map, count) in enumerate(zip(row_maps, row_counts)):
-    if held is not None and not held[p]:
-      continue
     owned = ids[book == p]
+    if held is not None and not held[p]:
+      out[owned] = 0
+      continue
     if isinstance(row_map, OffsetId2Index):
       rows = row_map[owned]
     else:
