@@ -139,11 +139,11 @@ class DistNeighborSampler:
     )
 
   def _hop_engine(self) -> MultiHopSampler:
-    r"""The engine a batch's hops run on: on the GPU where the service draws
-    every partition's hops there in one call (the draws and the inducer
-    then stay on it, as on one machine), for batches with no times, no
-    disjoint keys and no induced edges; else on the CPU, where hops drawn
-    apart meet."""
+    r"""The engine a batch's hops run on: on the service's ``hop_device``
+    (the GPU this partition samples on: the draws and the inducer stay
+    there, peers' pieces over RPC moved there), for batches with no times,
+    no disjoint keys and no induced edges; else on the CPU, where hops
+    drawn apart meet."""
     device = self.service.hop_device
     if self.temporal is not None or self.disjoint or self.subgraph_type == 'induced':
       device = torch.device('cpu')
