@@ -392,13 +392,13 @@ class Feature:
         self.id2index.share_memory_()
       tables = (self.feature_tensor, self.id2index)
     # the receiver reads the rows after them from the table it maps
-    parts, id2index = self._shared_unified, self._shared_id2index
-    if parts is None and self._unified is not None:
-      parts = [(CudaIpcTensor(part), gpu) for part, gpu in self._unified.gpu_parts()]
-    if id2index is None and self._gpu_id2index is not None:
-      id2index = (CudaIpcTensor(self._gpu_id2index), self._gpu_id2index.device.index)
-    if not gpu_parts:
-      parts = id2index = None
+    parts = id2index = None
+    if gpu_parts:
+      parts, id2index = self._shared_unified, self._shared_id2index
+      if parts is None and self._unified is not None:
+        parts = [(CudaIpcTensor(part), gpu) for part, gpu in self._unified.gpu_parts()]
+      if id2index is None and self._gpu_id2index is not None:
+        id2index = (CudaIpcTensor(self._gpu_id2index), self._gpu_id2index.device.index)
     return FeatureShareHandle(
       tables, self.split_ratio, self.device_group_list, self.device, self.with_gpu, parts,
       id2index,

@@ -184,13 +184,15 @@ class DistFeature:
 
     return then(torch.futures.collect_all([fut for *_, fut in remote]), rows)
 
-  def _gpu_table(self, input_type: TypeKey, device: torch.device) -> Optional[GpuTable]:
-    r"""The tables of the partitions held here as one on GPU ``device``
-    (made once for those partitions), where each is read by that GPU
-    (``Feature.with_gpu``), the book is a tensor and a gather takes all
-    their parts; an id of another partition reads row 0 (``combined_row_map``:
-    its row is fetched over RPC and put in its place). Else None."""
-    held = [self._held_feature(p, input_type) for p in range(self.num_partitions)]
+  def _gpu_table(
+    self, input_type: TypeKey, device: torch.device, held: List[Optional[Feature]]
+  ) -> Optional[GpuTable]:
+    r"""The tables of the partitions held here (``held``: each partition's
+    Feature, or None) as one on GPU ``device`` (made once for those
+    partitions), where each is read by that GPU (``Feature.with_gpu``), the
+    book is a tensor and a gather takes all their parts; an id of another
+    partition reads row 0 (``combined_row_map``: its row is fetched over RPC
+    and put in its place). Else None."""
     is_held = [f is not None for f in held]
     key = (input_type, device, tuple(is_held))  # peers' tables may be mapped later
     if key in self._gpu_tables:
@@ -244,14 +246,16 @@ class DistFeature:
     checks of their ids are left in ``checks`` where given (a batch's, read
     once), else read here."""
     # (a local_only lookup reads its own table alone: no placeholder rows)
-    table = None if self.local_only or not ids.is_cuda else self._gpu_table(input_type, ids.device)
+    table = None
+    if ids.is_cuda and not self.local_only:
+      held = [self._held_feature(p, input_type) for p in range(self.num_partitions)]
+      table = self._gpu_table(input_type, ids.device, held)
     if table is not None:
       own = checks is None
       checks = GatherChecks() if own else checks
       rows = self._gpu_rows(ids, table, checks)
       if own:
         checks.raise_first()
-      held = [self._held_feature(p, input_type) for p in range(self.num_partitions)]
       if all(feature is not None for feature in held):
         return completed(rows)
       return self._with_remote_rows(rows, ids, input_type)
