@@ -8,6 +8,7 @@ import signal
 import sys
 import tempfile
 from pathlib import Path
+from typing import List
 
 import numpy as np
 import pytest
@@ -46,6 +47,26 @@ def pytest_unconfigure(config):
     shutil.rmtree(config.session_tmpdir)
   except OSError as error:  # a process the session left behind still writing there
     logging.getLogger(__name__).warning('could not remove %s: %s', config.session_tmpdir, error)
+
+
+class Said(logging.Handler):
+  r"""Keeps the messages logged through it."""
+
+  def __init__(self):
+    super().__init__(logging.INFO)
+    self.messages: List[str] = []
+
+  def emit(self, record: logging.LogRecord) -> None:
+    self.messages.append(record.getMessage())
+
+
+def said_by_the_library() -> Said:
+  r"""What this library logs at INFO from now on (in a spawned process)."""
+  said = Said()
+  library = logging.getLogger('graphlearn_torch')
+  library.setLevel(logging.INFO)
+  library.addHandler(said)
+  return said
 
 
 def random_edges(num_src: int, num_dst: int, num_edges: int, seed: int) -> torch.Tensor:

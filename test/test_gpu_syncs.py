@@ -12,7 +12,7 @@ from typing import Callable, List
 
 import pytest
 import torch
-from conftest import random_edges
+from conftest import random_edges, said_by_the_library
 from torch_geometric.data import Data
 
 from graphlearn_torch._ext import cuda_kernels_available
@@ -165,6 +165,7 @@ def count_dist_batch_syncs(rank, port, sampling_port, root, results):
   from graphlearn_torch.sampler.schema import RandomStream
 
   dist = glt.distributed
+  said = said_by_the_library()
   try:
     dist.init_worker_group(2, rank, 'trainer')
     load = dict(graph_mode='ZERO_COPY', feature_with_gpu=True, device=0, split_ratio=0.5)
@@ -197,7 +198,7 @@ def count_dist_batch_syncs(rank, port, sampling_port, root, results):
         syncs = host_syncs(lambda run=run: run(2))
         where.append(sorted({f'{w.filename}:{w.lineno}' for w in syncs}))
         count = (count or ()) + (len(syncs),)
-      count = (count, where)
+      count = (count, where, said.messages)
     dist.shutdown_rpc()
     results.put((rank, 'ok', count))
   except Exception:
@@ -224,7 +225,10 @@ def test_a_distributed_batch_over_a_hosts_partitions_syncs_once(tmp_path):
   reports = sorted(run_spawned(procs, results, 180))
   for rank, status, _ in reports:
     assert status == 'ok', f'rank {rank}:\n{status}'
-  (batch_syncs, message_syncs), where = reports[0][2]
+  (batch_syncs, message_syncs), where, said = reports[0][2]
+  # the paths the library says it takes: the one-call ones, no fallback
+  assert "partition 0 draws its batches on cuda:0 in one call over this host's 2 partitions" in said
+  assert 'features of ids on cuda:0: gathered there in one call from partitions [0, 1]' in said
   assert batch_syncs <= 1, f'{batch_syncs} host syncs in a 2-hop distributed batch, at: {where[0]}'
   # the batch's, and the feature and label gathers' checks (as one machine's)
   assert message_syncs <= 2, f'{message_syncs} host syncs in a message, at: {where[1]}'

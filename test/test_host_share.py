@@ -13,6 +13,7 @@ import traceback
 
 import pytest
 import torch
+from conftest import said_by_the_library
 
 import graphlearn_torch as glt
 from graphlearn_torch.data.feature import FeatureHostHandle
@@ -400,6 +401,7 @@ def one_call_worker(rank, port, root, hetero, queue):
     from graphlearn_torch.distributed.sampling.neighbor_sampler import DistNeighborSampler
     from graphlearn_torch.sampler import NodeSamplerInput, SamplingType
 
+    said = said_by_the_library()
     ds, service = host_partition(rank, port, root, '1')
     g = torch.Generator().manual_seed(rank)
     if hetero:
@@ -427,7 +429,7 @@ def one_call_worker(rank, port, root, hetero, queue):
       for batch in batches[1:]
     ]
     dist.barrier()
-    queue.put((rank, 'ok', (one_call_here, equal, len(batches[0]))))
+    queue.put((rank, 'ok', (one_call_here, equal, len(batches[0]), said.messages)))
   except Exception:
     queue.put((rank, traceback.format_exc(), None))
   finally:
@@ -438,9 +440,11 @@ def one_call_worker(rank, port, root, hetero, queue):
 def test_one_call_hops_give_the_stitched_pieces(tmp_path, hetero):
   for rank, status, found in run_on_two_partitions(str(tmp_path), hetero, one_call_worker, hetero):
     assert status == 'ok', f'rank {rank}:\n{status}'
-    here, equal, num_fields = found
+    here, equal, num_fields, said = found
     assert here == [True, True], 'both partitions are on this host'
     # the stitched pieces, GLT's sampler's returned batch and its sent batch
     # are each the one-call batch
     assert equal == [True, True, True], f'rank {rank}: {equal}'
     assert num_fields > 4
+    on_cpu = 'hop by hop on cpu (the partition samples on the CPU)'
+    assert f'partition {rank} draws its batches {on_cpu}' in said, said

@@ -2,6 +2,7 @@
 those of partitions held on this host read from their shared memory, and the
 others fetched from their partitions in one request each."""
 
+import logging
 from typing import Dict, List, Optional, Tuple, Union
 
 import torch
@@ -18,6 +19,7 @@ from ..runtime.rpc import RpcCalleeBase, RpcDataPartitionRouter, rpc_register, r
 TypeKey = Optional[Union[NodeType, EdgeType]]
 Features = Union[Feature, Dict[Union[NodeType, EdgeType], Feature]]
 RowMap = Union[None, torch.Tensor, OffsetId2Index]
+logger = logging.getLogger(__name__)
 GpuTable = Tuple[List[torch.Tensor], torch.Tensor]
 r"""Every partition's table as one: their parts one after another, and the
 row of each id among them (``combined_row_map``)."""
@@ -195,20 +197,36 @@ class DistFeature:
     and put in its place). Else None."""
     is_held = [f is not None for f in held]
     key = (input_type, device, tuple(is_held))  # peers' tables may be mapped later
-    if key in self._gpu_tables:
-      return self._gpu_tables[key]
-    ours = [f for f in held if f is not None]
-    table = None
-    if all(f.with_gpu and f.device in (None, device.index) for f in ours):
-      book = self._book(input_type).lookup_tensor(device)
-      placed = [f.gpu_table() if f is not None else ([], None) for f in held]
-      parts = [part for part_list, _ in placed for part in part_list]
-      counts = [sum(part.size(0) for part in part_list) for part_list, _ in placed]
-      if book is not None and 0 < len(parts) <= MAX_PARTS and sum(counts) > 0:
-        row_map = combined_row_map(book, [rows for _, rows in placed], counts, is_held)
-        table = (parts, row_map)
-    self._gpu_tables[key] = table
-    return table
+    if key not in self._gpu_tables:
+      table, reason = self._combined_gpu_table(input_type, device, held)
+      self._gpu_tables[key] = table
+      what = 'features' if input_type is None else f'{input_type!r} features'
+      local = [p for p, f in enumerate(held) if f is not None]
+      if table is None:
+        logger.info('%s of ids on %s: gathered in host memory (%s)', what, device, reason)
+      else:
+        logger.info(
+          '%s of ids on %s: gathered there in one call from partitions %s%s', what, device, local,
+          '' if len(local) == len(held) else ', the others over RPC',
+        )  # fmt: skip
+    return self._gpu_tables[key]
+
+  def _combined_gpu_table(
+    self, input_type: TypeKey, device: torch.device, held: List[Optional[Feature]]
+  ) -> Tuple[Optional[GpuTable], str]:
+    r"""``_gpu_table``'s table, made, or None and why not."""
+    if not all(f.with_gpu and f.device in (None, device.index) for f in held if f is not None):
+      return None, f'a table held here is not read by {device}'
+    book = self._book(input_type).lookup_tensor(device)
+    if book is None:
+      return None, 'the partition book has no tensor form'
+    placed = [f.gpu_table() if f is not None else ([], None) for f in held]
+    parts = [part for part_list, _ in placed for part in part_list]
+    counts = [sum(part.size(0) for part in part_list) for part_list, _ in placed]
+    if not 0 < len(parts) <= MAX_PARTS or sum(counts) == 0:
+      return None, f'the tables held here have {len(parts)} parts (at most {MAX_PARTS}, some rows)'
+    is_held = [f is not None for f in held]
+    return (parts, combined_row_map(book, [rows for _, rows in placed], counts, is_held)), ''
 
   def _gpu_rows(self, ids: torch.Tensor, table: GpuTable, checks: GatherChecks) -> torch.Tensor:
     r"""The rows of ``ids`` (on a GPU) gathered on that GPU in one call from

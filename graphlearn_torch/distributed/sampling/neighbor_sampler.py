@@ -10,6 +10,7 @@ them into channel messages (``sources.messages``).
 """
 
 import asyncio
+import logging
 from typing import Dict, Literal, Optional, Union
 
 import torch
@@ -35,6 +36,8 @@ from ..data.dataset import DistDataset
 from .partition_service import PartitionService
 
 _EDGE_STRATEGY = {'out': 'by_src', 'in': 'by_dst'}
+
+logger = logging.getLogger(__name__)
 
 
 def check_edge_dir(data: DistDataset, edge_dir: str) -> None:
@@ -125,6 +128,7 @@ class DistNeighborSampler:
     self.engine = self._engine(torch.device('cpu'))  # link, subgraph and induced steps
     self._hop_engines = {self.engine.sample_device: self.engine}
     self._partitions = self._host_partitions()
+    self._paths_logged = set()  # _log_path
 
   def _engine(self, sample_device: torch.device) -> MultiHopSampler:
     r"""An engine that samples, and outputs, on ``sample_device``."""
@@ -174,12 +178,38 @@ class DistNeighborSampler:
     r"""The draws of a batch over the host's partitions in one call
     (``LocalDraws``), where ``engine`` samples on their GPU and every fanout
     has a bound; else None: the hops are asked for one by one."""
-    if self._partitions is None or engine.sample_device.type != 'cuda':
-      return None
-    if any(k < 0 for fanout in engine.fanouts.values() for k in fanout):
+    reason = self._hop_by_hop_reason(engine)
+    self._log_path(engine.sample_device, reason)
+    if reason is not None:
       return None
     self.service.host_peers.check()
     return LocalDraws({}, random, self.with_edge, self.with_weight, partitions=self._partitions)
+
+  def _hop_by_hop_reason(self, engine: MultiHopSampler) -> Optional[str]:
+    r"""Why ``engine``'s batches are not drawn over the host's partitions
+    in one call, or None where they are."""
+    service = self.service
+    if engine.sample_device.type != 'cuda':
+      if service.hop_device.type == 'cuda':
+        return 'temporal, disjoint and induced batches meet on the CPU'
+      return 'the partition samples on the CPU'
+    if not service.draws_hops_in_one_call:
+      return 'partitions on other hosts answer their hops over RPC'
+    if self._partitions is None:
+      return 'a partition book has no tensor form to read on the GPU'
+    if any(k < 0 for fanout in engine.fanouts.values() for k in fanout):
+      return 'a fanout of -1 leaves the hops unbounded'
+    return None
+
+  def _log_path(self, device: torch.device, reason: Optional[str]) -> None:
+    r"""Says (INFO, once a path) how this sampler's batches are drawn."""
+    if reason is None:
+      path = f"on {device} in one call over this host's {self.num_partitions} partitions"
+    else:
+      path = f'hop by hop on {device} ({reason})'
+    if path not in self._paths_logged:
+      self._paths_logged.add(path)
+      logger.info('partition %d draws its batches %s', self.partition_idx, path)
 
   @classmethod
   def from_config(
