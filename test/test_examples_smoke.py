@@ -207,6 +207,12 @@ def test_worker_mode_smoke_with_gpu_flags(tmp_path, graph_mode):
     '--test_loader_master_port', ports[2], *gpu_flags(graph_mode),
   )  # fmt: skip
   check_gpu_flags(out, graph_mode)
+  # the sampling processes log as their trainers do, and say how they draw
+  if cuda_kernels_available():
+    drawn = "draws its batches on cuda:0 in one call over this host's 2 partitions"
+  else:
+    drawn = 'draws its batches hop by hop on cpu (the partition samples on the CPU)'
+  assert drawn in out, out[-4000:]
   assert_quiet(out)  # no torch.distributed deprecation warning from the RPC start-up
   assert out.count('max/mean') == 1, 'the partition summary, once'
   assert final(r'final test accuracy ([0-9.]+)', out) > 0.3, 'well above chance (8 classes)'

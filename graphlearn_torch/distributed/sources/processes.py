@@ -18,6 +18,7 @@ from typing import Callable, Dict, List, Optional
 import torch
 
 from ...channel import ChannelBase, ChannelClosedError, QueueTimeoutError
+from ...utils.log_setup import LogSetup
 from ...utils.process_payload import pickled_for_process
 from ...utils.spawn import fork_server_context
 from ..data.dataset import DistDataset
@@ -137,6 +138,7 @@ class SamplingProcesses:
             status_writer,
             os.getpid(),
             dict(os.environ),
+            LogSetup.of_this_process(),
             # a forked process closes its owner's ends of the pipes it inherited
             [*self.tasks, task_writer, *self.status, status_reader] if forked else [],
           ),

@@ -41,6 +41,7 @@ from ...channel import (
 from ...sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
 from ...sampler.schema import RandomStream
 from ...utils.host_share import HostShareError, ProcessWatch
+from ...utils.log_setup import LogSetup
 from ...utils.spawn import adopt_environment
 from ..data.dataset import DistDataset
 from ..runtime.context import init_worker_group
@@ -341,18 +342,21 @@ def run_sampling_process(
   status: Connection,
   parent_pid: int,
   environment: Dict[str, str],
+  log_setup: LogSetup,
   trainer_ends: List[Connection],
 ) -> None:
   r"""A sampling process: samples the batches its owner (a trainer or a
   server) hands it, for ``producers`` and those created later, into the
   owner's channel; reports start-up, the end of each epoch's sampling and
   start-up failures on ``status``. It runs in ``environment``, its owner's
-  (a fork server's children start in the server's). A process forked from
-  its owner closes ``trainer_ends``, the owner's ends of the pipes it
-  inherited, so that its pipe reports the owner's end closed."""
+  (a fork server's children start in the server's), and logs as its owner
+  does (``log_setup``). A process forked from its owner closes
+  ``trainer_ends``, the owner's ends of the pipes it inherited, so that its
+  pipe reports the owner's end closed."""
   for end in trainer_ends:
     end.close()
   adopt_environment(environment)
+  log_setup.apply()
   trainer_exited = watch_trainer(parent_pid)
   torch.set_num_threads(1)
   loop = None
