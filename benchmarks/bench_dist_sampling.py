@@ -57,6 +57,7 @@ after the first runs at.
 """
 
 import argparse
+import logging
 import multiprocessing
 import os
 import queue
@@ -221,6 +222,10 @@ def time_loader(data, node_pb, rank: int, options, batches: int, to_device=None,
 
 def trainer(rank, root, mode, num_workers, ports, batches, results, share, gpu):
   os.environ['GLT_SHARE_HOST_PARTITIONS'] = '1' if share else '0'  # its samplers inherit it
+  # the library's INFO lines (how batches are drawn and rows gathered) on
+  # stderr, from its sampling processes too
+  logging.basicConfig(level=logging.WARNING, format=f'[trainer {rank}] %(message)s')
+  logging.getLogger('graphlearn_torch').setLevel(logging.INFO)
   torch.set_num_threads(1)
   dist = glt.distributed
   dist.init_worker_group(2, rank, 'bench')
