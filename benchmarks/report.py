@@ -180,7 +180,9 @@ TUNING = """## Tuning
   draw; from 4 threads on, those it has not numbered when the draws end are
   numbered by every thread (`GLT_PARALLEL_INSERT_THREADS=n` moves that
   threshold; `bash tools/gpu_check.sh cpu-profile` profiles both ways at 4
-  to 16 threads).
+  to 16 threads). Idle helper threads spin 20 us before they sleep
+  (`GLT_WORKER_SPIN_US=n` moves it: where sleeping threads wake slowly, as a
+  virtual machine's idle cores can, spinning across a batch's hops may pay).
 - **Topologies.** A `Topology` stores int32 indices where the graph fits,
   which halves its memory and its random reads; keep the default.
 - **Huge pages.** What the CPU sampler reads at random (a `Topology`'s

@@ -245,3 +245,37 @@ def test_concat_names_bad_input():
     torch.ops.glt.concat([torch.zeros(2), torch.zeros(2, 2)])
   with pytest.raises(ValueError, match='one dtype'):
     torch.ops.glt.concat([torch.zeros(2), torch.zeros(2, dtype=torch.int64)])
+
+
+SLEEPY_BATCH = """
+import torch
+from graphlearn_torch.data import Dataset
+from graphlearn_torch.sampler import NeighborSampler, NodeSamplerInput
+torch.set_num_threads(4)
+g = torch.Generator().manual_seed(3)
+ei = torch.randint(0, 20_000, (2, 400_000), generator=g)
+ds = Dataset(edge_dir='out')
+ds.init_graph(ei, graph_mode='CPU', num_nodes=20_000)
+for _ in range(3):
+  sampler = NeighborSampler(ds.graph, [10, 5, 3], device='cpu', with_edge=True, seed=7)
+  out = sampler.sample_from_nodes(NodeSamplerInput(torch.arange(0, 20_000, 5)))
+  print([int(t.sum()) for t in (out.node, out.row, out.col, out.edge)], out.num_sampled_nodes)
+"""
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize('spin_us', ['0', '100000'])
+def test_helpers_that_sleep_at_once_or_spin_long_give_the_same_batches(graph, spin_us):
+  r"""GLT_WORKER_SPIN_US=0: idle helpers sleep at once, so every loop wakes
+  them (the pool's sleep and wake path); 100 ms: they never sleep between
+  loops. Either way, at 4 threads, the batches of one thread."""
+  torch.set_num_threads(1)
+  expected = sample(graph, SEEDS)
+  sums = [int(t.sum()) for t in (expected.node, expected.row, expected.col, expected.edge)]
+  line = f'{sums} {expected.num_sampled_nodes}'
+  env = {**os.environ, 'GLT_WORKER_SPIN_US': spin_us}
+  out = subprocess.run(
+    [sys.executable, '-c', SLEEPY_BATCH], env=env, capture_output=True, text=True, timeout=240
+  )
+  assert out.returncode == 0, out.stderr
+  assert out.stdout.split('\n')[:3] == [line] * 3, out.stdout

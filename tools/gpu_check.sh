@@ -35,13 +35,16 @@
 #              row alignment (not in the default list)
 #   train      benchmarks/bench_gpu_train.py $TRAIN_ARGS (not in the default list)
 #   threads    benchmarks/bench_sampler.py --threads 1 2 4 8 16 (best of 3): the CPU sampler's
-#              scaling on the machine's cores (not in the default list)
+#              scaling on the machine's cores; 8 and 16 again with helpers spinning 1 ms
+#              (GLT_WORKER_SPIN_US=1000), in LOGS/threads_spinning (not in the default list)
 #   cpu-profile  tools/profile_cpu_sampler.py: the CPU sampler under perf at 1, 2, 4, 8
 #              and 16 threads, the top symbols by self time of each in
 #              LOGS/cpu_profile/default/perf_t<threads>.txt; again at 4, 8 and 16 with
 #              each hop's nodes inserted by one thread beside the draws alone, none
 #              left to every thread after them (GLT_PARALLEL_INSERT_THREADS=1024), in
-#              LOGS/cpu_profile/overlapped_insert (not in the default list)
+#              LOGS/cpu_profile/overlapped_insert; at 8 and 16 with idle helper threads
+#              spinning 1 ms before they sleep (GLT_WORKER_SPIN_US=1000: across a batch's
+#              hops), in LOGS/cpu_profile/spinning (not in the default list)
 #   dist       benchmarks/bench_dist_sampling.py --gpu 0 $DIST_ARGS (not in the default list; its METIS
 #              partitioning needs pymetis: carry its wheel; 540 s unless TIMEOUT_dist says;
 #              DIST_ARGS='--cache_ratio 0' leaves out the cache rows and their partitioning)
@@ -190,13 +193,17 @@ stage_train() {
 
 stage_threads() {
   "$PY" benchmarks/bench_sampler.py --threads 1 2 4 8 16 --rounds 3 --batches 120 --tables threads \
-    "${RESULTS[@]}"
+    "${RESULTS[@]}" &&
+    GLT_WORKER_SPIN_US=1000 "$PY" benchmarks/bench_sampler.py --threads 8 16 --rounds 3 \
+      --batches 120 --tables threads --results "$LOGS/threads_spinning" --results-suffix _gpu
 }
 
 stage_cpu_profile() {
   "$PY" tools/profile_cpu_sampler.py --threads 1 2 4 8 16 --out "$LOGS/cpu_profile/default" &&
     GLT_PARALLEL_INSERT_THREADS=1024 "$PY" tools/profile_cpu_sampler.py --threads 4 8 16 \
-      --out "$LOGS/cpu_profile/overlapped_insert"
+      --out "$LOGS/cpu_profile/overlapped_insert" &&
+    GLT_WORKER_SPIN_US=1000 "$PY" tools/profile_cpu_sampler.py --threads 8 16 --seconds 5 \
+      --out "$LOGS/cpu_profile/spinning"
 }
 
 stage_dist() {

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -20,8 +21,20 @@ namespace {
 // How long an idle thread spins before it sleeps: long enough to catch the
 // next loop of the same hop (microseconds apart), short enough that a thread
 // between hops leaves its core to whoever needs it (20 us: chosen by timing
-// the sampler quiet and beside busy processes).
-constexpr auto kSpin = std::chrono::microseconds(20);
+// the sampler quiet and beside busy processes). GLT_WORKER_SPIN_US (read
+// once) moves it, for machines whose sleeping threads wake slowly (a
+// virtual machine's idle cores), where helpers spinning across a batch's
+// hops may sample faster.
+constexpr int64_t kDefaultSpinUs = 20;
+
+std::chrono::microseconds spin_time() {
+  static const std::chrono::microseconds spin = [] {
+    const char* value = std::getenv("GLT_WORKER_SPIN_US");
+    const long long parsed = value ? std::atoll(value) : -1;
+    return std::chrono::microseconds(parsed >= 0 ? parsed : kDefaultSpinUs);
+  }();
+  return spin;
+}
 // Pauses between two reads of the clock while spinning.
 constexpr int kPausesPerClockRead = 32;
 
@@ -33,10 +46,10 @@ inline void cpu_pause() {
 #endif
 }
 
-// Spins until done() or kSpin has passed; returns done().
+// Spins until done() or spin_time() has passed; returns done().
 template <typename Done>
 bool spin_until(Done&& done) {
-  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  const auto deadline = std::chrono::steady_clock::now() + spin_time();
   while (true) {
     for (int i = 0; i < kPausesPerClockRead; ++i) {
       if (done()) return true;
