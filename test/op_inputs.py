@@ -127,6 +127,8 @@ def feature_calls() -> Dict[str, Call]:
   table = torch.randn(10, 3)
   parts = [table[:4].clone(), table[4:].clone()]
   flipped = torch.arange(10).flip(0)
+  book = torch.tensor([0] * 4 + [1] * 6, dtype=torch.int8)  # ids 0-3: part 0, 4-9: by offset 4
+  slot_of = torch.tensor([0, 1], dtype=torch.int32)
   return {
     'gather_rows': (ops.gather_rows, [table, torch.tensor([1, 4, 2]), None, None, 3]),
     'gather_rows mapped': (
@@ -135,6 +137,14 @@ def feature_calls() -> Dict[str, Call]:
     'unified_gather mapped': (
       ops.unified_gather,
       [parts, torch.tensor([0, 9, 4]), flipped, torch.tensor([INT64_MAX])]),
+    'unified_gather_by_book': (
+      ops.unified_gather_by_book,
+      [parts, [1, 1], [torch.arange(10), None], [0, 4], book, slot_of, torch.tensor([0, 9, 4]),
+       None]),
+    'unified_gather_by_book flagged': (
+      ops.unified_gather_by_book,
+      [parts, [2, 0], [None, flipped], [0, 0], book.long(), slot_of - torch.tensor([0, 2]).int(),
+       torch.tensor([0, 9, 4]), torch.tensor([INT64_MAX])]),
     'scatter_rows_': (
       ops.scatter_rows_, [torch.zeros(5, 3), torch.tensor([4, 0]), torch.randn(2, 3)]),
     'concat': (ops.concat, [[torch.arange(3), torch.arange(2)]]),

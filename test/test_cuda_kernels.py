@@ -16,6 +16,7 @@ from test_temporal_kernel import temporal_csr
 
 import graphlearn_torch
 from graphlearn_torch._ext import ops
+from graphlearn_torch.data.unified_tensor import host_view
 from graphlearn_torch.partition.partition_book import GLTPartitionBook, positions_by_partition
 
 
@@ -116,6 +117,19 @@ def test_deterministic_ops_equal_the_cpu_kernels():
     [OPS.gather_rows(*cuda(table, ids, id2index), None, -1)],
     [OPS.gather_rows(table, ids, id2index, None, -1)],
   )
+  # a host's partitions' tables as one, rows found through the book: partition 0 by an id
+  # map (a part on the GPU, a part read through UVA), 1 by offset, 2 held elsewhere
+  book = torch.cat([torch.zeros(400), torch.ones(300), torch.full((300,), 2)]).to(torch.int8)
+  id_map = torch.full((1000,), -1)
+  id_map[:400] = torch.randperm(400)
+  parts = [table[:100].contiguous(), table[100:400].contiguous(), table[400:700].contiguous()]
+  slots = torch.tensor([0, 1, -1], dtype=torch.int32)
+  gpu_parts = [parts[0].cuda(), host_view(parts[1], 0), parts[2].cuda()]  # UVA
+  assert_all_equal(
+    [OPS.unified_gather_by_book(gpu_parts, [2, 1], [id_map.cuda(), None], [0, 400],
+                                *cuda(book, slots, ids))],
+    [OPS.unified_gather_by_book(parts, [2, 1], [id_map, None], [0, 400], book, slots, ids)],
+  )  # fmt: skip
 
 
 @pytest.mark.parametrize('padding', [False, True])
@@ -209,6 +223,8 @@ def test_every_op_has_a_cuda_kernel():
     'has_edge',
     'induced_subgraph',
     'gather_rows',
+    'unified_gather',
+    'unified_gather_by_book',
     'sample_neighbors_partitioned',
     'bucket_by_partition',
     'group_by_partition',

@@ -125,65 +125,94 @@ def test_unified_gather_marks_a_bad_id_for_a_later_read(harness, threads, gather
       fn(parts, torch.tensor([0]), None, bad_flag)
 
 
-def test_partitions_tables_gathered_as_one_through_the_combined_row_map(harness, threads):
-  """A distributed batch's rows on a GPU where every partition's table is
-  held there: the partitions' parts one after another and each id's row
-  among them (``combined_row_map``), gathered in one call, equal each id's
-  row in the full table, whatever maps each partition's table uses (an id
-  map, an offset, none); an id whose partition's map gives no row is
-  marked, not read from another partition's rows."""
-  from graphlearn_torch.distributed.data.feature import combined_row_map
-  from graphlearn_torch.partition.partition_book import OffsetId2Index
+def by_book(gather: str, harness):
+  r"""``unified_gather_by_book``: the host harness's kernel body, or the CPU op."""
+  return harness.unified_gather_by_book if gather == 'harness' else OPS.unified_gather_by_book
 
+
+@pytest.mark.parametrize('gather', ['harness', 'op'])
+@pytest.mark.parametrize('book_dtype', [torch.int8, torch.int64])
+def test_partitions_tables_gathered_as_one_through_the_book(harness, threads, gather, book_dtype):
+  """A distributed batch's rows on a GPU where every partition's table is
+  held there: the partitions' parts one after another, each id's row found
+  through the book and its partition's own map as it is copied, in one
+  call, equal each id's row in the full table, whatever maps each
+  partition's table uses (an id map, an offset, none); an id whose
+  partition's map gives no row is marked, not read from another
+  partition's rows, and named when raised."""
+  fn = by_book(gather, harness)
   g = torch.Generator().manual_seed(3)
   full = torch.randn(30, 5, generator=g)
-  book = torch.cat([torch.zeros(10), torch.randint(1, 3, (20,), generator=g)]).to(torch.int8)
+  book = torch.cat([torch.zeros(10), torch.randint(1, 3, (20,), generator=g)]).to(book_dtype)
   book[5] = 2  # partition 2's table also holds a row of the first range
   # partition 0: ids 0-9 by offset (as a range partition), its row 5 left unused;
   # partition 1: its ids by an id map, hot rows in one part and the rest in another;
   # partition 2: an id map over rows that hold its ids in reverse order
   own = [torch.nonzero(book == p).view(-1) for p in range(3)]
-  maps = [OffsetId2Index(0), torch.full((30,), -1), torch.full((30,), -1)]
+  maps = [None, torch.full((30,), -1), torch.full((30,), -1)]
   maps[1][own[1]] = torch.arange(own[1].numel())
   maps[2][own[2]] = torch.arange(own[2].numel()).flip(0)
   tables = [full[:10], full[own[1]], full[own[2].flip(0)]]
   parts = [tables[0], tables[1][:3].contiguous(), tables[1][3:].contiguous(), tables[2]]
-  rows = combined_row_map(book, maps, [t.size(0) for t in tables])
+  slots = torch.tensor([0, 1, 2], dtype=torch.int32)
+  layout = ([1, 2, 1], maps, [0, 0, 0])
   ids = torch.randint(0, 30, (200,), generator=g)
-  assert torch.equal(harness.unified_gather(parts, ids, rows), full[ids])
+  assert torch.equal(fn(parts, *layout, book, slots, ids), full[ids])
   maps[2][own[2][0]] = 99  # past partition 2's rows
-  rows = combined_row_map(book, maps, [t.size(0) for t in tables])
-  assert rows[own[2][0]] == -1
   first_bad = torch.full((1,), 1 << 62)
-  harness.unified_gather(parts, torch.tensor([0, int(own[2][0]), 7]), rows, first_bad)
+  fn(parts, *layout, book, slots, torch.tensor([0, int(own[2][0]), 7]), first_bad)
   assert first_bad.item() == 1
+  with pytest.raises(ValueError, match=f'id {int(own[2][0])} has no feature row in partition 2'):
+    fn(parts, *layout, book, slots, torch.tensor([int(own[2][0])]))
 
 
-def test_rows_of_partitions_held_elsewhere_are_placeholders_then_fetched(harness, threads):
+@pytest.mark.parametrize('gather', ['harness', 'op'])
+def test_rows_of_partitions_held_elsewhere_are_placeholders_then_fetched(harness, threads, gather):
   """A batch's rows on a GPU where only some partitions' tables are held
-  there (the rest over RPC): one gather through the map of the held ones
-  (``combined_row_map(..., held)``) gives their ids' rows and row 0 for the
-  others, which the fetched rows then replace (``scatter_rows_``, as
-  ``DistFeature`` places them): the full table's rows."""
-  from graphlearn_torch.distributed.data.feature import combined_row_map
-
+  there (the rest over RPC): one gather through the book (slot -1 for the
+  partitions held elsewhere) gives the held ones' ids' rows and row 0 for
+  the others, which the fetched rows then replace (``scatter_rows_``, as
+  ``DistFeature`` places them): the full table's rows. A book entry naming
+  no partition is no row, not a placeholder."""
+  fn = by_book(gather, harness)
   g = torch.Generator().manual_seed(4)
   full = torch.randn(40, 3, generator=g)
   book = torch.randint(0, 3, (40,), generator=g)
   own = [torch.nonzero(book == p).view(-1) for p in range(3)]
-  maps = [torch.full((40,), -1) for _ in range(3)]
-  for p in (0, 2):
-    maps[p][own[p]] = torch.arange(own[p].numel())
-  held = [True, False, True]
-  counts = [own[0].numel(), 0, own[2].numel()]
-  bad = book.clone()
-  bad[7] = 3  # an entry naming no partition: no row, not a placeholder
-  assert combined_row_map(bad, maps, counts, held)[7] == -1
-  rows = combined_row_map(book, maps, counts, held)
-  assert bool((rows >= 0).all()), 'an id held elsewhere reads a placeholder, not -1'
+  maps = [torch.full((40,), -1) for _ in range(2)]
+  for slot, p in enumerate((0, 2)):
+    maps[slot][own[p]] = torch.arange(own[p].numel())
+  slots = torch.tensor([0, -1, 1], dtype=torch.int32)
+  parts = [full[own[0]], full[own[2]]]
   ids = torch.randint(0, 40, (300,), generator=g)
-  out = harness.unified_gather([full[own[0]], full[own[2]]], ids, rows)
+  out = fn(parts, [1, 1], maps, [0, 0], book, slots, ids)
   fetched = torch.nonzero(book[ids] == 1).view(-1)
   assert torch.equal(out[fetched], full[own[0][0]].expand(fetched.numel(), -1))
   torch.ops.glt.scatter_rows_(out, fetched, full[ids[fetched]].contiguous())
   assert torch.equal(out, full[ids])
+  bad = book.clone()
+  bad[7] = 3  # an entry naming no partition
+  with pytest.raises(ValueError, match='the partition book gives id 7 partition 3, outside the 3'):
+    fn(parts, [1, 1], maps, [0, 0], bad, slots, torch.tensor([1, 7]))
+  with pytest.raises(ValueError, match='id 40 is out of range \\[0, 40\\) of the partition book'):
+    fn(parts, [1, 1], maps, [0, 0], book, slots, torch.tensor([40]))
+
+
+def test_the_book_gather_names_bad_arguments():
+  parts = [torch.randn(4, 2), torch.randn(3, 2)]
+  book, slots, ids = torch.zeros(7, dtype=torch.int8), torch.tensor([0], dtype=torch.int32), None
+  ids = torch.tensor([0, 1])
+  cases = [
+    (([parts[0]], [2], [None], [0], book, slots, ids), 'slot_parts must split the 1 parts'),
+    ((parts, [1], [None], [0], book, slots, ids), 'slot_parts must split the 2 parts'),
+    ((parts, [2], [None, None], [0], book, slots, ids), 'one map and offset per slot'),
+    ((parts, [2], [None], [0], book.float(), slots, ids), 'book must be a 1-D integer tensor'),
+    ((parts, [2], [None], [0], book, slots.long(), ids), 'slot_of must be a 1-D int32 tensor'),
+    ((parts, [2], [torch.zeros(7, dtype=torch.int32)], [0], book, slots, ids), 'slot_maps'),
+  ]
+  for args, match in cases:
+    with pytest.raises(ValueError, match=match):
+      OPS.unified_gather_by_book(*args)
+  assert torch.equal(
+    OPS.unified_gather_by_book(parts, [2], [None], [0], book, slots, ids), parts[0][:2]
+  )

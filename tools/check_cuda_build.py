@@ -24,8 +24,8 @@ from typing import Optional
 import torch
 
 OPS = ('coo_to_csr', 'sample_neighbors', 'sample_neighbors_temporal', 'sample_negative',
-       'has_edge', 'induced_subgraph', 'gather_rows', 'unified_gather', 'disjoint_keys',
-       'sample_neighbors_partitioned', 'bucket_by_partition', 'group_by_partition',
+       'has_edge', 'induced_subgraph', 'gather_rows', 'unified_gather', 'unified_gather_by_book',
+       'disjoint_keys', 'sample_neighbors_partitioned', 'bucket_by_partition', 'group_by_partition',
        'stitch_neighbors', 'scatter_rows_', 'concat')  # fmt: skip
 BINDINGS = ('CudaInducer', 'uva_view', 'registered_view', 'enable_peer_access')
 

@@ -14,6 +14,7 @@
 #include "kernels/sample_partitioned.h"
 #include "kernels/sample_neighbors.h"
 #include "inducer_bindings.h"
+#include "kernels/book_gather.h"
 #include "kernels/unified_gather.h"
 #include "testing/host_backend.h"
 
@@ -184,6 +185,19 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         }),
         py::arg("parts"), py::arg("ids"), py::arg("id2index") = py::none(),
         py::arg("first_bad") = py::none());
+  m.def("unified_gather_by_book",
+        torch::wrap_pybind_function(
+            [](const std::vector<at::Tensor>& parts, const std::vector<int64_t>& slot_parts,
+               const std::vector<std::optional<at::Tensor>>& slot_maps,
+               const std::vector<int64_t>& slot_offsets, const at::Tensor& book,
+               const at::Tensor& slot_of, const at::Tensor& ids,
+               const std::optional<at::Tensor>& first_bad) {
+              return glt::kernels::unified_gather_by_book(HostBackend{}, parts, slot_parts,
+                                                          as_list(slot_maps), slot_offsets, book,
+                                                          slot_of, ids, first_bad);
+            }),
+        py::arg("parts"), py::arg("slot_parts"), py::arg("slot_maps"), py::arg("slot_offsets"),
+        py::arg("book"), py::arg("slot_of"), py::arg("ids"), py::arg("first_bad") = py::none());
   bind_partition_ops(m);
   py::class_<HostInducer> inducer(m, "Inducer");
   inducer.def(py::init(torch::wrap_pybind_function([](int64_t num_node_types) {

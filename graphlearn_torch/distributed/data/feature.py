@@ -10,55 +10,15 @@ import torch
 from ...channel import DeferredTensor
 from ...data import Feature
 from ...data.gather_checks import GatherChecks
-from ...data.unified_tensor import MAX_PARTS
-from ...partition.partition_book import OffsetId2Index, PartitionBook, positions_by_partition
+from ...partition.partition_book import PartitionBook, positions_by_partition
 from ...typing import EdgeType, NodeType
 from ...utils.futures import completed, then
 from ..runtime.rpc import RpcCalleeBase, RpcDataPartitionRouter, rpc_register, rpc_request_async
+from .held_tables import HeldTables, held_tables
 
 TypeKey = Optional[Union[NodeType, EdgeType]]
 Features = Union[Feature, Dict[Union[NodeType, EdgeType], Feature]]
-RowMap = Union[None, torch.Tensor, OffsetId2Index]
 logger = logging.getLogger(__name__)
-GpuTable = Tuple[List[torch.Tensor], torch.Tensor]
-r"""Every partition's table as one: their parts one after another, and the
-row of each id among them (``combined_row_map``)."""
-
-
-def combined_row_map(
-  book: torch.Tensor,
-  row_maps: List[RowMap],
-  row_counts: List[int],
-  held: Optional[List[bool]] = None,
-):
-  r"""The row of each id among tables laid one after another: id ``v`` of
-  partition ``p = book[v]`` at the first row of ``p``'s table plus its row
-  there (``row_maps[p][v]``; ``v`` itself where None), or -1 where that is
-  no row of ``p``'s table; on the book's device. An id of a partition whose
-  table is not among them (``held[p]`` False: its rows come from elsewhere)
-  reads row 0, which its fetched row then replaces.
-
-  Args:
-    book: each id's partition.
-    row_maps: each partition's row of each id (anything for one not held).
-    row_counts: each partition's rows (0 for one not held).
-    held: whether each partition's table is among them (default: all).
-  """
-  ids = torch.arange(book.numel(), device=book.device)
-  out = torch.full((book.numel(),), -1, dtype=torch.int64, device=book.device)
-  first = 0
-  for p, (row_map, count) in enumerate(zip(row_maps, row_counts)):
-    owned = ids[book == p]
-    if held is not None and not held[p]:
-      out[owned] = 0
-      continue
-    if isinstance(row_map, OffsetId2Index):
-      rows = row_map[owned]
-    else:
-      rows = owned if row_map is None else row_map.to(book.device)[owned]
-    out[owned] = torch.where((rows >= 0) & (rows < count), rows + first, -1)
-    first += count
-  return out
 
 
 class RpcFeatureLookupCallee(RpcCalleeBase):
@@ -115,7 +75,7 @@ class DistFeature:
     self.rpc_callee_id = None if local_only else rpc_register(RpcFeatureLookupCallee(self))
     # partition -> its tables, mapped from a process of this host
     self.host_peers: Dict[int, Features] = {}
-    self._gpu_tables: Dict[Tuple[TypeKey, torch.device], Optional[GpuTable]] = {}  # _gpu_table
+    self._gpu_tables: Dict[Tuple[TypeKey, torch.device], Optional[HeldTables]] = {}  # _gpu_table
 
   def _feature(self, input_type: TypeKey, features: Optional[Features] = None) -> Feature:
     features = self.local_feature if features is None else features
@@ -188,20 +148,20 @@ class DistFeature:
 
   def _gpu_table(
     self, input_type: TypeKey, device: torch.device, held: List[Optional[Feature]]
-  ) -> Optional[GpuTable]:
+  ) -> Optional[HeldTables]:
     r"""The tables of the partitions held here (``held``: each partition's
-    Feature, or None) as one on GPU ``device`` (made once for those
-    partitions), where each is read by that GPU (``Feature.with_gpu``), the
-    book is a tensor and a gather takes all their parts; an id of another
-    partition reads row 0 (``combined_row_map``: its row is fetched over RPC
-    and put in its place). Else None."""
-    is_held = [f is not None for f in held]
-    key = (input_type, device, tuple(is_held))  # peers' tables may be mapped later
+    Feature, or None) as one that GPU ``device`` gathers from (``HeldTables``,
+    made once for those partitions), where each is read by that GPU
+    (``Feature.with_gpu``) and the book is a tensor; an id of another
+    partition reads row 0 (its row is fetched over RPC and put in its
+    place). Else None."""
+    is_held = tuple(f is not None for f in held)
+    key = (input_type, device, is_held)  # peers' tables may be mapped later
     if key not in self._gpu_tables:
-      table, reason = self._combined_gpu_table(input_type, device, held)
+      table, reason = held_tables(held, self._book(input_type), device)
       self._gpu_tables[key] = table
       what = 'features' if input_type is None else f'{input_type!r} features'
-      local = [p for p, f in enumerate(held) if f is not None]
+      local = [p for p, here in enumerate(is_held) if here]
       if table is None:
         logger.info('%s of ids on %s: gathered in host memory (%s)', what, device, reason)
       else:
@@ -211,31 +171,13 @@ class DistFeature:
         )  # fmt: skip
     return self._gpu_tables[key]
 
-  def _combined_gpu_table(
-    self, input_type: TypeKey, device: torch.device, held: List[Optional[Feature]]
-  ) -> Tuple[Optional[GpuTable], str]:
-    r"""``_gpu_table``'s table, made, or None and why not."""
-    if not all(f.with_gpu and f.device in (None, device.index) for f in held if f is not None):
-      return None, f'a table held here is not read by {device}'
-    book = self._book(input_type).lookup_tensor(device)
-    if book is None:
-      return None, 'the partition book has no tensor form'
-    placed = [f.gpu_table() if f is not None else ([], None) for f in held]
-    parts = [part for part_list, _ in placed for part in part_list]
-    counts = [sum(part.size(0) for part in part_list) for part_list, _ in placed]
-    if not 0 < len(parts) <= MAX_PARTS or sum(counts) == 0:
-      return None, f'the tables held here have {len(parts)} parts (at most {MAX_PARTS}, some rows)'
-    is_held = [f is not None for f in held]
-    return (parts, combined_row_map(book, [rows for _, rows in placed], counts, is_held)), ''
-
-  def _gpu_rows(self, ids: torch.Tensor, table: GpuTable, checks: GatherChecks) -> torch.Tensor:
+  def _gpu_rows(self, ids: torch.Tensor, table: HeldTables, checks: GatherChecks) -> torch.Tensor:
     r"""The rows of ``ids`` (on a GPU) gathered on that GPU in one call from
     ``table`` (``_gpu_table``), each from its partition's table. The check
     that every id has a row is left in ``checks``."""
-    parts, rows = table
     ids = ids.to(torch.int64).view(-1)
-    flag = checks.flag(ids.device, lambda: torch.ops.glt.unified_gather(parts, ids, rows))
-    return torch.ops.glt.unified_gather(parts, ids, rows, flag)
+    flag = checks.flag(ids.device, lambda: table.gather(ids))
+    return table.gather(ids, flag)
 
   def _with_remote_rows(
     self, out: torch.Tensor, ids: torch.Tensor, input_type: TypeKey
