@@ -14,6 +14,7 @@ from test_neighbor_sampler import HOMO_E
 
 from graphlearn_torch.data import Feature
 from graphlearn_torch.data.unified_tensor import REGISTER_IN_PLACE_BYTES, host_view
+from graphlearn_torch.partition import GLTPartitionBook
 from graphlearn_torch.utils.cuda_share import CudaIpcTensor
 
 
@@ -61,6 +62,24 @@ def test_gpu_parts_placed_once_are_read_by_cuda_ipc():
   # the id map are not copied
   topology = sum(t.numel() * t.element_size() for t in ds.graph.device_topology() if t is not None)
   assert allocated < topology, "the GPU copy of the topology is the parent's"
+
+
+def book_entries_on_gpu(book, ids):
+  r"""Each of ``ids``' partition, from ``book``'s lookup copy on GPU 0."""
+  return book.lookup_tensor(torch.device('cuda', 0))[ids.cuda()]
+
+
+@gpu
+@pytest.mark.slow  # a spawned process
+def test_a_books_gpu_copy_made_once_is_read_by_cuda_ipc():
+  owners = torch.randint(0, 3, (4_000_000,))
+  book = GLTPartitionBook(owners, 3)
+  book.lookup_tensor(torch.device('cuda', 0))  # as DistDataset.place_on_gpu does
+  ids = torch.randint(0, owners.numel(), (1000,))
+  allocated, parts = measured(book_entries_on_gpu, (book, ids))
+  assert allocated is not None, parts
+  assert parts == owners[ids].tolist()
+  assert allocated < owners.numel(), "the child reads the parent's copy (an int8 entry an id)"
 
 
 def test_a_received_cuda_ipc_tensor_is_handed_on_as_its_origin():

@@ -91,3 +91,51 @@ def test_a_range_book_as_one_tensor_gives_each_ids_partition():
   assert torch.equal(table.long(), book[torch.arange(11)])
   again = pickle.loads(pickle.dumps(book))  # each process makes its own
   assert torch.equal(again.lookup_tensor('cpu'), table) and again.lookup_tensor('cpu') is not table
+
+
+def read_narrow_after(book, ready, written, out):
+  r"""Reports the narrow copy's first entry of a ``book`` handed to this
+  (spawned) process, once the parent wrote it."""
+  ready.set()
+  written.wait(60)
+  out.put(int(book.for_processes()[2][0]))
+
+
+@pytest.mark.slow  # a spawned process
+def test_a_book_handed_to_a_process_shares_its_narrow_copy():
+  r"""A book handed to a process of this host (multiprocessing's pickling)
+  brings its narrow copy in shared memory: every process reads one copy of
+  it, rather than each narrowing its own (an entry an id): a write to it
+  here is seen there."""
+  import multiprocessing
+
+  spawn = multiprocessing.get_context('spawn')
+  book = GLTPartitionBook(torch.tensor([0, 1, 1, 0, 2] * 100, dtype=torch.int64))
+  ready, written, out = spawn.Event(), spawn.Event(), spawn.Queue()
+  child = spawn.Process(target=read_narrow_after, args=(book, ready, written, out))
+  child.start()
+  try:
+    assert ready.wait(120), 'the child did not start'
+    narrow = book.for_processes()[2]
+    assert narrow.dtype == torch.int8 and narrow.is_shared()
+    narrow[0] = 2
+    written.set()
+    assert out.get(timeout=60) == 2
+  finally:
+    child.join(60)
+    if child.is_alive():
+      child.kill()
+
+
+def test_a_book_rebuilt_for_a_process_keeps_its_copies_and_a_plain_pickle_does_not():
+  book = GLTPartitionBook(torch.tensor([0, 1, 1, 0, 2], dtype=torch.int64))
+  tensor, num_parts, narrow, gpu_copies = book.for_processes()
+  rebuilt = GLTPartitionBook.from_processes(tensor, num_parts, narrow, gpu_copies)
+  assert rebuilt.for_processes()[2] is narrow and rebuilt.num_parts == 3
+  assert torch.equal(
+    rebuilt.partitions(torch.tensor([4, 1])), torch.tensor([2, 1], dtype=torch.int8)
+  )
+  assert pickle.loads(pickle.dumps(book)).for_processes()[3] == {}
+  ranges = RangePartitionBook([(0, 4), (4, 9)], 1)
+  again = RangePartitionBook.from_processes(*ranges.for_processes())
+  assert again.partition_ranges == ranges.partition_ranges and again.partition_idx == 1

@@ -405,7 +405,10 @@ class Feature:
     )  # fmt: skip
 
   @classmethod
-  def from_ipc_handle(cls, handle: FeatureShareHandle) -> 'Feature':
+  def from_ipc_handle(cls, ipc_handle: FeatureShareHandle) -> 'Feature':
+    """The Feature another process shared (``share_ipc``'s handle; GLT's
+    parameter name)."""
+    handle = ipc_handle
     placement = (handle.split_ratio, handle.device_group_list, handle.device, handle.with_gpu)
     if isinstance(handle.tables, FeatureHostHandle):
       feature = cls.from_host_handle(handle.tables, *placement)

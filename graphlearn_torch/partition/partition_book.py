@@ -1,13 +1,30 @@
 """Partition books: which partition owns each node (or edge) id."""
 
 from abc import ABC, abstractmethod
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from multiprocessing.reduction import ForkingPickler
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
 from .._ext import has_kernel
 from ..typing import EdgeType, NodeType
 from ..utils.common import default_id_filter
+from ..utils.cuda_share import CudaIpcTensor
+
+GpuCopies = Dict[torch.device, CudaIpcTensor]
+r"""A book's lookup copies on GPUs, one a GPU: handed to the processes of
+this host it is pickled for (multiprocessing's ``ForkingPickler``) as the
+CUDA IPC handle of the process that made each, so the processes of a host
+read one copy a GPU (a plain pickle, over RPC or to a file, leaves them
+out)."""
+
+
+def gpu_copy(copies: GpuCopies, device: torch.device, make: Callable[[], torch.Tensor]):
+  r"""``copies``' tensor on ``device`` (a GPU), made with ``make`` where
+  there is none (one received is opened on first use)."""
+  if device not in copies:
+    copies[device] = CudaIpcTensor(make())
+  return copies[device].tensor
 
 
 class PartitionBook(ABC):
@@ -100,12 +117,31 @@ class GLTPartitionBook(PartitionBook):
     self._tensor = value
     self._narrow = None
     self._copies: Dict[torch.device, GLTPartitionBook] = {}  # lookup_on's
+    self._gpu_copies: GpuCopies = {}  # the tensors of lookup_on's copies on GPUs
 
   def __getstate__(self):
     state = dict(self.__dict__)
-    state['_narrow'] = None  # each process narrows its own copy when it groups
+    state['_narrow'] = None  # a plain pickle: the receiver narrows its own copy
     state['_copies'] = {}
+    state['_gpu_copies'] = {}
     return state
+
+  def for_processes(self) -> tuple:
+    r"""What a process of this host it is handed to rebuilds it from
+    (``from_processes``): the book, its narrow copy (made here once, read by
+    every receiver in shared memory) and its GPU copies (``GpuCopies``)."""
+    narrow = self._narrow_book()
+    if narrow.device.type == 'cpu':
+      narrow.share_memory_()
+    return self._tensor, self._num_parts, narrow, dict(self._gpu_copies)
+
+  @classmethod
+  def from_processes(cls, tensor, num_parts, narrow, gpu_copies) -> 'GLTPartitionBook':
+    r"""The book ``for_processes`` handed over."""
+    book = cls(tensor, num_parts)
+    book._narrow = narrow
+    book._gpu_copies = gpu_copies
+    return book
 
   def _narrow_book(self) -> torch.Tensor:
     r"""The book in the narrowest integer dtype that holds its partitions
@@ -170,7 +206,11 @@ class GLTPartitionBook(PartitionBook):
     if self.tensor.device == device:
       return self
     if device not in self._copies:
-      self._copies[device] = GLTPartitionBook(self._narrow_book().to(device), self._num_parts)
+      if device.type == 'cuda':  # one a GPU on this host (GpuCopies)
+        copy = gpu_copy(self._gpu_copies, device, lambda: self._narrow_book().to(device))
+      else:
+        copy = self._narrow_book().to(device)
+      self._copies[device] = GLTPartitionBook(copy, self._num_parts)
     return self._copies[device]
 
   def lookup_tensor(self, device: torch.device) -> torch.Tensor:
@@ -231,24 +271,45 @@ class RangePartitionBook(PartitionBook):
     self.partition_idx = int(partition_idx)
     self._ends = torch.tensor([e for _, e in ranges], dtype=torch.int64)
     self._tensors: Dict[torch.device, torch.Tensor] = {}  # lookup_tensor's
+    self._gpu_copies: GpuCopies = {}  # lookup_tensor's on GPUs
 
   def __getstate__(self):
     state = dict(self.__dict__)
     state['_tensors'] = {}  # each process makes its own
+    state['_gpu_copies'] = {}  # a plain pickle leaves them out
     return state
+
+  def for_processes(self) -> tuple:
+    r"""What a process of this host it is handed to rebuilds it from
+    (``from_processes``): the ranges and its GPU copies (``GpuCopies``)."""
+    return self.partition_ranges, self.partition_idx, dict(self._gpu_copies)
+
+  @classmethod
+  def from_processes(cls, ranges, partition_idx, gpu_copies) -> 'RangePartitionBook':
+    r"""The book ``for_processes`` handed over."""
+    book = cls(ranges, partition_idx)
+    book._gpu_copies = gpu_copies
+    return book
 
   def lookup_tensor(self, device: torch.device) -> torch.Tensor:
     """The book as one tensor on ``device``, an entry an id (int8 up to 127
     partitions): ``len(self)`` bytes there, made once a device."""
     device = torch.device(device)
     if device not in self._tensors:
-      sizes = torch.tensor([end - start for start, end in self.partition_ranges])
-      dtype = next(
-        t for t in (torch.int8, torch.int16, torch.int32) if self.num_parts <= torch.iinfo(t).max
-      )
-      parts = torch.arange(self.num_parts, dtype=dtype)
-      self._tensors[device] = torch.repeat_interleave(parts, sizes).to(device)
+      if device.type == 'cuda':  # one a GPU on this host (GpuCopies)
+        made = gpu_copy(self._gpu_copies, device, lambda: self._entries().to(device))
+      else:
+        made = self._entries().to(device)
+      self._tensors[device] = made
     return self._tensors[device]
+
+  def _entries(self) -> torch.Tensor:
+    r"""The book as one tensor on the host, an entry an id."""
+    sizes = torch.tensor([end - start for start, end in self.partition_ranges])
+    dtype = next(
+      t for t in (torch.int8, torch.int16, torch.int32) if self.num_parts <= torch.iinfo(t).max
+    )
+    return torch.repeat_interleave(torch.arange(self.num_parts, dtype=dtype), sizes)
 
   def __getitem__(self, ids) -> torch.Tensor:
     ids = torch.as_tensor(ids, dtype=torch.int64)
@@ -319,3 +380,17 @@ def positions_by_partition(partitions: torch.Tensor, num_partitions: int) -> Lis
   order = torch.argsort(partitions, stable=True)  # a build without the CUDA kernels
   counts = torch.bincount(partitions, minlength=num_partitions).tolist()
   return list(torch.split(order, counts))
+
+
+def rebuild_tensor_book(*shared) -> GLTPartitionBook:
+  r"""A tensor book handed to this process (``GLTPartitionBook.for_processes``)."""
+  return GLTPartitionBook.from_processes(*shared)
+
+
+def rebuild_range_book(*shared) -> RangePartitionBook:
+  r"""A range book handed to this process (``RangePartitionBook.for_processes``)."""
+  return RangePartitionBook.from_processes(*shared)
+
+
+ForkingPickler.register(GLTPartitionBook, lambda b: (rebuild_tensor_book, b.for_processes()))
+ForkingPickler.register(RangePartitionBook, lambda b: (rebuild_range_book, b.for_processes()))

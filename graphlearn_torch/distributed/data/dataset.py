@@ -136,6 +136,36 @@ class DistDataset(Dataset):
   def edge_feat_pb(self):
     return self.edge_pb if self._edge_feat_pb is None else self._edge_feat_pb
 
+  def place_on_gpu(self, device: int) -> None:
+    """Places what lives in GPU ``device``'s memory (``Dataset.place_on_gpu``)
+    and the partition books' lookup copies its kernels read there: the node
+    books where the graphs sample or the node features are read on that GPU,
+    the edge feature books where the edge features are. The processes this
+    dataset is handed to next read them all by CUDA IPC."""
+    super().place_on_gpu(device)
+    gpu = torch.device('cuda', device)
+    for book in self._books_read_on(gpu):
+      book.lookup_tensor(gpu)
+
+  def _books_read_on(self, gpu: torch.device) -> List[PartitionBook]:
+    r"""The partition books whose lookup copies on ``gpu`` its kernels read."""
+
+    def read(*values) -> bool:
+      items = [v for x in values for v in (x.values() if isinstance(x, dict) else [x]) if v]
+      return any(
+        (isinstance(i, Graph) and i.sampling_device == gpu)
+        or (isinstance(i, Feature) and i.with_gpu and i.gpu_index() == gpu.index)
+        for i in items
+      )
+
+    books = []
+    if read(self.graph, self.node_features):
+      books += [self.node_pb, self.node_feat_pb]
+    if read(self.edge_features):
+      books.append(self.edge_feat_pb)
+    flat = [b for x in books for b in (x.values() if isinstance(x, dict) else [x])]
+    return list({id(b): b for b in flat if isinstance(b, PartitionBook)}.values())
+
   @property
   def built_feature_books(self) -> Tuple[Any, Any]:
     """The node and edge feature partition books this dataset built (with
