@@ -357,8 +357,15 @@ def test_kernel_seeds_drawn_together_are_those_drawn_one_by_one(seed):
   one_by_one = stream()
   expected = [one_by_one.kernel_seed() for _ in range(7)]
   together = stream()
-  assert together.next_kernel_seeds(5) == expected[:5]  # the stream stays
   assert together.kernel_seeds(3) == expected[:3]
-  together.skip_kernel_seeds(2)
+  ahead = together.kernel_seeds_ahead(4)  # drawn before it is known how many are taken
+  assert ahead.seeds == expected[3:7]
+  ahead.keep(2)  # the stream goes on after the 2 taken
   assert together.kernel_seeds(2) == expected[5:7]
   assert together.kernel_seeds(0) == []
+  all_taken = stream()
+  all_taken.kernel_seeds_ahead(5).keep(5)
+  assert all_taken.kernel_seeds(2) == expected[5:7]
+  none_taken = stream()
+  none_taken.kernel_seeds_ahead(5).keep(0)
+  assert none_taken.kernel_seeds(1) == expected[:1]

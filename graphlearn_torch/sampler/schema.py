@@ -4,6 +4,7 @@ randomness (``RandomStream``)."""
 
 import hashlib
 import numbers
+from dataclasses import dataclass
 from typing import Dict, List, Optional
 
 import torch
@@ -268,19 +269,14 @@ class RandomStream:
       return []
     return torch.randint(0, SEED_BOUND, (n,), generator=self.generator).tolist()
 
-  def next_kernel_seeds(self, n: int) -> List[int]:
-    """The next ``n`` kernel seeds, the stream left where it was: a caller
-    that learns later how many it took advances by that many
-    (``skip_kernel_seeds``)."""
+  def kernel_seeds_ahead(self, n: int) -> 'KernelSeedsAhead':
+    """The next ``n`` kernel seeds, drawn now, for a caller that learns
+    later how many it took: ``KernelSeedsAhead.keep(k)`` leaves the stream
+    past the first ``k`` of them, as ``kernel_seeds(k)`` would have (one
+    draw where all are kept)."""
     generator = self.generator if self.generator is not None else torch.default_generator
     state = generator.get_state()
-    seeds = self.kernel_seeds(n)
-    generator.set_state(state)
-    return seeds
-
-  def skip_kernel_seeds(self, n: int) -> None:
-    """Advances the stream past ``n`` kernel seeds."""
-    self.kernel_seeds(n)
+    return KernelSeedsAhead(self.kernel_seeds(n), self, generator, state)
 
   def randint(self, high: int, n: int) -> torch.Tensor:
     """``n`` uniform integers in ``[0, high)``."""
@@ -289,3 +285,27 @@ class RandomStream:
   def choice(self, weight: torch.Tensor, n: int) -> torch.Tensor:
     """``n`` indices drawn with replacement, proportionally to ``weight``."""
     return torch.multinomial(weight.float(), n, replacement=True, generator=self.generator)
+
+
+@dataclass
+class KernelSeedsAhead:
+  """Kernel seeds drawn ahead of knowing how many are taken
+  (``RandomStream.kernel_seeds_ahead``).
+
+  Args:
+    seeds: the seeds drawn.
+    stream: the stream they came from.
+    generator: its generator.
+    state: the generator's state before the draw.
+  """
+
+  seeds: List[int]
+  stream: RandomStream
+  generator: torch.Generator
+  state: torch.Tensor
+
+  def keep(self, taken: int) -> None:
+    """Leaves the stream past the first ``taken`` seeds alone."""
+    if taken != len(self.seeds):
+      self.generator.set_state(self.state)
+      self.stream.kernel_seeds(taken)

@@ -69,29 +69,35 @@ def sample_whole_batch(
     for etype, fanout in fanouts.items()
     if fanout[hop] != 0
   ]
-  topos, keys = request_topologies(plan, local)
+  # a kernel seed a request; the batch says how many requests drew
+  ahead = local.random.kernel_seeds_ahead(len(plan))
+  topos, keys = request_topologies(plan, local, ahead.seeds)
   empty = torch.empty(0, dtype=torch.int64, device=device)
-  nodes, rows, cols, eids, seed_locals, counts = inducer.sample_batch(
-    seeds=[seed_dict.get(t, empty) for t in types],
-    num_nodes=[schema.num_nodes[t] for t in types],
-    num_hops=num_hops,
-    num_edge_types=len(etypes),
-    hops=[hop for hop, _, _ in plan],
-    edge_types=[etypes.index(etype) for _, etype, _ in plan],
-    src_types=[schema.type_index[schema.seed_type(etype)] for _, etype, _ in plan],
-    nbr_types=[schema.type_index[schema.nbr_type(etype)] for _, etype, _ in plan],
-    indptrs=[t.indptr for t in topos],
-    indices=[t.indices for t in topos],
-    edge_ids=[t.edge_ids if local.with_edge else None for t in topos],
-    edge_weights=[t.edge_weights if local.with_weight else None for t in topos],
-    fanouts=[fanout for _, _, fanout in plan],
-    replace=local.replace,
-    rng_seeds=keys,
-    replay=replays_cuda_graphs(),
-    **partition_args(local, types),
-  )
+  try:
+    nodes, rows, cols, eids, seed_locals, counts = inducer.sample_batch(
+      seeds=[seed_dict.get(t, empty) for t in types],
+      num_nodes=[schema.num_nodes[t] for t in types],
+      num_hops=num_hops,
+      num_edge_types=len(etypes),
+      hops=[hop for hop, _, _ in plan],
+      edge_types=[etypes.index(etype) for _, etype, _ in plan],
+      src_types=[schema.type_index[schema.seed_type(etype)] for _, etype, _ in plan],
+      nbr_types=[schema.type_index[schema.nbr_type(etype)] for _, etype, _ in plan],
+      indptrs=[t.indptr for t in topos],
+      indices=[t.indices for t in topos],
+      edge_ids=[t.edge_ids if local.with_edge else None for t in topos],
+      edge_weights=[t.edge_weights if local.with_weight else None for t in topos],
+      fanouts=[fanout for _, _, fanout in plan],
+      replace=local.replace,
+      rng_seeds=keys,
+      replay=replays_cuda_graphs(),
+      **partition_args(local, types),
+    )
+  except BaseException:
+    ahead.keep(0)  # a failed batch takes none
+    raise
   counts = counts.tolist()
-  local.random.skip_kernel_seeds(counts[-1])
+  ahead.keep(counts[-1])
   marks = len(types) * (num_hops + 1)
   out_etypes = [schema.out_edge_type(e) for e in etypes]
   num_edges = {key: [0] * num_hops for key in out_etypes}
@@ -113,13 +119,13 @@ def sample_whole_batch(
   )
 
 
-def request_topologies(plan: List[Tuple], local: LocalDraws) -> Tuple[List, List[int]]:
-  """The topologies of ``plan``'s requests and their kernel seeds, one of
-  each per request, or per request and partition (partition ``p`` of
-  request ``r`` at ``r * P + p``) where ``local`` draws from a host's
-  partitions. The stream is left where it was (the batch says how many
-  requests drew)."""
-  seeds = local.random.next_kernel_seeds(len(plan))
+def request_topologies(
+  plan: List[Tuple], local: LocalDraws, seeds: List[int]
+) -> Tuple[List, List[int]]:
+  """The topologies of ``plan``'s requests and their kernel seeds (from
+  ``seeds``, one a request), one of each per request, or per request and
+  partition (partition ``p`` of request ``r`` at ``r * P + p``) where
+  ``local`` draws from a host's partitions."""
   parts = local.partitions
   if parts is None:
     return [local.topologies[etype] for _, etype, _ in plan], seeds
