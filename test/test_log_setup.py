@@ -3,6 +3,7 @@ sampling process started from a fork server sets up its owner's)."""
 
 import logging
 import multiprocessing
+import pickle
 
 import pytest
 
@@ -76,3 +77,21 @@ def test_an_owner_without_handlers_leaves_the_process_unconfigured():
   finally:
     root.handlers[:] = saved
   assert spawned_logs(setup) is None
+
+
+class TaggedFormatter(logging.Formatter):
+  r"""A formatter of a module the receiver may not have."""
+
+
+def test_a_formatter_not_rebuilt_in_the_process_gives_the_default_format():
+  default = f'INFO:{LIBRARY_LOGGER}.sampler:batches on cuda:0'
+  record = logging.makeLogRecord(
+    {'name': f'{LIBRARY_LOGGER}.sampler', 'levelname': 'INFO', 'msg': 'batches on cuda:0'}
+  )
+  pickled = pickle.dumps(TaggedFormatter('%(message)s'))
+  missing = b'x' * len(__name__)  # a module of the same name's length: its class not importable
+  elsewhere = pickled.replace(__name__.encode(), missing)
+  for formatter in (b'not a pickle', elsewhere):
+    setup = LogSetup(logging.INFO, logging.INFO, formatter, logging.NOTSET)
+    assert setup.rebuilt_formatter().format(record) == default
+  assert LogSetup(0, 0, pickled, 0).rebuilt_formatter().format(record) == 'batches on cuda:0'
