@@ -101,6 +101,17 @@ def test_a_loader_batch_syncs_at_its_sampling_and_its_gathers_checks(mode):
   assert len(syncs) <= 2, f'{len(syncs)} host syncs in a loader batch, at: {dict(where)}'
 
 
+def test_a_range_book_reads_gpu_ids_once():
+  from graphlearn_torch.partition import RangePartitionBook
+
+  book = RangePartitionBook([(0, 40), (40, 100)])
+  ids = torch.randint(0, 100, (500,), device='cuda')
+  book[ids]  # its range ends placed on the GPU once
+  syncs = host_syncs(lambda: book[ids])
+  assert len(syncs) <= 1, [f'{w.filename}:{w.lineno}' for w in syncs]
+  assert torch.equal(book[ids].cpu(), (ids >= 40).long().cpu())
+
+
 def test_a_batch_from_host_memory_goes_to_the_gpu_with_one_sync():
   """A batch from a channel (host memory) moves to the GPU with one sync
   for all its host tensors, nested ones too; one already there with none."""

@@ -272,11 +272,13 @@ class RangePartitionBook(PartitionBook):
     self._ends = torch.tensor([e for _, e in ranges], dtype=torch.int64)
     self._tensors: Dict[torch.device, torch.Tensor] = {}  # lookup_tensor's
     self._gpu_copies: GpuCopies = {}  # lookup_tensor's on GPUs
+    self._ends_on: Dict[torch.device, torch.Tensor] = {}  # __getitem__'s range ends by device
 
   def __getstate__(self):
     state = dict(self.__dict__)
     state['_tensors'] = {}  # each process makes its own
     state['_gpu_copies'] = {}  # a plain pickle leaves them out
+    state['_ends_on'] = {}
     return state
 
   def for_processes(self) -> tuple:
@@ -313,10 +315,14 @@ class RangePartitionBook(PartitionBook):
 
   def __getitem__(self, ids) -> torch.Tensor:
     ids = torch.as_tensor(ids, dtype=torch.int64)
-    num_ids = self._ends[-1] if len(self._ends) else 0
-    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= num_ids):
-      raise IndexError(f'ids outside [0, {int(num_ids)}) in a range partition book')
-    return torch.searchsorted(self._ends.to(ids.device), ids, right=True)
+    num_ids = len(self)
+    if ids.numel():
+      lo, hi = torch.stack(torch.aminmax(ids)).tolist()  # one read (one GPU sync)
+      if lo < 0 or hi >= num_ids:
+        raise IndexError(f'ids outside [0, {num_ids}) in a range partition book')
+    if ids.device not in self._ends_on:
+      self._ends_on[ids.device] = self._ends.to(ids.device)
+    return torch.searchsorted(self._ends_on[ids.device], ids, right=True)
 
   def __len__(self) -> int:
     return int(self._ends[-1]) if len(self._ends) else 0
