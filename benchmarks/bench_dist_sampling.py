@@ -44,16 +44,15 @@ the graph in GPU memory ('CUDA'), a fifth of each feature table's rows
 there too (on one machine the hottest by in-degree; in a partition its
 first rows, as DistDataset.load places them), the rest read through UVA;
 the sampling processes get the GPU (worker_devices) and the batches arrive
-on it.
+on it; each trainer logs how its batches are drawn (the library's INFO).
 With --temporal, every node has a time (uniform in [0, 1000), written by the
 partitioner) and every loader samples by it (time_attr='node_time', each
 seed at its own time, 'uniform'): the rows then compare distributed
 temporal sampling with temporal sampling on one machine.
 Every loader is timed after its first WARMUP batches, whose seconds are a
 column of their own: they carry one-time costs (the first touch of the
-sampling processes' output buffers and of the channel's memory, which this
-VM backs slowly: about 1 s in worker mode), not the steady rate an epoch
-after the first runs at.
+sampling processes' output buffers and of the channel's memory, which this VM
+backs slowly: about 1 s in worker mode), not the steady rate of later epochs.
 """
 
 import argparse
@@ -222,8 +221,6 @@ def time_loader(data, node_pb, rank: int, options, batches: int, to_device=None,
 
 def trainer(rank, root, mode, num_workers, ports, batches, results, share, gpu):
   os.environ['GLT_SHARE_HOST_PARTITIONS'] = '1' if share else '0'  # its samplers inherit it
-  # the library's INFO lines (how batches are drawn and rows gathered) on
-  # stderr, from its sampling processes too
   logging.basicConfig(level=logging.WARNING, format=f'[trainer {rank}] %(message)s')
   logging.getLogger('graphlearn_torch').setLevel(logging.INFO)
   torch.set_num_threads(1)
