@@ -19,8 +19,11 @@ constexpr int kInitialBits = 10;
 // What an id-indexed map is filled with: below every entry of a batch.
 constexpr int32_t kAbsent = INT32_MIN;
 // Keys per chunk of a parallel insert; chunks, not threads, fix the order in
-// which new ids are handed out.
-constexpr int64_t kInsertChunk = 16384;
+// which new ids are handed out. Small enough that a hop of 150 k draws (a
+// products-size batch's second) gives 16 threads 37 chunks to share.
+constexpr int64_t kInsertChunk = 4096;
+// A parallel insert's per-thread counters per cache line.
+constexpr int64_t kCountsPerLine = 64 / sizeof(int64_t);
 // What an insert needs to run in parallel: it takes three passes (two of
 // them random reads of the map) where one thread takes one, about 2.3x the
 // work, and each pass wakes the threads. At 2 threads one pass, overlapped
@@ -290,13 +293,16 @@ constexpr int64_t kTookEmpty = -1;
 // A sequential insert in parallel, with the same result: (1) every
 // position i of an id not in the map claims it with -1 - i, and the map keeps
 // the largest claim, the first position's (an atomic max; a known id, >= 0,
-// is above every claim); each chunk of positions counts the claims it holds
-// (one taken from a later position is that position's chunk's no longer);
-// (2) claimants take consecutive local ids, chunk by chunk in order, so ids
-// follow first appearance: each position reads what its id holds, and a
-// claimant writes its local id there (the line it just read); any other
-// position reads a local id, or a claimant that has not written yet; (3) the
-// later positions of a new id that read its claimant read the id from it.
+// is above every claim); each chunk of positions counts the claims it took,
+// and each thread the claims it took from later positions, by their chunk
+// (in a row of its own: a hub id's claim changes hands many times, and
+// counters the threads shared would pass their cache lines back and forth);
+// a chunk holds what it took less what was taken from it; (2) claimants
+// take consecutive local ids, chunk by chunk in order, so ids follow first
+// appearance: each position reads what its id holds, and a claimant writes
+// its local id there (the line it just read); any other position reads a
+// local id, or a claimant that has not written yet; (3) the later positions
+// of a new id that read its claimant read the id from it.
 // `claims` says where an id's claim lies: claim(i) makes position i's,
 // held(i) reads what its id holds, assign(i, v) gives its id the local id v
 // (each atomically: a claimant's write meets other positions' reads).
@@ -304,32 +310,39 @@ template <typename Claims>
 void IdMap::insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local, Claims& claims) {
   TORCH_CHECK_VALUE(n < INT32_MAX && size_ + n < INT32_MAX, "too many nodes in one batch");
   const int64_t num_chunks = (n + kInsertChunk - 1) / kInsertChunk;
-  std::unique_ptr<std::atomic<int64_t>[]> held(new std::atomic<int64_t>[num_chunks]);
-  for (int64_t ch = 0; ch < num_chunks; ++ch) held[ch].store(0, std::memory_order_relaxed);
+  const int64_t row = (num_chunks + kCountsPerLine - 1) / kCountsPerLine * kCountsPerLine;
+  std::vector<int64_t> taken(num_chunks);
+  std::vector<int64_t> lost(kernel_threads() * row, 0);  // [thread][chunk]
   auto for_chunks = [&](auto&& body) {
-    glt::cpu::parallel_for(0, num_chunks, 1, [&](int64_t first, int64_t last) {
+    glt::cpu::parallel_for_workers(0, num_chunks, 1, [&](int64_t first, int64_t last,
+                                                         int64_t worker) {
       for (int64_t ch = first; ch < last; ++ch) {
-        body(ch, ch * kInsertChunk, std::min(n, (ch + 1) * kInsertChunk));
+        body(ch, ch * kInsertChunk, std::min(n, (ch + 1) * kInsertChunk), worker);
       }
     });
   };
-  for_chunks([&](int64_t ch, int64_t lo, int64_t hi) {
-    int64_t taken = 0;
+  for_chunks([&](int64_t ch, int64_t lo, int64_t hi, int64_t worker) {
+    int64_t* lost_by_chunk = lost.data() + worker * row;
+    int64_t took = 0;
     for (int64_t i = lo; i < hi; ++i) {
       if (i + kPrefetchAhead < hi) claims.prefetch(i + kPrefetchAhead);
       const int64_t claim = claims.claim(i);
       if (claim == kNotClaimed) continue;
-      ++taken;
-      if (claim != kTookEmpty) held[claim / kInsertChunk].fetch_sub(1, std::memory_order_relaxed);
+      ++took;
+      if (claim != kTookEmpty) ++lost_by_chunk[claim / kInsertChunk];
     }
-    held[ch].fetch_add(taken, std::memory_order_relaxed);
+    taken[ch] = took;
   });
   std::vector<int64_t> ranks(num_chunks + 1, 0);
-  for (int64_t ch = 0; ch < num_chunks; ++ch) ranks[ch + 1] = ranks[ch] + held[ch].load();
+  for (int64_t ch = 0; ch < num_chunks; ++ch) {
+    int64_t held = taken[ch];
+    for (size_t at = ch; at < lost.size(); at += row) held -= lost[at];
+    ranks[ch + 1] = ranks[ch] + held;
+  }
   const int64_t num_fresh = ranks[num_chunks];
   int64_t* fresh_keys = inserted_.extend(num_fresh);
   const int64_t base = size_;
-  for_chunks([&](int64_t ch, int64_t lo, int64_t hi) {
+  for_chunks([&](int64_t ch, int64_t lo, int64_t hi, int64_t) {
     int64_t rank = ranks[ch];
     for (int64_t i = lo; i < hi; ++i) {
       if (i + kPrefetchAhead < hi) claims.prefetch_held(i + kPrefetchAhead);
@@ -340,7 +353,7 @@ void IdMap::insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local, 
       fresh_keys[rank++] = keys[i];
     }
   });
-  for_chunks([&](int64_t, int64_t lo, int64_t hi) {
+  for_chunks([&](int64_t, int64_t lo, int64_t hi, int64_t) {
     for (int64_t i = lo; i < hi; ++i) {
       if (local[i] < 0) local[i] = local[-1 - local[i]];
     }
