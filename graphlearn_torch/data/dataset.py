@@ -7,6 +7,7 @@ from typing import Dict, Iterator, List, Literal, Optional, Sequence, Tuple, Uni
 import torch
 
 from ..typing import EdgeType, NodeIndex, NodeLabel, NodeType, TensorDataType
+from ..utils.common import per_type_values
 from ..utils.tensor import as_node_ids, convert_to_tensor, squeeze
 from .feature import DeviceGroup, Feature
 from .gather_checks import GatherChecks
@@ -421,8 +422,7 @@ class Dataset:
     return labels.index_select(0, ids)  # several times faster than indexing
 
   def _placed_items(self) -> Iterator[Union[Graph, Feature]]:
-    for value in (self.graph, self.node_features, self.edge_features):
-      yield from value.values() if isinstance(value, dict) else [value] if value else []
+    return per_type_values(self.graph, self.node_features, self.edge_features)
 
   def set_device(self, device: int) -> None:
     """Samples and looks features up on GPU ``device`` (where the graphs and

@@ -4,7 +4,7 @@ import os
 import pickle
 import random
 import socket
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 import numpy as np
 import torch
@@ -119,6 +119,14 @@ def get_free_port(host: str = 'localhost', count: int = 1) -> int:
     f'no {count} free consecutive port(s) on {host} outside the ephemeral range '
     f'{ephemeral.start}-{ephemeral.stop - 1}'
   )
+
+
+def per_type_values(*values: Any) -> Iterator[Any]:
+  r"""The values of ``values``, each a dict by type (heterogeneous data) or
+  one value (homogeneous), those that are None left out."""
+  for value in values:
+    items = value.values() if isinstance(value, dict) else [value]
+    yield from (item for item in items if item is not None)
 
 
 def merge_dict(in_dict: Dict[Any, Any], out_dict: Dict[Any, List[Any]]) -> None:

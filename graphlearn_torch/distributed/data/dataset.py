@@ -23,7 +23,7 @@ from ...partition.partition_book import (
 )
 from ...partition.reader import PartitionReader
 from ...typing import EdgeType, NodeIndex, NodeLabel, NodeType
-from ...utils.common import default_id_filter, default_id_select
+from ...utils.common import default_id_filter, default_id_select, per_type_values
 
 logger = logging.getLogger(__name__)
 
@@ -151,11 +151,10 @@ class DistDataset(Dataset):
     r"""The partition books whose lookup copies on ``gpu`` its kernels read."""
 
     def read(*values) -> bool:
-      items = [v for x in values for v in (x.values() if isinstance(x, dict) else [x]) if v]
       return any(
         (isinstance(i, Graph) and i.sampling_device == gpu)
         or (isinstance(i, Feature) and i.with_gpu and i.gpu_index() == gpu.index)
-        for i in items
+        for i in per_type_values(*values)
       )
 
     books = []
@@ -163,7 +162,7 @@ class DistDataset(Dataset):
       books += [self.node_pb, self.node_feat_pb]
     if read(self.edge_features):
       books.append(self.edge_feat_pb)
-    flat = [b for x in books for b in (x.values() if isinstance(x, dict) else [x])]
+    flat = per_type_values(*books)
     return list({id(b): b for b in flat if isinstance(b, PartitionBook)}.values())
 
   @property

@@ -203,13 +203,14 @@ class DistNeighborSampler:
 
   def _log_path(self, device: torch.device, reason: Optional[str]) -> None:
     r"""Says (INFO, once a path) how this sampler's batches are drawn."""
+    if (device, reason) in self._paths_logged:
+      return
+    self._paths_logged.add((device, reason))
     if reason is None:
       path = f"on {device} in one call over this host's {self.num_partitions} partitions"
     else:
       path = f'hop by hop on {device} ({reason})'
-    if path not in self._paths_logged:
-      self._paths_logged.add(path)
-      logger.info('partition %d draws its batches %s', self.partition_idx, path)
+    logger.info('partition %d draws its batches %s', self.partition_idx, path)
 
   @classmethod
   def from_config(
