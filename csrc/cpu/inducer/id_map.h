@@ -90,8 +90,9 @@ class IdMap {
   }
   // The region size of a group (grouped keys), from the table's size.
   void size_regions();
-  // insert_all on many threads (cpu/inducer/id_map.cpp): the positions claim
-  // their ids through `claims`, an id-indexed map's or the hash table's.
+  // insert_all on many threads (cpu/inducer/id_map_parallel.cpp): the
+  // positions claim their ids through `claims`, an id-indexed map's or the
+  // hash table's.
   template <typename Claims>
   void insert_all_parallel(const int64_t* keys, int64_t n, int64_t* local, Claims& claims);
   struct DenseClaims;
@@ -99,8 +100,8 @@ class IdMap {
   // The hash table's slot of `key`, found or taken for it by position i
   // (a claim -1 - i, the lowest position's kept) while other threads do the
   // same; the table has room for every key. `claim` says what the claim
-  // did (id_map.cpp: kNotClaimed, kTookEmpty, or the position it took the
-  // claim from).
+  // did (id_map_parallel.cpp: kNotClaimed, kTookEmpty, or the position it
+  // took the claim from).
   uint64_t claim_slot(int64_t key, int64_t i, int64_t* claim);
   // A hash table slot: a key and its local id side by side, so that a probe
   // reads one cache line, and the generation (clear()) that wrote it: a slot
