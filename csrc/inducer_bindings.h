@@ -9,22 +9,39 @@
 #include <vector>
 
 #include "kernels/batch_sample.h"
+#include "kernels/hop_plan.h"
 
 namespace glt {
 
-// sample_induce_next (a hop drawn and added at once), for the inducers that
-// have it.
+// sample_induce_next (a hop drawn and added at once, kernels::HopPlan), for
+// the inducers that have it.
 template <typename T>
 py::class_<T>& bind_sample_induce_next(py::class_<T>& cls) {
-  return cls.def("sample_induce_next", torch::wrap_pybind_function_no_gil(&T::sample_induce_next),
-                 py::arg("src_types"), py::arg("nbr_types"), py::arg("srcs"), py::arg("indptrs"),
-                 py::arg("indices"), py::arg("edge_ids"), py::arg("edge_weights"),
-                 py::arg("fanouts"), py::arg("replace"), py::arg("rng_seeds"),
-                 py::arg("row_prefixes"), py::arg("col_prefixes"),
-                 py::arg("edge_times") = std::vector<std::optional<at::Tensor>>{},
-                 py::arg("seed_times") = std::vector<std::optional<at::Tensor>>{},
-                 py::arg("last") = false,
-                 py::arg("row_max_times") = std::vector<std::optional<at::Tensor>>{});
+  using Tensors = std::vector<at::Tensor>;
+  using Ints = std::vector<int64_t>;
+  using Optionals = std::vector<std::optional<at::Tensor>>;
+  return cls.def(
+      "sample_induce_next",
+      torch::wrap_pybind_function_no_gil(
+          [](T& self, Ints src_types, Ints nbr_types, Tensors srcs, Tensors indptrs,
+             Tensors indices, Optionals edge_ids, Optionals edge_weights, Ints fanouts,
+             bool replace, Ints rng_seeds, Tensors row_prefixes, Tensors col_prefixes,
+             Optionals edge_times, Optionals seed_times, bool last, Optionals row_max_times) {
+            kernels::HopPlan plan{std::move(src_types),    std::move(nbr_types),
+                                  std::move(srcs),         std::move(indptrs),
+                                  std::move(indices),      std::move(edge_ids),
+                                  std::move(edge_weights), std::move(fanouts),
+                                  replace,                 std::move(rng_seeds),
+                                  std::move(row_prefixes), std::move(col_prefixes),
+                                  std::move(edge_times),   std::move(seed_times),
+                                  std::move(row_max_times), last};
+            return self.sample_induce_next(plan);
+          }),
+      py::arg("src_types"), py::arg("nbr_types"), py::arg("srcs"), py::arg("indptrs"),
+      py::arg("indices"), py::arg("edge_ids"), py::arg("edge_weights"), py::arg("fanouts"),
+      py::arg("replace"), py::arg("rng_seeds"), py::arg("row_prefixes"), py::arg("col_prefixes"),
+      py::arg("edge_times") = Optionals{}, py::arg("seed_times") = Optionals{},
+      py::arg("last") = false, py::arg("row_max_times") = Optionals{});
 }
 
 // A batch's plan from sample_batch's keyword arguments (kernels/batch_sample.h):

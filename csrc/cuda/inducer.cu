@@ -41,21 +41,9 @@ CudaInducer::induce_next(const std::vector<int64_t>& src_types,
   return impl_->inducer.induce_next(src_types, nbr_types, srcs, nbrs, nbr_nums, row_outs, col_outs);
 }
 
-kernels::HopOutputs CudaInducer::sample_induce_next(
-    const std::vector<int64_t>& src_types, const std::vector<int64_t>& nbr_types,
-    const std::vector<at::Tensor>& srcs, const std::vector<at::Tensor>& indptrs,
-    const std::vector<at::Tensor>& indices, const std::vector<std::optional<at::Tensor>>& edge_ids,
-    const std::vector<std::optional<at::Tensor>>& edge_weights, const std::vector<int64_t>& fanouts,
-    bool replace, const std::vector<int64_t>& rng_seeds,
-    const std::vector<at::Tensor>& row_prefixes, const std::vector<at::Tensor>& col_prefixes,
-    const std::vector<std::optional<at::Tensor>>& edge_times,
-    const std::vector<std::optional<at::Tensor>>& seed_times, bool last,
-    const std::vector<std::optional<at::Tensor>>& row_max_times) {
+kernels::HopOutputs CudaInducer::sample_induce_next(const kernels::HopPlan& plan) {
   const c10::cuda::CUDAGuard guard(device_);
-  return impl_->inducer.sample_induce_next(src_types, nbr_types, srcs, indptrs, indices, edge_ids,
-                                           edge_weights, fanouts, replace, rng_seeds, row_prefixes,
-                                           col_prefixes, edge_times, seed_times, last,
-                                           row_max_times);
+  return impl_->inducer.sample_induce_next(plan);
 }
 
 kernels::BatchOutputs CudaInducer::sample_batch(kernels::BatchPlan plan, bool replay) {

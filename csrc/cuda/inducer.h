@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/batch_sample.h"
+#include "kernels/hop_plan.h"
 
 namespace glt {
 namespace cuda {
@@ -26,21 +27,7 @@ class CudaInducer {
       const std::vector<at::Tensor>& srcs, const std::vector<at::Tensor>& nbrs,
       const std::vector<at::Tensor>& nbr_nums, const std::vector<at::Tensor>& row_outs = {},
       const std::vector<at::Tensor>& col_outs = {});
-  std::tuple<std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>,
-             std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>>
-  sample_induce_next(const std::vector<int64_t>& src_types, const std::vector<int64_t>& nbr_types,
-                     const std::vector<at::Tensor>& srcs, const std::vector<at::Tensor>& indptrs,
-                     const std::vector<at::Tensor>& indices,
-                     const std::vector<std::optional<at::Tensor>>& edge_ids,
-                     const std::vector<std::optional<at::Tensor>>& edge_weights,
-                     const std::vector<int64_t>& fanouts, bool replace,
-                     const std::vector<int64_t>& rng_seeds,
-                     const std::vector<at::Tensor>& row_prefixes,
-                     const std::vector<at::Tensor>& col_prefixes,
-                     const std::vector<std::optional<at::Tensor>>& edge_times = {},
-                     const std::vector<std::optional<at::Tensor>>& seed_times = {},
-                     bool last = false,
-                     const std::vector<std::optional<at::Tensor>>& row_max_times = {});
+  kernels::HopOutputs sample_induce_next(const kernels::HopPlan& plan);
   kernels::BatchOutputs sample_batch(kernels::BatchPlan plan, bool replay = false);
   at::Tensor local_ids(int64_t node_type, const at::Tensor& ids) const;
   void reset();

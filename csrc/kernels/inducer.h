@@ -22,15 +22,11 @@
 #include "checks.h"
 #include "kernels/batch_sample.h"
 #include "kernels/hop_induce.h"
+#include "kernels/hop_plan.h"
 #include "kernels/id_table.h"
 
 namespace glt {
 namespace kernels {
-
-// What a hop drawn and added at once returns (InducerImpl::sample_induce_next).
-using HopOutputs =
-    std::tuple<std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>,
-               std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>>;
 
 template <typename Backend>
 class InducerImpl {
@@ -89,29 +85,9 @@ class InducerImpl {
   // its temporal draws (edge_times, seed_times and row_max_times must hold
   // no tensor) and its disjoint keys. A hop that fails a check forgets all
   // nodes (reset) before it raises.
-  HopOutputs sample_induce_next(const std::vector<int64_t>& src_types,
-                                const std::vector<int64_t>& nbr_types,
-                                const std::vector<at::Tensor>& srcs,
-                                const std::vector<at::Tensor>& indptrs,
-                                const std::vector<at::Tensor>& indices,
-                                const std::vector<std::optional<at::Tensor>>& edge_ids,
-                                const std::vector<std::optional<at::Tensor>>& edge_weights,
-                                const std::vector<int64_t>& fanouts, bool replace,
-                                const std::vector<int64_t>& rng_seeds,
-                                const std::vector<at::Tensor>& row_prefixes,
-                                const std::vector<at::Tensor>& col_prefixes,
-                                const std::vector<std::optional<at::Tensor>>& edge_times = {},
-                                const std::vector<std::optional<at::Tensor>>& seed_times = {},
-                                bool /*last*/ = false,
-                                const std::vector<std::optional<at::Tensor>>& row_max_times = {}) {
-    const size_t n = srcs.size();
-    for (size_t size : {src_types.size(), nbr_types.size(), indptrs.size(), indices.size(),
-                        edge_ids.size(), edge_weights.size(), fanouts.size(), rng_seeds.size(),
-                        row_prefixes.size(), col_prefixes.size()}) {
-      TORCH_CHECK_VALUE(size == n, "sample_induce_next expects one entry per request (", n,
-                        ") in every list, got one of ", size);
-    }
-    for (const auto* times : {&edge_times, &seed_times, &row_max_times}) {
+  HopOutputs sample_induce_next(const HopPlan& plan) {
+    plan.check_lists();
+    for (const auto* times : {&plan.edge_times, &plan.seed_times, &plan.row_max_times}) {
       for (const auto& t : *times) {
         TORCH_CHECK_VALUE(!t.has_value(),
                           "this inducer draws no temporal hops: sample them with "
@@ -122,14 +98,12 @@ class InducerImpl {
     for (const auto& table : tables_) host_sizes.push_back(table.size);
     at::Tensor sizes = backend_.to_device(at::tensor(host_sizes, at::kLong), options_.device());
     std::vector<BoundedHop> hops;
-    for (size_t e = 0; e < n; ++e) {
-      check_type(src_types[e]);
-      check_type(nbr_types[e]);
-      hops.push_back(draw_and_insert(src_types[e], nbr_types[e], srcs[e], indptrs[e], indices[e],
-                                     edge_ids[e], edge_weights[e], fanouts[e], replace,
-                                     rng_seeds[e], sizes, pending[nbr_types[e]]));
+    for (size_t e = 0; e < plan.num_requests(); ++e) {
+      check_type(plan.src_types[e]);
+      check_type(plan.nbr_types[e]);
+      hops.push_back(draw_and_insert(plan, e, sizes, pending[plan.nbr_types[e]]));
     }
-    return finish_hop(hops, nbr_types, srcs, indptrs, indices, row_prefixes, col_prefixes, sizes);
+    return finish_hop(hops, plan, sizes);
   }
 
   // A whole batch drawn and added with one host sync (kernels/batch_sample.h):
@@ -249,19 +223,21 @@ class InducerImpl {
 
   // Draws request e of a hop and adds its neighbors (kernels/hop_induce.h);
   // `pending`: the bound of the type's earlier requests in this hop.
-  BoundedHop draw_and_insert(int64_t src_type, int64_t nbr_type, const at::Tensor& srcs,
-                             const at::Tensor& indptr, const at::Tensor& indices,
-                             const std::optional<at::Tensor>& edge_ids,
-                             const std::optional<at::Tensor>& edge_weights, int64_t fanout,
-                             bool replace, int64_t rng_seed, at::Tensor& sizes, int64_t& pending) {
-    const at::Tensor src = checked(srcs, "srcs");
+  BoundedHop draw_and_insert(const HopPlan& plan, size_t e, at::Tensor& sizes, int64_t& pending) {
+    const at::Tensor& indptr = plan.indptrs[e];
+    const at::Tensor& indices = plan.indices[e];
+    const std::optional<at::Tensor>& edge_ids = plan.edge_ids[e];
+    const std::optional<at::Tensor>& edge_weights = plan.edge_weights[e];
+    const int64_t fanout = plan.fanouts[e], nbr_type = plan.nbr_types[e];
+    const bool replace = plan.replace;
+    const at::Tensor src = checked(plan.srcs[e], "srcs");
     check_csr_layout(indptr, indices);
     check_device(indptr, "indptr", options_.device());
     check_edge_data(edge_ids, edge_weights, indices);
     check_fanout(fanout, src.numel(), "fanouts");
     BoundedHop hop;
     hop.report = new_report(options_);
-    const at::Tensor seed_local = lookup_table(backend_, tables_[src_type], src);
+    const at::Tensor seed_local = lookup_table(backend_, tables_[plan.src_types[e]], src);
     const int64_t n = src.numel();
     const SeedRange seeds = seed_range(src, seed_local);
     int64_t bound = 0;
@@ -272,7 +248,7 @@ class InducerImpl {
       // All neighbors (fanout -1): no bound ahead, the total is read here.
       bound = fanout >= 0 ? n * fanout : hop.offsets[n].item<int64_t>();
       DrawTargets targets;
-      targets.key = static_cast<uint64_t>(rng_seed);
+      targets.key = static_cast<uint64_t>(plan.rng_seeds[e]);
       draw_bounded(backend_, g, seeds, fanout, replace, edge_weights.has_value(),
                    edge_ids.has_value(), bound, targets, hop);
     });
@@ -290,18 +266,16 @@ class InducerImpl {
 
   // Reads a hop's reports and the tables' sizes (the one sync), raises what
   // a check found, and cuts the hop's outputs to their sizes.
-  HopOutputs finish_hop(const std::vector<BoundedHop>& hops, const std::vector<int64_t>& nbr_types,
-                        const std::vector<at::Tensor>& srcs, const std::vector<at::Tensor>& indptrs,
-                        const std::vector<at::Tensor>& indices,
-                        const std::vector<at::Tensor>& row_prefixes,
-                        const std::vector<at::Tensor>& col_prefixes, const at::Tensor& sizes) {
+  HopOutputs finish_hop(const std::vector<BoundedHop>& hops, const HopPlan& plan,
+                        const at::Tensor& sizes) {
     std::vector<at::Tensor> parts;
     for (const auto& hop : hops) parts.push_back(hop.report);
     parts.push_back(sizes);
     const at::Tensor read = at::cat(parts).cpu();
     const int64_t* r = read.data_ptr<int64_t>();
     for (size_t e = 0; e < hops.size(); ++e) {
-      raise_failure(r + e * kReportSize, srcs[e], indptrs[e].numel() - 1, indices[e], hops[e]);
+      raise_failure(r + e * kReportSize, plan.srcs[e], plan.indptrs[e].numel() - 1,
+                    plan.indices[e], hops[e]);
     }
     std::vector<at::Tensor> rows, cols, nbrs, nums, eids;
     std::vector<std::vector<at::Tensor>> fresh(tables_.size());
@@ -309,13 +283,13 @@ class InducerImpl {
       const BoundedHop& hop = hops[e];
       const int64_t total = r[e * kReportSize + kTotal];
       rows.push_back(
-          at::cat({checked(row_prefixes[e], "row_prefixes"), hop.rows.narrow(0, 0, total)}));
+          at::cat({checked(plan.row_prefixes[e], "row_prefixes"), hop.rows.narrow(0, 0, total)}));
       cols.push_back(
-          at::cat({checked(col_prefixes[e], "col_prefixes"), hop.cols.narrow(0, 0, total)}));
+          at::cat({checked(plan.col_prefixes[e], "col_prefixes"), hop.cols.narrow(0, 0, total)}));
       nbrs.push_back(hop.nbrs.narrow(0, 0, total));
       nums.push_back(hop.counts);
       eids.push_back(hop.eids.numel() ? hop.eids.narrow(0, 0, total) : hop.eids);
-      fresh[nbr_types[e]].push_back(hop.fresh.narrow(0, 0, r[e * kReportSize + kFresh]));
+      fresh[plan.nbr_types[e]].push_back(hop.fresh.narrow(0, 0, r[e * kReportSize + kFresh]));
     }
     std::vector<at::Tensor> nodes;
     for (size_t t = 0; t < tables_.size(); ++t) {

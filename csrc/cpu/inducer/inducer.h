@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cpu/inducer/id_map.h"
+#include "kernels/hop_plan.h"
 
 namespace glt::cpu {
 
@@ -37,42 +38,19 @@ class Inducer {
       const std::vector<at::Tensor>& nbr_nums, const std::vector<at::Tensor>& row_outs = {},
       const std::vector<at::Tensor>& col_outs = {});
 
-  // Draws one hop and adds it, in one pass: each chunk of a request's draws
-  // is inserted as soon as it is drawn (while other threads draw the next
-  // chunks) where the inserts are sequential, below 4 threads. Request e
-  // draws up to fanouts[e] neighbors (-1: all) of `srcs[e]` (of type
-  // `src_types[e]`, already known) from the CSR topology (indptrs[e],
-  // indices[e]), as the sample_neighbors op does with rng_seeds[e];
-  // their type is nbr_types[e]. Returns (nodes new to each type, in order
-  // of first appearance; row_prefixes[e] followed by the local seed index
-  // of each edge drawn; col_prefixes[e] followed by their local neighbor
-  // index; then per request sample_neighbors' outputs: the neighbors, the
-  // neighbors per seed, the edge ids (empty without edge_ids[e])): the same
-  // batch as sample_neighbors then induce_next. Everything is checked
-  // before anything is inserted, but a neighbor id out of range (a corrupt
-  // topology) may be met after part of the hop was inserted: the inducer
-  // then forgets all nodes (reset) before it raises. Temporal requests give
-  // edge_times[e] (each entry's time, the rows sorted by it) and
-  // seed_times[e] (one per seed), optionally row_max_times[e] (each row's
-  // last time), and draw as sample_neighbors_temporal does (`last`: the
-  // latest allowed entries). An inducer of disjoint keys takes
-  // `srcs[e]` as keys, draws from their ids' rows and keys each neighbor
-  // into its seed's subgraph as it inserts it.
-  std::tuple<std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>,
-             std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>>
-  sample_induce_next(const std::vector<int64_t>& src_types, const std::vector<int64_t>& nbr_types,
-                     const std::vector<at::Tensor>& srcs, const std::vector<at::Tensor>& indptrs,
-                     const std::vector<at::Tensor>& indices,
-                     const std::vector<std::optional<at::Tensor>>& edge_ids,
-                     const std::vector<std::optional<at::Tensor>>& edge_weights,
-                     const std::vector<int64_t>& fanouts, bool replace,
-                     const std::vector<int64_t>& rng_seeds,
-                     const std::vector<at::Tensor>& row_prefixes,
-                     const std::vector<at::Tensor>& col_prefixes,
-                     const std::vector<std::optional<at::Tensor>>& edge_times = {},
-                     const std::vector<std::optional<at::Tensor>>& seed_times = {},
-                     bool last = false,
-                     const std::vector<std::optional<at::Tensor>>& row_max_times = {});
+  // Draws one hop (kernels::HopPlan) and adds it, in one pass: each chunk
+  // of a request's draws is inserted as soon as it is drawn (while other
+  // threads draw the next chunks) where the inserts are sequential, below 4
+  // threads. Request e draws as the sample_neighbors op does with
+  // rng_seeds[e] (temporal requests: as sample_neighbors_temporal does), and
+  // the hop equals sample_neighbors then induce_next (kernels::HopOutputs).
+  // Everything is checked before anything is inserted, but a neighbor id out
+  // of range (a corrupt topology) may be met after part of the hop was
+  // inserted: the inducer then forgets all nodes (reset) before it raises.
+  // An inducer of disjoint keys takes `srcs[e]` as keys, draws from their
+  // ids' rows and keys each neighbor into its seed's subgraph as it inserts
+  // it.
+  kernels::HopOutputs sample_induce_next(const kernels::HopPlan& plan);
 
   // Local ids of known nodes of type `node_type` (-1 for unknown ones).
   at::Tensor local_ids(int64_t node_type, const at::Tensor& ids) const;

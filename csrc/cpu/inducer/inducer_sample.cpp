@@ -8,6 +8,7 @@
 #include "cpu/sampling/neighbor_draws.h"
 #include "cpu/inducer/inducer.h"
 #include "cpu/runtime/parallel.h"
+#include "kernels/hop_plan.h"
 
 namespace glt::cpu {
 namespace {
@@ -23,43 +24,45 @@ struct CheckedRequest {
 };
 
 // What the requests of a hop give back, request by request.
-struct HopOutputs {
+struct RequestOutputs {
   std::vector<at::Tensor> rows, cols, nbrs, nbr_nums, eids;
 };
 
-void check_request_lists(size_t num_requests, const std::vector<size_t>& sizes,
-                         const std::vector<size_t>& optional_sizes) {
-  for (size_t size : sizes) {
-    TORCH_CHECK_VALUE(size == num_requests,
-                      "sample_induce_next expects one entry per request (", num_requests,
-                      ") in each list, got a list of ", size);
-  }
-  for (size_t size : optional_sizes) {
-    TORCH_CHECK_VALUE(size == 0 || size == num_requests,
-                      "sample_induce_next expects edge_times, seed_times and row_max_times empty "
-                      "or with one entry per request (",
-                      num_requests, "), got a list of ", size);
-  }
-}
-
-CheckedRequest checked_request(const at::Tensor& indptr, const at::Tensor& indices,
-                               const std::optional<at::Tensor>& edge_ids,
-                               const std::optional<at::Tensor>& edge_weights,
-                               const at::Tensor& srcs, int64_t id_mask, int64_t fanout,
-                               const at::Tensor& row_prefix, const at::Tensor& col_prefix) {
+// Request e of `plan`, checked; disjoint keys (id_mask >= 0) draw from
+// their ids' rows.
+CheckedRequest checked_request(const kernels::HopPlan& plan, size_t e, int64_t id_mask) {
+  const at::Tensor& indptr = plan.indptrs[e];
+  const at::Tensor& row_prefix = plan.row_prefixes[e];
+  const at::Tensor& col_prefix = plan.col_prefixes[e];
   TORCH_CHECK_VALUE(indptr.device().is_cpu(), "sample_induce_next draws from CPU topologies, got ",
                     indptr.device());
-  check_index(srcs, "srcs");
+  check_index(plan.srcs[e], "srcs");
   check_index(row_prefix, "row_prefixes");
   check_index(col_prefix, "col_prefixes");
   check_device(row_prefix, "row_prefixes", indptr.device());
   check_device(col_prefix, "col_prefixes", indptr.device());
-  const at::Tensor keys = srcs.contiguous();
+  const at::Tensor keys = plan.srcs[e].contiguous();
   const at::Tensor ids = id_mask >= 0 ? at::bitwise_and(keys, id_mask) : keys;
-  return {checked_sampling_args(indptr, indices, edge_ids, edge_weights, ids, fanout,
-                                /*check_seed_range=*/false),  // by HopDraws' plan
-          keys,
-          row_prefix.contiguous(), col_prefix.contiguous(), at::Tensor()};
+  CheckedRequest r{checked_sampling_args(indptr, plan.indices[e], plan.edge_ids[e],
+                                         plan.edge_weights[e], ids, plan.fanouts[e],
+                                         /*check_seed_range=*/false),  // by HopDraws' plan
+                   keys,
+                   row_prefix.contiguous(),
+                   col_prefix.contiguous(),
+                   at::Tensor(),
+                   at::Tensor()};
+  const bool timed = plan.timed(e);
+  TORCH_CHECK_VALUE(timed == (!plan.seed_times.empty() && plan.seed_times[e].has_value()),
+                    "request ", e, " has edge_times or seed_times but not both");
+  if (timed) {
+    r.times = checked_time_args(*plan.edge_times[e], plan.indices[e], *plan.seed_times[e], r.seeds);
+  }
+  if (!plan.row_max_times.empty() && plan.row_max_times[e].has_value()) {
+    TORCH_CHECK_VALUE(timed, "request ", e, " has row_max_times but no edge_times");
+    check_row_max_time(plan.row_max_times[e], *plan.edge_times[e], indptr);
+    r.row_max_time = *plan.row_max_times[e];
+  }
+  return r;
 }
 
 // `prefix` followed by room for n more values (copied by our parallel loop,
@@ -134,66 +137,36 @@ void insert_neighbors(IdMap& map, draws::HopDraws<index_t>& hop, const int64_t* 
 
 }  // namespace
 
-std::tuple<std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>,
-           std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>>
-Inducer::sample_induce_next(const std::vector<int64_t>& src_types,
-                            const std::vector<int64_t>& nbr_types,
-                            const std::vector<at::Tensor>& srcs,
-                            const std::vector<at::Tensor>& indptrs,
-                            const std::vector<at::Tensor>& indices,
-                            const std::vector<std::optional<at::Tensor>>& edge_ids,
-                            const std::vector<std::optional<at::Tensor>>& edge_weights,
-                            const std::vector<int64_t>& fanouts, bool replace,
-                            const std::vector<int64_t>& rng_seeds,
-                            const std::vector<at::Tensor>& row_prefixes,
-                            const std::vector<at::Tensor>& col_prefixes,
-                            const std::vector<std::optional<at::Tensor>>& edge_times,
-                            const std::vector<std::optional<at::Tensor>>& seed_times,
-                            bool last,
-                            const std::vector<std::optional<at::Tensor>>& row_max_times) {
-  const size_t num_requests = srcs.size();
-  check_request_lists(num_requests,
-                      {src_types.size(), nbr_types.size(), indptrs.size(), indices.size(),
-                       edge_ids.size(), edge_weights.size(), fanouts.size(), rng_seeds.size(),
-                       row_prefixes.size(), col_prefixes.size()},
-                      {edge_times.size(), seed_times.size(), row_max_times.size()});
+kernels::HopOutputs Inducer::sample_induce_next(const kernels::HopPlan& plan) {
+  plan.check_lists();
+  const size_t num_requests = plan.num_requests();
   // Disjoint keys: the rows drawn are the keys' ids; the neighbors are keyed
   // into their seed's subgraph as they are inserted.
   const int64_t id_mask = disjoint_bits_ > 0 ? (int64_t{1} << disjoint_bits_) - 1 : -1;
   std::vector<CheckedRequest> requests;
   for (size_t e = 0; e < num_requests; ++e) {
-    check_type(src_types[e]);
-    check_type(nbr_types[e]);
-    auto& r = requests.emplace_back(checked_request(indptrs[e], indices[e], edge_ids[e],
-                                                    edge_weights[e], srcs[e], id_mask,
-                                                    fanouts[e], row_prefixes[e], col_prefixes[e]));
-    const bool timed = !edge_times.empty() && edge_times[e].has_value();
-    TORCH_CHECK_VALUE(timed == (!seed_times.empty() && seed_times[e].has_value()),
-                      "request ", e, " has edge_times or seed_times but not both");
-    if (timed) r.times = checked_time_args(*edge_times[e], indices[e], *seed_times[e], r.seeds);
-    if (!row_max_times.empty() && row_max_times[e].has_value()) {
-      TORCH_CHECK_VALUE(timed, "request ", e, " has row_max_times but no edge_times");
-      check_row_max_time(row_max_times[e], *edge_times[e], indptrs[e]);
-      r.row_max_time = *row_max_times[e];
-    }
+    check_type(plan.src_types[e]);
+    check_type(plan.nbr_types[e]);
+    requests.push_back(checked_request(plan, e, id_mask));
   }
 
   std::vector<int64_t> first_fresh(maps_.size());
   for (size_t t = 0; t < maps_.size(); ++t) first_fresh[t] = maps_[t].size();
-  HopOutputs out;
+  RequestOutputs out;
   try {
     for (size_t e = 0; e < num_requests; ++e) {
       const CheckedRequest& r = requests[e];
-      AT_DISPATCH_INDEX_TYPES(indptrs[e].scalar_type(), "sample_induce_next", [&] {
-        const auto g =
-            kernels::csr_view<index_t>(indptrs[e], indices[e], edge_ids[e], edge_weights[e]);
+      AT_DISPATCH_INDEX_TYPES(plan.indptrs[e].scalar_type(), "sample_induce_next", [&] {
+        const auto g = kernels::csr_view<index_t>(plan.indptrs[e], plan.indices[e],
+                                                  plan.edge_ids[e], plan.edge_weights[e]);
         auto draw_and_insert = [&](draws::HopDraws<index_t>& hop) {
           const at::Tensor row = extended(r.row_prefix, hop.total());
           const at::Tensor col = extended(r.col_prefix, hop.total());
-          write_rows(src_types[e], srcs[e], r.keys, hop.offsets(),
+          write_rows(plan.src_types[e], plan.srcs[e], r.keys, hop.offsets(),
                      row.data_ptr<int64_t>() + r.row_prefix.numel());
-          insert_neighbors(maps_[nbr_types[e]], hop, r.keys.data_ptr<int64_t>(), r.seeds.numel(),
-                           id_mask, col.data_ptr<int64_t>() + r.col_prefix.numel());
+          insert_neighbors(maps_[plan.nbr_types[e]], hop, r.keys.data_ptr<int64_t>(),
+                           r.seeds.numel(), id_mask,
+                           col.data_ptr<int64_t>() + r.col_prefix.numel());
           out.rows.push_back(row);
           out.cols.push_back(col);
           out.nbrs.push_back(hop.nbrs);
@@ -202,19 +175,20 @@ Inducer::sample_induce_next(const std::vector<int64_t>& src_types,
         };
         const int64_t* seeds = r.seeds.data_ptr<int64_t>();
         if (!r.times.defined()) {
-          draws::HopDraws<index_t> hop(g, seeds, r.seeds.numel(), fanouts[e], replace,
-                                       rng_seeds[e]);
+          draws::HopDraws<index_t> hop(g, seeds, r.seeds.numel(), plan.fanouts[e], plan.replace,
+                                       plan.rng_seeds[e]);
           draw_and_insert(hop);
           return;
         }
         using idx_t = index_t;
-        GLT_DISPATCH_TIME_TYPES(edge_times[e]->scalar_type(), "sample_induce_next", [&] {
+        const at::Tensor& edge_time = *plan.edge_times[e];
+        GLT_DISPATCH_TIME_TYPES(edge_time.scalar_type(), "sample_induce_next", [&] {
           const draws::TemporalWindow<idx_t, scalar_t> window{
-              g.indptr, edge_times[e]->data_ptr<scalar_t>(),
+              g.indptr, edge_time.data_ptr<scalar_t>(),
               r.row_max_time.defined() ? r.row_max_time.data_ptr<scalar_t>() : nullptr,
-              r.times.data_ptr<scalar_t>(), fanouts[e], last};
-          draws::HopDraws<idx_t> hop(g, seeds, r.seeds.numel(), fanouts[e], replace, rng_seeds[e],
-                                     window);
+              r.times.data_ptr<scalar_t>(), plan.fanouts[e], plan.last};
+          draws::HopDraws<idx_t> hop(g, seeds, r.seeds.numel(), plan.fanouts[e], plan.replace,
+                                     plan.rng_seeds[e], window);
           draw_and_insert(hop);
         });
       });
