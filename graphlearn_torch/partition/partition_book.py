@@ -270,7 +270,7 @@ class RangePartitionBook(PartitionBook):
     self.partition_ranges = ranges
     self.partition_idx = int(partition_idx)
     self._ends = torch.tensor([e for _, e in ranges], dtype=torch.int64)
-    self._tensors: Dict[torch.device, torch.Tensor] = {}  # lookup_tensor's
+    self._tensors: Dict[torch.device, torch.Tensor] = {}  # lookup_tensor's off GPUs
     self._gpu_copies: GpuCopies = {}  # lookup_tensor's on GPUs
     self._ends_on: Dict[torch.device, torch.Tensor] = {}  # __getitem__'s range ends by device
 
@@ -297,12 +297,10 @@ class RangePartitionBook(PartitionBook):
     """The book as one tensor on ``device``, an entry an id (int8 up to 127
     partitions): ``len(self)`` bytes there, made once a device."""
     device = torch.device(device)
+    if device.type == 'cuda':  # one a GPU on this host (GpuCopies)
+      return gpu_copy(self._gpu_copies, device, lambda: self._entries().to(device))
     if device not in self._tensors:
-      if device.type == 'cuda':  # one a GPU on this host (GpuCopies)
-        made = gpu_copy(self._gpu_copies, device, lambda: self._entries().to(device))
-      else:
-        made = self._entries().to(device)
-      self._tensors[device] = made
+      self._tensors[device] = self._entries().to(device)
     return self._tensors[device]
 
   def _entries(self) -> torch.Tensor:
