@@ -215,7 +215,12 @@ TUNING = """## Tuning
   docs/distributed.md, "Speed between machines, and what to tune".
 - **On a GPU.** `graph_mode='CUDA'` where the topology fits in GPU memory,
   else 'ZERO_COPY'; `split_ratio` puts the hottest feature rows in GPU memory
-  (sorted by in-degree), the rest is read through UVA.
+  (sorted by in-degree), the rest is read through UVA. A loader on a GPU
+  launches each batch's sampling before it collates the batch before, so
+  that the GPU draws one batch while the host finishes another (two
+  batches' sampling buffers on the GPU; `GLT_LAUNCH_AHEAD=0` samples one
+  batch at a time); a script that calls the sampler itself does so with
+  `NeighborSampler.launch_from_nodes`.
 - **Measuring.** Time only on a quiet machine: every table gives the load
   average before its run. Beside busy processes our kernels keep most of
   their speed (the contention table above); the figures of a loaded

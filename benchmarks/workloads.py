@@ -60,26 +60,44 @@ def make_seed_batches(num_nodes: int, batches: int, batch_size: int, seed: int):
 
 
 def time_batches(
-  sampler, seed_batches, batches: int, sync: Callable[[], None] = lambda: None, seed_times=None
+  sampler,
+  seed_batches,
+  batches: int,
+  sync: Callable[[], None] = lambda: None,
+  seed_times=None,
+  launch_ahead: bool = False,
 ):
   """``(batches/s, sampled edges/s, nodes per batch, edges per batch, the
-  first 8 outputs)`` of ``batches`` batches of ``sampler`` after 3 warm-up
+  first 8 outputs)`` of ``batches`` batches of ``sampler`` after 4 warm-up
   ones, the seed batches taken in turn; ``sync`` waits for a device's work
   (``torch.cuda.synchronize`` for a GPU sampler); ``seed_times``: each seed
-  batch's times (temporal sampling)."""
+  batch's times (temporal sampling); ``launch_ahead``: each batch launched
+  (``launch_from_nodes``) before the one before it is read, as a loader
+  does on a GPU."""
 
   def inputs(i):
     time = seed_times[i % len(seed_times)] if seed_times is not None else None
     return glt.sampler.NodeSamplerInput(seed_batches[i % len(seed_batches)], time=time)
 
-  for i in range(3):  # warm-up
-    sampler.sample_from_nodes(inputs(i))
+  def outputs(first: int, count: int):
+    if not launch_ahead:
+      for i in range(first, first + count):
+        yield sampler.sample_from_nodes(inputs(i))
+      return
+    ahead = sampler.launch_from_nodes(inputs(first))
+    for i in range(first, first + count):
+      launched = ahead
+      if i + 1 < first + count:
+        ahead = sampler.launch_from_nodes(inputs(i + 1))
+      yield launched.result()
+
+  for _ in outputs(0, 4):  # warm-up (in launch_ahead, both inducers' CUDA graphs)
+    pass
   sync()
   edges = nodes = 0
   outs = []
   t = time.perf_counter()
-  for i in range(batches):
-    out = sampler.sample_from_nodes(inputs(i))
+  for i, out in enumerate(outputs(0, batches)):
     edges += out.row.numel()
     nodes += out.node.numel()
     if i < 8:

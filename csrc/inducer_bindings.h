@@ -75,16 +75,25 @@ inline kernels::BatchPlan batch_plan_of(const py::kwargs& kw) {
 }
 
 // sample_batch(**plan, replay=False) (a whole batch drawn and added at
-// once), for the inducers that have it.
+// once), and the same in two calls, launch_batch(**plan, replay=False) then
+// finish_batch(), for the inducers that have them.
 template <typename T>
 py::class_<T>& bind_sample_batch(py::class_<T>& cls) {
-  return cls.def("sample_batch",
-                 torch::wrap_pybind_function([](T& self, const py::kwargs& kw) {
-                   kernels::BatchPlan plan = batch_plan_of(kw);
-                   const bool replay = kw.attr("get")("replay", false).cast<bool>();
-                   const py::gil_scoped_release no_gil;
-                   return self.sample_batch(std::move(plan), replay);
-                 }));
+  return cls
+      .def("sample_batch", torch::wrap_pybind_function([](T& self, const py::kwargs& kw) {
+             kernels::BatchPlan plan = batch_plan_of(kw);
+             const bool replay = kw.attr("get")("replay", false).cast<bool>();
+             const py::gil_scoped_release no_gil;
+             return self.sample_batch(std::move(plan), replay);
+           }))
+      .def("launch_batch", torch::wrap_pybind_function([](T& self, const py::kwargs& kw) {
+             kernels::BatchPlan plan = batch_plan_of(kw);
+             const bool replay = kw.attr("get")("replay", false).cast<bool>();
+             const py::gil_scoped_release no_gil;
+             self.launch_batch(std::move(plan), replay);
+           }))
+      .def("finish_batch",
+           torch::wrap_pybind_function_no_gil([](T& self) { return self.finish_batch(); }));
 }
 
 // The methods an inducer (the CPU Inducer, its CUDA twin, the host harness's

@@ -72,6 +72,29 @@ def test_a_sampled_batch_syncs_once(monkeypatch, graphs, mode, fanout):
   assert len(syncs) <= 1, f'{len(syncs)} host syncs in a {len(fanout)}-hop batch, at: {dict(where)}'
 
 
+@pytest.mark.parametrize('graphs', ['1', '0'], ids=['cuda-graphs', 'kernel-by-kernel'])
+def test_a_launched_batch_syncs_at_its_result_alone(monkeypatch, graphs):
+  """launch_from_nodes starts a batch without waiting for the GPU; its
+  result waits once."""
+  monkeypatch.setenv(CUDA_GRAPHS_ENV, graphs)
+  num_nodes = 2000
+  ds = Dataset(edge_dir='in')
+  ds.init_graph(random_edges(num_nodes, num_nodes, 20_000, seed=5), graph_mode='CUDA')
+  sampler = NeighborSampler(
+    ds.graph, [10, 5], device=torch.device('cuda', 0), edge_dir='in', seed=1
+  )
+  seeds = torch.randperm(num_nodes, generator=torch.Generator().manual_seed(2))[:256]
+  for _ in range(2):  # warm-up: placement, allocations, the batch's CUDA graph
+    sampler.launch_from_nodes(NodeSamplerInput(seeds)).result()
+  launched = []
+  syncs = host_syncs(lambda: launched.append(sampler.launch_from_nodes(NodeSamplerInput(seeds))))
+  assert not syncs, [f'{w.filename}:{w.lineno}' for w in syncs]
+  out = []
+  syncs = host_syncs(lambda: out.append(launched[0].result()))
+  assert len(syncs) <= 1, [f'{w.filename}:{w.lineno}' for w in syncs]
+  assert out[0].node.numel() > seeds.numel()
+
+
 @pytest.mark.parametrize('mode', ['CUDA', 'ZERO_COPY'])
 def test_a_loader_batch_syncs_at_its_sampling_and_its_gathers_checks(mode):
   """A NeighborLoader batch on the GPU with features (a fifth of the rows in
@@ -87,7 +110,10 @@ def test_a_loader_batch_syncs_at_its_sampling_and_its_gathers_checks(mode):
     ds, [10, 5], torch.arange(num_nodes), batch_size=256, shuffle=True, device='cuda'
   )
   batches = iter(loader)
-  for _ in range(2):  # warm-up: placement, allocations, the batch's CUDA graph
+  # warm-up: placement, allocations, the batch's CUDA graph in each of the
+  # two inducers that take turns (a batch is launched before the one before
+  # it is collated)
+  for _ in range(4):
     next(batches)
   out = None
 

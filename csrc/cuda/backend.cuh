@@ -2,11 +2,15 @@
 // body over [0, n) with a grid-stride loop on the current stream.
 #pragma once
 
+#include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAException.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 
 namespace glt {
 namespace cuda {
@@ -36,6 +40,24 @@ struct CudaBackend {
   // from pinned memory on the current stream: the host does not wait.
   at::Tensor to_device(const at::Tensor& host, const at::Device& device) const {
     return host.pin_memory().to(device, /*non_blocking=*/true);
+  }
+
+  // `t` copied to pinned host memory on the current stream, behind the work
+  // launched before; `*ready` is recorded after the copy, for wait.
+  using Ready = std::shared_ptr<at::cuda::CUDAEvent>;
+  at::Tensor to_host_async(const at::Tensor& t, Ready* ready) const {
+    at::Tensor host = at::empty(t.sizes(), t.options().device(at::kCPU).pinned_memory(true));
+    host.copy_(t, /*non_blocking=*/true);
+    *ready = std::make_shared<at::cuda::CUDAEvent>();
+    (*ready)->record(at::cuda::getCurrentCUDAStream());
+    return host;
+  }
+  // Waits for the copy `ready` marks: a host sync, which torch's sync debug
+  // mode reports as its own synchronizing calls are.
+  void wait(const Ready& ready) const {
+    if (!ready) return;
+    c10::cuda::warn_or_error_on_sync();
+    ready->synchronize();
   }
 };
 

@@ -74,16 +74,15 @@ BatchGraphs::BatchGraphs(const at::TensorOptions& options) : options_(options) {
 
 BatchGraphs::~BatchGraphs() = default;
 
-std::optional<kernels::BatchOutputs> BatchGraphs::sample(const kernels::BatchPlan& plan,
-                                                         const std::function<void()>& forget) {
-  if (failed_) return std::nullopt;
+kernels::BatchSampling<CudaBackend>* BatchGraphs::launch(const kernels::BatchPlan& plan) {
+  if (failed_) return nullptr;
   const std::vector<int64_t> shape = batch_shape(plan);
   auto found = captured_.find(shape);
   if (found == captured_.end()) {
     if (seen_.size() >= kMaxShapesSeen) seen_.clear();
-    if (seen_.insert(shape).second) return std::nullopt;
+    if (seen_.insert(shape).second) return nullptr;
     std::unique_ptr<Captured> made = capture(plan);
-    if (made == nullptr) return std::nullopt;
+    if (made == nullptr) return nullptr;
     if (captured_.size() >= kMaxBatchGraphs) captured_.clear();
     found = captured_.emplace(shape, std::move(made)).first;
   }
@@ -94,7 +93,8 @@ std::optional<kernels::BatchOutputs> BatchGraphs::sample(const kernels::BatchPla
   }
   captured.batch->refill(plan.seeds, plan.rng_seeds);
   captured.graph.replay();
-  return captured.batch->finish(forget, /*copy_out=*/true);
+  captured.batch->read_back();
+  return captured.batch.get();
 }
 
 std::unique_ptr<BatchGraphs::Captured> BatchGraphs::capture(const kernels::BatchPlan& plan) {

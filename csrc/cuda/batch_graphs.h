@@ -17,6 +17,7 @@
 #include <set>
 #include <vector>
 
+#include "cuda/backend.cuh"
 #include "kernels/batch_sample.h"
 
 namespace glt {
@@ -27,13 +28,15 @@ class BatchGraphs {
   explicit BatchGraphs(const at::TensorOptions& options);
   ~BatchGraphs();
 
-  // The batch of `plan` by a graph of its shape: captured at the second
-  // batch of a shape (the first runs without, which also warms up the
-  // kernels). None where the caller runs it without: the first batch of a
-  // shape, or every batch once a capture failed (with a warning). `forget`
-  // empties the inducer before a failed check raises.
-  std::optional<kernels::BatchOutputs> sample(const kernels::BatchPlan& plan,
-                                              const std::function<void()>& forget);
+  // The batch of `plan` launched by a graph of its shape (its seeds and
+  // keys copied in, the graph replayed, its sizes' copy to the host
+  // started), for the caller to finish (BatchSampling::finish, copying the
+  // outputs out); valid until the next launch. A graph is captured at the
+  // second batch of a shape (the first runs without, which also warms up
+  // the kernels). Null where the caller runs the batch without: the first
+  // batch of a shape, or every batch once a capture failed (with a
+  // warning).
+  kernels::BatchSampling<CudaBackend>* launch(const kernels::BatchPlan& plan);
 
  private:
   struct Captured;

@@ -29,6 +29,10 @@ class CudaInducer {
       const std::vector<at::Tensor>& col_outs = {});
   kernels::HopOutputs sample_induce_next(const kernels::HopPlan& plan);
   kernels::BatchOutputs sample_batch(kernels::BatchPlan plan, bool replay = false);
+  // sample_batch in two calls (kernels::InducerImpl::launch_batch): the
+  // launch returns while the GPU runs the batch, the finish waits for it.
+  void launch_batch(kernels::BatchPlan plan, bool replay = false);
+  kernels::BatchOutputs finish_batch();
   at::Tensor local_ids(int64_t node_type, const at::Tensor& ids) const;
   void reset();
   int64_t num_node_types() const;

@@ -23,6 +23,7 @@
 #include <functional>
 #include <optional>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "checks.h"
@@ -193,12 +194,19 @@ class BatchSampling {
     keys_.copy_(backend_.to_device(at::tensor(rng_seeds, at::kLong), options_.device()));
   }
 
-  // Reads the state back (the one host sync); raises what a check found
-  // after `forget` (the inducer's reset), else cuts the outputs to size:
-  // views of the batch's buffers, or copies (`copy_out`) where they are
-  // filled again by the next launch.
+  // Starts the state's copy to the host, behind the launched kernels,
+  // without waiting for it: the host may prepare the next batch meanwhile.
+  void read_back() { host_state_ = backend_.to_host_async(state_, &state_ready_); }
+
+  // Waits for the state on the host (read_back's copy, started here if it
+  // was not: the one host sync); raises what a check found after `forget`
+  // (the inducer's reset), else cuts the outputs to size: views of the
+  // batch's buffers, or copies (`copy_out`) where they are filled again by
+  // the next launch.
   BatchOutputs finish(const std::function<void()>& forget, bool copy_out = false) {
-    const at::Tensor read = state_.cpu();
+    if (!host_state_.defined()) read_back();
+    backend_.wait(state_ready_);
+    const at::Tensor read = std::exchange(host_state_, at::Tensor());
     const int64_t* s = read.data_ptr<int64_t>();
     for (int64_t t = 0; t < plan_.num_types(); ++t) {
       const int64_t bad = s[layout_.bad_seed(t)];
@@ -420,6 +428,8 @@ class BatchSampling {
   BatchBounds bounds_;
   BatchLayout layout_;
   at::Tensor initial_, state_, keys_;
+  at::Tensor host_state_;  // read_back's copy of state_, until finish
+  typename Backend::Ready state_ready_{};
   std::vector<at::Tensor> nodes_, rows_, cols_, eids_, seed_locals_;
   std::vector<at::Tensor> graphs_;  // per request, its partitions' CsrViews (partitioned plans)
   std::vector<BoundedHop> requests_;

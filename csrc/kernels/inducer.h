@@ -15,6 +15,7 @@
 #include <ATen/ATen.h>
 
 #include <limits>
+#include <memory>
 #include <optional>
 #include <tuple>
 #include <vector>
@@ -44,6 +45,7 @@ class InducerImpl {
   // Registers the seeds; returns them per type without duplicates, in order
   // (one host sync).
   std::vector<at::Tensor> init_nodes(const std::vector<at::Tensor>& seeds) {
+    check_idle("init_nodes");
     const int64_t num_types = num_node_types();
     TORCH_CHECK_VALUE(static_cast<int64_t>(seeds.size()) == num_types,
                       "init_nodes expects one seed tensor per node type (", num_types, "), got ",
@@ -86,6 +88,7 @@ class InducerImpl {
   // no tensor) and its disjoint keys. A hop that fails a check forgets all
   // nodes (reset) before it raises.
   HopOutputs sample_induce_next(const HopPlan& plan) {
+    check_idle("sample_induce_next");
     plan.check_lists();
     for (const auto* times : {&plan.edge_times, &plan.seed_times, &plan.row_max_times}) {
       for (const auto& t : *times) {
@@ -112,14 +115,43 @@ class InducerImpl {
   // draw take in turn). A batch that fails a check forgets all nodes before
   // it raises. (`replay`: the CUDA inducer's graphs; nothing here.)
   BatchOutputs sample_batch(BatchPlan plan, bool /*replay*/ = false) {
-    BatchSampling<Backend> batch(backend_, tables_, options_, std::move(plan));
+    launch_batch(std::move(plan));
+    return finish_batch();
+  }
+
+  // sample_batch in two calls: launch_batch starts the batch's work and the
+  // copy of its sizes to the host and returns without waiting for either
+  // (on a GPU: the host may prepare another batch, in another inducer,
+  // while this one runs); finish_batch waits for them and gives the
+  // outputs. Until then the inducer takes no other batch or hop.
+  void launch_batch(BatchPlan plan, bool /*replay*/ = false) {
+    check_idle("launch_batch");
+    auto batch = std::make_unique<BatchSampling<Backend>>(backend_, tables_, options_,
+                                                          std::move(plan));
     try {
-      batch.launch();
+      batch->launch();
+      batch->read_back();
     } catch (...) {
       reset();
       throw;
     }
-    return batch.finish([this] { reset(); });
+    launched_ = std::move(batch);
+  }
+
+  BatchOutputs finish_batch() {
+    TORCH_CHECK_VALUE(launched_ != nullptr, "finish_batch: no batch was launched");
+    const auto batch = std::move(launched_);
+    return batch->finish([this] { reset(); });
+  }
+
+  // Whether a launched batch waits for finish_batch.
+  bool has_launched_batch() const { return launched_ != nullptr; }
+
+  // Refuses `what` while a launched batch waits for finish_batch: the batch
+  // still writes the tables.
+  void check_idle(const char* what) const {
+    TORCH_CHECK_VALUE(launched_ == nullptr, what,
+                      ": this inducer's launched batch was not finished (finish_batch)");
   }
 
   // Adds one hop (see the CPU Inducer::induce_next): returns (nodes new to
@@ -131,6 +163,7 @@ class InducerImpl {
       const std::vector<at::Tensor>& srcs, const std::vector<at::Tensor>& nbrs,
       const std::vector<at::Tensor>& nbr_nums, const std::vector<at::Tensor>& row_outs = {},
       const std::vector<at::Tensor>& col_outs = {}) {
+    check_idle("induce_next");
     const size_t num_etypes = srcs.size();
     TORCH_CHECK_VALUE(src_types.size() == num_etypes && nbr_types.size() == num_etypes &&
                           nbrs.size() == num_etypes && nbr_nums.size() == num_etypes,
@@ -184,12 +217,15 @@ class InducerImpl {
 
   // Local ids of nodes of type `node_type` (-1 for unknown ones).
   at::Tensor local_ids(int64_t node_type, const at::Tensor& ids) const {
+    check_idle("local_ids");
     check_type(node_type);
     return lookup_table(backend_, tables_[node_type], checked(ids, "ids"));
   }
 
-  // Forgets all nodes, keeping the tables for the next batch.
+  // Forgets all nodes, and a launched batch, keeping the tables for the
+  // next batch.
   void reset() {
+    launched_.reset();
     for (auto& table : tables_) {
       table.keys.fill_(device::kEmptyKey);
       table.vals.fill_(kUnclaimed);
@@ -327,6 +363,7 @@ class InducerImpl {
   Backend backend_;
   at::TensorOptions options_;
   std::vector<IdTable> tables_;
+  std::unique_ptr<BatchSampling<Backend>> launched_;  // until finish_batch
 };
 
 }  // namespace kernels

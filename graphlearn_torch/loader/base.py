@@ -3,6 +3,7 @@ an epoch of batches per ``iter()``, each batch collated to PyG data, and the
 loader's place in its epochs (``state_dict``), from which a new loader
 resumes."""
 
+import os
 from abc import ABC, abstractmethod
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple
 
@@ -18,7 +19,17 @@ from ..data.dataset import Dataset
 from ..sampler.base import BaseSampler, SamplingType
 from ..sampler.schema import RandomStream
 from ..utils.device import batch_to_device, resolve_device, to_device_async
+from ..utils.launched import Launched
 from .options import LoaderOptions
+
+# GLT_LAUNCH_AHEAD=0: a loader on a GPU samples one batch at a time.
+LAUNCH_AHEAD_ENV = 'GLT_LAUNCH_AHEAD'
+
+
+def launches_ahead() -> bool:
+  """Whether loaders launch a batch before they collate the one before
+  (``$GLT_LAUNCH_AHEAD``, default on; where their sampler can)."""
+  return os.environ.get(LAUNCH_AHEAD_ENV, '1') != '0'
 
 
 class BaseLoader(ABC):
@@ -148,6 +159,11 @@ class SamplerLoader(BaseLoader):
     super().__init__(len(self._batcher), lambda: identity, self._batcher.seed, device)
     self._batches: Iterator[Tuple[int, torch.Tensor]] = iter(())
     self._epoch = -1
+    # On a GPU that draws whole batches, each batch is launched before the
+    # one before it is collated, so that the GPU draws it meanwhile
+    # (GLT_LAUNCH_AHEAD=0: one batch at a time).
+    self._launches_ahead = getattr(sampler, 'launches_ahead', False) and launches_ahead()
+    self._ahead: Optional[Launched] = None  # the next batch, launched
 
   @property
   def _seed_loader(self) -> SeedBatcher:
@@ -156,19 +172,44 @@ class SamplerLoader(BaseLoader):
     return self._batcher
 
   def _start_epoch(self, epoch: int, start: int, seed: int) -> None:
+    self._drop_ahead()
     self._batcher.seed = seed
     self._epoch = epoch
     self._batches = self._batcher.batches(epoch, start)
 
   def _next_batch(self) -> Any:
+    launched, self._ahead = self._ahead, None
+    if launched is None:
+      launched = self._launch_next()  # StopIteration after the last
+    if self._launches_ahead:
+      try:
+        self._ahead = self._launch_next()
+      except StopIteration:
+        pass
+      except Exception as e:  # the batch after this one raises it
+        self._ahead = Launched.failed(e)
+    return launched.result()
+
+  def _launch_next(self) -> Launched:
+    """The epoch's next batch, launched; StopIteration after the last."""
     position, index = next(self._batches)
     random = RandomStream.for_batch(self._batcher.seed, self._epoch, position)
-    return self._sample_batch(index, random)
+    return self._launch_batch(index, random)
+
+  def _drop_ahead(self) -> None:
+    """Drops the batch launched ahead (a new epoch, a loaded state)."""
+    ahead, self._ahead = self._ahead, None
+    if ahead is not None:
+      ahead.discard()
 
   @abstractmethod
   def _sample_batch(self, index: torch.Tensor, random: RandomStream) -> Any:
     """Samples and collates the batch of seed positions ``index``, drawing
     from ``random``, the batch's stream."""
+
+  def _launch_batch(self, index: torch.Tensor, random: RandomStream) -> Launched:
+    """``_sample_batch`` launched: by default sampled and collated here."""
+    return Launched.done(self._sample_batch(index, random))
 
   def _collate_fn(
     self, out, index: torch.Tensor, sampling_type: SamplingType, input_type, edge_dir: str = 'out'

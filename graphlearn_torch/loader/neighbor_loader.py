@@ -69,6 +69,7 @@ class NeighborLoader(NodeLoader):
       raise ValueError('as_pyg_v1 supports homogeneous, non-disjoint sampling only')
     self.as_pyg_v1 = as_pyg_v1
     super().__init__(data, neighbor_sampler, input_nodes, device, input_time, options=options)
+    self._launches_ahead = self._launches_ahead and not as_pyg_v1  # its own batches
 
   def _sample_batch(self, index: torch.Tensor, random: RandomStream):
     if not self.as_pyg_v1:

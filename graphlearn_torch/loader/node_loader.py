@@ -11,6 +11,7 @@ from ..data.dataset import Dataset
 from ..sampler.base import BaseSampler, NodeSamplerInput, SamplingType
 from ..sampler.schema import RandomStream
 from ..typing import InputNodes, NodeType
+from ..utils.launched import Launched
 from .base import SamplerLoader
 from .options import BATCHING, LoaderOptions, loader_options
 
@@ -119,9 +120,18 @@ class NodeLoader(SamplerLoader):
     super().__init__(data, node_sampler, self.input_nodes.numel(), device, options, inputs)
 
   def _sample_batch(self, index: torch.Tensor, random: RandomStream) -> Union[Data, HeteroData]:
-    seeds = self.input_nodes[index]
-    time = self.input_time[index] if self.input_time is not None else None
-    out = self.sampler.sample_from_nodes(
-      NodeSamplerInput(seeds, self.input_type, time), random=random
-    )
+    out = self.sampler.sample_from_nodes(self._inputs(index), random=random)
     return self._collate_fn(out, index, SamplingType.NODE, self.input_type)
+
+  def _launch_batch(self, index: torch.Tensor, random: RandomStream) -> Launched:
+    if not self._launches_ahead:  # (a subclass that samples otherwise turns it off)
+      return super()._launch_batch(index, random)
+    launched = self.sampler.launch_from_nodes(self._inputs(index), random=random)
+    return launched.then(
+      lambda out: self._collate_fn(out, index, SamplingType.NODE, self.input_type)
+    )
+
+  def _inputs(self, index: torch.Tensor) -> NodeSamplerInput:
+    """The sampler's input of the batch of seed positions ``index``."""
+    time = self.input_time[index] if self.input_time is not None else None
+    return NodeSamplerInput(self.input_nodes[index], self.input_type, time)

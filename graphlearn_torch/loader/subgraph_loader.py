@@ -57,6 +57,7 @@ class SubGraphLoader(NodeLoader):
     if neighbor_sampler is None:
       neighbor_sampler = build_neighbor_sampler(data, num_neighbors, options, device)
     super().__init__(data, neighbor_sampler, input_nodes, device, options=options)
+    self._launches_ahead = False  # its batches are subgraphs, sampled one at a time
 
   def _sample_batch(self, index: torch.Tensor, random: RandomStream) -> Data:
     out = self.sampler.subgraph(

@@ -30,7 +30,7 @@ import contextlib
 import heapq
 import itertools
 import threading
-from typing import Dict, Generator, Iterator, List, Optional, Tuple, Union
+from typing import Callable, Dict, Generator, Iterator, List, Optional, Tuple, Union
 
 import torch
 
@@ -53,7 +53,7 @@ from .hops import HopAnswer, HopRequest, HopTrace, LocalDraws, extended, hop_cou
 from .link import LinkSampling
 from .one_hop import sample_one_hop  # noqa: F401  (its home before one_hop.py)
 from .schema import RandomStream, SamplingSchema
-from .whole_batch import draws_whole_batch, sample_whole_batch
+from .whole_batch import LaunchedBatch, draws_whole_batch, sample_whole_batch, whole_batch
 
 # Node types up to this size get an id-indexed inducer map (4 bytes a node).
 DENSE_INDUCER_MAX_NODES = 1 << 26
@@ -161,6 +161,14 @@ class MultiHopSampler(LinkSampling):
     """An inducer for one batch, from the engine's pool (made on demand and
     kept for reuse: batches in flight at once each get their own; those with
     id-indexed maps are taken first)."""
+    inducer, give_back = self._take_inducer()
+    try:
+      yield inducer
+    finally:
+      give_back()
+
+  def _take_inducer(self) -> Tuple[object, Callable[[], None]]:
+    """``(an inducer from the pool, what hands it back)``: see ``inducer``."""
     with self._pool_lock:
       if self._idle_inducers:
         *_, inducer, dense_bytes = heapq.heappop(self._idle_inducers)
@@ -168,12 +176,42 @@ class MultiHopSampler(LinkSampling):
         before = self._dense_bytes
         inducer = self.create_inducer()
         dense_bytes = self._dense_bytes - before
-    try:
-      yield inducer
-    finally:
+
+    def give_back() -> None:
       idle = (-dense_bytes, next(self._inducer_order), inducer, dense_bytes)
       with self._pool_lock:
         heapq.heappush(self._idle_inducers, idle)
+
+    return inducer, give_back
+
+  def launch(
+    self, seed_dict: Dict[NodeType, torch.Tensor], local: LocalDraws
+  ) -> Optional[LaunchedBatch]:
+    """Launches a batch drawn whole from ``local`` where an inducer of the
+    pool can start it without waiting for it (``launch_batch``: on a GPU,
+    outside disjoint and temporal sampling, every fanout bounded): the
+    launched batch holds its inducer until it is finished or discarded.
+    None where the batch cannot be launched so (``sample_steps`` then
+    samples it).
+
+    Args:
+      seed_dict: checked seed ids by node type.
+      local: the topologies to draw from.
+    """
+    if self.fanouts is None or self.disjoint:
+      return None
+    inducer, give_back = self._take_inducer()
+    if not (hasattr(inducer, 'launch_batch') and draws_whole_batch(inducer, self.fanouts, local)):
+      give_back()
+      return None
+    try:
+      batch = whole_batch(
+        self.schema, self.fanouts, self.num_hops, seed_dict, local, self.sample_device
+      )
+    except BaseException:
+      give_back()
+      raise
+    return LaunchedBatch(batch, inducer, give_back)
 
   # -- the hop loop -----------------------------------------------------------
 

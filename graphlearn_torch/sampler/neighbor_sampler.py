@@ -7,6 +7,7 @@ import torch
 from ..data.graph import Graph
 from ..typing import HOMO_EDGE_TYPE, HOMO_NODE_TYPE, EdgeType, NodeType, NumNeighbors
 from ..utils.device import resolve_device
+from ..utils.launched import Launched
 from .base import (
   BaseSampler,
   EdgeSamplerInput,
@@ -130,6 +131,11 @@ class NeighborSampler(BaseSampler):
       disjoint=self.disjoint,
     )
     self._neg_samplers: Dict[EdgeType, RandomNegativeSampler] = {}
+    # A loader launches each batch before it collates the one before
+    # (launch_from_nodes): where a GPU draws a whole batch without the host.
+    self.launches_ahead = (
+      self.sample_device.type == 'cuda' and not self.disjoint and subgraph_type != 'induced'
+    )
 
   @property
   def num_hops(self) -> int:
@@ -185,16 +191,7 @@ class NeighborSampler(BaseSampler):
 
     local = None
     if self.sample_device.type == 'cpu' or not self.engine.disjoint:
-      temporal = self.temporal.graphs if self.temporal is not None else {}
-      local = LocalDraws(
-        {etype: g.device_topology() for etype, g in self.graphs.items()},
-        random,
-        self.with_edge,
-        self.with_weight,
-        self.replace,
-        {etype: g.device_topology() for etype, g in temporal.items()},
-        self.temporal is not None and self.temporal.last,
-      )
+      local = self._local_draws(random)
     res = self.engine.sample(seed_dict, answer, local, seed_time)
     if self.subgraph_type == 'induced':
       every_neighbor = {
@@ -205,6 +202,19 @@ class NeighborSampler(BaseSampler):
       }
       res = induced_edges(res, self.schema, every_neighbor, self.with_edge)
     return res
+
+  def _local_draws(self, random: RandomStream) -> LocalDraws:
+    """This sampler's topologies, for its inducer to draw from with ``random``."""
+    temporal = self.temporal.graphs if self.temporal is not None else {}
+    return LocalDraws(
+      {etype: g.device_topology() for etype, g in self.graphs.items()},
+      random,
+      self.with_edge,
+      self.with_weight,
+      self.replace,
+      {etype: g.device_topology() for etype, g in temporal.items()},
+      self.temporal is not None and self.temporal.last,
+    )
 
   def _finish(self, out):
     """The output in the asked subgraph type (bidirectional edges)."""
@@ -231,6 +241,34 @@ class NeighborSampler(BaseSampler):
     seed_time = batch_seed_time(self.temporal, {ntype: seeds}, given)
     res = self._sample({ntype: seeds}, random or self.random, seed_time)
     return self._finish(self.engine.node_output(res, ntype, seed_time))
+
+  def launch_from_nodes(
+    self, inputs: NodeSamplerInput, random: Optional[RandomStream] = None
+  ) -> Launched:
+    """``sample_from_nodes`` in two steps: the batch is started here and
+    ``result()`` gives its output, the same. On a GPU that draws the whole
+    batch at once (no disjoint, temporal or induced sampling, every fanout
+    bounded) the GPU draws it while the caller goes on, e.g. to collate the
+    batch before; elsewhere the batch is sampled here. A launched batch
+    holds an inducer until ``result()`` or ``discard()``.
+
+    Args:
+      inputs: the seeds.
+      random: the batch's random stream (default: the sampler's).
+    """
+    inputs = NodeSamplerInput.cast(inputs)
+    random = random or self.random
+    launched = None
+    if inputs.time is None and self.temporal is None and self.subgraph_type != 'induced':
+      ntype, seeds = self.engine.node_seeds(inputs)
+      launched = self.engine.launch({ntype: seeds}, self._local_draws(random))
+    if launched is None:
+      return Launched.done(self.sample_from_nodes(inputs, random))
+
+    def output():
+      return self._finish(self.engine.node_output(launched.finish(), ntype))
+
+    return Launched(output, launched.discard)
 
   def negative_sampler(self, etype: EdgeType) -> RandomNegativeSampler:
     """The negative sampler of edge type ``etype`` (made on first use)."""
