@@ -30,6 +30,7 @@ from ...sampler.multihop import HopRequest, MultiHopSampler
 from ...sampler.schema import RandomStream
 from ...sampler.subgraph_types import bidirectional, checked_subgraph_type, induced_edges
 from ...sampler.temporal import TEMPORAL_STRATEGIES, batch_seed_time
+from ...sampler.whole_batch import LaunchedBatch
 from ...typing import HOMO_NODE_TYPE, EdgeType, NodeType, NumNeighbors
 from ...utils.device import to_device_async
 from ..data.dataset import DistDataset
@@ -272,6 +273,21 @@ class DistNeighborSampler:
     engine = engine or self._hop_engine()
     seed_dict = {t: to_device_async(seeds, engine.sample_device) for t, seeds in seed_dict.items()}
     local = self._partitioned_draws(engine, random)
+    launched = engine.launch(seed_dict, local) if local is not None and seed_time is None else None
+    if launched is not None:
+      res = await self._finished(launched)
+    else:
+      res = await self._hop_by_hop(engine, seed_dict, random, seed_time, local)
+    if on_host:
+      res = res.to(self.engine.sample_device)  # where the batch's other steps run
+    if self.subgraph_type == 'induced':
+      res = await self._induced(res)
+    return res
+
+  async def _hop_by_hop(self, engine, seed_dict, random, seed_time, local) -> HopResult:
+    r"""``_sample``'s hops asked for one by one (each request answered by
+    the partitions that own its seeds), or drawn by the inducer from
+    ``local``."""
     steps = engine.sample_steps(seed_dict, seed_time=seed_time, local=local)
     try:
       requests = next(steps)
@@ -282,14 +298,21 @@ class DistNeighborSampler:
         outs = await asyncio.gather(*[self._answer(r, s) for r, s in zip(requests, rng_seeds)])
         requests = steps.send(list(outs))
     except StopIteration as done:
-      res = done.value
+      return done.value
     finally:
       steps.close()
-    if on_host:
-      res = res.to(self.engine.sample_device)  # where the batch's other steps run
-    if self.subgraph_type == 'induced':
-      res = await self._induced(res)
-    return res
+
+  @staticmethod
+  async def _finished(launched: LaunchedBatch) -> HopResult:
+    r"""A launched batch's HopResult, once the event loop's other batches
+    have had their turn: they prepare and launch theirs while the GPU draws
+    this one."""
+    try:
+      await asyncio.sleep(0)  # a turn for the others, no wait
+    except BaseException:
+      launched.discard()
+      raise
+    return launched.finish()
 
   async def _induced(self, res: HopResult) -> HopResult:
     r"""``res`` with every edge of the graph among its nodes (PyG's
