@@ -1,11 +1,11 @@
 // Whole batches replayed as CUDA graphs (CudaInducer::sample_batch with
-// replay): a batch of the GPU sampler launches some fifty small kernels, and
-// launching them costs the host more than the GPU takes to run them. A batch
-// whose shape (seed counts, fanouts, topologies) was met before is captured
-// once as a CUDA graph over buffers of its own (kernels/batch_sample.h's
-// BatchSampling, which every launch starts afresh), and each later batch of
-// that shape copies in its seeds and random keys and replays the graph: one
-// launch, and the one host sync at its end.
+// replay): a batch of the GPU sampler launches some forty-five small
+// kernels, and launching them costs the host more than the GPU takes to run
+// them. A batch whose shape (seed counts, fanouts, topologies) was met
+// before is captured once as a CUDA graph over buffers of its own
+// (kernels/batch_sample.h's BatchSampling, which every launch starts
+// afresh), and each later batch of that shape copies in its seeds and random
+// keys and replays the graph: one launch, and the one host sync at its end.
 #pragma once
 
 #include <ATen/ATen.h>

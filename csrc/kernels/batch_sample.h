@@ -54,28 +54,6 @@ void mark_sizes(const Backend& backend, const int64_t* sizes, int64_t* marks, in
   backend.for_each(types, [=] GLT_HOST_DEVICE(int64_t t) { marks[t * stride + h] = sizes[t]; });
 }
 
-// A request's key: *key_index = *drawn, the requests with seeds before it;
-// then *drawn counts it too if it has seeds.
-template <typename Backend>
-void take_key(const Backend& backend, const SeedRange& seeds, int64_t* drawn,
-              int64_t* key_index) {
-  backend.for_each(1, [=] GLT_HOST_DEVICE(int64_t) {
-    *key_index = *drawn;
-    if (seeds.holds(0)) ++*drawn;
-  });
-}
-
-// A request's draws into its report and its edge type's count (*edges).
-template <typename Backend>
-void count_edges(const Backend& backend, int64_t* edges, BoundedHop& hop) {
-  const int64_t* last = hop.offsets.data_ptr<int64_t>() + hop.counts.numel();
-  int64_t* report = hop.report.data_ptr<int64_t>();
-  backend.for_each(1, [=] GLT_HOST_DEVICE(int64_t) {
-    report[kTotal] = *last;
-    *edges += *last;
-  });
-}
-
 // Each seed's partition by `book` (int32; num_parts past the frontier),
 // reporting a book entry outside [0, num_parts) (the seed then reads
 // partition 0: the batch raises). A seed outside the book reads partition
@@ -159,24 +137,29 @@ class BatchSampling {
       cols_.push_back(at::empty({bounds_.edges[e]}, options));
       eids_.push_back(at::empty({with_eids ? bounds_.edges[e] : 0}, options));
     }
+    find_markers();
   }
 
-  // Launches every hop; the caller then reads the state (finish).
+  // Launches every hop; the caller then reads the state (finish). The node
+  // counts as a hop ends are marked by its last insert (seeds_marker_,
+  // hop_marker_), or apart where the hop inserts nothing.
   void launch() {
     requests_.clear();
     seed_locals_.clear();
     state_.copy_(initial_);
-    for (auto& table : tables_) {
-      table.keys.fill_(device::kEmptyKey);
-      table.vals.fill_(kUnclaimed);
-    }
+    for (auto& table : tables_) clear_table(backend_, table);
     add_seeds();
+    if (seeds_marker_ < 0) mark_nodes(0);
     int64_t hop = 0;
     for (int64_t r = 0; r < plan_.num_requests(); ++r) {
-      for (; hop < plan_.hops[r]; ++hop) mark_nodes(hop + 1);
+      for (; hop < plan_.hops[r]; ++hop) {
+        if (hop_marker_[hop] < 0) mark_nodes(hop + 1);
+      }
       requests_.push_back(run_request(r));
     }
-    for (; hop < plan_.num_hops; ++hop) mark_nodes(hop + 1);
+    for (; hop < plan_.num_hops; ++hop) {
+      if (hop_marker_[hop] < 0) mark_nodes(hop + 1);
+    }
   }
 
   // The seeds and keys of another batch of the same sizes, for the next
@@ -271,17 +254,38 @@ class BatchSampling {
       find_out_of_range(backend_, seeds, plan_.num_nodes[t], state(layout_.bad_seed(t)));
       InsertTargets out;
       out.nodes = nodes_[t].data_ptr<int64_t>();
+      if (t == seeds_marker_) mark_with(out, 0);
       insert_bounded(backend_, tables_[t], seeds, nullptr, state(layout_.size(t)),
                      state(layout_.scratch()), out);
       seed_locals_.push_back(lookup_table(backend_, tables_[t], seeds));
     }
-    mark_nodes(0);
   }
 
   // Each type's node count, as the frontiers of hop `h` end (after hop h - 1).
   void mark_nodes(int64_t h) {
     mark_sizes(backend_, state(layout_.size(0)), state(layout_.marks(0, 0)), plan_.num_types(),
                plan_.num_hops + 1, h);
+  }
+
+  // mark_nodes(h) done by the insert of `out`, at its end.
+  void mark_with(InsertTargets& out, int64_t h) {
+    out.mark.sizes = state(layout_.size(0));
+    out.mark.marks = state(layout_.marks(0, 0));
+    out.mark.types = plan_.num_types();
+    out.mark.stride = plan_.num_hops + 1;
+    out.mark.h = h;
+  }
+
+  // Which insert ends the seeds (the last type with seeds) and which ends
+  // each hop (its last request that draws), -1 where none inserts.
+  void find_markers() {
+    for (int64_t t = 0; t < plan_.num_types(); ++t) {
+      if (plan_.seeds[t].numel() > 0) seeds_marker_ = t;
+    }
+    hop_marker_.assign(plan_.num_hops, -1);
+    for (int64_t r = 0; r < plan_.num_requests(); ++r) {
+      if (bounds_.seeds[r] > 0 && bounds_.draws[r] > 0) hop_marker_[plan_.hops[r]] = r;
+    }
   }
 
   // Request r: its frontier, its key, its draws and their inserts.
@@ -294,9 +298,10 @@ class BatchSampling {
     seeds.first = h == 0 ? nullptr : state(layout_.marks(t, h - 1));
     seeds.end = state(layout_.marks(t, h));
     seeds.bound = bounds_.seeds[r];
-    // The k-th request with seeds takes the k-th key.
+    // The k-th request with seeds takes the k-th key (count_bounded's first
+    // thread takes it).
     int64_t* key_index = state(layout_.key_index(r));
-    take_key(backend_, seeds, state(layout_.drawn()), key_index);
+    const KeyTake take{state(layout_.drawn()), key_index};
     DrawTargets out;
     out.rows = rows_[e].data_ptr<int64_t>();
     const int64_t first = plan_.topology(r);
@@ -308,13 +313,13 @@ class BatchSampling {
     out.num_ids = plan_.num_nodes[plan_.nbr_types[r]];
     AT_DISPATCH_INDEX_TYPES(plan_.indptrs[first].scalar_type(), "sample_batch", [&] {
       if (plan_.partitioned()) {
-        draw_partitioned<index_t>(r, seeds, out, hop);
+        draw_partitioned<index_t>(r, seeds, take, out, hop);
         return;
       }
       const SingleTopology<index_t> g{csr_view<index_t>(
           plan_.indptrs[first], plan_.indices[first], plan_.edge_ids[first],
           plan_.edge_weights[first])};
-      count_bounded(backend_, g, seeds, plan_.fanouts[r], plan_.replace, hop);
+      count_bounded(backend_, g, seeds, plan_.fanouts[r], plan_.replace, hop, take);
       draw_bounded(backend_, g, seeds, plan_.fanouts[r], plan_.replace, g.g.weights != nullptr,
                    with_edge, bounds_.draws[r], out, hop);
     });
@@ -325,8 +330,8 @@ class BatchSampling {
   // Request r's draws over the host's partitions: each seed's partition and
   // rank first (kept with the hop for its errors), then its draws.
   template <typename index_t>
-  void draw_partitioned(int64_t r, const SeedRange& seeds, const DrawTargets& out,
-                        BoundedHop& hop) {
+  void draw_partitioned(int64_t r, const SeedRange& seeds, const KeyTake& take,
+                        const DrawTargets& out, BoundedHop& hop) {
     const int64_t parts = plan_.num_partitions, first = plan_.topology(r);
     const at::Tensor& book = plan_.books[plan_.src_types[r]];
     hop.seed_parts = partition_of_seeds(backend_, book, seeds, parts,
@@ -337,25 +342,28 @@ class BatchSampling {
         reinterpret_cast<const CsrView<index_t>*>(graphs_[r].data_ptr()),
         hop.seed_parts.data_ptr<int32_t>(), rank.data_ptr<int64_t>(),
         hop.draw_parts.data_ptr<int32_t>(), parts};
-    count_bounded(backend_, source, seeds, plan_.fanouts[r], plan_.replace, hop);
+    count_bounded(backend_, source, seeds, plan_.fanouts[r], plan_.replace, hop, take);
     draw_bounded(backend_, source, seeds, plan_.fanouts[r], plan_.replace,
                  plan_.edge_weights[first].has_value(), plan_.edge_ids[first].has_value(),
                  bounds_.draws[r], out, hop);
   }
 
   // Request r's draws added to its neighbor type's node list, their local
-  // ids to its edge type's cols; then that edge type's count grows.
+  // ids to its edge type's cols; then its report's total is its draws and
+  // that edge type's count grows by them (the insert's last kernel).
   void add_draws(int64_t r, BoundedHop& hop) {
     const int64_t e = plan_.edge_types[r], nt = plan_.nbr_types[r];
+    int64_t* report = hop.report.data_ptr<int64_t>();
     InsertTargets out;
     out.local = cols_[e].data_ptr<int64_t>();
     out.at = state(layout_.edges(e));
     out.nodes = nodes_[nt].data_ptr<int64_t>();
-    int64_t* report = hop.report.data_ptr<int64_t>();
+    out.total = report + kTotal;
+    out.advance = state(layout_.edges(e));
+    if (hop_marker_[plan_.hops[r]] == r) mark_with(out, plan_.hops[r] + 1);
     insert_bounded(backend_, tables_[nt], hop.nbrs,
                    hop.offsets.data_ptr<int64_t>() + bounds_.seeds[r], state(layout_.size(nt)),
                    report + kFresh, out);
-    count_edges(backend_, state(layout_.edges(e)), hop);
   }
 
   static bool has_failure(const int64_t* r) {
@@ -432,6 +440,8 @@ class BatchSampling {
   typename Backend::Ready state_ready_{};
   std::vector<at::Tensor> nodes_, rows_, cols_, eids_, seed_locals_;
   std::vector<at::Tensor> graphs_;  // per request, its partitions' CsrViews (partitioned plans)
+  int64_t seeds_marker_ = -1;           // find_markers
+  std::vector<int64_t> hop_marker_;
   std::vector<BoundedHop> requests_;
 };
 

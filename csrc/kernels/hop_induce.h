@@ -81,13 +81,22 @@ inline SeedRange seed_range(const at::Tensor& seeds, const at::Tensor& seed_loca
   return range;
 }
 
+// The Philox key a request takes where the host did not know it at launch
+// (a whole batch): *key_index = *drawn, the requests with seeds before it;
+// then *drawn counts it too if it has seeds.
+struct KeyTake {
+  int64_t* drawn = nullptr;
+  int64_t* key_index = nullptr;
+};
+
 // The counts and offsets of a request's draws: seeds outside the rows,
 // unseen by the inducer (local id -1) or with a row outside indices get
 // none and are reported. `source` says where each seed draws from
-// (SingleTopology, PartitionedTopologies).
+// (SingleTopology, PartitionedTopologies); `take`, where given, is done by
+// the first thread (the key is read by the draws, a later kernel).
 template <typename Source, typename Backend>
 void count_bounded(const Backend& backend, const Source& source, const SeedRange& seeds,
-                   int64_t k, bool replace, BoundedHop& hop) {
+                   int64_t k, bool replace, BoundedHop& hop, KeyTake take = {}) {
   const int64_t n = seeds.bound;
   const auto options = hop.report.options();
   hop.counts = at::empty({n}, options);
@@ -97,7 +106,13 @@ void count_bounded(const Backend& backend, const Source& source, const SeedRange
   int64_t* report = hop.report.data_ptr<int64_t>();
   backend.for_each(n, [=] GLT_HOST_DEVICE(int64_t i) {
     cnt[i] = 0;
-    if (i == 0) off[0] = 0;
+    if (i == 0) {
+      off[0] = 0;
+      if (take.key_index != nullptr) {
+        *take.key_index = *take.drawn;
+        if (seeds.holds(0)) ++*take.drawn;
+      }
+    }
     if (!seeds.holds(i)) return;
     const int64_t s = seeds.id(i);
     const auto& g = source.seed_graph(i);
@@ -121,14 +136,6 @@ void count_bounded(const Backend& backend, const Source& source, const SeedRange
     at::cumsum_out(sums, hop.counts, 0);
   }
   if (n == 0) hop.offsets.zero_();
-}
-
-// report[kTotal] = the request's draws (its last offset).
-template <typename Backend>
-void record_total(const Backend& backend, BoundedHop& hop) {
-  const int64_t* last = hop.offsets.data_ptr<int64_t>() + hop.counts.numel();
-  int64_t* report = hop.report.data_ptr<int64_t>();
-  backend.for_each(1, [=] GLT_HOST_DEVICE(int64_t) { report[kTotal] = *last; });
 }
 
 // Where a request's draws go besides its own buffers: each draw's seed's

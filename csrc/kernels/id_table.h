@@ -32,6 +32,18 @@ inline void allocate_table(IdTable& table, int64_t capacity, const at::TensorOpt
   table.capacity = capacity;
 }
 
+// Empties a table's slots, keys and values in one pass.
+template <typename Backend>
+void clear_table(const Backend& backend, IdTable& table) {
+  int64_t* keys = table.keys.data_ptr<int64_t>();
+  int64_t* vals = table.vals.data_ptr<int64_t>();
+  backend.for_each(table.capacity, [=] GLT_HOST_DEVICE(int64_t i) {
+    keys[i] = device::kEmptyKey;
+    vals[i] = kUnclaimed;
+  });
+  table.size = 0;
+}
+
 // Makes room for `more` nodes, moving the known ones to a larger table.
 template <typename Backend>
 void reserve_table(const Backend& backend, IdTable& table, int64_t more,
@@ -70,11 +82,23 @@ at::Tensor lookup_table(const Backend& backend, const IdTable& table, const at::
 // Where an insert's results go besides the returned buffer: each added id's
 // local id to local[at + i] (-1 for the others; `at` read on the device, 0
 // where null), and the new ids to nodes[size + rank] (the type's node list,
-// its entries numbered by local id) rather than to a buffer of their own.
+// its entries numbered by local id) rather than to a buffer of their own;
+// once every id is in, the count of ids it took (*count, or all) to *total
+// and added to *advance, where given (a request's edge count, its edge
+// type's: no kernel of their own).
 struct InsertTargets {
   int64_t* local = nullptr;
   const int64_t* at = nullptr;
   int64_t* nodes = nullptr;
+  int64_t* total = nullptr;
+  int64_t* advance = nullptr;
+  // Then, where `sizes` is given, marks[t * stride + h] = sizes[t] for each
+  // of `types` node types (a whole batch's node counts as a hop ends).
+  struct {
+    const int64_t* sizes = nullptr;
+    int64_t* marks = nullptr;
+    int64_t types = 0, stride = 0, h = 0;
+  } mark;
 };
 
 // Adds ids[i] for i < *count (every id when `count` is null; negative ids
@@ -130,6 +154,12 @@ at::Tensor insert_bounded(const Backend& backend, IdTable& table, const at::Tens
     const int64_t added = upto[n - 1];
     *fresh_count += added;
     *size += added;
+    const int64_t taken = count != nullptr ? *count : n;
+    if (out.total != nullptr) *out.total = taken;
+    if (out.advance != nullptr) *out.advance += taken;
+    for (int64_t t = 0; out.mark.sizes != nullptr && t < out.mark.types; ++t) {
+      out.mark.marks[t * out.mark.stride + out.mark.h] = out.mark.sizes[t];
+    }
   });
   return fresh;
 }

@@ -226,11 +226,7 @@ class InducerImpl {
   // next batch.
   void reset() {
     launched_.reset();
-    for (auto& table : tables_) {
-      table.keys.fill_(device::kEmptyKey);
-      table.vals.fill_(kUnclaimed);
-      table.size = 0;
-    }
+    for (auto& table : tables_) clear_table(backend_, table);
   }
 
  private:
@@ -280,7 +276,6 @@ class InducerImpl {
     AT_DISPATCH_INDEX_TYPES(indptr.scalar_type(), "sample_induce_next", [&] {
       const SingleTopology<index_t> g{csr_view<index_t>(indptr, indices, edge_ids, edge_weights)};
       count_bounded(backend_, g, seeds, fanout, replace, hop);
-      record_total(backend_, hop);
       // All neighbors (fanout -1): no bound ahead, the total is read here.
       bound = fanout >= 0 ? n * fanout : hop.offsets[n].item<int64_t>();
       DrawTargets targets;
@@ -295,6 +290,7 @@ class InducerImpl {
     int64_t* report = hop.report.data_ptr<int64_t>();
     InsertTargets out;
     out.local = hop.cols.data_ptr<int64_t>();
+    out.total = report + kTotal;
     hop.fresh = insert_bounded(backend_, table, hop.nbrs, hop.offsets.data_ptr<int64_t>() + n,
                                sizes.data_ptr<int64_t>() + nbr_type, report + kFresh, out);
     return hop;

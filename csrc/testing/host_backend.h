@@ -7,14 +7,23 @@
 #include <ATen/ATen.h>
 #include <omp.h>
 
+#include <atomic>
 #include <cstdint>
 
 namespace glt {
 namespace testing {
 
 struct HostBackend {
+  // How many for_each calls (on a GPU, kernel launches) this process made.
+  static std::atomic<int64_t>& launches() {
+    static std::atomic<int64_t> count{0};
+    return count;
+  }
+
   template <typename F>
   void for_each(int64_t n, F f) const {
+    if (n <= 0) return;  // as the CUDA backend, which launches nothing
+    launches().fetch_add(1, std::memory_order_relaxed);
 #pragma omp parallel for schedule(dynamic, 7)
     for (int64_t i = 0; i < n; ++i) f(i);
   }

@@ -143,6 +143,7 @@ void bind_sampling_ops(py::module& m) {
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "graphlearn_torch's CUDA kernel bodies run on the host (tests only)";
   m.def("set_num_threads", [](int n) { omp_set_num_threads(n); });
+  m.def("launches", [] { return HostBackend::launches().load(); });
   m.def("sample_batches_relaunched", torch::wrap_pybind_function(&sample_batches_relaunched));
   m.def("philox", &philox, py::arg("seed"), py::arg("stream"), py::arg("counter"),
         py::arg("count"));
