@@ -401,9 +401,8 @@ class BatchSampling {
 
   BatchOutputs outputs(const at::Tensor& read, bool copy_out) {
     const int64_t* s = read.data_ptr<int64_t>();
-    const auto cut = [&](const at::Tensor& t, int64_t n) {
-      const at::Tensor part = t.numel() ? t.narrow(0, 0, n) : t;
-      return copy_out ? part.clone() : part;
+    const auto cut = [](const at::Tensor& t, int64_t n) {
+      return t.numel() ? t.narrow(0, 0, n) : t;
     };
     std::vector<at::Tensor> nodes, rows, cols, eids, seed_locals;
     for (int64_t t = 0; t < plan_.num_types(); ++t) {
@@ -425,7 +424,33 @@ class BatchSampling {
     c = std::copy(s + layout_.marks(0, 0), s + layout_.marks(plan_.num_types(), 0), c);
     for (int64_t r = 0; r < plan_.num_requests(); ++r) *c++ = s[layout_.report(r) + kTotal];
     *c = s[layout_.drawn()];
+    if (copy_out) copied_out({&nodes, &rows, &cols, &eids, &seed_locals});
     return {nodes, rows, cols, eids, seed_locals, counts};
+  }
+
+  // Replaces the outputs (int64 views of the batch's buffers) by copies, all
+  // in one new buffer and by one batched copy: one allocation and, on a GPU,
+  // one launch for them all.
+  void copied_out(const std::vector<std::vector<at::Tensor>*>& groups) const {
+    int64_t total = 0;
+    for (const auto* group : groups) {
+      for (const auto& t : *group) total += t.numel();
+    }
+    const at::Tensor buffer = at::empty({total}, options_);
+    std::vector<at::Tensor> from, to;
+    int64_t at = 0;
+    for (auto* group : groups) {
+      for (auto& t : *group) {
+        const at::Tensor copy = buffer.narrow(0, at, t.numel());
+        at += t.numel();
+        if (t.numel() > 0) {
+          from.push_back(t);
+          to.push_back(copy);
+        }
+        t = copy;
+      }
+    }
+    if (!from.empty()) at::_foreach_copy_(to, from);
   }
 
   Backend backend_;
