@@ -1,5 +1,5 @@
 // Whole batches replayed as CUDA graphs (CudaInducer::sample_batch with
-// replay): a batch of the GPU sampler launches some forty-five small
+// replay): a batch of the GPU sampler launches some forty small
 // kernels, and launching them costs the host more than the GPU takes to run
 // them. A batch whose shape (seed counts, fanouts, topologies) was met
 // before is captured once as a CUDA graph over buffers of its own

@@ -252,12 +252,13 @@ class BatchSampling {
     for (int64_t t = 0; t < plan_.num_types(); ++t) {
       const at::Tensor& seeds = plan_.seeds[t];
       find_out_of_range(backend_, seeds, plan_.num_nodes[t], state(layout_.bad_seed(t)));
+      seed_locals_.push_back(at::empty({seeds.numel()}, options_));
       InsertTargets out;
       out.nodes = nodes_[t].data_ptr<int64_t>();
+      out.local = seed_locals_.back().data_ptr<int64_t>();
       if (t == seeds_marker_) mark_with(out, 0);
       insert_bounded(backend_, tables_[t], seeds, nullptr, state(layout_.size(t)),
                      state(layout_.scratch()), out);
-      seed_locals_.push_back(lookup_table(backend_, tables_[t], seeds));
     }
   }
 

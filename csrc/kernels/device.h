@@ -83,6 +83,15 @@ GLT_HOST_DEVICE GLT_INLINE int64_t atomic_load(const int64_t* addr) {
 #endif
 }
 
+// A plain store that another thread's atomic_load may read at once.
+GLT_HOST_DEVICE GLT_INLINE void atomic_store(int64_t* addr, int64_t value) {
+#if defined(__CUDA_ARCH__)
+  *reinterpret_cast<volatile int64_t*>(addr) = value;
+#else
+  __atomic_store_n(addr, value, __ATOMIC_SEQ_CST);
+#endif
+}
+
 // -- arithmetic ---------------------------------------------------------------
 
 // The high 64 bits of a * b.

@@ -139,17 +139,23 @@ at::Tensor insert_bounded(const Backend& backend, IdTable& table, const at::Tens
   const int64_t* upto = firsts.data_ptr<int64_t>();
   int64_t* fresh_ids = out.nodes ? out.nodes : fresh.data_ptr<int64_t>();
   const bool at_size = out.nodes != nullptr;
+  // A new id's first position numbers it; every position reads its local
+  // id in the same pass: its slot holds a local id (known before, or just
+  // numbered), or still -(j + 2), j its first position, whose number the
+  // prefix sum gives.
   backend.for_each(n, [=] GLT_HOST_DEVICE(int64_t i) {
-    if (!is_first[i]) return;
-    const int64_t rank = upto[i] - 1;
-    vals[slot[i]] = *size + rank;
-    fresh_ids[(at_size ? *size : 0) + rank] = key[i];
+    const int64_t s = slot[i];
+    int64_t id = -1;
+    if (s >= 0 && is_first[i]) {
+      id = *size + upto[i] - 1;
+      device::atomic_store(&vals[s], id);
+      fresh_ids[(at_size ? *size : 0) + upto[i] - 1] = key[i];
+    } else if (s >= 0) {
+      const int64_t held = device::atomic_load(&vals[s]);
+      id = held >= 0 ? held : *size + upto[-(held + 2)] - 1;
+    }
+    if (out.local != nullptr) out.local[(out.at ? *out.at : 0) + i] = id;
   });
-  if (out.local != nullptr) {
-    backend.for_each(n, [=] GLT_HOST_DEVICE(int64_t i) {
-      out.local[(out.at ? *out.at : 0) + i] = slot[i] >= 0 ? vals[slot[i]] : -1;
-    });
-  }
   backend.for_each(1, [=] GLT_HOST_DEVICE(int64_t) {
     const int64_t added = upto[n - 1];
     *fresh_count += added;

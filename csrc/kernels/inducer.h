@@ -3,13 +3,14 @@
 // table per type that many threads fill at once.
 //
 // Its results equal the CPU inducer's exactly: new nodes get local ids in
-// order of first appearance. Adding a batch of candidate ids takes four
-// passes: (1) every candidate claims its key's slot and offers its position
-// to the slot (an atomic max of -(position + 2), so the first occurrence
-// wins; slots of known nodes hold their local id >= 0 and ignore offers);
-// (2) a candidate is new when the slot holds its own offer; (3) the new ones
-// are numbered by a prefix sum and their slots get their local ids; (4)
-// every candidate reads its slot's local id.
+// order of first appearance. Adding a batch of candidate ids takes three
+// passes and a prefix sum: (1) every candidate claims its key's slot and
+// offers its position to the slot (an atomic max of -(position + 2), so the
+// first occurrence wins; slots of known nodes hold their local id >= 0 and
+// ignore offers); (2) a candidate is new when the slot holds its own offer;
+// the new ones are numbered by a prefix sum; (3) their slots get their local
+// ids, and every candidate reads its own: its slot's, or, where the slot
+// still holds an offer, the number the prefix sum gave its first occurrence.
 #pragma once
 
 #include <ATen/ATen.h>

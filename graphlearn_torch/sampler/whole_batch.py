@@ -10,7 +10,7 @@ With a host's partitions (``LocalDraws.partitions``) each seed draws from
 its partition's topology, as the distributed sampler's hops on one host do.
 From the second batch of a shape on (its seed counts, fanouts and
 topologies), the CUDA inducer replays a CUDA graph of that shape's launches
-(csrc/cuda/batch_graphs.h): one launch a batch rather than some forty-five.
+(csrc/cuda/batch_graphs.h): one launch a batch rather than some forty.
 """
 
 import os
