@@ -263,19 +263,19 @@ def test_gpu_batches_equal_the_hop_by_hop_engine(mode):
     assert_same_batch(*(s.sample_from_nodes(inputs) for s in samplers))
 
 
-def test_a_batch_launches_seven_kernels_a_hop(harness):
+def test_a_batch_launches_six_kernels_a_hop(harness):
   # The kernels of a whole batch of one node and edge type (the CUDA graph a
   # batch replays): one to empty the table; the seeds' range check and
-  # insert (claim, first, number and local ids, and a last thread that
-  # counts them and marks the hop's end); per hop the counts (and the key taken), the
-  # draws' positions and neighbors, and the insert (claim, first, number and
-  # local ids, and the last thread: the counts, the request's total and its
-  # edge type's, the hop's end). The prefix sums and the state's copy are
-  # torch's, besides.
+  # insert (claim, first, number and local ids, and a last thread that counts
+  # them and marks the hop's end); per hop the counts (and the key taken),
+  # the draws' positions, their neighbors (each claiming its slot), and the
+  # insert (first, number and local ids, and the last thread: the counts,
+  # the request's total and its edge type's, the hop's end). The prefix sums
+  # and the state's copy are torch's, besides.
   ds, _ = make_homo('in', num_nodes=60, num_edges=500)
   sampler = harness_sampler(harness, ds, [4, 3, 2], True)
   inputs = NodeSamplerInput(torch.tensor([1, 5, 17]))
   sampler.sample_from_nodes(inputs)
   before = harness.launches()
   sampler.sample_from_nodes(inputs)
-  assert harness.launches() - before == 1 + 5 + 3 * 7
+  assert harness.launches() - before == 1 + 5 + 3 * 6

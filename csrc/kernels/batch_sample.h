@@ -312,6 +312,10 @@ class BatchSampling {
     out.keys = keys_.data_ptr<int64_t>();
     out.key_index = key_index;
     out.num_ids = plan_.num_nodes[plan_.nbr_types[r]];
+    // The draws claim their neighbors' slots as they read them (the table has
+    // room for every draw of the batch).
+    hop.slots = at::empty({bounds_.draws[r]}, options_);
+    out.claims = slot_claims(tables_[plan_.nbr_types[r]], hop.slots);
     AT_DISPATCH_INDEX_TYPES(plan_.indptrs[first].scalar_type(), "sample_batch", [&] {
       if (plan_.partitioned()) {
         draw_partitioned<index_t>(r, seeds, take, out, hop);
@@ -364,7 +368,7 @@ class BatchSampling {
     if (hop_marker_[plan_.hops[r]] == r) mark_with(out, plan_.hops[r] + 1);
     insert_bounded(backend_, tables_[nt], hop.nbrs,
                    hop.offsets.data_ptr<int64_t>() + bounds_.seeds[r], state(layout_.size(nt)),
-                   report + kFresh, out);
+                   report + kFresh, out, hop.slots);
   }
 
   static bool has_failure(const int64_t* r) {

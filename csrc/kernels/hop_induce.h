@@ -50,6 +50,7 @@ struct BoundedHop {
   at::Tensor counts, offsets;  // neighbors per seed; where each seed's start (n + 1)
   at::Tensor nbrs, eids, rows, cols, fresh;
   at::Tensor positions;  // the indices entry of each draw
+  at::Tensor slots;      // each draw's slot in the neighbors' table, claimed as drawn
   at::Tensor seed_parts, draw_parts;  // each seed's and draw's partition (partitioned draws)
   at::Tensor report;
 };
@@ -151,6 +152,9 @@ struct DrawTargets {
   const int64_t* keys = nullptr;
   const int64_t* key_index = nullptr;
   int64_t num_ids = INT64_MAX;  // neighbor ids at or past it are reported
+  // Where given (slot != null), each draw's neighbor claims its slot in the
+  // neighbors' table as it is read: the insert's first pass (SlotClaims).
+  SlotClaims claims{};
 
   GLT_HOST_DEVICE int64_t offset() const { return at ? *at : 0; }
   // The key of partition `part` of `num_parts` (a request of one topology:
@@ -246,7 +250,10 @@ void draw_bounded(const Backend& backend, const Source& source, const SeedRange&
     }
   });
   backend.for_each(bound, [=] GLT_HOST_DEVICE(int64_t j) {
-    if (j >= *total) return;
+    if (j >= *total) {
+      if (out.claims.slot != nullptr) out.claims.skip(j);
+      return;
+    }
     const auto& g = source.draw_graph(j);
     const int64_t p = positions[j];
     int64_t v = static_cast<int64_t>(g.indices[p]);
@@ -255,6 +262,7 @@ void draw_bounded(const Backend& backend, const Source& source, const SeedRange&
       v = -1;                                         // left out of the inserts
     }
     nbr[j] = v;
+    if (out.claims.slot != nullptr) out.claims.claim(j, v);
     if (out.eids) out.eids[out.offset() + j] = g.edge_ids[p];
   });
 }

@@ -101,37 +101,63 @@ struct InsertTargets {
   } mark;
 };
 
+// An insert's first pass, position by position: position i claims its id's
+// slot of a table (slot[i]; -1 for no id) and offers the slot its position
+// (an atomic max of -(i + 2): the first position's offer stays). A kernel
+// that makes the ids claims them as it writes them (draw_bounded), sparing
+// the insert this pass.
+struct SlotClaims {
+  int64_t* keys = nullptr;
+  int64_t* vals = nullptr;
+  uint64_t mask = 0;
+  int64_t* slot = nullptr;
+
+  GLT_HOST_DEVICE void claim(int64_t i, int64_t key) const {
+    if (key < 0) {
+      slot[i] = -1;
+      return;
+    }
+    const int64_t s = device::hash_insert(keys, mask, key);
+    slot[i] = s;
+    device::atomic_max(&vals[s], -(i + 2));
+  }
+  GLT_HOST_DEVICE void skip(int64_t i) const { slot[i] = -1; }
+};
+
+// The claims of `table` into `slots` (int64, a position each).
+inline SlotClaims slot_claims(IdTable& table, at::Tensor& slots) {
+  return {table.keys.data_ptr<int64_t>(), table.vals.data_ptr<int64_t>(),
+          static_cast<uint64_t>(table.capacity - 1), slots.data_ptr<int64_t>()};
+}
+
 // Adds ids[i] for i < *count (every id when `count` is null; negative ids
 // never) to `table`, numbering the new ones from *size in order of first
 // appearance; then *size and *fresh_count grow by their number. Returns the
 // new ids in a buffer of ids.numel() entries (the first *fresh_count hold
 // them; an empty tensor where `out.nodes` takes them). `table` must have
-// room for them all.
+// room for them all. `claimed`, where given, holds each position's slot,
+// claimed already (SlotClaims).
 template <typename Backend>
 at::Tensor insert_bounded(const Backend& backend, IdTable& table, const at::Tensor& ids,
                           const int64_t* count, int64_t* size, int64_t* fresh_count,
-                          InsertTargets out) {
+                          InsertTargets out, at::Tensor claimed = at::Tensor()) {
   const int64_t n = ids.numel();
   const auto options = ids.options();
   auto fresh = at::empty({out.nodes ? 0 : n}, options);
   if (n == 0) return fresh;
-  auto slots = at::empty({n}, options);
+  at::Tensor slots = claimed.defined() ? claimed : at::empty({n}, options);
   auto first = at::empty({n}, options);
   const int64_t* key = ids.data_ptr<int64_t>();
-  int64_t* keys = table.keys.data_ptr<int64_t>();
-  int64_t* vals = table.vals.data_ptr<int64_t>();
-  int64_t* slot = slots.data_ptr<int64_t>();
+  const SlotClaims claims = slot_claims(table, slots);
+  int64_t* vals = claims.vals;
+  const int64_t* slot = claims.slot;
   int64_t* is_first = first.data_ptr<int64_t>();
-  const uint64_t mask = table.capacity - 1;
-  backend.for_each(n, [=] GLT_HOST_DEVICE(int64_t i) {
-    if ((count != nullptr && i >= *count) || key[i] < 0) {
-      slot[i] = -1;
-      return;
-    }
-    const int64_t s = device::hash_insert(keys, mask, key[i]);
-    slot[i] = s;
-    device::atomic_max(&vals[s], -(i + 2));
-  });
+  if (!claimed.defined()) {
+    backend.for_each(n, [=] GLT_HOST_DEVICE(int64_t i) {
+      if (count != nullptr && i >= *count) return claims.skip(i);
+      claims.claim(i, key[i]);
+    });
+  }
   backend.for_each(n, [=] GLT_HOST_DEVICE(int64_t i) {
     is_first[i] = slot[i] >= 0 && vals[slot[i]] == -(i + 2);
   });
