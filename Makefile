@@ -215,7 +215,8 @@ device-preflight: $(DEVICE_VENV)/.installed
 # GLT_HARNESS_SANITIZE=1); the first report stops the run. What
 # compute-sanitizer's memcheck finds in a kernel on a GPU, found here first.
 HARNESS_TESTS ?= test/test_kernel_bodies.py test/test_gather_bodies.py test/test_hop_induce_bodies.py \
-  test/test_partition_kernel_bodies.py test/test_temporal_kernel.py test/test_whole_batch.py
+  test/test_partition_kernel_bodies.py test/test_temporal_kernel.py test/test_whole_batch.py \
+  test/test_launched_batches.py
 SANITIZED_PYTEST = GLT_HARNESS_SANITIZE=1 PYTHONPATH=$(CURDIR)/build/sanitized/lib \
   ASAN_OPTIONS=detect_leaks=0:alloc_dealloc_mismatch=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
