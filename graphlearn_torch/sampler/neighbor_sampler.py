@@ -204,7 +204,7 @@ class NeighborSampler(BaseSampler):
     return res
 
   def _local_draws(self, random: RandomStream) -> LocalDraws:
-    """This sampler's topologies, for its inducer to draw from with ``random``."""
+    """This sampler's topologies, for the engine to draw from with ``random``."""
     temporal = self.temporal.graphs if self.temporal is not None else {}
     return LocalDraws(
       {etype: g.device_topology() for etype, g in self.graphs.items()},
@@ -250,7 +250,7 @@ class NeighborSampler(BaseSampler):
     batch at once (no disjoint, temporal or induced sampling, every fanout
     bounded) the GPU draws it while the caller goes on, e.g. to collate the
     batch before; elsewhere the batch is sampled here. A launched batch
-    holds an inducer until ``result()`` or ``discard()``.
+    keeps its sampling buffers until ``result()`` or ``discard()``.
 
     Args:
       inputs: the seeds.
