@@ -221,6 +221,9 @@ stage_profile() {
   nsys profile --capture-range=cudaProfilerApi --capture-range-end=stop --stats=true \
     --force-overwrite=true -o /tmp/glt_sampler_profile \
     "$PY" tools/profile_gpu_sampler.py --batches 20 --features gpu &&
+    nsys profile --capture-range=cudaProfilerApi --capture-range-end=stop --stats=true \
+      --force-overwrite=true -o /tmp/glt_sampler_profile_ahead \
+      "$PY" tools/profile_gpu_sampler.py --batches 20 --features gpu --launch-ahead &&
     GLT_CUDA_GRAPHS=0 nsys profile --capture-range=cudaProfilerApi --capture-range-end=stop \
       --stats=true --force-overwrite=true -o /tmp/glt_sampler_profile_nographs \
       "$PY" tools/profile_gpu_sampler.py --batches 20 --features uva &&

@@ -9,10 +9,12 @@ fanout [15, 10, 5], batches of 1024 random seeds) on one GPU: the graph is
 built and placed, a few batches warm the sampler up, then ``--batches``
 batches run between cudaProfilerStart and cudaProfilerStop, each in an NVTX
 range named by its index (a profiler started with the capture range above
-records those alone). With ``--features``, each batch also gathers its
-nodes' rows of a 100-dim fp32 table held in GPU memory (split 1.0) or read
-through UVA from pinned host memory (split 0.0). Prints the window's
-batches/s and sampled edges/s, as the profiler slows them.
+records those alone); with ``--launch-ahead`` each batch is launched before
+the one before it is read, as a loader on a GPU takes them. With
+``--features``, each batch also gathers its nodes' rows of a 100-dim fp32
+table held in GPU memory (split 1.0) or read through UVA from pinned host
+memory (split 0.0). Prints the window's batches/s and sampled edges/s, as
+the profiler slows them.
 """
 
 import argparse
@@ -50,6 +52,9 @@ def main() -> None:
   p.add_argument(
     '--features', default='none', choices=['none', 'gpu', 'uva'], help="gather the batch's rows"
   )
+  p.add_argument(
+    '--launch-ahead', action='store_true', help='launch each batch before the one before is read'
+  )
   args = p.parse_args()
   if not cuda_kernels_available():
     sys.exit('needs a GPU and a build with the CUDA kernels')
@@ -63,21 +68,35 @@ def main() -> None:
   inputs = [glt.sampler.NodeSamplerInput(s) for s in seeds]
   feature = feature_table(ds.num_nodes(), args) if args.features != 'none' else None
 
-  def batch(i: int) -> int:
-    out = sampler.sample_from_nodes(inputs[i % len(inputs)])
+  def outputs(count: int):
+    """``count`` batches' outputs; with --launch-ahead each batch launched
+    before the one before it is read, as a loader on a GPU takes them."""
+    if not args.launch_ahead:
+      for i in range(count):
+        yield sampler.sample_from_nodes(inputs[i % len(inputs)])
+      return
+    ahead = sampler.launch_from_nodes(inputs[0])
+    for i in range(count):
+      launched = ahead
+      if i + 1 < count:
+        ahead = sampler.launch_from_nodes(inputs[(i + 1) % len(inputs)])
+      yield launched.result()
+
+  def batch(out) -> int:
     if feature is not None:
       feature[out.node]
     return out.row.numel()
 
-  for i in range(WARMUP):
-    batch(i)
+  for out in outputs(WARMUP):
+    batch(out)
   torch.cuda.synchronize()
   edges = 0
   torch.cuda.profiler.start()
   started = time.perf_counter()
+  timed = outputs(args.batches)
   for i in range(args.batches):
     with torch.cuda.nvtx.range(f'batch {i}'):
-      edges += batch(i)
+      edges += batch(next(timed))
   torch.cuda.synchronize()
   seconds = time.perf_counter() - started
   torch.cuda.profiler.stop()
