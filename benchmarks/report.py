@@ -153,8 +153,9 @@ SECTIONS = [
   ),
   Section(
     'The shared-memory channel',
-    'Batch-shaped messages from a sampling process to its trainer.',
-    [('bench_channel', 'channel')],
+    'Batch-shaped messages from a sampling process to its trainer: in host memory, and on a '
+    'GPU from a sampling process on it to a trainer on it.',
+    [('bench_channel', 'channel'), ('bench_channel_gpu', 'channel')],
   ),
   Section(
     'Faults',
@@ -168,6 +169,8 @@ SECTIONS = [
 SCRIPT_OF = {
   'bench_dist_sampling_temporal': 'bench_dist_sampling.py --temporal',
   'fault_suite_gpu': 'fault_suite.py --gpu` on a GPU machine: `bash tools/gpu_check.sh faults',
+  'bench_channel_gpu': 'bench_channel.py --gpu 0` on a GPU machine: `bash tools/gpu_check.sh '
+  'channel',
 }
 
 TUNING = """## Tuning

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / 'benchmarks'
@@ -68,6 +69,8 @@ SCRIPTS = [
   ('bench_partition_large.py', ['--nodes', '4000', '--edges', '80000', '--parts', '2', '--keep'],
    'bench_partition_large', ['partition_large']),
   ('bench_channel.py', ['--sizes', '256KB', '--gb', '0.02'], 'bench_channel', ['channel']),
+  *([('bench_channel.py', ['--sizes', '256KB', '--gb', '0.02', '--gpu', '0'], 'bench_channel_gpu',
+      ['channel'])] if torch.cuda.is_available() else []),
   ('bench_dist_sampling.py', [*DIST, *peer_flags('glt'), *dgl_on_loopback(), '--start_rounds', '2'],
    'bench_dist_sampling',
    ['worker_mode'] + (['vs_glt', 'startup_vs_glt'] if peer_flags('glt') else [])
@@ -96,7 +99,7 @@ def run(script: str, args: list, cwd: Path, timeout: float = 900) -> subprocess.
   )  # fmt: skip
 
 
-@pytest.mark.parametrize('script, args, name, keys', SCRIPTS, ids=[s[0] for s in SCRIPTS])
+@pytest.mark.parametrize('script, args, name, keys', SCRIPTS, ids=[s[2] for s in SCRIPTS])
 def test_every_benchmark_runs_and_writes_its_results(tmp_path, script, args, name, keys):
   if script == 'bench_multihost.py' and unavailable_reason() is not None:
     pytest.skip(f'no network-namespace hosts here: {unavailable_reason()}')

@@ -391,50 +391,6 @@ def test_cuda_tensors_are_copied_in_after_their_kernels(pinned):
       assert torch.equal(got[key], value.cpu()), key
 
 
-def produce_telling_cuda_sharing(channel, count):
-  channel.send({'shares': torch.tensor([channel.shares_cuda_tensors])})
-  produce(channel, 0, count)
-
-
-def test_a_channel_sharing_cuda_tensors_sends_host_tensors_as_before(procs, monkeypatch):
-  channel = ShmChannel(capacity=4, shm_size='1MB')
-  assert channel.share_cuda_tensors()
-  start(procs, produce_telling_cuda_sharing, channel, 6)
-  assert channel.recv(timeout_ms=30_000)['shares'].item()  # it travels with the channel
-  for seq in range(6):
-    assert_message_equal(channel.recv(timeout_ms=30_000), expected_message(0, seq))
-  monkeypatch.setenv('GLT_CHANNEL_CUDA_IPC', '0')
-  assert not ShmChannel(capacity=2, shm_size='64KB').share_cuda_tensors()
-
-
-def produce_on_gpu(channel, count, done):
-  x = torch.arange(400_000, dtype=torch.float32, device='cuda').view(4000, 100)
-  for seq in range(count):
-    channel.send({'x': x * seq, 'edges': x[:, :2].t().long(), 'seq': torch.tensor([seq])})
-  done.wait(JOIN_S)
-
-
-@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a GPU')
-def test_cuda_tensors_go_by_ipc_and_become_the_consumers_own(procs):
-  """A producer's CUDA tensors reach the consumer on the GPU by their IPC
-  handles, not through the channel's memory (64 KB here, the data 1.6 MB a
-  message), each copied into the consumer's memory: still there once the
-  producer has exited."""
-  channel = ShmChannel(capacity=4, shm_size='64KB')
-  assert channel.share_cuda_tensors()
-  done = SPAWN.Event()
-  producer = start(procs, produce_on_gpu, channel, 3, done)
-  x = torch.arange(400_000, dtype=torch.float32, device='cuda').view(4000, 100)
-  got = [channel.recv(timeout_ms=60_000) for _ in range(3)]
-  done.set()
-  producer.join(JOIN_S)
-  assert producer.exitcode == 0
-  for seq, msg in enumerate(got):
-    assert msg['x'].is_cuda and msg['edges'].is_cuda and not msg['seq'].is_cuda
-    assert torch.equal(msg['x'], x * seq) and int(msg['seq']) == seq
-    assert torch.equal(msg['edges'], x[:, :2].t().long())
-
-
 def mp_produce(channel, count, done):
   for seq in range(count):
     channel.send(expected_message(0, seq))

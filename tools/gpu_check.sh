@@ -10,7 +10,8 @@
 #              already in place that loads with every CUDA kernel and was built from
 #              this tree's sources (one built elsewhere against the machine's torch
 #              and carried with its .sources record: make device-ext) is kept, not rebuilt
-#   tests      the GPU data path, CUDA tensors sent through a channel, and the examples
+#   tests      the GPU data path, CUDA tensors sent through a channel (and through the
+#              consumer's GPU mirror: test_device_mirror.py), and the examples
 #              with GLT's GPU flags, graph modes 'ZERO_COPY' and 'CUDA'
 #              (test_gpu_data_path.py, test_gpu_sharing.py, test_gather_checks.py, test_channel.py's CUDA
 #              test, the *_gpu_flags
@@ -45,6 +46,10 @@
 #              LOGS/cpu_profile/overlapped_insert; at 8 and 16 with idle helper threads
 #              spinning 1 ms before they sleep (GLT_WORKER_SPIN_US=1000: across a batch's
 #              hops), in LOGS/cpu_profile/spinning (not in the default list)
+#   channel    benchmarks/bench_channel.py --gpu 0 --gb 2: batch-shaped CUDA messages from a
+#              producer process to the consumer on one GPU, through the consumer's GPU mirror,
+#              through pinned host memory, and by torch.multiprocessing's CUDA IPC a tensor
+#              (not in the default list)
 #   dist       benchmarks/bench_dist_sampling.py --gpu 0 $DIST_ARGS (not in the default list; its METIS
 #              partitioning needs pymetis: carry its wheel; 540 s unless TIMEOUT_dist says;
 #              DIST_ARGS='--cache_ratio 0' leaves out the cache rows and their partitioning)
@@ -149,6 +154,7 @@ stage_tests() {
   "$PY" -m pytest -q -rs -p no:cacheprovider --timeout 300 test/test_gpu_data_path.py \
     test/test_gpu_sharing.py test/test_gather_checks.py \
     test/test_channel.py::test_cuda_tensors_are_copied_in_after_their_kernels \
+    test/test_device_mirror.py \
     test/test_examples_smoke.py::test_train_sage_smoke_with_gpu_flags \
     test/test_examples_smoke.py::test_worker_mode_smoke_with_gpu_flags
 }
@@ -206,6 +212,10 @@ stage_cpu_profile() {
       --out "$LOGS/cpu_profile/overlapped_insert" &&
     GLT_WORKER_SPIN_US=1000 "$PY" tools/profile_cpu_sampler.py --threads 8 16 --seconds 5 \
       --out "$LOGS/cpu_profile/spinning"
+}
+
+stage_channel() {
+  "$PY" benchmarks/bench_channel.py --gpu 0 --gb 2 --results "$LOGS/results"
 }
 
 stage_dist() {

@@ -8,6 +8,7 @@ from .base import (
   SampleMessage,
   message_nbytes,
 )
+from .device_mirror import DeviceMirror
 from .mp_channel import MpChannel
 from .remote_channel import RemoteReceivingChannel
 from .shm_channel import ShmChannel
@@ -16,6 +17,7 @@ __all__ = [
   'ChannelBase',
   'ChannelClosedError',
   'DeferredTensor',
+  'DeviceMirror',
   'MpChannel',
   'QueueTimeoutError',
   'RemoteReceivingChannel',

@@ -2,14 +2,13 @@
 
 import logging
 import os
-import pickle
 from multiprocessing import reduction
 from typing import Dict, List, Optional, Tuple, Union
 
 import torch
-import torch.multiprocessing  # noqa: F401  (torch's reductions of CUDA tensors, for ForkingPickler)
 
 from .._ext import ops
+from ..utils.cuda_share import CudaIpcTensor
 from ..utils.host_share import boot_id, open_host_fd
 from ..utils.memory import require_memory
 from ..utils.units import parse_size
@@ -21,16 +20,14 @@ from .base import (
   split_message,
   timeout_ms_arg,
 )
+from .device_mirror import MIRRORED_PREFIX, DeviceMirror
 
 logger = logging.getLogger(__name__)
 
 _OK, _TIMEOUT, _PEER_GONE, _NO_MEMORY = 0, 1, 2, 3
 
-# A message entry that holds a CUDA tensor's IPC handle, pickled
-# (share_cuda_tensors): its key is the tensor's, after this prefix.
-CUDA_IPC_PREFIX = '\x00cuda_ipc:'
 # GLT_CHANNEL_CUDA_IPC=0 copies CUDA tensors through the channel's memory
-# even where share_cuda_tensors asked for handles.
+# even where share_cuda_tensors asked for the consumer's GPU mirror.
 CUDA_IPC_ENV = 'GLT_CHANNEL_CUDA_IPC'
 
 
@@ -102,18 +99,19 @@ class ShmChannel(ChannelBase):
     _check_memory(shm_size)
     self._queue = ops.ShmQueue(capacity, shm_size)
     self._pinned = False
-    self._cuda_ipc = False
+    self._mirror: Optional[DeviceMirror] = None
 
   @classmethod
-  def _attach(cls, fd: reduction.DupFd, cuda_ipc: bool = False) -> 'ShmChannel':
+  def _attach(cls, fd: reduction.DupFd, mirror: Optional[CudaIpcTensor] = None) -> 'ShmChannel':
     channel = cls.__new__(cls)
     channel._queue = ops.ShmQueue.attach(fd.detach())
     channel._pinned = False
-    channel._cuda_ipc = cuda_ipc
+    channel._mirror = DeviceMirror(mirror) if mirror is not None else None
     return channel
 
   def __reduce__(self):
-    return (ShmChannel._attach, (reduction.DupFd(self._queue.fd), self._cuda_ipc))
+    mirror = self._mirror.shareable() if self._mirror is not None else None
+    return (ShmChannel._attach, (reduction.DupFd(self._queue.fd), mirror))
 
   def host_handle(self) -> Tuple[str, int, int]:
     r"""``(host boot id, pid, descriptor)``: how another process of this
@@ -133,30 +131,60 @@ class ShmChannel(ChannelBase):
     channel = cls.__new__(cls)
     channel._queue = ops.ShmQueue.attach(own)  # it owns the descriptor from here
     channel._pinned = False
-    channel._cuda_ipc = False
+    channel._mirror = None
     return channel
 
   @property
   def shares_cuda_tensors(self) -> bool:
-    r"""Whether CUDA tensors go as IPC handles (``share_cuda_tensors``)."""
-    return self._cuda_ipc
+    r"""Whether CUDA tensors go through the consumer's GPU mirror
+    (``share_cuda_tensors``)."""
+    return self._mirror is not None and self._mirror.device_type == 'cuda'
 
-  def share_cuda_tensors(self) -> bool:
-    r"""Sends the CUDA tensors of messages as CUDA IPC handles of their
-    memory (torch's, as ``torch.multiprocessing`` sends them), which the
-    consumer opens on its host's GPU and copies into memory of its own
-    there, releasing the producer's at once: a batch sampled on a GPU
-    reaches a trainer on that GPU by a device-to-device copy, not through
-    host memory and back, and what the trainer holds does not depend on the
-    producer living on. Set before the channel goes to its producers (it
-    travels with it); ``GLT_CHANNEL_CUDA_IPC=0`` keeps the copies through
-    the channel.
+  def share_cuda_tensors(self, device: Optional[torch.device] = None) -> bool:
+    r"""Sends the CUDA tensors of messages device to device: this process,
+    the consumer, allocates a buffer on its GPU as large as the channel's
+    memory (``mapping_size`` bytes), which each producer opens once by its CUDA
+    IPC handle; a message's CUDA tensors are written there at the places the
+    channel gives them, and ``recv`` copies them into memory of the
+    consumer's own on that GPU. A batch sampled on a GPU thus reaches a
+    trainer on a GPU without going through host memory, and what the
+    trainer holds does not depend on the producer living on. Call it before
+    the channel goes to its producers (the buffer's handle travels with
+    it). ``GLT_CHANNEL_CUDA_IPC=0`` keeps the copies through the channel's
+    memory.
+
+    Args:
+      device: the consumer's GPU (default: the current one).
 
     Returns:
-      Whether CUDA tensors go as handles.
+      Whether CUDA tensors go device to device (not without CUDA).
     """
-    self._cuda_ipc = os.environ.get(CUDA_IPC_ENV, '1') != '0'
-    return self._cuda_ipc
+    if os.environ.get(CUDA_IPC_ENV, '1') == '0' or not torch.cuda.is_available():
+      return False
+    device = torch.device(device if device is not None else 'cuda')
+    if device.type != 'cuda':
+      raise ValueError(f'share_cuda_tensors needs a GPU, got {device}')
+    if device.index is None:
+      device = torch.device('cuda', torch.cuda.current_device())
+    self.mirror(DeviceMirror.allocate(self._queue.mapping_size, device))
+    return True
+
+  def mirror(self, mirror: DeviceMirror) -> None:
+    r"""Writes the tensors of messages on ``mirror``'s type of device into
+    ``mirror`` (a buffer of the consumer's of ``mapping_size`` bytes,
+    ``DeviceMirror``) rather than into the channel's memory, and receives
+    them from there (``share_cuda_tensors`` sets a GPU mirror).
+
+    Raises:
+      ValueError: the mirror is smaller than the channel's mapping
+        (``mapping_size``: its memory and its header).
+    """
+    if mirror.memory.numel() < self.mapping_size:
+      raise ValueError(
+        f'a mirror of {mirror.memory.numel()} bytes is smaller than the channel '
+        f'({self.mapping_size} bytes with its header)'
+      )
+    self._mirror = mirror
 
   @property
   def capacity(self) -> int:
@@ -167,6 +195,11 @@ class ShmChannel(ChannelBase):
   def shm_size(self) -> int:
     r"""Bytes of message data the channel holds."""
     return self._queue.shm_size
+
+  @property
+  def mapping_size(self) -> int:
+    r"""Bytes of the channel's shared memory: ``shm_size`` and the header."""
+    return self._queue.mapping_size
 
   def send(self, msg: SampleMessage, timeout_ms: Optional[float] = None, **kwargs) -> None:
     r"""Copies ``msg`` into the channel and queues it; its
@@ -184,8 +217,8 @@ class ShmChannel(ChannelBase):
       MemoryError: no memory is left to back the message.
     """
     keys, values = split_message(msg, deferred=True)
-    if self._cuda_ipc:
-      keys, values = cuda_ipc_entries(keys, values)
+    mirrored = [self._mirrors(value) for value in values]
+    keys = [MIRRORED_PREFIX + key if m else key for key, m in zip(keys, mirrored)]
     templates = [
       value
       if isinstance(value, torch.Tensor)
@@ -206,29 +239,55 @@ class ShmChannel(ChannelBase):
     if status == _NO_MEMORY:
       raise MemoryError(error)
     try:
-      places = None
-      gpus = set()
-      for i, value in enumerate(values):
-        if isinstance(value, torch.Tensor) and not value.is_cuda:
-          reservation.write(i, value)
-          continue
-        places = reservation.views if places is None else places
-        if isinstance(value, torch.Tensor):
-          # queued behind the value's kernels, waited for once a device
-          places[i].copy_(value, non_blocking=True)
-          gpus.add(value.device)
-        else:
-          value.write(places[i])
-      for gpu in gpus:
-        torch.cuda.current_stream(gpu).synchronize()
-      del places  # the consumer owns the bytes once the message is queued
+      self._write(reservation, values, mirrored)
       reservation.commit()
     except BaseException:
       reservation.abort()
       raise
 
+  def _mirrors(self, value) -> bool:
+    r"""Whether ``value`` goes through the mirror (a tensor on its type of
+    device)."""
+    mirror = self._mirror
+    return (
+      mirror is not None
+      and isinstance(value, torch.Tensor)
+      and value.device.type == mirror.device_type
+    )
+
+  def _offset(self, view: torch.Tensor) -> int:
+    r"""Where ``view`` (of this process's mapping) lies in the channel's
+    memory: the same in every process."""
+    return view.data_ptr() - self._queue.mapping_address
+
+  def _write(self, reservation, values: List, mirrored: List[bool]) -> None:
+    r"""Writes a reserved message's values into their places: host tensors
+    by the channel, the mirrored ones into the mirror, other CUDA tensors
+    behind their kernels (waited for once a device), deferred ones by their
+    ``write``."""
+    places, into_mirror, gpus = None, [], set()
+    for i, value in enumerate(values):
+      if isinstance(value, torch.Tensor) and not value.is_cuda and not mirrored[i]:
+        reservation.write(i, value)
+        continue
+      places = reservation.views if places is None else places
+      if mirrored[i]:
+        into_mirror.append((self._offset(places[i]), value))
+      elif isinstance(value, torch.Tensor):
+        places[i].copy_(value, non_blocking=True)
+        gpus.add(value.device)
+      else:
+        value.write(places[i])
+    if into_mirror:
+      self._mirror.write(into_mirror)
+    for gpu in gpus:
+      torch.cuda.current_stream(gpu).synchronize()
+    # the consumer owns the bytes once the message is queued: no view is kept
+
   def recv(self, timeout_ms: Optional[float] = None, **kwargs) -> SampleMessage:
-    r"""Returns the oldest message; its tensors view the channel's memory.
+    r"""Returns the oldest message; its tensors view the channel's memory,
+    but for those that came through the mirror (``share_cuda_tensors``),
+    which are copies of this process's own.
 
     Args:
       timeout_ms: most milliseconds to wait; ``None`` waits as long as a
@@ -243,7 +302,24 @@ class ShmChannel(ChannelBase):
       raise QueueTimeoutError(f'no message arrived within {timeout_ms} ms')
     if status == _PEER_GONE:
       raise ChannelClosedError(error)
-    return dict(opened_entry(key, tensor) for key, tensor in zip(keys, tensors))
+    return self._received(keys, tensors)
+
+  def _received(self, keys: List[str], tensors: List[torch.Tensor]) -> SampleMessage:
+    r"""A received message, its mirrored entries copied out of the mirror
+    (their places in the channel are free once the views here are)."""
+    mirrored = [i for i, key in enumerate(keys) if key.startswith(MIRRORED_PREFIX)]
+    if not mirrored:
+      return dict(zip(keys, tensors))
+    if self._mirror is None:
+      key = keys[mirrored[0]][len(MIRRORED_PREFIX) :]
+      raise RuntimeError(
+        f"a received message has an entry in a device mirror ('{key}'), but this channel "
+        'has none: only the process that set the mirror receives such messages'
+      )
+    copies = self._mirror.read([(self._offset(tensors[i]), tensors[i]) for i in mirrored])
+    for i, copy in zip(mirrored, copies):
+      keys[i], tensors[i] = keys[i][len(MIRRORED_PREFIX) :], copy
+    return dict(zip(keys, tensors))
 
   def empty(self) -> bool:
     r"""Whether no message is queued."""
@@ -281,40 +357,3 @@ class ShmChannel(ChannelBase):
       raise RuntimeError(f'cudaHostRegister of the channel memory failed: {err}')
     self._pinned = True
     return True
-
-
-def cuda_ipc_entries(keys: List[str], values: List) -> Tuple[List[str], List]:
-  r"""A message's entries with each CUDA tensor replaced by its CUDA IPC
-  handle, pickled as ``torch.multiprocessing`` pickles it (the memory held
-  for the consumer, which waits for the tensor's pending kernels when it
-  opens it), under its key after ``CUDA_IPC_PREFIX``."""
-  cuda = [isinstance(v, torch.Tensor) and v.is_cuda for v in values]
-  if not any(cuda):
-    return keys, values
-  torch.cuda.ipc_collect()  # frees what consumers released since the last message
-  out_keys, out_values = [], []
-  for key, value, is_cuda in zip(keys, values, cuda):
-    if is_cuda:
-      handle = bytes(reduction.ForkingPickler.dumps(value))
-      key, value = CUDA_IPC_PREFIX + key, torch.frombuffer(bytearray(handle), dtype=torch.uint8)
-    out_keys.append(key)
-    out_values.append(value)
-  return out_keys, out_values
-
-
-def opened_entry(key: str, tensor: torch.Tensor) -> Tuple[str, torch.Tensor]:
-  r"""A received entry: a CUDA IPC handle (``cuda_ipc_entries``) opened and
-  copied into this process's memory, under its own key (the producer's
-  memory is released as the opened tensor is: torch waits for the copy
-  first); any other entry as it is."""
-  if not key.startswith(CUDA_IPC_PREFIX):
-    return key, tensor
-  key = key[len(CUDA_IPC_PREFIX) :]
-  try:
-    opened = pickle.loads(tensor.numpy().tobytes())
-  except (RuntimeError, OSError) as e:
-    raise RuntimeError(
-      f"the CUDA tensor '{key}' of a received message could not be opened (its producer "
-      f'may have exited after sending it): {type(e).__name__}: {e}'
-    ) from e
-  return key, opened.clone()

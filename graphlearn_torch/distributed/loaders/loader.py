@@ -213,7 +213,7 @@ class DistLoader(BaseLoader):
         channel.pin_memory()
       samples_on_gpus = any(torch.device(d).type == 'cuda' for d in opts.worker_devices or [])
       if samples_on_gpus and self.to_device.type == 'cuda':
-        channel.share_cuda_tensors()  # batches stay on the GPU on their way here
+        channel.share_cuda_tensors(self.to_device)  # batches stay on the GPU on their way here
       return DistMpSamplingProducer(self.data, self.input_data, self.sampling_config, opts, channel)
     if isinstance(opts, CollocatedDistSamplingWorkerOptions):
       return DistCollocatedSamplingProducer(

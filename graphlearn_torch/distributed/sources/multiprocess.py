@@ -221,12 +221,15 @@ class DistMpSamplingProducer(BatchSource):
         f'a sampling process sent batch {position} of epoch {epoch} while batch '
         f'{self._next_position} of epoch {self._epoch} was due'
       )
-    size = message_nbytes(msg)
+    # A received CUDA tensor is the trainer's own copy (ShmChannel's GPU
+    # mirror): only the host entries hold the channel's bytes.
+    in_channel = {key: value for key, value in msg.items() if not value.is_cuda}
+    size = message_nbytes(in_channel)
     if self._held_bytes + size <= self._hold_budget:
       self._held_bytes += size
       self._held_in_channel[position] = size
     else:
-      msg = {key: value.clone() for key, value in msg.items()}
+      msg = {**msg, **{key: value.clone() for key, value in in_channel.items()}}
     self._arrived[position] = msg
 
   def _take_held(self, position: int) -> Optional[SampleMessage]:
