@@ -342,7 +342,9 @@ def main():
     "MB), measured in this run. Floor: the tables and the bare processes, what the job's "
     "processes hold before they sample. GPU: the device's memory in use at the measurement "
     'less before the launcher loaded the partitions, which it places on the GPU once for the '
-    'trainers and sampling processes (GPU modes).',
+    'trainers and sampling processes (GPU modes); with sampling processes on the GPU, each '
+    "trainer also holds its channel's GPU mirror there (256 MB, as its channel), through "
+    'which its batches come device to device.',
   )
   print(results.add(table).render())
   results.write()

@@ -119,7 +119,9 @@ class MpDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):
     rpc_timeout: seconds an RPC may take, and the longest the trainer waits
       for a batch.
     channel_size: bytes of the trainer's channel (default 256 MB per
-      worker).
+      worker; about 3 batches suffice). Where the workers sample on a GPU
+      and the trainer's batches go to a GPU, the trainer holds as many
+      bytes on its GPU too, the channel's mirror that batches come through.
     pin_memory: page-lock the channel for fast copies to the GPU.
     use_all2all: unsupported; must be False.
   """
