@@ -119,23 +119,48 @@ class DeviceMirror:
 
   def read(self, entries: Sequence[Tuple[int, torch.Tensor]]) -> List[torch.Tensor]:
     r"""Copies of the tensors at each ``(offset, like)``, in memory of this
-    process's own on the buffer's device, complete when this returns (their
-    places may then be written again).
+    process's own on the buffer's device (one allocation for them all, one
+    batched copy), complete when this returns (their places may then be
+    written again).
 
     Args:
       entries: the byte offsets and tensors of the shapes and dtypes to read.
     """
     memory = self.memory
+    sources = [self.place(offset, like) for offset, like in entries]
     if not memory.is_cuda:
-      return [self.place(offset, like).clone() for offset, like in entries]
+      return copied(sources)
     current = torch.cuda.current_stream(memory.device)
     if self._stream is None:
       self._stream = torch.cuda.Stream(memory.device)
     # On a stream of their own: the current one may hold a training step's
     # kernels, which the wait below must not wait for.
     with torch.cuda.stream(self._stream):
-      copies = [self.place(offset, like).clone() for offset, like in entries]
+      copies = copied(sources)
     self._stream.synchronize()
-    for copy in copies:
-      copy.record_stream(current)  # freed behind the current stream's reads of it
+    if copies:  # one buffer: freed behind the current stream's reads of any of them
+      copies[0].record_stream(current)
     return copies
+
+
+# Where each copy starts in copied's buffer: a multiple of this many bytes.
+COPY_ALIGNMENT = 64
+
+
+def copied(sources: Sequence[torch.Tensor]) -> List[torch.Tensor]:
+  r"""Contiguous copies of ``sources`` (on one device) in one new buffer, by
+  one batched copy."""
+  if not sources:
+    return []
+  starts, end = [], 0
+  for source in sources:
+    starts.append(end)
+    nbytes = source.numel() * source.element_size()
+    end += (nbytes + COPY_ALIGNMENT - 1) // COPY_ALIGNMENT * COPY_ALIGNMENT
+  buffer = torch.empty(end, dtype=torch.uint8, device=sources[0].device)
+  copies = [
+    buffer[start : start + s.numel() * s.element_size()].view(s.dtype).view(s.shape)
+    for start, s in zip(starts, sources)
+  ]
+  torch._foreach_copy_(copies, sources)
+  return copies
