@@ -103,16 +103,14 @@ class DeviceMirror:
 
   def write(self, entries: Sequence[Tuple[int, torch.Tensor]]) -> None:
     r"""Copies each ``(offset, tensor)`` into its place (behind the kernels
-    that make the tensor) and waits for the copies.
+    that make the tensor, by one batched copy) and waits for the copies.
 
     Args:
       entries: the byte offsets and the tensors (any device) to write there.
     """
-    devices = set()
-    for offset, value in entries:
-      self.place(offset, value).copy_(value, non_blocking=True)
-      devices.add(value.device)
-    devices.add(self.memory.device)
+    values = [value for _, value in entries]
+    torch._foreach_copy_([self.place(offset, value) for offset, value in entries], values)
+    devices = {value.device for value in values} | {self.memory.device}
     for device in devices:
       if device.type == 'cuda':
         torch.cuda.current_stream(device).synchronize()
