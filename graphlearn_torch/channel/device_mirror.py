@@ -2,8 +2,8 @@
 memory, so that a producer's GPU tensors reach the consumer device to device.
 
 The consumer allocates one buffer on its GPU as large as the channel's
-shared memory (its mapping), once; each producer opens it once, by its CUDA IPC handle
-(``utils.cuda_share.CudaIpcTensor``). A message's tensors on the GPU are
+shared memory (its mapping), once; each producer opens it once, by its CUDA
+IPC handle (``utils.cuda_share.CudaIpcTensor``). A message's tensors on the GPU are
 written into the buffer at the offsets the channel reserved for them in its
 shared memory, so the channel's own bookkeeping (which bytes a queued or
 received message holds, when they are free again) covers them too: the
@@ -29,8 +29,8 @@ MIRRORED_PREFIX = '\x00mirrored:'
 
 
 class DeviceMirror:
-  r"""A buffer of ``nbytes`` bytes on one device, addressed by the offsets
-  of a channel's shared memory.
+  r"""A buffer on one device as large as a channel's shared memory,
+  addressed by the same offsets.
 
   Args:
     memory: the buffer, a 1-D ``uint8`` tensor (a ``CudaIpcTensor`` where
