@@ -7,8 +7,7 @@ partition (``batch.features`` over ``DistFeature``) and encoded
 (``batch.codec``), as a single machine's loader does it in one process.
 """
 
-import contextlib
-from typing import ContextManager, Optional
+from typing import Optional
 
 import torch
 
@@ -23,14 +22,6 @@ from ..data.feature import DistFeature
 from ..runtime.event_loop import wrap_torch_future
 from ..sampling.neighbor_sampler import DistNeighborSampler
 from ..sampling.partition_service import PartitionService
-
-
-def profiled_range(name: str) -> ContextManager:
-  r"""A range named ``name`` in a running profile (``torch.profiler``), and
-  nothing where none runs: a range costs microseconds a batch even then."""
-  if torch._C._autograd._profiler_enabled():
-    return torch.profiler.record_function(name)
-  return contextlib.nullcontext()
 
 
 class MessageSampler:
@@ -110,13 +101,13 @@ class MessageSampler:
     """
     # The ranges name a batch's steps in a profile (torch.profiler); the
     # coroutine may be suspended inside one, so they time its whole span.
-    with profiled_range('glt::sample_batch'):
+    with torch.profiler.record_function('glt::sample_batch'):
       out = await self.sampler.sample(sampling_type, inputs, random)
     batch = SampledBatch.from_output(out)
     batch.input_id = input_id
     if self.collect_features:
       service = self.sampler.service
-      with profiled_range('glt::collect_features'):
+      with torch.profiler.record_function('glt::collect_features'):
         await wrap_torch_future(
           collect_features(
             batch,
@@ -125,7 +116,7 @@ class MessageSampler:
             edge_rows=self._rows(service.edge_feature),
           )
         )
-    with profiled_range('glt::encode_batch'):
+    with torch.profiler.record_function('glt::encode_batch'):
       msg = encode(batch)
       return msg if self.on_device else on_host(msg)
 
