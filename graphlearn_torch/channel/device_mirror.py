@@ -103,22 +103,22 @@ class DeviceMirror:
 
   def write(self, entries: Sequence[Tuple[int, torch.Tensor]]) -> None:
     r"""Copies each ``(offset, tensor)`` into its place (behind the kernels
-    that make the tensor, by one batched copy) and waits for the copies.
+    that make the tensor) and waits for the copies.
 
     Args:
       entries: the byte offsets and the tensors (any device) to write there.
     """
-    values = [value for _, value in entries]
-    torch._foreach_copy_([self.place(offset, value) for offset, value in entries], values)
-    devices = {value.device for value in values} | {self.memory.device}
+    for offset, value in entries:
+      self.place(offset, value).copy_(value, non_blocking=True)
+    devices = {value.device for _, value in entries} | {self.memory.device}
     for device in devices:
       if device.type == 'cuda':
         torch.cuda.current_stream(device).synchronize()
 
   def read(self, entries: Sequence[Tuple[int, torch.Tensor]]) -> List[torch.Tensor]:
     r"""Copies of the tensors at each ``(offset, like)``, in memory of this
-    process's own on the buffer's device (one allocation for them all, one
-    batched copy), complete when this returns (their places may then be
+    process's own on the buffer's device (one allocation for them all),
+    complete when this returns (their places may then be
     written again).
 
     Args:
@@ -146,8 +146,7 @@ COPY_ALIGNMENT = 64
 
 
 def copied(sources: Sequence[torch.Tensor]) -> List[torch.Tensor]:
-  r"""Contiguous copies of ``sources`` (on one device) in one new buffer, by
-  one batched copy."""
+  r"""Contiguous copies of ``sources`` (on one device) in one new buffer."""
   if not sources:
     return []
   starts, end = [], 0
@@ -160,5 +159,6 @@ def copied(sources: Sequence[torch.Tensor]) -> List[torch.Tensor]:
     buffer[start : start + s.numel() * s.element_size()].view(s.dtype).view(s.shape)
     for start, s in zip(starts, sources)
   ]
-  torch._foreach_copy_(copies, sources)
+  for copy, source in zip(copies, sources):
+    copy.copy_(source, non_blocking=True)
   return copies
