@@ -99,7 +99,7 @@ def unopenable():
 def test_a_mirror_that_cannot_be_opened_says_so():
   mirror = DeviceMirror(CudaIpcTensor(None, (unopenable, ())))
   assert mirror.device_type == 'cuda'  # known without opening it
-  with pytest.raises(RuntimeError, match="GPU mirror of this channel could not be opened"):
+  with pytest.raises(RuntimeError, match='GPU mirror of this channel could not be opened'):
     mirror.write([(0, torch.arange(3))])
 
 
