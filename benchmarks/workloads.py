@@ -59,6 +59,29 @@ def make_seed_batches(num_nodes: int, batches: int, batch_size: int, seed: int):
   return [torch.randperm(num_nodes, generator=g)[:batch_size] for _ in range(min(batches, 8))]
 
 
+def sampled_outputs(
+  sampler,
+  inputs: Callable[[int], 'glt.sampler.NodeSamplerInput'],
+  first: int,
+  count: int,
+  launch_ahead: bool = False,
+):
+  """The outputs of batches ``first`` to ``first + count - 1`` of
+  ``sampler``, batch ``i`` sampled from ``inputs(i)``; with
+  ``launch_ahead`` each batch launched (``launch_from_nodes``) before the one
+  before it is read, as a loader on a GPU takes them."""
+  if not launch_ahead:
+    for i in range(first, first + count):
+      yield sampler.sample_from_nodes(inputs(i))
+    return
+  ahead = sampler.launch_from_nodes(inputs(first))
+  for i in range(first, first + count):
+    launched = ahead
+    if i + 1 < first + count:
+      ahead = sampler.launch_from_nodes(inputs(i + 1))
+    yield launched.result()
+
+
 def time_batches(
   sampler,
   seed_batches,
@@ -80,16 +103,7 @@ def time_batches(
     return glt.sampler.NodeSamplerInput(seed_batches[i % len(seed_batches)], time=time)
 
   def outputs(first: int, count: int):
-    if not launch_ahead:
-      for i in range(first, first + count):
-        yield sampler.sample_from_nodes(inputs(i))
-      return
-    ahead = sampler.launch_from_nodes(inputs(first))
-    for i in range(first, first + count):
-      launched = ahead
-      if i + 1 < first + count:
-        ahead = sampler.launch_from_nodes(inputs(i + 1))
-      yield launched.result()
+    return sampled_outputs(sampler, inputs, first, count, launch_ahead)
 
   for _ in outputs(0, 4):  # warm-up (in launch_ahead, both inducers' CUDA graphs)
     pass

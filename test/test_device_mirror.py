@@ -59,7 +59,7 @@ def test_mirrored_messages_arrive_whole_while_the_channel_reuses_its_bytes():
 
 
 def test_a_mirrored_entry_received_is_a_copy():
-  channel = host_mirrored(capacity=2, shm_size='64KB')
+  channel = ShmChannel(capacity=2, shm_size='64KB')
   mirror = DeviceMirror.allocate(channel.mapping_size, torch.device('cpu'))
   channel.mirror(mirror)
   channel.send({'x': torch.arange(1000)}, timeout_ms=1000)

@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'benchmarks'))
-from workloads import build_graph, make_seed_batches  # noqa: E402
+from workloads import build_graph, make_seed_batches, sampled_outputs  # noqa: E402
 
 import graphlearn_torch as glt  # noqa: E402
 from graphlearn_torch._ext import cuda_kernels_available  # noqa: E402
@@ -69,18 +69,7 @@ def main() -> None:
   feature = feature_table(ds.num_nodes(), args) if args.features != 'none' else None
 
   def outputs(count: int):
-    """``count`` batches' outputs; with --launch-ahead each batch launched
-    before the one before it is read, as a loader on a GPU takes them."""
-    if not args.launch_ahead:
-      for i in range(count):
-        yield sampler.sample_from_nodes(inputs[i % len(inputs)])
-      return
-    ahead = sampler.launch_from_nodes(inputs[0])
-    for i in range(count):
-      launched = ahead
-      if i + 1 < count:
-        ahead = sampler.launch_from_nodes(inputs[(i + 1) % len(inputs)])
-      yield launched.result()
+    return sampled_outputs(sampler, lambda i: inputs[i % len(inputs)], 0, count, args.launch_ahead)
 
   def batch(out) -> int:
     if feature is not None:

@@ -99,7 +99,7 @@ class DeviceMirror:
         f'an entry of {nbytes} bytes at offset {offset} is outside the mirror of '
         f'{memory.numel()} bytes'
       )
-    return memory[offset : offset + nbytes].view(like.dtype).view(like.shape)
+    return typed_view(memory, offset, like)
 
   def write(self, entries: Sequence[Tuple[int, torch.Tensor]]) -> None:
     r"""Copies each ``(offset, tensor)`` into its place (behind the kernels
@@ -155,10 +155,14 @@ def copied(sources: Sequence[torch.Tensor]) -> List[torch.Tensor]:
     nbytes = source.numel() * source.element_size()
     end += (nbytes + COPY_ALIGNMENT - 1) // COPY_ALIGNMENT * COPY_ALIGNMENT
   buffer = torch.empty(end, dtype=torch.uint8, device=sources[0].device)
-  copies = [
-    buffer[start : start + s.numel() * s.element_size()].view(s.dtype).view(s.shape)
-    for start, s in zip(starts, sources)
-  ]
+  copies = [typed_view(buffer, start, source) for start, source in zip(starts, sources)]
   for copy, source in zip(copies, sources):
     copy.copy_(source, non_blocking=True)
   return copies
+
+
+def typed_view(buffer: torch.Tensor, start: int, like: torch.Tensor) -> torch.Tensor:
+  r"""The bytes of the 1-D ``uint8`` ``buffer`` from ``start`` as a
+  contiguous tensor of ``like``'s shape and dtype."""
+  nbytes = like.numel() * like.element_size()
+  return buffer[start : start + nbytes].view(like.dtype).view(like.shape)
