@@ -110,14 +110,16 @@ void bind_shm_queue(py::module_& m) {
       .def("reserve",
            wrap_pybind_function_no_gil([](glt::ShmQueue& self, const std::vector<std::string>& keys,
                                           const std::vector<at::Tensor>& templates,
-                                          int64_t timeout_ms) {
+                                          int64_t timeout_ms, const std::vector<bool>& elsewhere) {
              glt::ShmQueueStatus status = glt::ShmQueueStatus::kOk;
              std::string error;
-             auto reservation = self.reserve(keys, templates, timeout_ms, &status, &error);
+             auto reservation =
+                 self.reserve(keys, templates, elsewhere, timeout_ms, &status, &error);
              return std::make_tuple(static_cast<int>(status), std::move(error),
                                     std::move(reservation));
            }),
-           py::arg("keys"), py::arg("templates"), py::arg("timeout_ms"))
+           py::arg("keys"), py::arg("templates"), py::arg("timeout_ms"),
+           py::arg("elsewhere") = std::vector<bool>())
       .def("recv", wrap_pybind_function_no_gil([](glt::ShmQueue& self, int64_t timeout_ms) {
              auto msg = self.recv(timeout_ms);
              return std::make_tuple(static_cast<int>(msg.status), std::move(msg.error),

@@ -94,12 +94,15 @@ class ShmQueue : public std::enable_shared_from_this<ShmQueue> {
 
   // Reserves one block for a message whose tensors have the keys, shapes
   // and dtypes of `templates` (tensors on the meta device will do); the
-  // caller writes the tensors into it (ShmReservation) and queues it. Waits
-  // at most `timeout_ms` for room (forever if negative, while the owner
-  // lives); null, with `status` and `error` set, when none came. A message
-  // larger than the ring is a ValueError.
+  // caller writes the tensors into it (ShmReservation) and queues it. The
+  // entries flagged in `elsewhere` (empty: none) get places that are never
+  // written or backed: their bytes live elsewhere at the same offsets (a
+  // device mirror). Waits at most `timeout_ms` for room (forever if negative,
+  // while the owner lives); null, with `status` and `error` set, when none
+  // came. A message larger than the ring is a ValueError.
   std::shared_ptr<ShmReservation> reserve(const std::vector<std::string>& keys,
                                           const std::vector<at::Tensor>& templates,
+                                          const std::vector<bool>& elsewhere,
                                           int64_t timeout_ms, ShmQueueStatus* status,
                                           std::string* error);
   // Pops the oldest message; its tensors view shared memory.
@@ -131,12 +134,16 @@ class ShmQueue : public std::enable_shared_from_this<ShmQueue> {
   bool owner_alive(std::string* error) const;
   bool producers_gone(std::string* error) const;
   bool reclaim();
-  uint64_t take_block(uint64_t bytes, int64_t timeout_ms, ShmQueueStatus* status,
-                      std::string* error);
+  uint64_t take_block(uint64_t bytes, uint64_t touched, int64_t timeout_ms,
+                      ShmQueueStatus* status, std::string* error);
+  std::shared_ptr<ShmReservation> lay_out(uint64_t offset, const std::vector<std::string>& keys,
+                                          const std::vector<at::Tensor>& templates,
+                                          const std::vector<uint64_t>& places,
+                                          uint64_t meta_bytes);
   uint64_t pop_block(int64_t timeout_ms, ShmQueueMessage* out);
   void free_block(void* block);
-  uint64_t allocate(uint64_t bytes, int* backing_error);
-  int ensure_backed(uint64_t end);
+  uint64_t allocate(uint64_t bytes, uint64_t touched, int* backing_error);
+  int ensure_backed(uint64_t begin, uint64_t end);
   void release_block(uint64_t offset);
   void commit(uint64_t offset);  // queues a reserved block
   void abort(uint64_t offset);   // frees a reserved block

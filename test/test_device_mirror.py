@@ -6,7 +6,10 @@ but for the device): content, the channel's bytes reused, the refusals; on
 a GPU, producers in processes of their own writing into the consumer's GPU
 buffer."""
 
+import os
 import pickle
+import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -67,6 +70,77 @@ def test_a_mirrored_entry_received_is_a_copy():
   assert int(mirror.memory.count_nonzero()) > 0  # it went through the mirror
   mirror.memory.zero_()
   assert torch.equal(got['x'], torch.arange(1000))
+
+
+def memory_behind(channel: ShmChannel) -> int:
+  r"""Bytes of memory behind the channel's segment, by the kernel's count
+  of its pages (header, slots and map included)."""
+  return os.fstat(channel.host_handle()[2]).st_blocks * 512
+
+
+def shmem_on_huge_pages() -> bool:
+  r"""Whether the kernel may back shared memory with 2 MB pages (its count
+  of a segment's pages is then in those)."""
+  path = Path('/sys/kernel/mm/transparent_hugepage/shmem_enabled')
+  chosen = re.search(r'\[(\w+)\]', path.read_text()) if path.exists() else None
+  return chosen is not None and chosen.group(1) in ('always', 'within_size', 'force')
+
+
+def assert_backed_before_written(channel: ShmChannel) -> None:
+  r"""The kernel counts as many bytes behind the segment as the channel
+  backed: it wrote no page it had not backed first."""
+  backed = header_bytes(channel) + channel.stats()['backed_bytes']
+  if not shmem_on_huge_pages():
+    assert memory_behind(channel) == backed
+
+
+def header_bytes(channel: ShmChannel) -> int:
+  r"""The segment's bytes before its data ring and the ring's first page,
+  backed from the start."""
+  return channel.mapping_size - channel.shm_size
+
+
+def test_mirrored_bytes_take_no_memory_in_the_channel():
+  # Messages of 4-5 MB in the mirror and 48 bytes written into the channel,
+  # three in flight through a 64 MB channel: its memory backs the pages the
+  # blocks' headers and host entries lie on, not the 15 MB they span.
+  channel = host_mirrored(capacity=8, shm_size='64MB')
+  held = []
+  for seq in range(60):
+    rows = 1 << 17 | 4096 * (seq % 7)
+    channel.send({'x': torch.full((rows, 8), seq), 'deferred': deferred(seq)}, timeout_ms=1000)
+    held.append((seq, rows, channel.recv(timeout_ms=1000)))
+    if len(held) > 3:
+      held.pop(0)
+  for seq, rows, got in held:
+    assert torch.equal(got['x'], torch.full((rows, 8), seq))
+    assert torch.equal(got['deferred'], torch.full((3, 2), seq))
+  stats = channel.stats()
+  assert stats['used_bytes'] > 12 << 20  # the messages held span this much of it
+  assert stats['backed_bytes'] <= 64 * 4096, stats
+  assert_backed_before_written(channel)
+
+
+def test_host_messages_over_mirrored_ones_get_memory_first():
+  # Host messages laid over the holes mirrored ones left: each page is
+  # backed before it is written (the kernel's count of the segment's pages
+  # equals the channel's), and every message arrives whole.
+  channel = host_mirrored(capacity=8, shm_size='16MB')
+  plain = DeferredTensor((1 << 17,), torch.int64, lambda out: out.copy_(torch.arange(1 << 17)))
+  for seq in range(30):
+    if seq % 3 == 2:
+      channel.send({'host': plain}, timeout_ms=1000)
+      got = channel.recv(timeout_ms=1000)
+      assert torch.equal(got['host'], torch.arange(1 << 17))
+    else:
+      rows = 1 << 16 | 512 * seq
+      channel.send({'x': torch.full((rows, 8), seq), 'd': deferred(seq)}, timeout_ms=1000)
+      got = channel.recv(timeout_ms=1000)
+      assert torch.equal(got['x'], torch.full((rows, 8), seq))
+    del got
+    assert_backed_before_written(channel)
+  stats = channel.stats()
+  assert stats['backed_bytes'] < 4 << 20, stats  # a host message's 1 MB and pages of headers
 
 
 def test_the_mirror_must_cover_the_channel():

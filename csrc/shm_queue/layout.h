@@ -3,16 +3,22 @@
 // ring.cpp, send.cpp, recv.cpp).
 //
 // Segment layout: [ShmQueueHeader][slots: capacity x uint64 block offsets]
-// [data ring]. A block in the ring is [BlockHeader][TensorMeta, sizes, key
-// per tensor][tensor bytes, each 64-byte aligned]. Blocks, free or not, tile
-// the data region. Allocation is first-fit: it walks the blocks from the
-// region's start, merging runs of free blocks, and splits the first run that
-// is large enough. So the channel reuses the bytes it has already touched, and
-// the memory it backs and maps stays near the bytes in flight, however large
+// [backed pages: a bit a page of the data ring][data ring]. A block in the
+// ring is [BlockHeader][TensorMeta, sizes, key per tensor][tensor bytes,
+// each 64-byte aligned]. Blocks, free or not, tile the data region.
+// Allocation is first-fit: it walks the blocks from the region's start,
+// merging runs of free blocks, and splits the first run that is large
+// enough. So the channel reuses the bytes it has already touched, and the
+// memory it backs and maps stays near the bytes in flight, however large
 // shm_size is (next-fit, walking on from the last allocation, cycled through
 // all of it: a first pass of page faults and zeroing over the whole region in
 // every process). Blocks are freed in any order, so a message the consumer
 // keeps for long holds only its own bytes.
+//
+// Memory backs a page of the ring (fallocate) before anything touches it. A
+// block's entries that live elsewhere (a device mirror's: shm_channel.py) are
+// laid out after the others and never touched, so their pages stay holes:
+// the ring's backed pages are a set (a bit a page), not a prefix.
 #pragma once
 
 #include <errno.h>
@@ -33,7 +39,7 @@ namespace glt {
 namespace shm {
 
 constexpr uint64_t kMagic = 0x31515348544c4721ULL;  // "!GLTSHQ1"
-constexpr uint32_t kLayoutVersion = 3;
+constexpr uint32_t kLayoutVersion = 4;
 constexpr uint64_t kAlign = 64;
 constexpr int32_t kMaxProcs = 256;
 // Waits sleep at most this long before checking their peers.
@@ -128,7 +134,9 @@ struct ShmQueueHeader {
   uint64_t used;                  // bytes in blocks that are not free
   uint64_t q_head, q_count;       // slot ring
   uint64_t pending;               // blocks being written: they hold a slot too
-  uint64_t backed;                // data bytes [0, backed) have memory behind them
+  uint64_t backed;                // data bytes with memory behind them
+  uint64_t page;                  // the bytes of a page of the backed-pages map
+  uint64_t backed_map_offset;     // a bit a data page, set once the page is backed
   shm::ProcEntry procs[shm::kMaxProcs];
 };
 

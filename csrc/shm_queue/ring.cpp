@@ -17,9 +17,9 @@ void ShmQueue::free_block(void* ptr) {
 }
 
 // A block of `bytes` from the data region, or kNone; under the lock. Memory
-// backs the block (and the free block's header after it) before either is
-// touched; kNone with `*backing_error` set when it cannot.
-uint64_t ShmQueue::allocate(uint64_t bytes, int* backing_error) {
+// backs the `touched` bytes it starts with (and the free block's header after
+// it) before they are touched; kNone with `*backing_error` set when it cannot.
+uint64_t ShmQueue::allocate(uint64_t bytes, uint64_t touched, int* backing_error) {
   auto* h = header_;
   const uint64_t size = h->data_size;
   for (uint64_t offset = 0; offset < size;) {
@@ -32,8 +32,10 @@ uint64_t ShmQueue::allocate(uint64_t bytes, int* backing_error) {
         block->size += next->size;
       }
       if (block->size >= bytes) {
-        const uint64_t end = offset + bytes + (block->size > bytes ? sizeof(BlockHeader) : 0);
-        *backing_error = ensure_backed(end);
+        *backing_error = ensure_backed(offset, offset + touched);
+        if (*backing_error == 0 && block->size > bytes) {
+          *backing_error = ensure_backed(offset + bytes, offset + bytes + sizeof(BlockHeader));
+        }
         if (*backing_error != 0) return kNone;
         if (block->size > bytes) {  // sizes are multiples of kAlign: the rest holds a header
           auto* rest = reinterpret_cast<BlockHeader*>(data() + offset + bytes);
@@ -86,17 +88,35 @@ int64_t ShmQueue::message_bytes(const std::vector<std::string>& keys,
   return static_cast<int64_t>(sizeof(BlockHeader) + align_up(meta) + payload);
 }
 
-// Backs the data ring's bytes [0, end) with memory, extending the backed
-// prefix; under the lock. Returns 0 or the errno of the failed fallocate.
-int ShmQueue::ensure_backed(uint64_t end) {
+// Backs the pages of the data ring's bytes [begin, end) that have no memory
+// yet, a run of them a fallocate; under the lock. Returns 0 or the errno of a
+// failed fallocate.
+int ShmQueue::ensure_backed(uint64_t begin, uint64_t end) {
   auto* h = header_;
-  if (end <= h->backed) return 0;
-  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  end = std::min(align_up(end, page), h->data_size);
-  const int rc = posix_fallocate(fd_, static_cast<off_t>(h->data_offset + h->backed),
-                                 static_cast<off_t>(end - h->backed));
-  if (rc == 0) h->backed = end;
-  return rc;
+  auto* backed = reinterpret_cast<uint64_t*>(base_ + h->backed_map_offset);
+  const uint64_t page = h->page;
+  const uint64_t last = (std::min(end, h->data_size) + page - 1) / page;
+  auto is_backed = [&](uint64_t p) { return (backed[p / 64] >> (p % 64)) & 1; };
+  for (uint64_t p = begin / page; p < last;) {
+    if (p % 64 == 0 && backed[p / 64] == ~uint64_t{0}) {  // a word of backed pages
+      p += 64;
+      continue;
+    }
+    if (is_backed(p)) {
+      ++p;
+      continue;
+    }
+    uint64_t run_end = p + 1;
+    while (run_end < last && !is_backed(run_end)) ++run_end;
+    const uint64_t from = p * page;
+    const uint64_t to = std::min(run_end * page, h->data_size);
+    const int rc = posix_fallocate(fd_, static_cast<off_t>(h->data_offset + from),
+                                   static_cast<off_t>(to - from));
+    if (rc != 0) return rc;
+    for (; p < run_end; ++p) backed[p / 64] |= uint64_t{1} << (p % 64);
+    __atomic_store_n(&h->backed, h->backed + (to - from), __ATOMIC_RELAXED);
+  }
+  return 0;
 }
 
 }  // namespace glt

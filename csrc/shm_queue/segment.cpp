@@ -28,17 +28,19 @@ std::shared_ptr<ShmQueue> ShmQueue::create(int64_t capacity, int64_t shm_size) {
   TORCH_CHECK_VALUE(shm_size >= 4096, "shm_size must be at least 4096 bytes, got ", shm_size);
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   const uint64_t slots_offset = align_up(sizeof(ShmQueueHeader));
-  const uint64_t data_offset = align_up(slots_offset + 8 * capacity, page);
   const uint64_t data_size = align_up(shm_size);
+  const uint64_t backed_map_offset = align_up(slots_offset + 8 * capacity);
+  const uint64_t map_words = (data_size + 64 * page - 1) / (64 * page);
+  const uint64_t data_offset = align_up(backed_map_offset + 8 * map_words, page);
   const uint64_t mapped = data_offset + data_size;
 
   const int fd = memfd_create("glt-shm-channel", MFD_CLOEXEC);
   TORCH_CHECK(fd >= 0, "shared-memory channel: memfd_create failed: ", std::strerror(errno));
   // The segment is sparse: memory backs the data ring only as messages reach
   // it (ensure_backed), so a large shm_size costs nothing until used. The
-  // header, the slots and the first block header are backed now; every page
-  // is backed (fallocate) before it is touched, so a lack of memory is an
-  // error, never a SIGBUS.
+  // header, the slots, the backed-pages map and the first block header are
+  // backed now; every page is backed (fallocate) before it is touched, so a
+  // lack of memory is an error, never a SIGBUS.
   int rc = ftruncate(fd, static_cast<off_t>(mapped)) == 0 ? 0 : errno;
   if (rc == 0) rc = posix_fallocate(fd, 0, static_cast<off_t>(data_offset + page));
   if (rc != 0) {
@@ -61,6 +63,9 @@ std::shared_ptr<ShmQueue> ShmQueue::create(int64_t capacity, int64_t shm_size) {
   h->data_size = data_size;
   h->capacity = static_cast<uint64_t>(capacity);
   h->backed = std::min<uint64_t>(page, data_size);
+  h->page = page;
+  h->backed_map_offset = backed_map_offset;
+  *reinterpret_cast<uint64_t*>(static_cast<uint8_t*>(base) + backed_map_offset) = 1;
   pthread_mutexattr_t attr;
   pthread_mutexattr_init(&attr);
   pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);

@@ -63,11 +63,12 @@ bool ShmQueue::owner_alive(std::string* error) const {
   return owner_alive;
 }
 
-// Waits for a slot and a block of `bytes`, reclaiming the blocks of dead
-// processes while it waits; returns the block's offset (kWriting, counted
-// in `pending`), or kNone with `*status` and `*error` set.
-uint64_t ShmQueue::take_block(uint64_t bytes, int64_t timeout_ms, ShmQueueStatus* status,
-                              std::string* error) {
+// Waits for a slot and a block of `bytes`, of which the first `touched` get
+// written, reclaiming the blocks of dead processes while it waits; returns
+// the block's offset (kWriting, counted in `pending`), or kNone with
+// `*status` and `*error` set.
+uint64_t ShmQueue::take_block(uint64_t bytes, uint64_t touched, int64_t timeout_ms,
+                              ShmQueueStatus* status, std::string* error) {
   auto* h = header_;
   const int64_t start = now_us();
   Guard guard(h);
@@ -76,13 +77,13 @@ uint64_t ShmQueue::take_block(uint64_t bytes, int64_t timeout_ms, ShmQueueStatus
   while (true) {
     int backing_error = 0;
     uint64_t offset = kNone;
-    if (h->q_count + h->pending < h->capacity) offset = allocate(bytes, &backing_error);
+    if (h->q_count + h->pending < h->capacity) offset = allocate(bytes, touched, &backing_error);
     if (offset != kNone) {
       h->pending += 1;
       return offset;
     }
     if (backing_error != 0) {
-      *error = "cannot back a message of " + std::to_string(bytes) +
+      *error = "cannot back a message of " + std::to_string(touched) +
                " bytes with shared memory (" + std::strerror(backing_error) +
                "): " + std::to_string(h->backed) + " of the channel's " +
                std::to_string(h->data_size) +
@@ -110,31 +111,54 @@ uint64_t ShmQueue::take_block(uint64_t bytes, int64_t timeout_ms, ShmQueueStatus
 
 std::shared_ptr<ShmReservation> ShmQueue::reserve(const std::vector<std::string>& keys,
                                                   const std::vector<at::Tensor>& templates,
+                                                  const std::vector<bool>& elsewhere,
                                                   int64_t timeout_ms, ShmQueueStatus* status,
                                                   std::string* error) {
+  TORCH_CHECK_VALUE(elsewhere.empty() || elsewhere.size() == templates.size(), "got ",
+                    elsewhere.size(), " 'elsewhere' flags for ", templates.size(), " tensors");
   const uint64_t bytes = static_cast<uint64_t>(message_bytes(keys, templates));
   TORCH_CHECK_VALUE(bytes <= header_->data_size, "a message of ", bytes, " bytes (",
                     templates.size(), " tensors) does not fit in this channel's shm_size of ",
                     header_->data_size,
                     " bytes; create the channel with a larger shm_size (channel_size)");
-  const uint64_t offset = take_block(bytes, timeout_ms, status, error);
+  // The places: the entries written here first, those that live elsewhere
+  // after them (never touched, so never backed: layout.h).
+  uint64_t meta_bytes = 0;
+  for (size_t i = 0; i < templates.size(); ++i)
+    meta_bytes += tensor_meta_bytes(keys[i], templates[i]);
+  std::vector<uint64_t> places(templates.size());
+  uint64_t end = sizeof(BlockHeader) + align_up(meta_bytes);
+  uint64_t touched = end;  // what gets written: the block's [0, touched)
+  for (const bool placing_elsewhere : {false, true}) {
+    for (size_t i = 0; i < templates.size(); ++i) {
+      if ((!elsewhere.empty() && elsewhere[i]) != placing_elsewhere) continue;
+      places[i] = end;
+      end += align_up(static_cast<uint64_t>(templates[i].numel()) * templates[i].element_size());
+    }
+    if (!placing_elsewhere) touched = end;
+  }
+  const uint64_t offset = take_block(bytes, touched, timeout_ms, status, error);
   if (offset == kNone) return nullptr;
+  return lay_out(offset, keys, templates, places, meta_bytes);
+}
 
-  // The block is ours (kWriting): lay out its tensors and hand out views
-  // of their places. A failure frees it (the reservation's destructor).
+// Writes the meta of a message's entries into its block (ours: kWriting) and
+// hands out views of their places; a failure frees the block (the
+// reservation's destructor).
+std::shared_ptr<ShmReservation> ShmQueue::lay_out(uint64_t offset,
+                                                 const std::vector<std::string>& keys,
+                                                 const std::vector<at::Tensor>& templates,
+                                                 const std::vector<uint64_t>& places,
+                                                 uint64_t meta_bytes) {
   auto* block = reinterpret_cast<BlockHeader*>(data() + offset);
   auto reservation =
       std::shared_ptr<ShmReservation>(new ShmReservation(shared_from_this(), offset));
   reservation->views_.reserve(templates.size());
-  uint64_t meta_bytes = 0;
-  for (size_t i = 0; i < templates.size(); ++i)
-    meta_bytes += tensor_meta_bytes(keys[i], templates[i]);
   uint8_t* meta = reinterpret_cast<uint8_t*>(block) + sizeof(BlockHeader);
-  uint64_t data_offset = sizeof(BlockHeader) + align_up(meta_bytes);
   for (size_t i = 0; i < templates.size(); ++i) {
     const auto& t = templates[i];
     TensorMeta m{};
-    m.data_offset = data_offset;
+    m.data_offset = places[i];
     m.nbytes = static_cast<uint64_t>(t.numel()) * t.element_size();
     m.dtype = static_cast<int32_t>(t.scalar_type());
     m.ndim = static_cast<uint32_t>(t.dim());
@@ -145,10 +169,9 @@ std::shared_ptr<ShmReservation> ShmQueue::reserve(const std::vector<std::string>
     meta += 8 * t.dim();
     std::memcpy(meta, keys[i].data(), keys[i].size());
     meta += align_up(keys[i].size(), 8);
-    reservation->views_.push_back(
-        at::from_blob(reinterpret_cast<uint8_t*>(block) + data_offset, t.sizes(),
-                      at::TensorOptions().dtype(t.scalar_type())));
-    data_offset += align_up(m.nbytes);
+    reservation->views_.push_back(at::from_blob(reinterpret_cast<uint8_t*>(block) + places[i],
+                                                t.sizes(),
+                                                at::TensorOptions().dtype(t.scalar_type())));
   }
   block->num_tensors = static_cast<uint32_t>(templates.size());
   block->meta_bytes = static_cast<uint32_t>(meta_bytes);

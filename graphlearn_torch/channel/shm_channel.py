@@ -61,6 +61,15 @@ def _check_room_for(nbytes: int) -> None:
   )
 
 
+def _written_bytes(keys: List[str], templates: List[torch.Tensor], mirrored: List[bool]) -> int:
+  r"""Bytes of the channel's memory a message writes: its mirrored entries
+  take places in the channel that stay unwritten (and unbacked)."""
+  unwritten = sum(
+    -(-t.numel() * t.element_size() // 64) * 64 for t, m in zip(templates, mirrored) if m
+  )  # each entry's bytes are 64-byte aligned
+  return ops.ShmQueue.message_bytes(keys, templates) - unwritten
+
+
 class ShmChannel(ChannelBase):
   r"""A bounded queue of messages in shared memory, for many producer
   processes and one consumer.
@@ -226,8 +235,10 @@ class ShmChannel(ChannelBase):
       for value in values
     ]
     if self._queue.backed_bytes < self._queue.shm_size:  # may need new memory
-      _check_room_for(ops.ShmQueue.message_bytes(keys, templates))
-    status, error, reservation = self._queue.reserve(keys, templates, timeout_ms_arg(timeout_ms))
+      _check_room_for(_written_bytes(keys, templates, mirrored))
+    status, error, reservation = self._queue.reserve(
+      keys, templates, timeout_ms_arg(timeout_ms), elsewhere=mirrored
+    )
     if status == _TIMEOUT:
       raise QueueTimeoutError(
         f'no room in the channel within {timeout_ms} ms: {self._queue.size()} of '
@@ -331,7 +342,7 @@ class ShmChannel(ChannelBase):
 
   def stats(self) -> Dict[str, int]:
     r"""A snapshot of the channel: ``queued`` messages, ``pending`` ones being
-    written, ``used_bytes``, ``free_bytes``, ``backed_bytes`` (the prefix of the
+    written, ``used_bytes``, ``free_bytes``, ``backed_bytes`` (the bytes of the
     region that memory backs) and ``processes`` recorded as using it."""
     return dict(self._queue.stats())
 

@@ -209,11 +209,13 @@ class DistLoader(BaseLoader):
       return RemoteBatchSource(self.input_data, self.sampling_config, opts)
     if isinstance(opts, MpDistSamplingWorkerOptions):
       channel = ShmChannel(opts.channel_capacity, opts.channel_size)
-      if opts.pin_memory:
-        channel.pin_memory()
       samples_on_gpus = any(torch.device(d).type == 'cuda' for d in opts.worker_devices or [])
       if samples_on_gpus and self.to_device.type == 'cuda':
         channel.share_cuda_tensors(self.to_device)  # batches stay on the GPU on their way here
+      if opts.pin_memory and not channel.shares_cuda_tensors:
+        # (page-locking backs every page of the channel; with the mirror its
+        # host entries are a few KB a batch)
+        channel.pin_memory()
       return DistMpSamplingProducer(self.data, self.input_data, self.sampling_config, opts, channel)
     if isinstance(opts, CollocatedDistSamplingWorkerOptions):
       return DistCollocatedSamplingProducer(

@@ -122,7 +122,8 @@ class MpDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):
       worker; about 3 batches suffice). Where the workers sample on a GPU
       and the trainer's batches go to a GPU, the trainer holds as many
       bytes on its GPU too, the channel's mirror that batches come through.
-    pin_memory: page-lock the channel for fast copies to the GPU.
+    pin_memory: page-lock the channel for fast copies to the GPU (not
+      where batches come through the GPU mirror above).
     use_all2all: unsupported; must be False.
   """
 

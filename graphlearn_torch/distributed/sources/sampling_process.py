@@ -363,7 +363,7 @@ def run_sampling_process(
   graceful = True  # peers may still need this partition: leave together
   try:
     service = _join_sampling_world(rank, world_size, data_payload, options)
-    if options.pin_memory and isinstance(channel, ShmChannel):
+    if options.pin_memory and isinstance(channel, ShmChannel) and not channel.shares_cuda_tensors:
       if worker_device(options, rank % options.num_workers) is not None:
         channel.pin_memory()  # batches copy from the GPU straight into it
     loop = ConcurrentEventLoop(options.worker_concurrency)
