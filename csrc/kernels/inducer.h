@@ -148,10 +148,11 @@ class InducerImpl {
   // Whether a launched batch waits for finish_batch.
   bool has_launched_batch() const { return launched_ != nullptr; }
 
-  // Refuses `what` while a launched batch waits for finish_batch: the batch
+  // Refuses `what` while a launched batch waits for finish_batch (this
+  // one's, or, `replay_waits`, one a CUDA graph replays for it): the batch
   // still writes the tables.
-  void check_idle(const char* what) const {
-    TORCH_CHECK_VALUE(launched_ == nullptr, what,
+  void check_idle(const char* what, bool replay_waits = false) const {
+    TORCH_CHECK_VALUE(launched_ == nullptr && !replay_waits, what,
                       ": this inducer's launched batch was not finished (finish_batch)");
   }
 
