@@ -223,7 +223,8 @@ TUNING = """## Tuning
   that the GPU draws one batch while the host finishes another (two
   batches' sampling buffers on the GPU; `GLT_LAUNCH_AHEAD=0` samples one
   batch at a time); a script that calls the sampler itself does so with
-  `NeighborSampler.launch_from_nodes`.
+  `NeighborSampler.launch_from_nodes` (`launch_from_edges` for link
+  batches).
 - **Measuring.** Time only on a quiet machine: every table gives the load
   average before its run. Beside busy processes our kernels keep most of
   their speed (the contention table above); the figures of a loaded

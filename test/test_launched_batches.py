@@ -1,11 +1,12 @@
-"""Batches launched ahead (NeighborSampler.launch_from_nodes, the inducer's
-launch_batch / finish_batch), run on the CPU through the host harness, which
-has the GPU path's inducer: a launched batch must be the batch
-sample_from_nodes gives, also with several in flight and finished in any
-order; each holds an inducer of the pool until it is finished or
-discarded; a failure raises at its result and leaves the pool usable; a
-loader that launches each batch before it collates the one before yields
-the batches of one that does not."""
+"""Batches launched ahead (NeighborSampler.launch_from_nodes and
+launch_from_edges, the inducer's launch_batch / finish_batch), run on the
+CPU through the host harness, which has the GPU path's inducer: a launched
+batch must be the batch sample_from_nodes (sample_from_edges) gives, also
+with several in flight and finished in any order; each holds an inducer of
+the pool until it is finished or discarded, and a discarded one leaves the
+sampler's stream where it was; a failure raises at its result and leaves the
+pool usable; a node or link loader that launches each batch before it
+collates the one before yields the batches of one that does not."""
 
 import pytest
 import torch
@@ -15,9 +16,14 @@ from test_whole_batch import assert_same_batch, harness_sampler
 
 from graphlearn_torch._ext import cuda_kernels_available
 from graphlearn_torch.data import Dataset
-from graphlearn_torch.loader import NeighborLoader
+from graphlearn_torch.loader import LinkNeighborLoader, NeighborLoader
 from graphlearn_torch.loader.base import LAUNCH_AHEAD_ENV
-from graphlearn_torch.sampler import NeighborSampler, NodeSamplerInput
+from graphlearn_torch.sampler import (
+  EdgeSamplerInput,
+  NegativeSampling,
+  NeighborSampler,
+  NodeSamplerInput,
+)
 from graphlearn_torch.sampler.schema import RandomStream
 from graphlearn_torch.sampler.whole_batch import CUDA_GRAPHS_ENV
 
@@ -174,6 +180,76 @@ def test_a_loader_that_launches_ahead_yields_the_same_batches(harness, monkeypat
       assert torch.equal(n1, n2) and torch.equal(e1, e2)
 
 
+def assert_same_link_batch(a, b):
+  for field in ('node', 'row', 'col', 'edge', 'num_sampled_nodes', 'num_sampled_edges'):
+    x, y = getattr(a, field), getattr(b, field)
+    assert (x is None and y is None) or torch.equal(torch.as_tensor(x), torch.as_tensor(y)), field
+  assert a.metadata.keys() == b.metadata.keys()
+  for key, value in a.metadata.items():
+    assert torch.equal(value, b.metadata[key]), key
+
+
+def link_inputs(mode: str, count: int):
+  g = torch.Generator().manual_seed(8)
+  neg = NegativeSampling(mode, 2)
+  return [
+    EdgeSamplerInput(
+      torch.randint(0, 60, (6,), generator=g),
+      torch.randint(0, 60, (6,), generator=g),
+      neg_sampling=neg,
+    )
+    for _ in range(count)
+  ]
+
+
+@pytest.mark.parametrize('mode', ['binary', 'triplet'])
+def test_launched_link_batches_are_the_sampled_link_batches(harness, mode):
+  ds, _ = make_homo('in', num_nodes=60, num_edges=500)
+  made = []
+  sampler = counted_sampler(harness, ds, [3, 2], made, with_edge=True)
+  inputs = link_inputs(mode, 4)
+  streams = [RandomStream.for_batch(5, 0, i) for i in range(len(inputs))]
+  expected = [sampler.sample_from_edges(x, s) for x, s in zip(inputs, streams)]
+  streams = [RandomStream.for_batch(5, 0, i) for i in range(len(inputs))]
+  launched = [sampler.launch_from_edges(x, s) for x, s in zip(inputs, streams)]
+  assert len(made) == 4  # each in flight holds an inducer of its own
+  for i in (3, 1, 0, 2):
+    assert_same_link_batch(launched[i].result(), expected[i])
+
+
+def test_a_discarded_link_batch_leaves_the_stream_where_it_was(harness):
+  ds, _ = make_homo('in', num_nodes=60, num_edges=500)
+  samplers = [harness_sampler(harness, ds, [3, 2], True) for _ in range(2)]
+  first, second = link_inputs('binary', 2)
+  before = samplers[0].random.generator.get_state()
+  samplers[0].launch_from_edges(first).discard()  # its negatives drawn, then given back
+  assert torch.equal(samplers[0].random.generator.get_state(), before)
+  assert_same_link_batch(
+    samplers[0].launch_from_edges(second).result(), samplers[1].sample_from_edges(second)
+  )
+
+
+def test_a_link_loader_that_launches_ahead_yields_the_same_batches(harness, monkeypatch):
+  ds, _ = make_homo('in', num_nodes=60, num_edges=500)
+  runs = []
+  for ahead in ('1', '0'):
+    monkeypatch.setenv(LAUNCH_AHEAD_ENV, ahead)
+    made = []
+    sampler = counted_sampler(harness, ds, [3, 2], made)
+    sampler.launches_ahead = True  # as a GPU sampler's
+    loader = LinkNeighborLoader(
+      ds, [3, 2], neighbor_sampler=sampler, neg_sampling=NegativeSampling('binary', 1),
+      batch_size=40, shuffle=True, seed=4, device='cpu',
+    )  # fmt: skip
+    runs.append(
+      [(b.node.clone(), b.edge_label_index.clone(), b.edge_label.clone()) for b in loader]
+    )
+    assert len(made) == (2 if ahead == '1' else 1)
+  assert len(runs[0]) == len(runs[1]) > 3
+  for launched, one_at_a_time in zip(*runs):
+    assert all(torch.equal(x, y) for x, y in zip(launched, one_at_a_time))
+
+
 @pytest.mark.skipif(not cuda_kernels_available(), reason='needs a GPU and the CUDA kernels')
 @pytest.mark.parametrize('graphs', ['1', '0'], ids=['cuda-graphs', 'kernel-by-kernel'])
 @pytest.mark.parametrize('mode', ['CUDA', 'ZERO_COPY'])
@@ -196,3 +272,29 @@ def test_gpu_launched_batches_are_the_sampled_batches(monkeypatch, mode, graphs)
       if i + 1 < len(inputs):
         ahead = sampler.launch_from_nodes(inputs[i + 1], streams[i + 1])
       assert_same_batch(launched.result(), expected[i])
+
+
+@pytest.mark.skipif(not cuda_kernels_available(), reason='needs a GPU and the CUDA kernels')
+@pytest.mark.parametrize('mode', ['binary', 'triplet'])
+def test_gpu_launched_link_batches_are_the_sampled_ones(mode):
+  ds = Dataset(edge_dir='in')
+  ds.init_graph(random_edges(3000, 3000, 40_000, seed=6), graph_mode='CUDA', num_nodes=3000)
+  sampler = NeighborSampler(
+    ds.graph, [10, 5], device=torch.device('cuda', 0), edge_dir='in', with_edge=True, seed=3,
+    with_neg=True,
+  )  # fmt: skip
+  g = torch.Generator().manual_seed(4)
+  neg = NegativeSampling(mode, 2)
+  inputs = [
+    EdgeSamplerInput(*torch.randint(0, 3000, (2, 256), generator=g), neg_sampling=neg)
+    for _ in range(4)
+  ]
+  streams = [RandomStream.for_batch(9, 0, i) for i in range(len(inputs))]
+  expected = [sampler.sample_from_edges(x, s) for x, s in zip(inputs, streams)]
+  streams = [RandomStream.for_batch(9, 0, i) for i in range(len(inputs))]
+  ahead = sampler.launch_from_edges(inputs[0], streams[0])
+  for i in range(len(inputs)):  # each launched before the one before it is read
+    launched = ahead
+    if i + 1 < len(inputs):
+      ahead = sampler.launch_from_edges(inputs[i + 1], streams[i + 1])
+    assert_same_link_batch(launched.result(), expected[i])

@@ -117,6 +117,7 @@ SANITIZED=(test/test_cuda_kernels.py test/test_gpu_data_path.py test/test_gpu_sh
   test/test_whole_batch.py::test_gpu_batches_equal_the_hop_by_hop_engine
   test/test_partitioned_batch.py::test_gpu_batches_equal_the_partitioned_hop_by_hop_driver
   test/test_launched_batches.py::test_gpu_launched_batches_are_the_sampled_batches
+  test/test_launched_batches.py::test_gpu_launched_link_batches_are_the_sampled_ones
   -k 'not is_uniform and not two_partition')
 
 stage_env() {
@@ -163,7 +164,8 @@ stage_syncs() {
   "$PY" -m pytest -q -rs -p no:cacheprovider --timeout 300 test/test_gpu_syncs.py \
     test/test_whole_batch.py::test_gpu_batches_equal_the_hop_by_hop_engine \
     test/test_partitioned_batch.py::test_gpu_batches_equal_the_partitioned_hop_by_hop_driver \
-    test/test_launched_batches.py::test_gpu_launched_batches_are_the_sampled_batches
+    test/test_launched_batches.py::test_gpu_launched_batches_are_the_sampled_batches \
+    test/test_launched_batches.py::test_gpu_launched_link_batches_are_the_sampled_ones
 }
 
 stage_kernels() {

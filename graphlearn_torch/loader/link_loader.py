@@ -10,6 +10,7 @@ from ..data.dataset import Dataset
 from ..sampler.base import BaseSampler, EdgeSamplerInput, NegativeSampling, SamplingType
 from ..sampler.schema import RandomStream
 from ..typing import EdgeType, InputEdges
+from ..utils.launched import Launched
 from ..utils.memory import require_memory
 from .base import SamplerLoader
 from .node_loader import seed_times
@@ -178,11 +179,20 @@ class LinkLoader(SamplerLoader):
     super().__init__(data, link_sampler, num_seeds, device, options, inputs)
 
   def _sample_batch(self, index: torch.Tensor, random: RandomStream) -> Union[Data, HeteroData]:
+    out = self.sampler.sample_from_edges(self._inputs(index), random=random)
+    return self._collate_fn(out, index, SamplingType.LINK, self.input_type, self.edge_dir)
+
+  def _launch_batch(self, index: torch.Tensor, random: RandomStream) -> Launched:
+    if not self._launches_ahead:
+      return super()._launch_batch(index, random)
+    launched = self.sampler.launch_from_edges(self._inputs(index), random=random)
+    return launched.then(
+      lambda out: self._collate_fn(out, index, SamplingType.LINK, self.input_type, self.edge_dir)
+    )
+
+  def _inputs(self, index: torch.Tensor) -> EdgeSamplerInput:
+    """The sampler's input of the batch of seed edge positions ``index``."""
     edges = self.edge_label_index[:, index]
     label = self.edge_label[index] if self.edge_label is not None else None
     time = self.edge_label_time[index] if self.edge_label_time is not None else None
-    out = self.sampler.sample_from_edges(
-      EdgeSamplerInput(edges[0], edges[1], label, self.input_type, self.neg_sampling, time),
-      random=random,
-    )
-    return self._collate_fn(out, index, SamplingType.LINK, self.input_type, self.edge_dir)
+    return EdgeSamplerInput(edges[0], edges[1], label, self.input_type, self.neg_sampling, time)

@@ -298,6 +298,44 @@ class NeighborSampler(BaseSampler):
       random: the batch's random stream (default: the sampler's).
     """
     random = random or self.random
+    batch, seeds, parts, seed_time = self._link_seeds(inputs, random)
+    res = self._sample(seeds, random, seed_time)
+    return self._finish(self.engine.link_output(batch, res, parts))
+
+  def launch_from_edges(
+    self, inputs: EdgeSamplerInput, random: Optional[RandomStream] = None
+  ) -> Launched:
+    """``sample_from_edges`` in two steps, as ``launch_from_nodes``: the
+    negatives are drawn here, and on a GPU that draws the whole batch at
+    once the hops are drawn while the caller goes on. A discarded batch
+    leaves the stream where it found it.
+
+    Args:
+      inputs: the seed edges and negative sampling.
+      random: the batch's random stream (default: the sampler's).
+    """
+    random = random or self.random
+    rewind = random.rewinder()
+    batch, seeds, parts, seed_time = self._link_seeds(inputs, random)
+    launched = None
+    if seed_time is None and self.subgraph_type != 'induced':
+      launched = self.engine.launch(seeds, self._local_draws(random))
+    if launched is None:
+      res = self._sample(seeds, random, seed_time)
+      return Launched.done(self._finish(self.engine.link_output(batch, res, parts)))
+
+    def output():
+      return self._finish(self.engine.link_output(batch, launched.finish(), parts))
+
+    def discard():
+      launched.discard()
+      rewind()
+
+    return Launched(output, discard)
+
+  def _link_seeds(self, inputs: EdgeSamplerInput, random: RandomStream):
+    """A link batch's checked inputs, its seed nodes (negatives drawn from
+    ``random`` included) by type, their pieces' sizes and their times."""
     batch = self.engine.link_batch(inputs)
     strict = None
     if batch.strict_negatives is not None:
@@ -307,8 +345,7 @@ class NeighborSampler(BaseSampler):
       )
     seeds, parts = self.engine.link_seeds(batch, strict, random)
     seed_time = batch_seed_time(self.temporal, seeds, self.engine.link_seed_time(batch))
-    res = self._sample(seeds, random, seed_time)
-    return self._finish(self.engine.link_output(batch, res, parts))
+    return batch, seeds, parts, seed_time
 
   def subgraph(
     self, inputs: NodeSamplerInput, random: Optional[RandomStream] = None

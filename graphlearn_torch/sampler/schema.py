@@ -5,7 +5,7 @@ randomness (``RandomStream``)."""
 import hashlib
 import numbers
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 import torch
 
@@ -274,9 +274,21 @@ class RandomStream:
     later how many it took: ``KernelSeedsAhead.keep(k)`` leaves the stream
     past the first ``k`` of them, as ``kernel_seeds(k)`` would have (one
     draw where all are kept)."""
-    generator = self.generator if self.generator is not None else torch.default_generator
+    generator = self.drawn_from
     state = generator.get_state()
     return KernelSeedsAhead(self.kernel_seeds(n), self, generator, state)
+
+  @property
+  def drawn_from(self) -> torch.Generator:
+    """The generator the stream draws from (torch's default one when it
+    has none of its own)."""
+    return self.generator if self.generator is not None else torch.default_generator
+
+  def rewinder(self) -> Callable[[], None]:
+    """A function that puts the stream back where it stands now."""
+    generator = self.drawn_from
+    state = generator.get_state()
+    return lambda: generator.set_state(state)
 
   def randint(self, high: int, n: int) -> torch.Tensor:
     """``n`` uniform integers in ``[0, high)``."""
