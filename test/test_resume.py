@@ -6,8 +6,10 @@ SubGraphLoader, and the Dist loaders collocated, multiprocess and
 server-client. Bad states are refused by name. Processes are spawned and
 reaped also on failure."""
 
+import asyncio
 import io
 import json
+import threading
 import traceback
 
 import pytest
@@ -313,6 +315,57 @@ def test_dist_loader_resumes_in_a_fresh_job(tmp_path, mode):
     lost, repeated = lost_and_repeated(resumed[who], want)
     print(f'{mode} {who}: {len(want)} batches after the state; lost {lost}, repeated {repeated}')
     assert_same_batches(resumed[who], want)
+
+
+def run_collocated_three_ways(rank, port, root, results):
+  r"""A collocated trainer's epoch sampled three ways, the same seed: on the
+  calling thread (no prefetching), on the event loop's thread (asked from
+  inside a running event loop, as in a notebook, where no other loop can
+  run), and prefetched; with whether the loop's thread ran."""
+  dist = glt.distributed
+  try:
+    dist.init_worker_group(2, rank, 'trainer')
+    dist.init_rpc('127.0.0.1', port, num_rpc_threads=4, rpc_timeout=60)
+    ds = dist.DistDataset(edge_dir='out').load(root, rank, graph_mode='CPU')
+
+    def epoch(prefetch):
+      options = dist.CollocatedDistSamplingWorkerOptions(prefetch_size=prefetch)
+      loader = dist.DistNeighborLoader(
+        ds, [3, 2], ds.train_idx, batch_size=8, shuffle=True, with_edge=True,
+        collect_features=True, worker_options=options, random_seed=5,
+      )  # fmt: skip
+      batches, loop_thread = [], False
+      for batch in loader:
+        batches.append(flatten(batch))
+        loop_thread |= any(t.name == 'glt-event-loop' for t in threading.enumerate())
+      loader.shutdown()
+      return batches, loop_thread
+
+    async def from_a_running_loop():
+      return epoch(0)
+
+    ways = (epoch(0), asyncio.run(from_a_running_loop()), epoch(2))
+    results.put((rank, 'ok', pack(ways)))
+  except Exception:
+    results.put((rank, traceback.format_exc(), None))
+  finally:
+    dist.shutdown_rpc(graceful=True, timeout=30)
+
+
+def test_collocated_batches_are_the_same_on_either_thread(tmp_path):
+  partition(str(tmp_path), 2, hetero=False)
+  port, results = free_port(), SPAWN.Queue()
+  procs = [
+    SPAWN.Process(target=run_collocated_three_ways, args=(r, port, str(tmp_path), results))
+    for r in (0, 1)
+  ]
+  for rank, status, found in run_spawned(procs, results):
+    assert status == 'ok', f'trainer {rank}:\n{status}'
+    (here, here_thread), (in_loop, in_loop_thread), (prefetched, _) = unpack(found)
+    assert not here_thread and in_loop_thread
+    assert len(here) > 3
+    assert_same_batches(in_loop, here)
+    assert_same_batches(prefetched, here)
 
 
 def lost_and_repeated(got, want):

@@ -200,3 +200,31 @@ def result_within(future: concurrent.futures.Future, timeout: Optional[float]) -
   except concurrent.futures.TimeoutError:  # not the builtin before Python 3.11
     future.cancel()
     raise TimeoutError(f'a sampling task took longer than {timeout} s') from None
+
+
+def run_in_this_thread(
+  loop: asyncio.AbstractEventLoop, coro: Awaitable, timeout: Optional[float]
+) -> Any:
+  r"""Runs ``coro`` to its end on ``loop`` in the calling thread (no other
+  thread between the caller and the result); cancels it after ``timeout``
+  seconds.
+
+  Raises:
+    TimeoutError: it took longer than ``timeout`` seconds.
+  """
+  if timeout is not None:
+    coro = asyncio.wait_for(coro, timeout)
+  try:
+    return loop.run_until_complete(coro)
+  except asyncio.TimeoutError:  # not the builtin before Python 3.11
+    raise TimeoutError(f'a sampling task took longer than {timeout} s') from None
+
+
+def loop_runs_here() -> bool:
+  r"""Whether an event loop runs in this thread (a notebook's, say): another
+  cannot run here then."""
+  try:
+    asyncio.get_running_loop()
+  except RuntimeError:
+    return False
+  return True

@@ -1,8 +1,9 @@
 """Collocated sampling: a loader's batches sampled in the training process."""
 
+import asyncio
 import collections
 import concurrent.futures
-from typing import Callable, Optional, Union
+from typing import Callable, Coroutine, Optional, Union
 
 import torch
 
@@ -11,7 +12,12 @@ from ...channel import SampleMessage
 from ...sampler.base import EdgeSamplerInput, NodeSamplerInput, SamplingConfig
 from ...sampler.schema import RandomStream
 from ..data.dataset import DistDataset
-from ..runtime.event_loop import ConcurrentEventLoop, result_within
+from ..runtime.event_loop import (
+  ConcurrentEventLoop,
+  loop_runs_here,
+  result_within,
+  run_in_this_thread,
+)
 from ..runtime.rpc import init_rpc, rpc_is_initialized
 from .base import BatchSource
 from .messages import MessageSampler
@@ -51,6 +57,10 @@ class DistCollocatedSamplingProducer(BatchSource):
     self.prefetch_size = worker_options.prefetch_size
     self.messages: Optional[MessageSampler] = None
     self.loop: Optional[ConcurrentEventLoop] = None
+    # Without prefetching, a batch is sampled on the calling thread, on a
+    # loop of its own: handing it to the loop's thread and back costs about
+    # 0.1 ms and overlaps nothing.
+    self._loop_here: Optional[asyncio.AbstractEventLoop] = None
     self._batcher = SeedBatcher.from_config(len(sampler_input), self.sampling_config)
     self._epoch = -1
     self._batches = iter(())
@@ -71,6 +81,8 @@ class DistCollocatedSamplingProducer(BatchSource):
     on_device = self.device is not None and torch.device(self.device).type == 'cuda'
     self.messages = MessageSampler.from_config(self.data, self.sampling_config, on_device=on_device)
     self.loop = ConcurrentEventLoop(self.prefetch_size + 1)
+    if self.prefetch_size == 0:
+      self._loop_here = asyncio.new_event_loop()
     if meanwhile is not None:
       meanwhile()
 
@@ -88,18 +100,30 @@ class DistCollocatedSamplingProducer(BatchSource):
     self._sample_ahead(self.prefetch_size)
     return len(self._batcher) - start
 
+  def _next_sampling(self) -> Optional[Coroutine]:
+    r"""The coroutine that samples the epoch's next batch, or None after
+    the last."""
+    position, index = next(self._batches, (None, None))
+    if index is None:
+      return None
+    random = RandomStream.for_batch(self._batcher.seed, self._epoch, position)
+    config = self.sampling_config
+    return self.messages.message(config.sampling_type, self.sampler_input[index], index, random)
+
   def _sample_ahead(self, depth: int) -> None:
     r"""Starts the next batches until ``depth`` are in flight."""
-    config = self.sampling_config
     while len(self._pending) < depth:
-      position, index = next(self._batches, (None, None))
-      if index is None:
+      coro = self._next_sampling()
+      if coro is None:
         return
-      random = RandomStream.for_batch(self._batcher.seed, self._epoch, position)
-      coro = self.messages.message(config.sampling_type, self.sampler_input[index], index, random)
       self._pending.append(self.loop.submit(coro))
 
   def next_message(self) -> Optional[SampleMessage]:
+    if self._loop_here is not None and not self._pending and not loop_runs_here():
+      coro = self._next_sampling()
+      if coro is None:
+        return None
+      return run_in_this_thread(self._loop_here, coro, self.worker_options.rpc_timeout)
     self._sample_ahead(1)
     if not self._pending:
       return None
@@ -118,3 +142,6 @@ class DistCollocatedSamplingProducer(BatchSource):
       self._drop_pending()
       self.loop.shutdown_loop()
       self.loop = self.messages = None
+    if self._loop_here is not None:
+      self._loop_here.close()
+      self._loop_here = None

@@ -81,7 +81,7 @@ class CollocatedDistSamplingWorkerOptions(_BasicDistSamplingWorkerOptions):
     use_all2all: unsupported; must be False.
     prefetch_size: batches sampled ahead, in the background, while the
       trainer works on the current one; 0 (GLT's behaviour) samples each
-      batch when it is asked for.
+      batch when it is asked for, on the calling thread.
   """
 
   def __init__(
