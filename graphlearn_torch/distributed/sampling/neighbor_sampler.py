@@ -295,7 +295,10 @@ class DistNeighborSampler:
         # The kernel seeds are drawn before the requests run, in request
         # order: what a batch draws does not depend on when peers answer.
         rng_seeds = random.kernel_seeds(len(requests))
-        outs = await asyncio.gather(*[self._answer(r, s) for r, s in zip(requests, rng_seeds)])
+        answers = [self._answer(r, s) for r, s in zip(requests, rng_seeds)]
+        # (one request, as every hop of a homogeneous graph: awaited as it
+        # is, without the tasks a gather makes)
+        outs = [await answers[0]] if len(answers) == 1 else await asyncio.gather(*answers)
         requests = steps.send(list(outs))
     except StopIteration as done:
       return done.value
