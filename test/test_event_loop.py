@@ -1,5 +1,6 @@
 """ConcurrentEventLoop: where callbacks run, when places free up, and a loop
-started from several threads at once."""
+started from several threads at once; torch futures awaited on a loop, and
+a coroutine run on the calling thread."""
 
 import asyncio
 import concurrent.futures
@@ -7,8 +8,14 @@ import logging
 import threading
 
 import pytest
+import torch
 
 from graphlearn_torch.distributed import ConcurrentEventLoop
+from graphlearn_torch.distributed.runtime.event_loop import (
+  loop_runs_here,
+  run_in_this_thread,
+  wrap_torch_future,
+)
 
 WAIT_S = 10
 
@@ -138,3 +145,34 @@ def test_no_task_after_shutdown():
   with pytest.raises(RuntimeError, match='shut down'):
     loop.submit(value(3))
   assert sum(t.name == 'glt-event-loop' for t in threading.enumerate()) == before
+
+
+def test_a_torch_future_awaited_whether_done_or_completed_later(loop):
+  async def awaited(fut):
+    return await wrap_torch_future(fut)
+
+  ok, failed, later = (torch.futures.Future() for _ in range(3))
+  ok.set_result(3)
+  failed.set_exception(ValueError('bad rows'))
+  assert loop.run_task(awaited(ok), WAIT_S) == 3
+  with pytest.raises(ValueError, match='bad rows'):
+    loop.run_task(awaited(failed), WAIT_S)
+  pending = loop.submit(awaited(later))
+  threading.Timer(0.05, later.set_result, (4,)).start()  # from another thread, as RPC does
+  assert pending.result(WAIT_S) == 4
+
+
+def test_a_coroutine_run_in_this_thread_returns_or_times_out():
+  here = asyncio.new_event_loop()
+  try:
+    assert run_in_this_thread(here, value(5), WAIT_S) == 5
+    with pytest.raises(TimeoutError, match='longer than 0.05 s'):
+      run_in_this_thread(here, asyncio.sleep(10), 0.05)
+    assert not loop_runs_here()
+    assert asyncio.run(ran_where(loop_runs_here))
+  finally:
+    here.close()
+
+
+async def ran_where(check):
+  return check()

@@ -13,9 +13,16 @@ logger = logging.getLogger(__name__)
 
 
 def wrap_torch_future(f: torch.futures.Future) -> asyncio.Future:
-  r"""An asyncio future, on the running loop, that completes with ``f``."""
+  r"""An asyncio future, on the running loop, that completes with ``f``
+  (done already where ``f`` is: awaiting it does not yield)."""
   loop = asyncio.get_running_loop()
   out = loop.create_future()
+  if f.done():  # e.g. rows read here: no wake-up of the loop from outside
+    try:
+      out.set_result(f.value())
+    except Exception as e:  # handed to the awaiting coroutine
+      out.set_exception(e)
+    return out
 
   def done(fut: torch.futures.Future):
     try:
