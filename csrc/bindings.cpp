@@ -126,6 +126,8 @@ void bind_shm_queue(py::module_& m) {
                                     std::move(msg.keys), std::move(msg.tensors));
            }),
            py::arg("timeout_ms"))
+      .def("new_backing", wrap_pybind_function_no_gil(&glt::ShmQueue::new_backing),
+           py::arg("keys"), py::arg("templates"), py::arg("elsewhere"))
       .def_static("message_bytes", wrap_pybind_function(&glt::ShmQueue::message_bytes),
                   py::arg("keys"), py::arg("tensors"))
       .def("empty",

@@ -121,6 +121,12 @@ class ShmQueue : public std::enable_shared_from_this<ShmQueue> {
   // The mapping, for cudaHostRegister by the consumer.
   uintptr_t mapping_address() const { return reinterpret_cast<uintptr_t>(base_); }
   int64_t mapping_size() const { return static_cast<int64_t>(mapped_); }
+  // Bytes of memory the message (as `reserve` takes it) would newly back,
+  // were it reserved now: 0 once the ring's bytes it would take are backed
+  // (a hint: another producer may reserve first).
+  int64_t new_backing(const std::vector<std::string>& keys,
+                      const std::vector<at::Tensor>& templates,
+                      const std::vector<bool>& elsewhere) const;
   // Bytes a message of these tensors takes in the ring (header and padding
   // included).
   static int64_t message_bytes(const std::vector<std::string>& keys,
@@ -144,6 +150,8 @@ class ShmQueue : public std::enable_shared_from_this<ShmQueue> {
   void free_block(void* block);
   uint64_t allocate(uint64_t bytes, uint64_t touched, int* backing_error);
   int ensure_backed(uint64_t begin, uint64_t end);
+  uint64_t backing_for(uint64_t bytes, uint64_t touched) const;
+  uint64_t unbacked_bytes(uint64_t begin, uint64_t end) const;
   void release_block(uint64_t offset);
   void commit(uint64_t offset);  // queues a reserved block
   void abort(uint64_t offset);   // frees a reserved block

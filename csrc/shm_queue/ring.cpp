@@ -57,6 +57,47 @@ uint64_t ShmQueue::allocate(uint64_t bytes, uint64_t touched, int* backing_error
   return kNone;
 }
 
+// The bytes of memory a block of `bytes`, of which the first `touched` get
+// written, would newly take were it allocated now (the block allocate would
+// choose; nothing changes): `touched` where none is free.
+uint64_t ShmQueue::backing_for(uint64_t bytes, uint64_t touched) const {
+  const auto* h = header_;
+  Guard guard(header_);
+  for (uint64_t offset = 0; offset < h->data_size;) {
+    const auto* block = reinterpret_cast<const BlockHeader*>(data() + offset);
+    uint64_t run = block->size;
+    if (block->state == kFree) {  // with the free blocks that follow, as allocate merges them
+      while (offset + run < h->data_size) {
+        const auto* next = reinterpret_cast<const BlockHeader*>(data() + offset + run);
+        if (next->state != kFree) break;
+        run += next->size;
+      }
+      if (run >= bytes) {
+        uint64_t unbacked = unbacked_bytes(offset, offset + touched);
+        if (run > bytes) {  // the next block's header, on a page of its own or the last written
+          const uint64_t after = std::max(offset + bytes, align_up(offset + touched, h->page));
+          unbacked += unbacked_bytes(after, offset + bytes + sizeof(BlockHeader));
+        }
+        return unbacked;
+      }
+    }
+    offset += run;
+  }
+  return touched;
+}
+
+// The bytes of the pages of the data ring's [begin, end) with no memory yet;
+// under the lock.
+uint64_t ShmQueue::unbacked_bytes(uint64_t begin, uint64_t end) const {
+  const auto* h = header_;
+  const auto* backed = reinterpret_cast<const uint64_t*>(base_ + h->backed_map_offset);
+  const uint64_t page = h->page;
+  const uint64_t last = (std::min(end, h->data_size) + page - 1) / page;
+  uint64_t pages = 0;
+  for (uint64_t p = begin / page; p < last; ++p) pages += ((backed[p / 64] >> (p % 64)) & 1) == 0;
+  return pages * page;
+}
+
 void ShmQueue::release_block(uint64_t offset) {
   auto* h = header_;
   {

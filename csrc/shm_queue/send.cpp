@@ -109,37 +109,62 @@ uint64_t ShmQueue::take_block(uint64_t bytes, uint64_t touched, int64_t timeout_
   }
 }
 
+namespace {
+
+// Where a message's entries lie in its block: the entries written there
+// first, those that live elsewhere after them (never touched, so never
+// backed: layout.h).
+struct MessageLayout {
+  uint64_t bytes = 0;    // the block's
+  uint64_t touched = 0;  // what gets written: the block's [0, touched)
+  uint64_t meta_bytes = 0;
+  std::vector<uint64_t> places;  // each entry's offset in the block
+};
+
+MessageLayout message_layout(const std::vector<std::string>& keys,
+                             const std::vector<at::Tensor>& templates,
+                             const std::vector<bool>& elsewhere) {
+  TORCH_CHECK_VALUE(elsewhere.empty() || elsewhere.size() == templates.size(), "got ",
+                    elsewhere.size(), " 'elsewhere' flags for ", templates.size(), " tensors");
+  MessageLayout layout;
+  layout.bytes = static_cast<uint64_t>(ShmQueue::message_bytes(keys, templates));
+  for (size_t i = 0; i < templates.size(); ++i)
+    layout.meta_bytes += tensor_meta_bytes(keys[i], templates[i]);
+  layout.places.resize(templates.size());
+  uint64_t end = sizeof(BlockHeader) + align_up(layout.meta_bytes);
+  for (const bool placing_elsewhere : {false, true}) {
+    if (placing_elsewhere) layout.touched = end;
+    for (size_t i = 0; i < templates.size(); ++i) {
+      if ((!elsewhere.empty() && elsewhere[i]) != placing_elsewhere) continue;
+      layout.places[i] = end;
+      end += align_up(static_cast<uint64_t>(templates[i].numel()) * templates[i].element_size());
+    }
+  }
+  return layout;
+}
+
+}  // namespace
+
 std::shared_ptr<ShmReservation> ShmQueue::reserve(const std::vector<std::string>& keys,
                                                   const std::vector<at::Tensor>& templates,
                                                   const std::vector<bool>& elsewhere,
                                                   int64_t timeout_ms, ShmQueueStatus* status,
                                                   std::string* error) {
-  TORCH_CHECK_VALUE(elsewhere.empty() || elsewhere.size() == templates.size(), "got ",
-                    elsewhere.size(), " 'elsewhere' flags for ", templates.size(), " tensors");
-  const uint64_t bytes = static_cast<uint64_t>(message_bytes(keys, templates));
-  TORCH_CHECK_VALUE(bytes <= header_->data_size, "a message of ", bytes, " bytes (",
+  const MessageLayout layout = message_layout(keys, templates, elsewhere);
+  TORCH_CHECK_VALUE(layout.bytes <= header_->data_size, "a message of ", layout.bytes, " bytes (",
                     templates.size(), " tensors) does not fit in this channel's shm_size of ",
                     header_->data_size,
                     " bytes; create the channel with a larger shm_size (channel_size)");
-  // The places: the entries written here first, those that live elsewhere
-  // after them (never touched, so never backed: layout.h).
-  uint64_t meta_bytes = 0;
-  for (size_t i = 0; i < templates.size(); ++i)
-    meta_bytes += tensor_meta_bytes(keys[i], templates[i]);
-  std::vector<uint64_t> places(templates.size());
-  uint64_t end = sizeof(BlockHeader) + align_up(meta_bytes);
-  uint64_t touched = end;  // what gets written: the block's [0, touched)
-  for (const bool placing_elsewhere : {false, true}) {
-    for (size_t i = 0; i < templates.size(); ++i) {
-      if ((!elsewhere.empty() && elsewhere[i]) != placing_elsewhere) continue;
-      places[i] = end;
-      end += align_up(static_cast<uint64_t>(templates[i].numel()) * templates[i].element_size());
-    }
-    if (!placing_elsewhere) touched = end;
-  }
-  const uint64_t offset = take_block(bytes, touched, timeout_ms, status, error);
+  const uint64_t offset = take_block(layout.bytes, layout.touched, timeout_ms, status, error);
   if (offset == kNone) return nullptr;
-  return lay_out(offset, keys, templates, places, meta_bytes);
+  return lay_out(offset, keys, templates, layout.places, layout.meta_bytes);
+}
+
+int64_t ShmQueue::new_backing(const std::vector<std::string>& keys,
+                              const std::vector<at::Tensor>& templates,
+                              const std::vector<bool>& elsewhere) const {
+  const MessageLayout layout = message_layout(keys, templates, elsewhere);
+  return static_cast<int64_t>(backing_for(layout.bytes, layout.touched));
 }
 
 // Writes the meta of a message's entries into its block (ours: kWriting) and

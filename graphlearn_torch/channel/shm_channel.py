@@ -61,15 +61,6 @@ def _check_room_for(nbytes: int) -> None:
   )
 
 
-def _written_bytes(keys: List[str], templates: List[torch.Tensor], mirrored: List[bool]) -> int:
-  r"""Bytes of the channel's memory a message writes: its mirrored entries
-  take places in the channel that stay unwritten (and unbacked)."""
-  unwritten = sum(
-    -(-t.numel() * t.element_size() // 64) * 64 for t, m in zip(templates, mirrored) if m
-  )  # each entry's bytes are 64-byte aligned
-  return ops.ShmQueue.message_bytes(keys, templates) - unwritten
-
-
 class ShmChannel(ChannelBase):
   r"""A bounded queue of messages in shared memory, for many producer
   processes and one consumer.
@@ -235,7 +226,9 @@ class ShmChannel(ChannelBase):
       for value in values
     ]
     if self._queue.backed_bytes < self._queue.shm_size:  # may need new memory
-      _check_room_for(_written_bytes(keys, templates, mirrored))
+      needed = self._queue.new_backing(keys, templates, mirrored)
+      if needed:  # (reading what is available takes 0.1-0.2 ms: only then)
+        _check_room_for(needed)
     status, error, reservation = self._queue.reserve(
       keys, templates, timeout_ms_arg(timeout_ms), elsewhere=mirrored
     )
