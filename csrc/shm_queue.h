@@ -126,7 +126,7 @@ class ShmQueue : public std::enable_shared_from_this<ShmQueue> {
   // (a hint: another producer may reserve first).
   int64_t new_backing(const std::vector<std::string>& keys,
                       const std::vector<at::Tensor>& templates,
-                      const std::vector<bool>& elsewhere) const;
+                      const std::vector<bool>& elsewhere);
   // Bytes a message of these tensors takes in the ring (header and padding
   // included).
   static int64_t message_bytes(const std::vector<std::string>& keys,
@@ -148,9 +148,11 @@ class ShmQueue : public std::enable_shared_from_this<ShmQueue> {
                                           uint64_t meta_bytes);
   uint64_t pop_block(int64_t timeout_ms, ShmQueueMessage* out);
   void free_block(void* block);
+  uint64_t first_fit(uint64_t bytes);
   uint64_t allocate(uint64_t bytes, uint64_t touched, int* backing_error);
   int ensure_backed(uint64_t begin, uint64_t end);
-  uint64_t backing_for(uint64_t bytes, uint64_t touched) const;
+  uint64_t backing_for(uint64_t bytes, uint64_t touched);
+  bool page_backed(uint64_t page) const;
   uint64_t unbacked_bytes(uint64_t begin, uint64_t end) const;
   void release_block(uint64_t offset);
   void commit(uint64_t offset);  // queues a reserved block

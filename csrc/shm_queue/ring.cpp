@@ -16,12 +16,10 @@ void ShmQueue::free_block(void* ptr) {
   header_->used -= block->size;
 }
 
-// A block of `bytes` from the data region, or kNone; under the lock. Memory
-// backs the `touched` bytes it starts with (and the free block's header after
-// it) before they are touched; kNone with `*backing_error` set when it cannot.
-uint64_t ShmQueue::allocate(uint64_t bytes, uint64_t touched, int* backing_error) {
-  auto* h = header_;
-  const uint64_t size = h->data_size;
+// The first free block of at least `bytes` (first fit), merged with the free
+// blocks that follow it on the way, or kNone; under the lock.
+uint64_t ShmQueue::first_fit(uint64_t bytes) {
+  const uint64_t size = header_->data_size;
   for (uint64_t offset = 0; offset < size;) {
     auto* block = reinterpret_cast<BlockHeader*>(data() + offset);
     if (block->state == kFree) {
@@ -31,70 +29,69 @@ uint64_t ShmQueue::allocate(uint64_t bytes, uint64_t touched, int* backing_error
         if (next->state != kFree) break;
         block->size += next->size;
       }
-      if (block->size >= bytes) {
-        *backing_error = ensure_backed(offset, offset + touched);
-        if (*backing_error == 0 && block->size > bytes) {
-          *backing_error = ensure_backed(offset + bytes, offset + bytes + sizeof(BlockHeader));
-        }
-        if (*backing_error != 0) return kNone;
-        if (block->size > bytes) {  // sizes are multiples of kAlign: the rest holds a header
-          auto* rest = reinterpret_cast<BlockHeader*>(data() + offset + bytes);
-          rest->state = kFree;
-          rest->owner = -1;
-          rest->size = block->size - bytes;
-        }
-        block->owner = self_slot_;
-        block->num_tensors = 0;
-        block->meta_bytes = 0;
-        block->size = bytes;
-        block->state = kWriting;
-        h->used += bytes;
-        return offset;
-      }
+      if (block->size >= bytes) return offset;
     }
     offset += block->size;
   }
   return kNone;
 }
 
+// A block of `bytes` from the data region, or kNone; under the lock. Memory
+// backs the `touched` bytes it starts with (and the free block's header after
+// it) before they are touched; kNone with `*backing_error` set when it cannot.
+uint64_t ShmQueue::allocate(uint64_t bytes, uint64_t touched, int* backing_error) {
+  const uint64_t offset = first_fit(bytes);
+  if (offset == kNone) return kNone;
+  auto* block = reinterpret_cast<BlockHeader*>(data() + offset);
+  *backing_error = ensure_backed(offset, offset + touched);
+  if (*backing_error == 0 && block->size > bytes) {
+    *backing_error = ensure_backed(offset + bytes, offset + bytes + sizeof(BlockHeader));
+  }
+  if (*backing_error != 0) return kNone;
+  if (block->size > bytes) {  // sizes are multiples of kAlign: the rest holds a header
+    auto* rest = reinterpret_cast<BlockHeader*>(data() + offset + bytes);
+    rest->state = kFree;
+    rest->owner = -1;
+    rest->size = block->size - bytes;
+  }
+  block->owner = self_slot_;
+  block->num_tensors = 0;
+  block->meta_bytes = 0;
+  block->size = bytes;
+  block->state = kWriting;
+  header_->used += bytes;
+  return offset;
+}
+
 // The bytes of memory a block of `bytes`, of which the first `touched` get
 // written, would newly take were it allocated now (the block allocate would
-// choose; nothing changes): `touched` where none is free.
-uint64_t ShmQueue::backing_for(uint64_t bytes, uint64_t touched) const {
-  const auto* h = header_;
+// choose): `touched` where none is free.
+uint64_t ShmQueue::backing_for(uint64_t bytes, uint64_t touched) {
   Guard guard(header_);
-  for (uint64_t offset = 0; offset < h->data_size;) {
-    const auto* block = reinterpret_cast<const BlockHeader*>(data() + offset);
-    uint64_t run = block->size;
-    if (block->state == kFree) {  // with the free blocks that follow, as allocate merges them
-      while (offset + run < h->data_size) {
-        const auto* next = reinterpret_cast<const BlockHeader*>(data() + offset + run);
-        if (next->state != kFree) break;
-        run += next->size;
-      }
-      if (run >= bytes) {
-        uint64_t unbacked = unbacked_bytes(offset, offset + touched);
-        if (run > bytes) {  // the next block's header, on a page of its own or the last written
-          const uint64_t after = std::max(offset + bytes, align_up(offset + touched, h->page));
-          unbacked += unbacked_bytes(after, offset + bytes + sizeof(BlockHeader));
-        }
-        return unbacked;
-      }
-    }
-    offset += run;
+  const uint64_t offset = first_fit(bytes);
+  if (offset == kNone) return touched;
+  uint64_t unbacked = unbacked_bytes(offset, offset + touched);
+  if (reinterpret_cast<const BlockHeader*>(data() + offset)->size > bytes) {
+    // the next block's header, on a page of its own or the last one written
+    const uint64_t after = std::max(offset + bytes, align_up(offset + touched, header_->page));
+    unbacked += unbacked_bytes(after, offset + bytes + sizeof(BlockHeader));
   }
-  return touched;
+  return unbacked;
+}
+
+// Whether memory backs page `p` of the data ring (the backed-pages map).
+bool ShmQueue::page_backed(uint64_t p) const {
+  const auto* map = reinterpret_cast<const uint64_t*>(base_ + header_->backed_map_offset);
+  return (map[p / 64] >> (p % 64)) & 1;
 }
 
 // The bytes of the pages of the data ring's [begin, end) with no memory yet;
 // under the lock.
 uint64_t ShmQueue::unbacked_bytes(uint64_t begin, uint64_t end) const {
-  const auto* h = header_;
-  const auto* backed = reinterpret_cast<const uint64_t*>(base_ + h->backed_map_offset);
-  const uint64_t page = h->page;
-  const uint64_t last = (std::min(end, h->data_size) + page - 1) / page;
+  const uint64_t page = header_->page;
+  const uint64_t last = (std::min(end, header_->data_size) + page - 1) / page;
   uint64_t pages = 0;
-  for (uint64_t p = begin / page; p < last; ++p) pages += ((backed[p / 64] >> (p % 64)) & 1) == 0;
+  for (uint64_t p = begin / page; p < last; ++p) pages += !page_backed(p);
   return pages * page;
 }
 
@@ -137,18 +134,17 @@ int ShmQueue::ensure_backed(uint64_t begin, uint64_t end) {
   auto* backed = reinterpret_cast<uint64_t*>(base_ + h->backed_map_offset);
   const uint64_t page = h->page;
   const uint64_t last = (std::min(end, h->data_size) + page - 1) / page;
-  auto is_backed = [&](uint64_t p) { return (backed[p / 64] >> (p % 64)) & 1; };
   for (uint64_t p = begin / page; p < last;) {
     if (p % 64 == 0 && backed[p / 64] == ~uint64_t{0}) {  // a word of backed pages
       p += 64;
       continue;
     }
-    if (is_backed(p)) {
+    if (page_backed(p)) {
       ++p;
       continue;
     }
     uint64_t run_end = p + 1;
-    while (run_end < last && !is_backed(run_end)) ++run_end;
+    while (run_end < last && !page_backed(run_end)) ++run_end;
     const uint64_t from = p * page;
     const uint64_t to = std::min(run_end * page, h->data_size);
     const int rc = posix_fallocate(fd_, static_cast<off_t>(h->data_offset + from),

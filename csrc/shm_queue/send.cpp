@@ -162,7 +162,7 @@ std::shared_ptr<ShmReservation> ShmQueue::reserve(const std::vector<std::string>
 
 int64_t ShmQueue::new_backing(const std::vector<std::string>& keys,
                               const std::vector<at::Tensor>& templates,
-                              const std::vector<bool>& elsewhere) const {
+                              const std::vector<bool>& elsewhere) {
   const MessageLayout layout = message_layout(keys, templates, elsewhere);
   return static_cast<int64_t>(backing_for(layout.bytes, layout.touched));
 }

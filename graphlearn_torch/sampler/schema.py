@@ -274,19 +274,12 @@ class RandomStream:
     later how many it took: ``KernelSeedsAhead.keep(k)`` leaves the stream
     past the first ``k`` of them, as ``kernel_seeds(k)`` would have (one
     draw where all are kept)."""
-    generator = self.drawn_from
-    state = generator.get_state()
-    return KernelSeedsAhead(self.kernel_seeds(n), self, generator, state)
-
-  @property
-  def drawn_from(self) -> torch.Generator:
-    """The generator the stream draws from (torch's default one when it
-    has none of its own)."""
-    return self.generator if self.generator is not None else torch.default_generator
+    rewind = self.rewinder()
+    return KernelSeedsAhead(self.kernel_seeds(n), self, rewind)
 
   def rewinder(self) -> Callable[[], None]:
     """A function that puts the stream back where it stands now."""
-    generator = self.drawn_from
+    generator = self.generator if self.generator is not None else torch.default_generator
     state = generator.get_state()
     return lambda: generator.set_state(state)
 
@@ -307,17 +300,15 @@ class KernelSeedsAhead:
   Args:
     seeds: the seeds drawn.
     stream: the stream they came from.
-    generator: its generator.
-    state: the generator's state before the draw.
+    rewind: puts the stream back where it stood before the draw.
   """
 
   seeds: List[int]
   stream: RandomStream
-  generator: torch.Generator
-  state: torch.Tensor
+  rewind: Callable[[], None]
 
   def keep(self, taken: int) -> None:
     """Leaves the stream past the first ``taken`` seeds alone."""
     if taken != len(self.seeds):
-      self.generator.set_state(self.state)
+      self.rewind()
       self.stream.kernel_seeds(taken)

@@ -206,7 +206,7 @@ def result_within(future: concurrent.futures.Future, timeout: Optional[float]) -
     return future.result(timeout)
   except concurrent.futures.TimeoutError:  # not the builtin before Python 3.11
     future.cancel()
-    raise TimeoutError(f'a sampling task took longer than {timeout} s') from None
+    raise task_timeout(timeout) from None
 
 
 def run_in_this_thread(
@@ -224,7 +224,7 @@ def run_in_this_thread(
   try:
     return loop.run_until_complete(coro)
   except asyncio.TimeoutError:  # not the builtin before Python 3.11
-    raise TimeoutError(f'a sampling task took longer than {timeout} s') from None
+    raise task_timeout(timeout) from None
 
 
 def loop_runs_here() -> bool:
@@ -235,3 +235,8 @@ def loop_runs_here() -> bool:
   except RuntimeError:
     return False
   return True
+
+
+def task_timeout(timeout: Optional[float]) -> TimeoutError:
+  r"""The error of a sampling task that took longer than ``timeout`` seconds."""
+  return TimeoutError(f'a sampling task took longer than {timeout} s')
