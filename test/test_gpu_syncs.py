@@ -127,6 +127,43 @@ def test_a_loader_batch_syncs_at_its_sampling_and_its_gathers_checks(mode):
   assert len(syncs) <= 2, f'{len(syncs)} host syncs in a loader batch, at: {dict(where)}'
 
 
+@pytest.mark.parametrize('num_types', [1, 2])
+def test_a_hop_of_given_neighbors_syncs_once(num_types):
+  """The CUDA inducer's induce_next (a hop drawn elsewhere: over RPC, or
+  temporal): its inputs' checks and its new nodes' count are read at once,
+  with the table sizes; a bad hop is still named, and forgotten."""
+  from graphlearn_torch._ext import ops
+
+  cuda = torch.device('cuda', 0)
+  inducer = ops.CudaInducer(num_types, 0)
+  g = torch.Generator().manual_seed(3)
+  seeds = [torch.randint(0, 1000, (64,), generator=g).to(cuda) for _ in range(num_types)]
+  frontier = inducer.init_nodes(seeds)
+  nums = [torch.randint(0, 8, (f.numel(),), generator=g).to(cuda) for f in frontier]
+  nbrs = [torch.randint(0, 5000, (int(n.sum()),), generator=g).to(cuda) for n in nums]
+  types = list(range(num_types))
+  nbr_types = [num_types - 1 - t for t in types]
+  warm = ops.CudaInducer(num_types, 0)  # allocations of a first hop
+  warm.induce_next(types, nbr_types, warm.init_nodes(seeds), nbrs, nums)
+  hop = []
+  syncs = host_syncs(
+    lambda: hop.append(inducer.induce_next(types, nbr_types, frontier, nbrs, nums))
+  )
+  where = collections.Counter(f'{w.filename}:{w.lineno}' for w in syncs)
+  assert len(syncs) <= 1, f'{len(syncs)} host syncs in a hop, at: {dict(where)}'
+  cpu = ops.Inducer(num_types, [])
+  cpu_frontier = cpu.init_nodes([s.cpu() for s in seeds])
+  host = ([n.cpu() for n in nbrs], [n.cpu() for n in nums])
+  expected = cpu.induce_next(types, nbr_types, cpu_frontier, *host)
+  assert [[t.cpu().tolist() for t in part] for part in hop[0]] == [
+    [t.tolist() for t in part] for part in expected
+  ]
+  one = torch.tensor([1], device=cuda)
+  with pytest.raises(ValueError, match='source node 123456789 was not seen'):
+    inducer.induce_next([0], [0], [torch.tensor([123456789], device=cuda)], [one], [one])
+  assert inducer.local_ids(0, frontier[0]).eq(-1).all()
+
+
 def test_a_range_book_reads_gpu_ids_once():
   from graphlearn_torch.partition import RangePartitionBook
 

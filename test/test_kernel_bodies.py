@@ -412,6 +412,47 @@ def test_inducer_grows_its_tables_and_resets(harness, threads):
   assert host[-1].tolist() == [-1, 0]
 
 
+@pytest.mark.parametrize(
+  'bad, error',
+  [
+    (dict(srcs=[torch.tensor([1, -2])]), r'srcs holds ids outside \[0, \d+\): -2'),
+    (dict(nbrs=[torch.tensor([4, -5, 6])]), r'nbrs holds ids outside \[0, \d+\): -5'),
+    (dict(nbr_nums=[torch.tensor([4, -1])]), 'nbr_nums must be >= 0'),
+    (dict(nbr_nums=[torch.tensor([1, 1])]), 'nbr_nums sums to 2 but nbrs holds 3 entries'),
+    (dict(nbr_nums=[torch.tensor([3, 1])]), 'nbr_nums sums to 4 but nbrs holds 3 entries'),
+    (dict(srcs=[torch.tensor([1, 9])]), 'source node 9 was not seen'),
+  ],
+)
+def test_inducer_reads_a_hops_checks_after_it_and_forgets_a_bad_one(harness, bad, error):
+  """A hop's inputs are checked on the device as it runs and read once with
+  its sizes: a bad one is named, and every node is forgotten (a second,
+  sound request before it had already added its neighbors)."""
+  inducer = harness.Inducer(2)
+  inducer.init_nodes([torch.tensor([1, 2]), torch.tensor([3])])
+  hop = dict(
+    src_types=[1, 0], nbr_types=[0, 1], srcs=[torch.tensor([3]), torch.tensor([1, 2])],
+    nbrs=[torch.tensor([8]), torch.tensor([4, 5, 6])],
+    nbr_nums=[torch.tensor([1]), torch.tensor([1, 2])],
+  )  # fmt: skip
+  with pytest.raises(ValueError, match=error):
+    inducer.induce_next(**{k: v[:1] + bad.get(k, v[1:]) for k, v in hop.items()})
+  assert inducer.local_ids(0, torch.tensor([1, 2, 8])).tolist() == [-1, -1, -1]
+  assert inducer.local_ids(1, torch.tensor([3])).tolist() == [-1]
+
+
+def test_inducer_expands_rows_of_any_length(harness, threads):
+  """Sources of no neighbor, one and many (a hub's 5,000), each edge's row
+  found by its position among the counts' running sums."""
+  nums = torch.tensor([0, 5000, 0, 0, 1, 3, 0, 2000, 0])
+  srcs = torch.arange(nums.numel())
+  nbrs = torch.randint(0, 10**6, (int(nums.sum()),), generator=torch.Generator().manual_seed(4))
+  answers = []
+  for inducer in (harness.Inducer(1), graphlearn_torch._ext.ops.Inducer(1, [])):
+    inducer.init_nodes([srcs])
+    answers.append(flat(inducer.induce_next([0], [0], [srcs], [nbrs], [nums])))
+  assert answers[0] == answers[1]
+
+
 def test_inducer_names_an_unseen_source(harness):
   inducer = harness.Inducer(2)
   inducer.init_nodes([torch.tensor([1, 2]), torch.tensor([], dtype=torch.long)])

@@ -196,26 +196,5 @@ at::Tensor insert_bounded(const Backend& backend, IdTable& table, const at::Tens
   return fresh;
 }
 
-// Adds `ids` (int64, >= 0) to a table; returns the new ones in order of
-// first appearance, and, when `local` is given, every id's local id (one
-// host sync: how many are new).
-template <typename Backend>
-at::Tensor add_to_table(const Backend& backend, IdTable& table, const at::Tensor& ids,
-                        at::Tensor* local) {
-  const int64_t n = ids.numel();
-  if (local != nullptr) *local = at::empty({n}, ids.options());
-  if (n == 0) return at::empty({0}, ids.options());
-  reserve_table(backend, table, n, ids.options());
-  auto tally = at::zeros({2}, ids.options());  // the table's size, the new ids
-  tally.narrow(0, 0, 1).fill_(table.size);
-  int64_t* count = tally.data_ptr<int64_t>();
-  InsertTargets out;
-  out.local = local ? local->data_ptr<int64_t>() : nullptr;
-  const at::Tensor fresh = insert_bounded(backend, table, ids, nullptr, count, count + 1, out);
-  const int64_t added = tally[1].item<int64_t>();
-  table.size += added;
-  return fresh.narrow(0, 0, added);
-}
-
 }  // namespace kernels
 }  // namespace glt

@@ -23,6 +23,7 @@
 
 #include "checks.h"
 #include "kernels/batch_sample.h"
+#include "kernels/given_hop.h"
 #include "kernels/hop_induce.h"
 #include "kernels/hop_plan.h"
 #include "kernels/id_table.h"
@@ -156,65 +157,47 @@ class InducerImpl {
                       ": this inducer's launched batch was not finished (finish_batch)");
   }
 
-  // Adds one hop (see the CPU Inducer::induce_next): returns (nodes new to
-  // each type in order of first appearance, local seed index per edge, local
-  // neighbor index per edge), the indices copied into `row_outs[e]` and
-  // `col_outs[e]` when given.
-  std::tuple<std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>> induce_next(
+  // Adds one hop (see the CPU Inducer::induce_next) with one host sync
+  // (kernels/given_hop.h): returns (nodes new to each type in order of first
+  // appearance, local seed index per edge, local neighbor index per edge),
+  // written into `row_outs[e]` and `col_outs[e]` when given. A hop that fails
+  // a check forgets all nodes (reset) before it raises; the outputs given
+  // then hold what the hop wrote before the check was read.
+  GivenHopOutputs induce_next(
       const std::vector<int64_t>& src_types, const std::vector<int64_t>& nbr_types,
       const std::vector<at::Tensor>& srcs, const std::vector<at::Tensor>& nbrs,
       const std::vector<at::Tensor>& nbr_nums, const std::vector<at::Tensor>& row_outs = {},
       const std::vector<at::Tensor>& col_outs = {}) {
     check_idle("induce_next");
-    const size_t num_etypes = srcs.size();
-    TORCH_CHECK_VALUE(src_types.size() == num_etypes && nbr_types.size() == num_etypes &&
-                          nbrs.size() == num_etypes && nbr_nums.size() == num_etypes,
-                      "induce_next expects src_types, nbr_types, srcs, nbrs and nbr_nums of one "
-                      "length");
-    check_outputs(row_outs, num_etypes, "row_outs");
-    check_outputs(col_outs, num_etypes, "col_outs");
-    std::vector<std::vector<at::Tensor>> fresh(tables_.size());
-    std::vector<at::Tensor> rows, cols;
-    for (size_t e = 0; e < num_etypes; ++e) {
-      check_type(src_types[e]);
-      check_type(nbr_types[e]);
-      const at::Tensor src = checked_ids(srcs[e], "srcs");
-      const at::Tensor nbr = checked_ids(nbrs[e], "nbrs");
-      const at::Tensor num = checked(nbr_nums[e], "nbr_nums");
-      TORCH_CHECK_VALUE(src.numel() == num.numel(),
-                        "srcs and nbr_nums differ in length: ", src.numel(), " vs ", num.numel());
-      if (num.numel() > 0) {
-        TORCH_CHECK_VALUE(num.min().item<int64_t>() >= 0, "nbr_nums must be >= 0");
+    const std::vector<GivenRequest> requests =
+        given_requests(src_types, nbr_types, srcs, nbrs, nbr_nums, row_outs, col_outs);
+    std::vector<int64_t> host_sizes, pending(tables_.size(), 0);
+    for (const auto& table : tables_) host_sizes.push_back(table.size);
+    at::Tensor sizes = backend_.to_device(at::tensor(host_sizes, at::kLong), options_.device());
+    std::vector<at::Tensor> reports, fresh;
+    try {
+      for (const GivenRequest& q : requests) {
+        reports.push_back(new_report(options_));
+        const at::Tensor src_local = lookup_table(backend_, tables_[q.src_type], q.src);
+        at::Tensor row = q.row;
+        given_rows(backend_, q.src, src_local, q.num, q.nbr, row, reports.back());
+        IdTable& table = tables_[q.nbr_type];
+        pending[q.nbr_type] += q.nbr.numel();
+        reserve_table(backend_, table, pending[q.nbr_type], options_);
+        InsertTargets out;
+        out.local = q.col.data_ptr<int64_t>();
+        int64_t* report = reports.back().data_ptr<int64_t>();
+        fresh.push_back(insert_bounded(backend_, table, q.nbr, nullptr,
+                                       sizes.data_ptr<int64_t>() + q.nbr_type, report + kFresh,
+                                       out));
       }
-      const int64_t total = num.numel() ? num.sum().item<int64_t>() : 0;
-      TORCH_CHECK_VALUE(total == nbr.numel(), "nbr_nums sums to ", total, " but nbrs holds ",
-                        nbr.numel(), " entries");
-      const at::Device device = options_.device();
-      if (!row_outs.empty()) {
-        checked_output(row_outs[e], total, device, "row_outs", {src, nbr, num});
-      }
-      if (!col_outs.empty()) {
-        checked_output(col_outs[e], total, device, "col_outs",
-                       {src, nbr, num, row_outs.empty() ? at::Tensor() : row_outs[e]});
-      }
-      const at::Tensor src_local = local_ids(src_types[e], src);
-      if (src_local.numel() > 0) {
-        const int64_t worst = src_local.argmin().item<int64_t>();
-        TORCH_CHECK_VALUE(src_local[worst].item<int64_t>() >= 0, "source node ",
-                          src[worst].item<int64_t>(),
-                          " was not seen by the inducer before this hop");
-      }
-      at::Tensor row = src_local.repeat_interleave(num, /*dim=*/0, /*output_size=*/total);
-      at::Tensor col;
-      fresh[nbr_types[e]].push_back(add_to_table(backend_, tables_[nbr_types[e]], nbr, &col));
-      rows.push_back(row_outs.empty() ? row : row_outs[e].copy_(row));
-      cols.push_back(col_outs.empty() ? col : col_outs[e].copy_(col));
+    } catch (...) {
+      reset();
+      throw;
     }
-    std::vector<at::Tensor> nodes;
-    for (auto& parts : fresh) {
-      nodes.push_back(parts.empty() ? at::empty({0}, options_) : at::cat(parts));
-    }
-    return {nodes, rows, cols};
+    reports.push_back(sizes);
+    const at::Tensor read = at::cat(reports).cpu();  // the one sync
+    return finish_given_hop(requests, read.data_ptr<int64_t>(), fresh);
   }
 
   // Local ids of nodes of type `node_type` (-1 for unknown ones).
@@ -243,16 +226,6 @@ class InducerImpl {
     TORCH_CHECK_VALUE(t.scalar_type() == at::kLong, name, " must be int64, got ", t.scalar_type());
     TORCH_CHECK_VALUE(t.dim() == 1, name, " must be 1-D, got shape ", t.sizes());
     return t.contiguous();
-  }
-
-  // Node ids: checked, and none negative.
-  at::Tensor checked_ids(const at::Tensor& t, const char* name) const {
-    at::Tensor ids = checked(t, name);
-    if (ids.numel() > 0) {
-      const int64_t lo = ids.min().item<int64_t>();
-      TORCH_CHECK_VALUE(lo >= 0, name, " holds ids outside [0, ", INT64_MAX, "): min ", lo);
-    }
-    return ids;
   }
 
   // Draws request e of a hop and adds its neighbors (kernels/hop_induce.h);
@@ -296,6 +269,75 @@ class InducerImpl {
     hop.fresh = insert_bounded(backend_, table, hop.nbrs, hop.offsets.data_ptr<int64_t>() + n,
                                sizes.data_ptr<int64_t>() + nbr_type, report + kFresh, out);
     return hop;
+  }
+
+  // induce_next's requests, each checked on the host (lengths, types, the
+  // tensors, the outputs given) before any is added; their rows and columns
+  // go to the outputs given, else to new buffers.
+  std::vector<GivenRequest> given_requests(
+      const std::vector<int64_t>& src_types, const std::vector<int64_t>& nbr_types,
+      const std::vector<at::Tensor>& srcs, const std::vector<at::Tensor>& nbrs,
+      const std::vector<at::Tensor>& nbr_nums, const std::vector<at::Tensor>& row_outs,
+      const std::vector<at::Tensor>& col_outs) const {
+    const size_t num_etypes = srcs.size();
+    TORCH_CHECK_VALUE(src_types.size() == num_etypes && nbr_types.size() == num_etypes &&
+                          nbrs.size() == num_etypes && nbr_nums.size() == num_etypes,
+                      "induce_next expects src_types, nbr_types, srcs, nbrs and nbr_nums of one "
+                      "length");
+    check_outputs(row_outs, num_etypes, "row_outs");
+    check_outputs(col_outs, num_etypes, "col_outs");
+    const at::Device device = options_.device();
+    std::vector<GivenRequest> requests;
+    for (size_t e = 0; e < num_etypes; ++e) {
+      check_type(src_types[e]);
+      check_type(nbr_types[e]);
+      GivenRequest q;
+      q.src_type = src_types[e];
+      q.nbr_type = nbr_types[e];
+      q.src = checked(srcs[e], "srcs");
+      q.nbr = checked(nbrs[e], "nbrs");
+      q.num = checked(nbr_nums[e], "nbr_nums");
+      TORCH_CHECK_VALUE(q.src.numel() == q.num.numel(), "srcs and nbr_nums differ in length: ",
+                        q.src.numel(), " vs ", q.num.numel());
+      const int64_t m = q.nbr.numel();
+      q.row = row_outs.empty()
+                  ? at::empty({m}, options_)
+                  : checked_output(row_outs[e], m, device, "row_outs", {q.src, q.nbr, q.num});
+      const at::Tensor row_out = row_outs.empty() ? at::Tensor() : row_outs[e];
+      q.col = col_outs.empty() ? at::empty({m}, options_)
+                               : checked_output(col_outs[e], m, device, "col_outs",
+                                                {q.src, q.nbr, q.num, row_out});
+      requests.push_back(std::move(q));
+    }
+    return requests;
+  }
+
+  // induce_next's outputs from the hop's read `r` (each request's report,
+  // then the tables' sizes): raises what a check found, after forgetting all
+  // nodes; else the tables take their new sizes and each type's new nodes
+  // are cut from the inserts' buffers (`fresh`).
+  GivenHopOutputs finish_given_hop(const std::vector<GivenRequest>& requests, const int64_t* r,
+                                   const std::vector<at::Tensor>& fresh) {
+    for (size_t e = 0; e < requests.size(); ++e) {
+      const int64_t* report = r + e * kReportSize;
+      if (!given_sound(report, requests[e].nbr.numel())) {
+        reset();
+        raise_given_failure(report, requests[e].src, requests[e].nbr);
+      }
+    }
+    std::vector<std::vector<at::Tensor>> parts(tables_.size());
+    std::vector<at::Tensor> rows, cols;
+    for (size_t e = 0; e < requests.size(); ++e) {
+      parts[requests[e].nbr_type].push_back(fresh[e].narrow(0, 0, r[e * kReportSize + kFresh]));
+      rows.push_back(requests[e].row);
+      cols.push_back(requests[e].col);
+    }
+    std::vector<at::Tensor> nodes;
+    for (size_t t = 0; t < tables_.size(); ++t) {
+      tables_[t].size = r[requests.size() * kReportSize + t];
+      nodes.push_back(parts[t].empty() ? at::empty({0}, options_) : at::cat(parts[t]));
+    }
+    return {nodes, rows, cols};
   }
 
   // Reads a hop's reports and the tables' sizes (the one sync), raises what

@@ -336,11 +336,19 @@ class NeighborOutput(CastMixin):
   nbr_num: torch.Tensor
   edge: Optional[torch.Tensor] = None
 
-  def to(self, device: torch.device) -> 'NeighborOutput':
+  def to(self, device: torch.device, non_blocking: bool = False) -> 'NeighborOutput':
+    r"""The hop on ``device``.
+
+    Args:
+      device: where it goes.
+      non_blocking: copy without waiting: only where nothing writes the
+        source before the copy is done (a host tensor in pageable memory,
+        which the driver stages before the call returns, going to a GPU).
+    """
     return NeighborOutput(
-      self.nbr.to(device),
-      self.nbr_num.to(device),
-      self.edge.to(device) if self.edge is not None else None,
+      self.nbr.to(device, non_blocking=non_blocking),
+      self.nbr_num.to(device, non_blocking=non_blocking),
+      self.edge.to(device, non_blocking=non_blocking) if self.edge is not None else None,
     )
 
 
