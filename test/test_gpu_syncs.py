@@ -164,6 +164,18 @@ def test_a_hop_of_given_neighbors_syncs_once(num_types):
   assert inducer.local_ids(0, frontier[0]).eq(-1).all()
 
 
+def test_tensors_go_to_the_host_with_one_sync():
+  """A request's pieces for peers over RPC leave the GPU together."""
+  from graphlearn_torch.utils.device import to_host_at_once
+
+  tensors = [torch.arange(10, device='cuda'), torch.rand(5, device='cuda'), torch.arange(3)]
+  out = []
+  syncs = host_syncs(lambda: out.extend(to_host_at_once(tensors)))
+  assert len(syncs) == 1, [f'{w.filename}:{w.lineno}' for w in syncs]
+  assert all(t.is_cpu for t in out)
+  assert all(torch.equal(o, t.cpu()) for o, t in zip(out, tensors))
+
+
 def test_a_range_book_reads_gpu_ids_once():
   from graphlearn_torch.partition import RangePartitionBook
 

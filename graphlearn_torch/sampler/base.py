@@ -11,6 +11,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 import torch
 
 from ..typing import EdgeType, NodeType, NumNeighbors, Split
+from ..utils.device import to_device_async
 from ..utils.mixin import CastMixin
 from .schema import draw_seed
 
@@ -341,14 +342,13 @@ class NeighborOutput(CastMixin):
 
     Args:
       device: where it goes.
-      non_blocking: copy without waiting: only where nothing writes the
-        source before the copy is done (a host tensor in pageable memory,
-        which the driver stages before the call returns, going to a GPU).
+      non_blocking: host tensors go to a GPU without the host waiting
+        (``to_device_async``: staged in pinned memory torch holds until the
+        copy is done); other moves are as ``Tensor.to``'s.
     """
+    move = (lambda t: to_device_async(t, device)) if non_blocking else (lambda t: t.to(device))
     return NeighborOutput(
-      self.nbr.to(device, non_blocking=non_blocking),
-      self.nbr_num.to(device, non_blocking=non_blocking),
-      self.edge.to(device, non_blocking=non_blocking) if self.edge is not None else None,
+      move(self.nbr), move(self.nbr_num), move(self.edge) if self.edge is not None else None
     )
 
 

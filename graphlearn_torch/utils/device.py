@@ -2,7 +2,7 @@
 
 import itertools
 import logging
-from typing import Any, Optional, Union
+from typing import Any, List, Optional, Union
 
 import torch
 
@@ -69,6 +69,27 @@ def to_device_async(t: torch.Tensor, device: torch.device) -> torch.Tensor:
   if t.is_cpu and device.type == 'cuda':
     return t.pin_memory().to(device, non_blocking=True)
   return t.to(device)
+
+
+def to_host_at_once(tensors: List[torch.Tensor]) -> List[torch.Tensor]:
+  """``tensors`` on the host: those on a GPU copied into pinned memory
+  without waiting, then one wait for all of them (one host sync, not one a
+  tensor); host tensors as they are.
+
+  Args:
+    tensors: the tensors, on the host or on GPUs.
+  """
+  out, waits = [], set()
+  for t in tensors:
+    if t.is_cuda:
+      host = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
+      host.copy_(t, non_blocking=True)
+      waits.add(t.device)
+      t = host
+    out.append(t)
+  for device in waits:
+    torch.cuda.current_stream(device).synchronize()
+  return out
 
 
 def batch_to_device(batch: Any, device: torch.device) -> Any:

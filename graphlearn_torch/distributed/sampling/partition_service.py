@@ -27,6 +27,7 @@ from ...sampler.one_hop import sample_one_hop
 from ...sampler.schema import RandomStream, SamplingSchema, check_graphs, mix_seed
 from ...sampler.temporal import TIME_ATTRS, TemporalSampling
 from ...typing import HOMO_EDGE_TYPE, EdgeType, NodeType
+from ...utils.device import to_host_at_once
 from ..data.dataset import DistDataset
 from ..data.feature import DistFeature
 from ..data.graph import DistGraph
@@ -193,16 +194,17 @@ class PartitionService:
     def pieces(p: int) -> Tuple[torch.Tensor, ...]:
       return (owned[p], *(t.index_select(0, positions[p]) for t in tensors[1:]))
 
-    remote, here = [], []
-    for p, pos in enumerate(positions):
-      if not pos.numel():
-        continue
-      if self.runs_here(p, time_attr):
-        here.append(p)
-      else:
-        worker = self._router.get_to_worker(p)  # (RPC sends host tensors)
-        fut = rpc_request_async(worker, callee_id, tuple(t.cpu() for t in pieces(p)) + args)
-        remote.append((p, worker, pos, wrap_torch_future(fut)))
+    owners = [p for p, pos in enumerate(positions) if pos.numel()]
+    away = [p for p in owners if not self.runs_here(p, time_attr)]
+    here = [p for p in owners if p not in away]
+    # RPC sends host tensors: the pieces that go out leave a GPU together.
+    sent = to_host_at_once([t for p in away for t in pieces(p)])
+    remote = []
+    for i, p in enumerate(away):
+      worker = self._router.get_to_worker(p)
+      request = tuple(sent[i * len(tensors) : (i + 1) * len(tensors)]) + args
+      answer = wrap_torch_future(rpc_request_async(worker, callee_id, request))
+      remote.append((p, worker, positions[p], answer))
     parts = [(positions[p], run_here(p, *pieces(p), *args)) for p in here]
     for p, worker, pos, fut in remote:
       try:

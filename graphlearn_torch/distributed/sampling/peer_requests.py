@@ -30,9 +30,8 @@ def stitch_neighbors(
   if not parts:
     empty = torch.empty(0, dtype=torch.int64, device=device)
     return NeighborOutput(empty, empty, empty if with_edge else None)
-  # A peer's piece, fresh from RPC in pageable host memory, goes to a GPU
-  # without a host sync: the driver stages it before the copy returns.
-  parts = [(pos, out.to(device, non_blocking=out.nbr.device.type == 'cpu')) for pos, out in parts]
+  # A peer's piece (from RPC, on the host) goes to a GPU without a host sync.
+  parts = [(pos, out.to(device, non_blocking=True)) for pos, out in parts]
   if len(parts) == 1 and parts[0][0].numel() == num_seeds:
     pos, out = parts[0]
     if bool((pos == torch.arange(num_seeds, device=pos.device)).all()):
