@@ -94,10 +94,12 @@ void bind_inducers(py::module_& m) {
   m.def("enable_peer_access", wrap_pybind_function(&glt::cuda::enable_peer_access),
         py::arg("device"), py::arg("peer"));
   py::class_<glt::cuda::CudaInducer> cuda_inducer(m, "CudaInducer");
-  cuda_inducer.def(py::init(wrap_pybind_function([](int64_t num_node_types, int64_t device) {
-                     return std::make_unique<glt::cuda::CudaInducer>(num_node_types, device);
-                   })),
-                   py::arg("num_node_types"), py::arg("device"));
+  cuda_inducer.def(
+      py::init(wrap_pybind_function([](int64_t num_node_types, int64_t device,
+                                       int64_t disjoint_bits) {
+        return std::make_unique<glt::cuda::CudaInducer>(num_node_types, device, disjoint_bits);
+      })),
+      py::arg("num_node_types"), py::arg("device"), py::arg("disjoint_bits") = 0);
   glt::bind_inducer_methods(glt::bind_sample_batch(glt::bind_sample_induce_next(cuda_inducer)));
 #endif
 }

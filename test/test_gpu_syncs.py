@@ -72,6 +72,32 @@ def test_a_sampled_batch_syncs_once(monkeypatch, graphs, mode, fanout):
   assert len(syncs) <= 1, f'{len(syncs)} host syncs in a {len(fanout)}-hop batch, at: {dict(where)}'
 
 
+@pytest.mark.parametrize('kind', ['temporal', 'disjoint'])
+@pytest.mark.parametrize('fanout', [[10, 5, 5], [4, 4]])
+def test_a_temporal_or_disjoint_batch_syncs_once_a_hop(kind, fanout):
+  """Temporal and disjoint batches are drawn hop by hop: each hop in its
+  seeds' time windows and keyed into their subgraphs by the inducer in one
+  call (sample_induce_next), which stops the GPU once."""
+  num_nodes = 2000
+  ds = Dataset(edge_dir='in')
+  ds.init_graph(random_edges(num_nodes, num_nodes, 20_000, seed=5), graph_mode='CUDA')
+  g = torch.Generator().manual_seed(3)
+  if kind == 'temporal':
+    options = dict(node_time=torch.randint(0, 100, (num_nodes,), generator=g))
+  else:
+    options = dict(disjoint=True)
+  cuda = torch.device('cuda', 0)
+  sampler = NeighborSampler(ds.graph, fanout, device=cuda, edge_dir='in', seed=1, **options)
+  seeds = torch.randperm(num_nodes, generator=g)[:256]
+  for _ in range(2):  # warm-up: placement, allocations
+    sampler.sample_from_nodes(NodeSamplerInput(seeds))
+  out = []
+  syncs = host_syncs(lambda: out.append(sampler.sample_from_nodes(NodeSamplerInput(seeds))))
+  assert out[0].node.numel() > seeds.numel()
+  where = collections.Counter(f'{w.filename}:{w.lineno}' for w in syncs)
+  assert len(syncs) <= len(fanout), f'{len(syncs)} host syncs in a {kind} batch, at: {dict(where)}'
+
+
 @pytest.mark.parametrize('graphs', ['1', '0'], ids=['cuda-graphs', 'kernel-by-kernel'])
 def test_a_launched_batch_syncs_at_its_result_alone(monkeypatch, graphs):
   """launch_from_nodes starts a batch without waiting for the GPU; its

@@ -145,7 +145,9 @@ def test_fused_hop_checks_on_the_device_and_forgets_the_hop(harness):
     one_hop(seeded(), torch.tensor([0, 1]), indptr, torch.tensor([1, -5, 3, 0]))
   with pytest.raises(ValueError, match='indptr gives row 1 entries outside indices'):
     one_hop(seeded(), torch.tensor([1]), torch.tensor([0, 2, 9, 9, 9]), indices)
-  with pytest.raises(ValueError, match='draws no temporal hops'):
+  with pytest.raises(ValueError, match='edge_times or seed_times but not both'):
+    one_hop(seeded(), torch.tensor([0]), indptr, indices, edge_times=[torch.zeros(4)])
+  with pytest.raises(ValueError, match='edge_time must be int64 or float64'):
     one_hop(seeded(), torch.tensor([0]), indptr, indices, edge_times=[torch.zeros(4)],
             seed_times=[torch.zeros(1)])  # fmt: skip
   with pytest.raises(ValueError, match='one entry per request'):
@@ -157,3 +159,106 @@ def test_fused_hop_checks_on_the_device_and_forgets_the_hop(harness):
   new, rows, cols, nbrs, nums, _ = one_hop(seeded(), torch.tensor([0, 1]), indptr, indices)
   assert (nums[0].tolist(), nbrs[0].tolist(), new[0].tolist()) == ([2, 1], [1, 2, 3], [2, 3])
   assert (rows[0].tolist(), cols[0].tolist()) == ([0, 0, 1], [1, 2, 3])
+
+
+def timed(graph, seed, dtype):
+  """Each topology's edge times, sorted within each row (as a time-sorted
+  topology's are), and each row's latest time."""
+  g = torch.Generator().manual_seed(seed)
+  times = {}
+  for e, (indptr, indices, *_) in graph.items():
+    t = torch.randint(0, 100, (indices.numel(),), generator=g).to(dtype)
+    for r in range(indptr.numel() - 1):
+      lo, hi = int(indptr[r]), int(indptr[r + 1])
+      t[lo:hi] = t[lo:hi].sort().values
+    ends = (indptr[1:] - 1).clamp(min=0).long()
+    row_max = torch.where(indptr[1:] > indptr[:-1], t[ends], torch.zeros((), dtype=dtype))
+    times[e] = (t, row_max)
+  return times
+
+
+BITS = 9  # disjoint keys' id bits: every node id here fits
+
+
+def keyed(ids, subgraphs):
+  """Disjoint sampling's keys: each id in its subgraph's bits above BITS."""
+  return (subgraphs << BITS) | ids
+
+
+def run_windowed_hops(fused, harness, graph, times, fanouts, last, with_row_max, bits, seed):
+  """Seeds of each type (at random times with ``times``; keyed into
+  subgraphs of their own with ``bits``), then hops over every edge type:
+  ``sample_induce_next`` with the times and keys (``fused``), or the
+  kernels' sample_neighbors(_temporal) and disjoint_keys, then induce_next."""
+  inducer = harness.Inducer(2, bits)
+  g = torch.Generator().manual_seed(seed)
+  seeds = [torch.randint(0, NUM_NODES[t], (9,), generator=g) for t in (0, 1)]
+  if bits:
+    seeds = [keyed(s, torch.arange(s.numel())) for s in seeds]
+  frontier = inducer.init_nodes(seeds)
+  answers = [frontier]
+  for i, fanout in enumerate(fanouts):
+    etypes = [e for e in graph if frontier[e[0]].numel() > 0]
+    srcs = [frontier[s] for s, _ in etypes]
+    ids = [src & ((1 << BITS) - 1) if bits else src for src in srcs]
+    stamps = [times[e][0] if times else None for e in etypes]
+    seed_times = [torch.randint(0, 100, (f.numel(),), generator=g).to(st.dtype) if times else None
+                  for f, st in zip(srcs, stamps)]  # fmt: skip
+    row_max = [times[e][1] if times and with_row_max else None for e in etypes]
+    rng_seeds = [100 * i + j for j in range(len(etypes))]
+    if fused:
+      out = inducer.sample_induce_next(
+        src_types=[s for s, _ in etypes], nbr_types=[d for _, d in etypes], srcs=srcs,
+        indptrs=[graph[e][0] for e in etypes], indices=[graph[e][1] for e in etypes],
+        edge_ids=[graph[e][2] for e in etypes], edge_weights=[None] * len(etypes),
+        fanouts=[fanout] * len(etypes), replace=False, rng_seeds=rng_seeds,
+        row_prefixes=[torch.empty(0, dtype=torch.long)] * len(etypes),
+        col_prefixes=[torch.empty(0, dtype=torch.long)] * len(etypes),
+        edge_times=stamps, seed_times=seed_times, last=last, row_max_times=row_max,
+      )  # fmt: skip
+      new, rows, cols, nbrs, nums, eids = out
+    else:
+      draws = []
+      for e, src, st, t, rm, rng in zip(etypes, ids, stamps, seed_times, row_max, rng_seeds):
+        indptr, indices, eid = graph[e][:3]
+        if times:
+          draws.append(harness.sample_neighbors_temporal(
+            indptr, indices, eid, None, st, src, t, fanout, False, last, rng, rm))  # fmt: skip
+        else:
+          draws.append(
+            harness.sample_neighbors(indptr, indices, eid, None, src, fanout, False, rng)
+          )
+      nbrs, nums, eids = ([d[k] for d in draws] for k in range(3))
+      inserted = nbrs
+      if bits:
+        inserted = [harness.disjoint_keys(s, n, c, bits) for s, n, c in zip(srcs, nbrs, nums)]
+      new, rows, cols = inducer.induce_next(
+        [s for s, _ in etypes], [d for _, d in etypes], srcs, inserted, nums
+      )
+    answers.append([new, rows, cols, nbrs, nums, eids])
+    frontier = new
+  return answers
+
+
+@pytest.mark.parametrize('kind', ['temporal', 'disjoint', 'temporal disjoint'])
+@pytest.mark.parametrize('dtype', [torch.int64, torch.float64])
+@pytest.mark.parametrize('fanouts', [[3, 2], [2, -1]])
+@pytest.mark.parametrize('last', [False, True])
+@pytest.mark.parametrize('with_row_max', [False, True])
+def test_fused_windowed_and_keyed_hops_equal_the_ops(harness, threads, kind, dtype, fanouts, last,
+                                                     with_row_max):  # fmt: skip
+  """Hops drawn and added at once with times (each seed in its window: its
+  time's, the latest of it with ``last``) and disjoint keys (each neighbor
+  in its seed's subgraph), as the temporal and disjoint_keys ops give them."""
+  if kind == 'disjoint' and (dtype != torch.int64 or last or with_row_max):
+    pytest.skip('no times: one case')
+  graph = hetero_graph(2, 8, torch.int64, False)
+  times = timed(graph, 9, dtype) if 'temporal' in kind else None
+  bits = BITS if 'disjoint' in kind else 0
+  args = (harness, graph, times, fanouts, last, with_row_max, bits, 10)
+  fused = run_windowed_hops(True, *args)
+  assert flat(fused) == flat(run_windowed_hops(False, *args))
+  assert sum(n.numel() for hop in fused[1:] for n in hop[3]) > 0
+  if bits:  # the subgraphs keep apart: a node met by two seeds is two nodes
+    first = fused[1][0][0]
+    assert (first >> BITS).unique().numel() > 1

@@ -12,6 +12,7 @@ import torch
 from scipy import stats
 
 import graphlearn_torch as glt
+from graphlearn_torch._ext import cuda_kernels_available
 from graphlearn_torch.data import Graph, Topology
 from graphlearn_torch.sampler import NeighborSampler, NodeSamplerInput
 from graphlearn_torch.sampler.base import EdgeSamplerInput, NegativeSampling
@@ -30,11 +31,13 @@ def random_graph(seed, num_nodes=NUM_NODES, num_edges=300):
   return torch.stack([src, dst]), node_time, edge_time
 
 
-def sampler_of(edge_index, edge_dir='out', **kwargs):
+def sampler_of(edge_index, edge_dir='out', device='cpu', **kwargs):
   layout = 'CSR' if edge_dir == 'out' else 'CSC'
   size = (NUM_NODES, NUM_NODES)
-  graph = Graph(Topology(edge_index, layout=layout, size=size), 'CPU')
-  return NeighborSampler(graph, device='cpu', with_edge=True, edge_dir=edge_dir, **kwargs)
+  graph = Graph(
+    Topology(edge_index, layout=layout, size=size), 'CPU' if device == 'cpu' else 'CUDA'
+  )
+  return NeighborSampler(graph, device=device, with_edge=True, edge_dir=edge_dir, **kwargs)
 
 
 def allowed_edges(edge_index, edge_dir, u, t, node_time=None, edge_time=None):
@@ -444,18 +447,29 @@ def test_disjoint_loader_batch_vector():
   assert torch.equal(batch.batch[row], batch.batch[col])
 
 
+@pytest.mark.parametrize(
+  'device',
+  [
+    'cpu',
+    pytest.param(
+      'cuda',
+      marks=pytest.mark.skipif(not cuda_kernels_available(), reason='needs a GPU and its kernels'),
+    ),
+  ],
+)
 @pytest.mark.parametrize('times', [None, 'node_time', 'edge_time'])
 @pytest.mark.parametrize('strategy', ['uniform', 'last'])
-def test_fused_draws_equal_answered_hops(times, strategy):
-  # On the CPU the inducer draws each hop itself (disjoint keys and time
-  # windows inside sample_induce_next); the same streams answered hop by hop
-  # (sample_one_hop, glt::disjoint_keys, induce_next) give the same batch.
+def test_fused_draws_equal_answered_hops(device, times, strategy):
+  # The inducer draws each hop itself (disjoint keys and time windows inside
+  # sample_induce_next, on the CPU and on a GPU); the same streams answered
+  # hop by hop (sample_one_hop, glt::disjoint_keys, induce_next) give the
+  # same batch.
   edge_index, node_time, edge_time = random_graph(13, num_edges=700)
   given = {'node_time': node_time, 'edge_time': edge_time}
   options = {times: given[times], 'temporal_strategy': strategy} if times else {'disjoint': True}
-  sampler = sampler_of(edge_index, num_neighbors=[4, 3], **options)
-  seed_dict = {HOMO_NODE_TYPE: torch.randint(0, NUM_NODES, (24,))}
-  seed_time = {HOMO_NODE_TYPE: torch.randint(0, 30, (24,))} if times else None
+  sampler = sampler_of(edge_index, num_neighbors=[4, 3], device=device, **options)
+  seed_dict = {HOMO_NODE_TYPE: torch.randint(0, NUM_NODES, (24,)).to(device)}
+  seed_time = {HOMO_NODE_TYPE: torch.randint(0, 30, (24,)).to(device)} if times else None
   fused = sampler._sample(seed_dict, RandomStream(5), seed_time)
   random = RandomStream(5)
   answered = sampler.engine.sample(seed_dict, lambda r: sampler._answer(r, random), None, seed_time)

@@ -12,8 +12,8 @@ namespace glt {
 namespace cuda {
 
 struct CudaInducer::Impl {
-  Impl(int64_t num_node_types, const at::TensorOptions& options)
-      : inducer(num_node_types, CudaBackend{}, options), graphs(options) {}
+  Impl(int64_t num_node_types, const at::TensorOptions& options, int64_t disjoint_bits)
+      : inducer(num_node_types, CudaBackend{}, options, disjoint_bits), graphs(options) {}
 
   kernels::InducerImpl<CudaBackend> inducer;
   BatchGraphs graphs;
@@ -24,10 +24,12 @@ struct CudaInducer::Impl {
   void check_idle(const char* what) const { inducer.check_idle(what, replayed != nullptr); }
 };
 
-CudaInducer::CudaInducer(int64_t num_node_types, int64_t device) : device_(device) {
+CudaInducer::CudaInducer(int64_t num_node_types, int64_t device, int64_t disjoint_bits)
+    : device_(device) {
   const c10::cuda::CUDAGuard guard(device);
-  impl_ = std::make_unique<Impl>(num_node_types,
-                                 at::TensorOptions().device(at::kCUDA, device).dtype(at::kLong));
+  impl_ = std::make_unique<Impl>(
+      num_node_types, at::TensorOptions().device(at::kCUDA, device).dtype(at::kLong),
+      disjoint_bits);
 }
 
 CudaInducer::~CudaInducer() = default;

@@ -17,8 +17,9 @@ namespace cuda {
 
 class CudaInducer {
  public:
-  // One id space per node type, on CUDA device `device`.
-  CudaInducer(int64_t num_node_types, int64_t device);
+  // One id space per node type, on CUDA device `device`; `disjoint_bits` >
+  // 0: disjoint sampling's keys (kernels::InducerImpl).
+  CudaInducer(int64_t num_node_types, int64_t device, int64_t disjoint_bits = 0);
   ~CudaInducer();
 
   std::vector<at::Tensor> init_nodes(const std::vector<at::Tensor>& seeds);

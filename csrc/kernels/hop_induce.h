@@ -125,11 +125,12 @@ void count_bounded(const Backend& backend, const Source& source, const SeedRange
       device::atomic_min(&report[kUnseenSeed], i);
       return;
     }
-    const int64_t begin = g.indptr[s], end = g.indptr[s + 1];
+    int64_t begin = g.indptr[s], end = g.indptr[s + 1];
     if (begin < 0 || begin > end || end > g.num_entries) {
       device::atomic_min(&report[kBadRow], i);
       return;
     }
+    source.window(i, s, &begin, &end);
     cnt[i] = sample_count(g, begin, end, k, replace);
   });
   if (n > 0) {
@@ -166,8 +167,9 @@ struct DrawTargets {
 };
 
 // Where the seeds of a request draw from (count_bounded, draw_bounded): the
-// topology of seed i and of draw j, and seed i's Philox key and stream. Here
-// one topology, seed i drawing stream i.
+// topology of seed i and of draw j, seed i's Philox key and stream, and the
+// window of its row it draws from. Here one topology, seed i drawing stream
+// i from its whole row.
 template <typename index_t>
 struct SingleTopology {
   CsrView<index_t> g;
@@ -177,6 +179,26 @@ struct SingleTopology {
   GLT_HOST_DEVICE uint64_t key(int64_t, const DrawTargets& out) const { return out.rng_key(); }
   GLT_HOST_DEVICE uint64_t stream(int64_t i) const { return static_cast<uint64_t>(i); }
   GLT_HOST_DEVICE void note_draw(int64_t, int64_t) const {}
+  // Seed i's candidate edges within its row [*begin, *end): all of them.
+  GLT_HOST_DEVICE void window(int64_t, int64_t, int64_t*, int64_t*) const {}
+};
+
+// One topology whose rows' entries are sorted by time, drawn in temporal
+// windows: seed i only among the edges of time <= seed_time[i], the latest
+// k of them with `last` (temporal_window, as the sample_neighbors_temporal
+// op draws them).
+template <typename index_t, typename stamp_t>
+struct TemporalTopology : SingleTopology<index_t> {
+  const stamp_t* edge_time;
+  const stamp_t* row_max_time;  // each row's latest time, or null
+  const stamp_t* seed_time;
+  int64_t k;
+  bool last;
+
+  GLT_HOST_DEVICE void window(int64_t i, int64_t s, int64_t* begin, int64_t* end) const {
+    temporal_window(this->g.indptr, edge_time, row_max_time, s, seed_time[i], k, last, begin,
+                    end);
+  }
 };
 
 // The partitions of one host (a distributed hop in one call): seed i draws
@@ -201,6 +223,7 @@ struct PartitionedTopologies {
   }
   GLT_HOST_DEVICE uint64_t stream(int64_t i) const { return static_cast<uint64_t>(rank[i]); }
   GLT_HOST_DEVICE void note_draw(int64_t j, int64_t i) const { draw_part[j] = part[i]; }
+  GLT_HOST_DEVICE void window(int64_t, int64_t, int64_t*, int64_t*) const {}
 };
 
 // Draws every seed's neighbors into buffers of `bound` entries, at its
@@ -241,8 +264,10 @@ void draw_bounded(const Backend& backend, const Source& source, const SeedRange&
     if (m == 0) return;
     const int64_t o = off[i], s = seeds.id(i), row = seeds.local_id(i), at = out.offset();
     const auto& g = source.seed_graph(i);
+    int64_t begin = g.indptr[s], end = g.indptr[s + 1];
+    source.window(i, s, &begin, &end);
     device::Philox rng(source.key(i, out), source.stream(i));
-    sample_positions(g, g.indptr[s], g.indptr[s + 1], k, m, replace, rng, positions + o,
+    sample_positions(g, begin, end, k, m, replace, rng, positions + o,
                      key_scratch ? key_scratch + o : nullptr);
     for (int64_t j = o; j < o + m; ++j) {
       out.rows[at + j] = row;
@@ -265,6 +290,30 @@ void draw_bounded(const Backend& backend, const Source& source, const SeedRange&
     if (out.claims.slot != nullptr) out.claims.claim(j, v);
     if (out.eids) out.eids[out.offset() + j] = g.edge_ids[p];
   });
+}
+
+// Disjoint sampling's keys of a request's draws, for its insert: each
+// neighbor keyed into its seed's subgraph (the bits of the seed's key above
+// `id_mask`, as the disjoint_keys op keys them), -1 for a draw left out (a
+// bad neighbor id); a buffer of the hop's bound, its first total entries
+// written.
+template <typename Backend>
+at::Tensor keyed_draws(const Backend& backend, const at::Tensor& seed_keys, const BoundedHop& hop,
+                       int64_t id_mask) {
+  auto keyed = at::empty_like(hop.nbrs);
+  const int64_t* key = seed_keys.data_ptr<int64_t>();
+  const int64_t* cnt = hop.counts.data_ptr<int64_t>();
+  const int64_t* off = hop.offsets.data_ptr<int64_t>();
+  const int64_t* nbr = hop.nbrs.data_ptr<int64_t>();
+  int64_t* out = keyed.data_ptr<int64_t>();
+  const int64_t high = ~id_mask;
+  backend.for_each(seed_keys.numel(), [=] GLT_HOST_DEVICE(int64_t i) {
+    const int64_t seed = key[i] & high;
+    for (int64_t j = off[i], end = off[i] + cnt[i]; j < end; ++j) {
+      out[j] = nbr[j] < 0 ? -1 : (seed | nbr[j]);
+    }
+  });
+  return keyed;
 }
 
 }  // namespace kernels

@@ -34,10 +34,16 @@ namespace kernels {
 template <typename Backend>
 class InducerImpl {
  public:
-  InducerImpl(int64_t num_node_types, Backend backend, at::TensorOptions options)
-      : backend_(backend), options_(options.dtype(at::kLong)) {
+  // `disjoint_bits` > 0: disjoint sampling's keys (each seed's subgraph in
+  // the bits above them, a node's id in them), whose ids sample_induce_next
+  // draws from and whose subgraphs it keys the neighbors into.
+  InducerImpl(int64_t num_node_types, Backend backend, at::TensorOptions options,
+              int64_t disjoint_bits = 0)
+      : backend_(backend), options_(options.dtype(at::kLong)), disjoint_bits_(disjoint_bits) {
     TORCH_CHECK_VALUE(num_node_types >= 1, "an Inducer needs at least one node type, got ",
                       num_node_types);
+    TORCH_CHECK_VALUE(disjoint_bits >= 0 && disjoint_bits <= 62,
+                      "disjoint_bits must be in [0, 62], got ", disjoint_bits);
     tables_.resize(num_node_types);
     for (auto& table : tables_) allocate_table(table, device::table_capacity(0), options_);
   }
@@ -85,20 +91,14 @@ class InducerImpl {
   }
 
   // A hop drawn and added at once, with one host sync (kernels/hop_induce.h):
-  // the arguments and results of the CPU Inducer::sample_induce_next, less
-  // its temporal draws (edge_times, seed_times and row_max_times must hold
-  // no tensor) and its disjoint keys. A hop that fails a check forgets all
-  // nodes (reset) before it raises.
+  // the arguments and results of the CPU Inducer::sample_induce_next, its
+  // temporal draws and disjoint keys included (each seed in its temporal
+  // window, as the sample_neighbors_temporal op draws it; its neighbors
+  // keyed as the disjoint_keys op keys them). A hop that fails a check
+  // forgets all nodes (reset) before it raises.
   HopOutputs sample_induce_next(const HopPlan& plan) {
     check_idle("sample_induce_next");
     plan.check_lists();
-    for (const auto* times : {&plan.edge_times, &plan.seed_times, &plan.row_max_times}) {
-      for (const auto& t : *times) {
-        TORCH_CHECK_VALUE(!t.has_value(),
-                          "this inducer draws no temporal hops: sample them with "
-                          "sample_neighbors_temporal and add them with induce_next");
-      }
-    }
     std::vector<int64_t> host_sizes, pending(tables_.size(), 0);
     for (const auto& table : tables_) host_sizes.push_back(table.size);
     at::Tensor sizes = backend_.to_device(at::tensor(host_sizes, at::kLong), options_.device());
@@ -236,27 +236,35 @@ class InducerImpl {
     const std::optional<at::Tensor>& edge_ids = plan.edge_ids[e];
     const std::optional<at::Tensor>& edge_weights = plan.edge_weights[e];
     const int64_t fanout = plan.fanouts[e], nbr_type = plan.nbr_types[e];
-    const bool replace = plan.replace;
-    const at::Tensor src = checked(plan.srcs[e], "srcs");
+    const at::Tensor keys = checked(plan.srcs[e], "srcs");
+    const at::Tensor src = seed_ids(keys);
     check_csr_layout(indptr, indices);
     check_device(indptr, "indptr", options_.device());
     check_edge_data(edge_ids, edge_weights, indices);
     check_fanout(fanout, src.numel(), "fanouts");
     BoundedHop hop;
     hop.report = new_report(options_);
-    const at::Tensor seed_local = lookup_table(backend_, tables_[plan.src_types[e]], src);
+    const at::Tensor seed_local = lookup_table(backend_, tables_[plan.src_types[e]], keys);
     const int64_t n = src.numel();
     const SeedRange seeds = seed_range(src, seed_local);
     int64_t bound = 0;
+    const std::optional<at::Tensor> seed_time = checked_times(plan, e, src);
     AT_DISPATCH_INDEX_TYPES(indptr.scalar_type(), "sample_induce_next", [&] {
       const SingleTopology<index_t> g{csr_view<index_t>(indptr, indices, edge_ids, edge_weights)};
-      count_bounded(backend_, g, seeds, fanout, replace, hop);
-      // All neighbors (fanout -1): no bound ahead, the total is read here.
-      bound = fanout >= 0 ? n * fanout : hop.offsets[n].item<int64_t>();
-      DrawTargets targets;
-      targets.key = static_cast<uint64_t>(plan.rng_seeds[e]);
-      draw_bounded(backend_, g, seeds, fanout, replace, edge_weights.has_value(),
-                   edge_ids.has_value(), bound, targets, hop);
+      if (!seed_time.has_value()) {
+        bound = draw_request(plan, e, g, seeds, hop);
+        return;
+      }
+      using idx_t = index_t;
+      const at::Tensor& edge_time = *plan.edge_times[e];
+      const bool row_max = !plan.row_max_times.empty() && plan.row_max_times[e].has_value();
+      GLT_DISPATCH_TIME_TYPES(edge_time.scalar_type(), "sample_induce_next", [&] {
+        const TemporalTopology<idx_t, scalar_t> window{
+            g, edge_time.data_ptr<scalar_t>(),
+            row_max ? plan.row_max_times[e]->data_ptr<scalar_t>() : nullptr,
+            seed_time->data_ptr<scalar_t>(), fanout, plan.last};
+        bound = draw_request(plan, e, window, seeds, hop);
+      });
     });
     IdTable& table = tables_[nbr_type];
     pending += bound;
@@ -266,9 +274,43 @@ class InducerImpl {
     InsertTargets out;
     out.local = hop.cols.data_ptr<int64_t>();
     out.total = report + kTotal;
-    hop.fresh = insert_bounded(backend_, table, hop.nbrs, hop.offsets.data_ptr<int64_t>() + n,
+    const at::Tensor inserted =
+        disjoint_bits_ > 0 ? keyed_draws(backend_, keys, hop, id_mask()) : hop.nbrs;
+    hop.fresh = insert_bounded(backend_, table, inserted, hop.offsets.data_ptr<int64_t>() + n,
                                sizes.data_ptr<int64_t>() + nbr_type, report + kFresh, out);
     return hop;
+  }
+
+  // Request e's seed times, checked, where it draws in temporal windows
+  // (its edge_times and seed_times given); none otherwise.
+  std::optional<at::Tensor> checked_times(const HopPlan& plan, size_t e,
+                                          const at::Tensor& src) const {
+    const bool timed = plan.timed(e);
+    TORCH_CHECK_VALUE(timed == (!plan.seed_times.empty() && plan.seed_times[e].has_value()),
+                      "request ", e, " has edge_times or seed_times but not both");
+    const bool row_max = !plan.row_max_times.empty() && plan.row_max_times[e].has_value();
+    TORCH_CHECK_VALUE(timed || !row_max, "request ", e, " has row_max_times but no edge_times");
+    if (!timed) return std::nullopt;
+    const at::Tensor& edge_time = *plan.edge_times[e];
+    if (row_max) check_row_max_time(plan.row_max_times[e], edge_time, plan.indptrs[e]);
+    return checked_time_args(edge_time, plan.indices[e], *plan.seed_times[e], src);
+  }
+
+  // Counts and draws request e's neighbors from `source` (kernels/hop_induce.h);
+  // returns the hop's bound: the fanout a seed, or (all neighbors, fanout
+  // -1: no bound ahead) the total, read here.
+  template <typename Source>
+  int64_t draw_request(const HopPlan& plan, size_t e, const Source& source,
+                       const SeedRange& seeds, BoundedHop& hop) {
+    const int64_t fanout = plan.fanouts[e], n = seeds.bound;
+    count_bounded(backend_, source, seeds, fanout, plan.replace, hop);
+    const int64_t bound = fanout >= 0 ? n * fanout : hop.offsets[n].item<int64_t>();
+    DrawTargets targets;
+    targets.key = static_cast<uint64_t>(plan.rng_seeds[e]);
+    targets.num_ids = num_ids();
+    draw_bounded(backend_, source, seeds, fanout, plan.replace, plan.edge_weights[e].has_value(),
+                 plan.edge_ids[e].has_value(), bound, targets, hop);
+    return bound;
   }
 
   // induce_next's requests, each checked on the host (lengths, types, the
@@ -351,7 +393,7 @@ class InducerImpl {
     const int64_t* r = read.data_ptr<int64_t>();
     for (size_t e = 0; e < hops.size(); ++e) {
       raise_failure(r + e * kReportSize, plan.srcs[e], plan.indptrs[e].numel() - 1,
-                    plan.indices[e], hops[e]);
+                    plan.indices[e], hops[e], num_ids());
     }
     std::vector<at::Tensor> rows, cols, nbrs, nums, eids;
     std::vector<std::vector<at::Tensor>> fresh(tables_.size());
@@ -386,7 +428,8 @@ class InducerImpl {
       return;
     }
     reset();
-    const auto seed = [&](int64_t slot) { return seeds[r[slot]].template item<int64_t>(); };
+    const at::Tensor ids = seed_ids(seeds);
+    const auto seed = [&](int64_t slot) { return ids[r[slot]].template item<int64_t>(); };
     TORCH_CHECK_VALUE(r[kBadSeed] == kNone, "srcs holds ids outside [0, ", num_rows,
                       "): ", seed(kBadSeed));
     TORCH_CHECK_VALUE(r[kUnseenSeed] == kNone, "source node ", seed(kUnseenSeed),
@@ -400,8 +443,19 @@ class InducerImpl {
                       " nodes of its type");
   }
 
+  // Disjoint keys' id bits (INT64_MAX-wide ids without disjoint keys).
+  int64_t id_mask() const { return (int64_t{1} << disjoint_bits_) - 1; }
+  // The ids of seeds given as keys: the keys' id bits where they are
+  // disjoint sampling's, else the keys themselves.
+  at::Tensor seed_ids(const at::Tensor& keys) const {
+    return disjoint_bits_ > 0 ? at::bitwise_and(keys, id_mask()) : keys;
+  }
+  // Neighbor ids at or past this are reported: those a key cannot hold.
+  int64_t num_ids() const { return disjoint_bits_ > 0 ? id_mask() + 1 : INT64_MAX; }
+
   Backend backend_;
   at::TensorOptions options_;
+  int64_t disjoint_bits_ = 0;
   std::vector<IdTable> tables_;
   std::unique_ptr<BatchSampling<Backend>> launched_;  // until finish_batch
 };

@@ -201,8 +201,11 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("book"), py::arg("slot_of"), py::arg("ids"), py::arg("first_bad") = py::none());
   bind_partition_ops(m);
   py::class_<HostInducer> inducer(m, "Inducer");
-  inducer.def(py::init(torch::wrap_pybind_function([](int64_t num_node_types) {
-    return std::make_unique<HostInducer>(num_node_types, HostBackend{}, at::TensorOptions());
-  })));
+  inducer.def(py::init(torch::wrap_pybind_function([](int64_t num_node_types,
+                                                      int64_t disjoint_bits) {
+                return std::make_unique<HostInducer>(num_node_types, HostBackend{},
+                                                     at::TensorOptions(), disjoint_bits);
+              })),
+              py::arg("num_node_types"), py::arg("disjoint_bits") = 0);
   glt::bind_inducer_methods(glt::bind_sample_batch(glt::bind_sample_induce_next(inducer)));
 }

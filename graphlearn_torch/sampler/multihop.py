@@ -137,11 +137,12 @@ class MultiHopSampler(LinkSampling):
     engine's maps stay within ``DENSE_INDUCER_BUDGET_BYTES``, else a hash
     table (always for disjoint sampling's keys, each seed's in a region of
     its own); on a GPU hash tables (``CudaInducer``)."""
+    bits = DisjointKeys.bits_of(self.schema) if self.disjoint else 0
     if self.sample_device.type == 'cuda':
-      return ops.CudaInducer(len(self.schema.node_types), self.sample_device.index)
+      return ops.CudaInducer(len(self.schema.node_types), self.sample_device.index, bits)
     sizes = [self.schema.num_nodes[t] for t in self.schema.node_types]
     if self.disjoint:
-      return ops.Inducer(len(sizes), [], DisjointKeys.bits_of(self.schema))
+      return ops.Inducer(len(sizes), [], bits)
     return ops.Inducer(len(sizes), self._dense_sizes(sizes))
 
   def _dense_sizes(self, sizes: List[int]) -> List[int]:
@@ -234,9 +235,8 @@ class MultiHopSampler(LinkSampling):
     Args:
       seed_dict: checked seed ids by node type.
       inducer: the inducer to use.
-      local: the topologies to draw from here (on a GPU, with no disjoint
-        keys and no times: its inducer draws no temporal hops); a host's
-        partitions only where the whole batch is drawn at once.
+      local: the topologies to draw from here; a host's partitions only
+        where the whole batch is drawn at once.
       seed_time: the seeds' times by node type (temporal sampling, which is
         disjoint): every request then carries its seeds' times.
     """

@@ -182,17 +182,13 @@ class NeighborSampler(BaseSampler):
   ):
     """The engine's multi-hop result, drawn from ``random``: each hop drawn
     and relabelled in one pass (``LocalDraws``; on a GPU with one host sync
-    a hop), except disjoint and temporal sampling on a GPU, answered hop by
-    hop. With ``subgraph_type`` 'induced', the edges are every edge among
+    a hop). With ``subgraph_type`` 'induced', the edges are every edge among
     the nodes sampled."""
 
     def answer(request: HopRequest) -> NeighborOutput:
       return self._answer(request, random)
 
-    local = None
-    if self.sample_device.type == 'cpu' or not self.engine.disjoint:
-      local = self._local_draws(random)
-    res = self.engine.sample(seed_dict, answer, local, seed_time)
+    res = self.engine.sample(seed_dict, answer, self._local_draws(random), seed_time)
     if self.subgraph_type == 'induced':
       every_neighbor = {
         etype: sample_one_hop(
