@@ -38,6 +38,24 @@ inline void check_outputs(const std::vector<at::Tensor>& outs, size_t num_etypes
                     outs.size());
 }
 
+// induce_next's lists: src_types, nbr_types, srcs, nbrs and nbr_nums of one
+// length (the requests'), the outputs empty or one a request.
+inline void check_induce_next_lists(const std::vector<int64_t>& src_types,
+                                    const std::vector<int64_t>& nbr_types,
+                                    const std::vector<at::Tensor>& srcs,
+                                    const std::vector<at::Tensor>& nbrs,
+                                    const std::vector<at::Tensor>& nbr_nums,
+                                    const std::vector<at::Tensor>& row_outs,
+                                    const std::vector<at::Tensor>& col_outs) {
+  const size_t num_etypes = srcs.size();
+  TORCH_CHECK_VALUE(src_types.size() == num_etypes && nbr_types.size() == num_etypes &&
+                        nbrs.size() == num_etypes && nbr_nums.size() == num_etypes,
+                    "induce_next expects src_types, nbr_types, srcs, nbrs and nbr_nums of one "
+                    "length");
+  check_outputs(row_outs, num_etypes, "row_outs");
+  check_outputs(col_outs, num_etypes, "col_outs");
+}
+
 // Checks a tensor given to be written: `n` int64 values, 1-D, contiguous, on
 // `device`, sharing no memory with `inputs`. Returns it.
 inline const at::Tensor& checked_output(const at::Tensor& out, int64_t n,

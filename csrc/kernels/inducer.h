@@ -321,13 +321,8 @@ class InducerImpl {
       const std::vector<at::Tensor>& srcs, const std::vector<at::Tensor>& nbrs,
       const std::vector<at::Tensor>& nbr_nums, const std::vector<at::Tensor>& row_outs,
       const std::vector<at::Tensor>& col_outs) const {
+    check_induce_next_lists(src_types, nbr_types, srcs, nbrs, nbr_nums, row_outs, col_outs);
     const size_t num_etypes = srcs.size();
-    TORCH_CHECK_VALUE(src_types.size() == num_etypes && nbr_types.size() == num_etypes &&
-                          nbrs.size() == num_etypes && nbr_nums.size() == num_etypes,
-                      "induce_next expects src_types, nbr_types, srcs, nbrs and nbr_nums of one "
-                      "length");
-    check_outputs(row_outs, num_etypes, "row_outs");
-    check_outputs(col_outs, num_etypes, "col_outs");
     const at::Device device = options_.device();
     std::vector<GivenRequest> requests;
     for (size_t e = 0; e < num_etypes; ++e) {

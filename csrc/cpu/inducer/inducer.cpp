@@ -92,13 +92,8 @@ Inducer::induce_next(const std::vector<int64_t>& src_types, const std::vector<in
                      const std::vector<at::Tensor>& nbr_nums,
                      const std::vector<at::Tensor>& row_outs,
                      const std::vector<at::Tensor>& col_outs) {
+  check_induce_next_lists(src_types, nbr_types, srcs, nbrs, nbr_nums, row_outs, col_outs);
   const size_t num_etypes = srcs.size();
-  TORCH_CHECK_VALUE(src_types.size() == num_etypes && nbr_types.size() == num_etypes &&
-                        nbrs.size() == num_etypes && nbr_nums.size() == num_etypes,
-                    "induce_next expects src_types, nbr_types, srcs, nbrs and "
-                    "nbr_nums of one length");
-  check_outputs(row_outs, num_etypes, "row_outs");
-  check_outputs(col_outs, num_etypes, "col_outs");
   std::vector<int64_t> first_fresh(maps_.size());
   for (size_t t = 0; t < maps_.size(); ++t) first_fresh[t] = maps_[t].size();
   std::vector<at::Tensor> rows, cols;
