@@ -20,7 +20,8 @@
 #   syncs      test_gpu_syncs.py: the host syncs of a batch sampled on the GPU
 #              (one a sampled batch, two a loader's batch with features and labels),
 #              and where each one is; test_whole_batch.py and test_partitioned_batch.py:
-#              its batches (over a host's partitions too) against the hop-by-hop engine's
+#              its batches (over a host's partitions too) against the hop-by-hop engine's,
+#              temporal and disjoint hops drawn by the inducer against the ops' answers
 #   kernels    test_cuda_kernels.py: every CUDA op against the host harness (which
 #              it compiles first, about a minute); test_op_inputs.py: every op on the
 #              GPU given each argument wrong in turn, no kernel faulting
@@ -118,6 +119,7 @@ SANITIZED=(test/test_cuda_kernels.py test/test_gpu_data_path.py test/test_gpu_sh
   test/test_partitioned_batch.py::test_gpu_batches_equal_the_partitioned_hop_by_hop_driver
   test/test_launched_batches.py::test_gpu_launched_batches_are_the_sampled_batches
   test/test_launched_batches.py::test_gpu_launched_link_batches_are_the_sampled_ones
+  test/test_temporal_sampler.py::test_fused_draws_equal_answered_hops
   -k 'not is_uniform and not two_partition')
 
 stage_env() {
@@ -165,7 +167,8 @@ stage_syncs() {
     test/test_whole_batch.py::test_gpu_batches_equal_the_hop_by_hop_engine \
     test/test_partitioned_batch.py::test_gpu_batches_equal_the_partitioned_hop_by_hop_driver \
     test/test_launched_batches.py::test_gpu_launched_batches_are_the_sampled_batches \
-    test/test_launched_batches.py::test_gpu_launched_link_batches_are_the_sampled_ones
+    test/test_launched_batches.py::test_gpu_launched_link_batches_are_the_sampled_ones \
+    test/test_temporal_sampler.py::test_fused_draws_equal_answered_hops
 }
 
 stage_kernels() {
