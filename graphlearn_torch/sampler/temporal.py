@@ -10,13 +10,14 @@ PyG. ``'uniform'`` draws among the allowed neighbors, ``'last'`` takes the
 most recent ones.
 """
 
-from typing import Dict, Optional, Union
+from typing import Dict, Optional, Tuple, Union
 
 import torch
 
 from ..data.graph import Graph
 from ..data.temporal import entry_time, time_sorted
 from ..typing import HOMO_EDGE_TYPE, HOMO_NODE_TYPE, EdgeType, NodeType
+from ..utils.device import to_device_async
 from ..utils.times import checked_time
 from .schema import SamplingSchema
 
@@ -75,6 +76,7 @@ class TemporalSampling:
     if unknown:
       raise ValueError(f'times given for types the graph does not have: {unknown}')
     self.node_time: Dict[NodeType, torch.Tensor] = {}
+    self._placed_node_time: Dict[Tuple[NodeType, torch.device], torch.Tensor] = {}
     for t, v in node_time.items():
       what = f'node_time of {t!r}' if hetero else 'node_time'
       self.node_time[t] = checked_time(v, what)
@@ -124,12 +126,24 @@ class TemporalSampling:
           "temporal sampling needs the seeds' times (input_time or edge_label_time)"
           + ('' if self.level == 'node' else ' with edge-level time')
         )
-      return self.node_time[ntype][seeds.cpu()].to(seeds.device)
+      return self._node_time_on(ntype, seeds.device)[seeds]
     time = torch.as_tensor(given)
     if time.is_floating_point() and self.dtype == torch.int64:
       raise ValueError(f"the seeds' times are {time.dtype}, the graph's times int64")
     time = checked_time(time, "the seeds' times", seeds.numel())
-    return time.to(self.dtype).to(seeds.device)
+    return to_device_async(time.to(self.dtype), seeds.device)
+
+  def _node_time_on(self, ntype: NodeType, device: torch.device) -> torch.Tensor:
+    r"""Node type ``ntype``'s times on ``device``, copied there on first use:
+    the seeds' own times are read where the seeds are, without a host sync
+    (a time-sorted topology on a GPU holds a time per edge already)."""
+    placed = self._placed_node_time.get((ntype, device))
+    if placed is None:
+      placed = self._placed_node_time[(ntype, device)] = self.node_time[ntype].to(device)
+    return placed
+
+  def __getstate__(self):
+    return {**self.__dict__, '_placed_node_time': {}}
 
 
 def batch_seed_time(
