@@ -161,6 +161,22 @@ def test_fused_hop_checks_on_the_device_and_forgets_the_hop(harness):
   assert (rows[0].tolist(), cols[0].tolist()) == ([0, 0, 1], [1, 2, 3])
 
 
+def test_a_refused_request_forgets_the_requests_added_before_it(harness):
+  indptr, indices = torch.tensor([0, 2, 3, 3, 4]), torch.tensor([1, 2, 3, 0])
+  inducer = harness.Inducer(1)
+  inducer.init_nodes([torch.tensor([0, 1])])
+  empty = torch.empty(0, dtype=torch.long)
+  with pytest.raises(ValueError, match='edge_times or seed_times but not both'):
+    inducer.sample_induce_next(
+      src_types=[0, 0], nbr_types=[0, 0], replace=False,
+      srcs=[torch.tensor([0]), torch.tensor([1])], indptrs=[indptr] * 2, indices=[indices] * 2,
+      edge_ids=[None] * 2, edge_weights=[None] * 2, fanouts=[2, 2], rng_seeds=[1, 2],
+      row_prefixes=[empty] * 2, col_prefixes=[empty] * 2,
+      edge_times=[None, torch.zeros(4, dtype=torch.long)], seed_times=[None, None],
+    )  # fmt: skip
+  assert inducer.local_ids(0, torch.tensor([0, 1, 2])).tolist() == [-1, -1, -1]
+
+
 def timed(graph, seed, dtype):
   """Each topology's edge times, sorted within each row (as a time-sorted
   topology's are), and each row's latest time."""

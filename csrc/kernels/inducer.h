@@ -103,10 +103,15 @@ class InducerImpl {
     for (const auto& table : tables_) host_sizes.push_back(table.size);
     at::Tensor sizes = backend_.to_device(at::tensor(host_sizes, at::kLong), options_.device());
     std::vector<BoundedHop> hops;
-    for (size_t e = 0; e < plan.num_requests(); ++e) {
-      check_type(plan.src_types[e]);
-      check_type(plan.nbr_types[e]);
-      hops.push_back(draw_and_insert(plan, e, sizes, pending[plan.nbr_types[e]]));
+    try {  // a request refused after those before it were added: all forgotten
+      for (size_t e = 0; e < plan.num_requests(); ++e) {
+        check_type(plan.src_types[e]);
+        check_type(plan.nbr_types[e]);
+        hops.push_back(draw_and_insert(plan, e, sizes, pending[plan.nbr_types[e]]));
+      }
+    } catch (...) {
+      reset();
+      throw;
     }
     return finish_hop(hops, plan, sizes);
   }
