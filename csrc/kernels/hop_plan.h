@@ -20,7 +20,7 @@ namespace kernels {
 // (indptrs[e], indices[e], optional edge_ids[e] and edge_weights[e]) with
 // random seed rng_seeds[e]; its neighbors are of type nbr_types[e]; its
 // edges' local ids follow row_prefixes[e] and col_prefixes[e]. Temporal
-// requests (the CPU inducer's) give edge_times[e] (each entry's time, rows
+// requests give edge_times[e] (each entry's time, rows
 // sorted by it), seed_times[e] (one per seed) and optionally
 // row_max_times[e] (each row's last time); `last` takes the latest allowed
 // entries. The time lists are empty or hold an entry per request.
@@ -57,6 +57,28 @@ struct HopPlan {
 
   // Whether request e draws by time (gives edge_times[e]).
   bool timed(size_t e) const { return !edge_times.empty() && edge_times[e].has_value(); }
+
+  // Request e's rows' last times, where given.
+  std::optional<at::Tensor> row_max_time(size_t e) const {
+    return row_max_times.empty() ? std::nullopt : row_max_times[e];
+  }
+
+  // Request e's seed times (contiguous), checked against its edge_times and
+  // its `seeds`, where it draws by time; none otherwise. Raises where it
+  // gives edge_times or seed_times but not both, or row_max_times (checked
+  // too) without edge_times.
+  std::optional<at::Tensor> checked_seed_times(size_t e, const at::Tensor& seeds) const {
+    const bool by_time = timed(e);
+    TORCH_CHECK_VALUE(by_time == (!seed_times.empty() && seed_times[e].has_value()), "request ",
+                      e, " has edge_times or seed_times but not both");
+    std::optional<at::Tensor> times;
+    if (by_time) times = checked_time_args(*edge_times[e], indices[e], *seed_times[e], seeds);
+    if (row_max_time(e).has_value()) {
+      TORCH_CHECK_VALUE(by_time, "request ", e, " has row_max_times but no edge_times");
+      check_row_max_time(row_max_times[e], *edge_times[e], indptrs[e]);
+    }
+    return times;
+  }
 };
 
 // What a hop drawn and added at once returns: the nodes new to each type (in

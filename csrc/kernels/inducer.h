@@ -253,7 +253,7 @@ class InducerImpl {
     const int64_t n = src.numel();
     const SeedRange seeds = seed_range(src, seed_local);
     int64_t bound = 0;
-    const std::optional<at::Tensor> seed_time = checked_times(plan, e, src);
+    const std::optional<at::Tensor> seed_time = plan.checked_seed_times(e, src);
     AT_DISPATCH_INDEX_TYPES(indptr.scalar_type(), "sample_induce_next", [&] {
       const SingleTopology<index_t> g{csr_view<index_t>(indptr, indices, edge_ids, edge_weights)};
       if (!seed_time.has_value()) {
@@ -262,11 +262,11 @@ class InducerImpl {
       }
       using idx_t = index_t;
       const at::Tensor& edge_time = *plan.edge_times[e];
-      const bool row_max = !plan.row_max_times.empty() && plan.row_max_times[e].has_value();
+      const std::optional<at::Tensor> row_max = plan.row_max_time(e);
       GLT_DISPATCH_TIME_TYPES(edge_time.scalar_type(), "sample_induce_next", [&] {
         const TemporalTopology<idx_t, scalar_t> window{
             g, edge_time.data_ptr<scalar_t>(),
-            row_max ? plan.row_max_times[e]->data_ptr<scalar_t>() : nullptr,
+            row_max.has_value() ? row_max->data_ptr<scalar_t>() : nullptr,
             seed_time->data_ptr<scalar_t>(), fanout, plan.last};
         bound = draw_request(plan, e, window, seeds, hop);
       });
@@ -284,21 +284,6 @@ class InducerImpl {
     hop.fresh = insert_bounded(backend_, table, inserted, hop.offsets.data_ptr<int64_t>() + n,
                                sizes.data_ptr<int64_t>() + nbr_type, report + kFresh, out);
     return hop;
-  }
-
-  // Request e's seed times, checked, where it draws in temporal windows
-  // (its edge_times and seed_times given); none otherwise.
-  std::optional<at::Tensor> checked_times(const HopPlan& plan, size_t e,
-                                          const at::Tensor& src) const {
-    const bool timed = plan.timed(e);
-    TORCH_CHECK_VALUE(timed == (!plan.seed_times.empty() && plan.seed_times[e].has_value()),
-                      "request ", e, " has edge_times or seed_times but not both");
-    const bool row_max = !plan.row_max_times.empty() && plan.row_max_times[e].has_value();
-    TORCH_CHECK_VALUE(timed || !row_max, "request ", e, " has row_max_times but no edge_times");
-    if (!timed) return std::nullopt;
-    const at::Tensor& edge_time = *plan.edge_times[e];
-    if (row_max) check_row_max_time(plan.row_max_times[e], edge_time, plan.indptrs[e]);
-    return checked_time_args(edge_time, plan.indices[e], *plan.seed_times[e], src);
   }
 
   // Counts and draws request e's neighbors from `source` (kernels/hop_induce.h);

@@ -51,17 +51,8 @@ CheckedRequest checked_request(const kernels::HopPlan& plan, size_t e, int64_t i
                    col_prefix.contiguous(),
                    at::Tensor(),
                    at::Tensor()};
-  const bool timed = plan.timed(e);
-  TORCH_CHECK_VALUE(timed == (!plan.seed_times.empty() && plan.seed_times[e].has_value()),
-                    "request ", e, " has edge_times or seed_times but not both");
-  if (timed) {
-    r.times = checked_time_args(*plan.edge_times[e], plan.indices[e], *plan.seed_times[e], r.seeds);
-  }
-  if (!plan.row_max_times.empty() && plan.row_max_times[e].has_value()) {
-    TORCH_CHECK_VALUE(timed, "request ", e, " has row_max_times but no edge_times");
-    check_row_max_time(plan.row_max_times[e], *plan.edge_times[e], indptr);
-    r.row_max_time = *plan.row_max_times[e];
-  }
+  r.times = plan.checked_seed_times(e, r.seeds).value_or(at::Tensor());
+  r.row_max_time = plan.row_max_time(e).value_or(at::Tensor());
   return r;
 }
 
