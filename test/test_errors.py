@@ -217,7 +217,7 @@ def test_channel_timeouts_are_checked():
 
 
 def test_rpc_transports_come_from_the_environment_and_are_checked(monkeypatch):
-  from graphlearn_torch.distributed.runtime.rpc import DEFAULT_RPC_TRANSPORTS, rpc_transports
+  from graphlearn_torch.distributed.runtime.rpc_args import DEFAULT_RPC_TRANSPORTS, rpc_transports
 
   monkeypatch.delenv('GLT_RPC_TRANSPORTS', raising=False)
   assert rpc_transports() == list(DEFAULT_RPC_TRANSPORTS)
@@ -229,7 +229,7 @@ def test_rpc_transports_come_from_the_environment_and_are_checked(monkeypatch):
 
 
 def test_rpc_channels_come_from_the_environment_and_are_checked(monkeypatch):
-  from graphlearn_torch.distributed.runtime.rpc import rpc_channels
+  from graphlearn_torch.distributed.runtime.rpc_args import rpc_channels
 
   monkeypatch.delenv('GLT_RPC_CHANNELS', raising=False)
   assert rpc_channels() is None  # TensorPipe's own choice

@@ -2,15 +2,18 @@
 graceful shutdown reads to the end, so it goes only after every other rank
 has said it left (a rank 0 gone first cuts a slower rank's last read: a C++
 "Connection reset by peer" in its log), and not much later when one never
-says so. Processes are spawned on loopback and reaped also on failure."""
+says so; a graceful shutdown beside a rank that died raises at once, where
+the ranks' wait for each other would last the whole timeout. Processes are
+spawned on loopback and reaped also on failure."""
 
+import os
 import time
 import traceback
 
 import pytest
 from event_pipes import EventPipes
 from test_dist_sampling import free_port
-from test_job_identity import reap, start
+from test_job_identity import SPAWN, reap, start
 
 import graphlearn_torch as glt
 from graphlearn_torch.distributed.runtime import rpc as rpc_module
@@ -71,3 +74,42 @@ def test_rank_0_waits_a_bounded_time_for_a_rank_that_never_says_it_left():
   times = run_world('silently')
   waited = times['out', 0] - times['leaving', 0]
   assert LEAVE_WAIT_S - 0.5 <= waited < LEAVE_WAIT_S + 5, waited
+
+
+def member_beside_the_dead(rank, port, died, events):
+  r"""A rank of a 3-process world: rank 2 exits without leaving once every
+  rank has joined; ranks 0 and 1 then (``died`` set) leave gracefully and
+  report how long that took and what it raised."""
+  dist = glt.distributed
+  try:
+    dist.init_worker_group(3, rank, 'leave')
+    dist.init_rpc('127.0.0.1', port, num_rpc_threads=2, rpc_timeout=RPC_TIMEOUT_S)
+    dist.barrier()
+    if rank == 2:
+      os._exit(0)  # no shutdown: as a killed process
+    if not died.wait(RPC_TIMEOUT_S):
+      raise TimeoutError('rank 2 did not exit')
+    started = time.monotonic()
+    try:
+      dist.shutdown_rpc(graceful=True, timeout=RPC_TIMEOUT_S)
+      raised = None
+    except RuntimeError as e:
+      raised = str(e)
+    events.put(('left', rank, (time.monotonic() - started, raised)))
+  except Exception:
+    events.put(('error', rank, traceback.format_exc()))
+
+
+def test_a_graceful_leave_beside_a_dead_rank_raises_at_once():
+  port, events, died = free_port(), EventPipes(), SPAWN.Event()
+  procs = [start(member_beside_the_dead, r, port, died, events.writer()) for r in (0, 1, 2)]
+  try:
+    procs[2].join(RPC_TIMEOUT_S)
+    assert procs[2].exitcode == 0, 'rank 2 exits once every rank has joined'
+    died.set()
+    for rank in (0, 1):
+      took, raised = events.wait('left', rank, failures=('error',))
+      assert raised is not None and 'leave_2' in raised, raised
+      assert took < 5, f'rank {rank} took {took:.1f} s to leave beside a dead rank'
+  finally:
+    reap(procs)

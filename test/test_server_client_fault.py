@@ -2,7 +2,8 @@
 
 - a client killed mid-epoch has its producers destroyed by every server
   within 30 s, while the other client trains on;
-- a server killed mid-epoch makes both clients raise within 30 s;
+- a server killed mid-epoch makes both clients raise within 30 s, and the
+  other server exit;
 - a client that fails and calls shutdown_client leaves the servers usable
   for the other client, and the servers exit once both clients are gone.
 
@@ -183,6 +184,10 @@ def test_killed_server_makes_clients_raise(tmp_path, num_workers):
     for p in job.clients:
       p.join(WITHIN_S)
       assert p.exitcode == 0, 'the clients exit'
+    # and so does the other server, its sampling processes with it: they
+    # leave their RPC world at once rather than wait for the dead server's
+    exited_at = job.wait('server_exit', 0, timeout=WITHIN_S)
+    print(f'server 0 exited after {exited_at - killed_at:.1f} s')
 
 
 def test_failed_client_leaves_servers_usable(tmp_path):

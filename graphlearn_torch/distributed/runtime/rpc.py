@@ -9,7 +9,6 @@ worker holds a data partition.
 
 import atexit
 import logging
-import os
 import threading
 import warnings
 from abc import ABC, abstractmethod
@@ -23,53 +22,19 @@ from ...utils.network import advertised_address, default_socket_ifname
 from ...utils.threads import cap_for_shared_host
 from .context import DistRole, get_context, worker_name
 from .rendezvous import leave_rendezvous, rendezvous_url
-from .rpc_args import checked_port, checked_threads, checked_timeout
+from .rpc_args import (  # noqa: F401  (their home before)
+  DEFAULT_RPC_TRANSPORTS,
+  TRANSPORTS_ENV,
+  checked_port,
+  checked_threads,
+  checked_timeout,
+  rpc_channels,
+  rpc_transports,
+)
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_RPC_TIMEOUT_S = 180
-
-# TensorPipe transports between RPC peers, best first: 'uv' (TCP) waits in
-# epoll where 'shm' busy-polls (docs/benchmarks.md: "worker mode without the
-# busy-polling transport").
-# GLT_RPC_TRANSPORTS (comma-separated: 'uv', 'shm', 'ibv') overrides it for
-# every process of a job, which inherit the environment.
-DEFAULT_RPC_TRANSPORTS = ('uv',)
-TRANSPORTS_ENV = 'GLT_RPC_TRANSPORTS'
-# TensorPipe's channels, which carry the tensors: TensorPipe's own choice
-# unless GLT_RPC_CHANNELS names them ('mpt_uv', 'basic', 'cma', ...). Peers on
-# one machine exchange CPU tensors by cross-memory attach ('cma'), also from
-# separate network namespaces: 'mpt_uv,basic' keeps them on the network, as
-# between machines.
-CHANNELS_ENV = 'GLT_RPC_CHANNELS'
-KNOWN_CHANNELS = {'basic', 'mpt_uv', 'cma', 'xth', 'cuda_ipc', 'cuda_gdr', 'cuda_xth', 'cuda_basic'}
-
-
-def _names_from_env(env: str, known: set, what: str) -> Optional[List[str]]:
-  r"""The comma-separated names of ``$env``, each one of ``known``; None
-  where the variable is unset or empty."""
-  value = os.environ.get(env, '')
-  chosen = [n.strip() for n in value.split(',') if n.strip()]
-  unknown = sorted(set(chosen) - known)
-  if unknown:
-    raise ValueError(
-      f'{env}={value!r} names unknown TensorPipe {what} {unknown}: choose among '
-      + ', '.join(repr(n) for n in sorted(known))
-    )
-  return chosen or None
-
-
-def rpc_transports() -> List[str]:
-  r"""The TensorPipe transports this process offers its RPC peers:
-  ``$GLT_RPC_TRANSPORTS`` (comma-separated) or ``DEFAULT_RPC_TRANSPORTS``."""
-  chosen = _names_from_env(TRANSPORTS_ENV, {'uv', 'shm', 'ibv'}, 'transports')
-  return chosen or list(DEFAULT_RPC_TRANSPORTS)
-
-
-def rpc_channels() -> Optional[List[str]]:
-  r"""The TensorPipe channels this process offers its RPC peers:
-  ``$GLT_RPC_CHANNELS`` (comma-separated), or None for TensorPipe's own."""
-  return _names_from_env(CHANNELS_ENV, KNOWN_CHANNELS, 'channels')
 
 
 class RpcCalleeBase(ABC):
@@ -238,7 +203,12 @@ def shutdown_rpc(graceful: bool = True, timeout: Optional[float] = None) -> None
     graceful: wait until every peer has finished its outstanding work (and
       left too); else drop at once.
     timeout: seconds a graceful shutdown waits for the peers (default: the
-      RPC timeout); a peer that is gone turns the wait into an error.
+      RPC timeout).
+
+  Raises:
+    RuntimeError: a graceful shutdown found a peer gone (it then leaves at
+      once: the peers' wait for each other would last the whole timeout),
+      or the peers did not all leave within the timeout.
   """
   global _state
   if _state is None:
@@ -247,7 +217,8 @@ def shutdown_rpc(graceful: bool = True, timeout: Optional[float] = None) -> None
   wait = _state.timeout if timeout is None else timeout
   name, left_gracefully = _state.name, False
   try:
-    if graceful:
+    gone = _peers_gone(wait) if graceful else []
+    if graceful and not gone:
       rpc.shutdown(graceful=True, timeout=wait)
       left_gracefully = True
     else:
@@ -255,6 +226,35 @@ def shutdown_rpc(graceful: bool = True, timeout: Optional[float] = None) -> None
   finally:
     _state = None
     leave_rendezvous(name, left_gracefully)
+  if gone:
+    raise RuntimeError(
+      f'{name} left the RPC world without waiting for its peers: {", ".join(gone)} '
+      'did not answer (gone)'
+    )
+
+
+def _answer_present() -> bool:
+  return True
+
+
+def _peers_gone(timeout: float) -> List[str]:
+  r"""The peers that do not answer a request within ``timeout`` seconds (a
+  process that has exited fails it at once, where a graceful shutdown's wait
+  for its word would last the whole timeout)."""
+  me = _require_state().name
+  peers = [n for names in _state.worker_names.values() for n in names if n != me]
+  asked, gone = [], []
+  for peer in peers:
+    try:
+      asked.append((peer, rpc.rpc_async(peer, _answer_present, timeout=timeout)))
+    except RuntimeError:
+      gone.append(peer)
+  for peer, answer in asked:
+    try:
+      answer.wait()
+    except RuntimeError:
+      gone.append(peer)
+  return sorted(gone)
 
 
 def _shutdown_at_exit() -> None:
