@@ -22,7 +22,7 @@ from ...utils.network import advertised_address, default_socket_ifname
 from ...utils.threads import cap_for_shared_host
 from .context import DistRole, get_context, worker_name
 from .rendezvous import leave_rendezvous, rendezvous_url
-from .rpc_args import (  # noqa: F401  (their home before)
+from .rpc_args import (  # noqa: F401  (DEFAULT_RPC_TRANSPORTS, TRANSPORTS_ENV: once here)
   DEFAULT_RPC_TRANSPORTS,
   TRANSPORTS_ENV,
   checked_port,
