@@ -3,16 +3,26 @@ graceful shutdown reads to the end, so it goes only after every other rank
 has said it left (a rank 0 gone first cuts a slower rank's last read: a C++
 "Connection reset by peer" in its log), and not much later when one never
 says so; a graceful shutdown beside a rank that died raises at once, where
-the ranks' wait for each other would last the whole timeout. Processes are
-spawned on loopback and reaped also on failure."""
+the ranks' wait for each other would last the whole timeout, and beside a
+live one waits for it: a trainer done first keeps serving its partition to
+the other's sampling processes. Processes are spawned on loopback and reaped
+also on failure."""
 
 import os
 import time
 import traceback
 
 import pytest
+import torch
 from event_pipes import EventPipes
-from test_dist_sampling import free_port
+from test_dist_sampling import (
+  free_port,
+  make_loader,
+  partition,
+  run_epochs,
+  run_spawned,
+  share_host_partitions,
+)
 from test_job_identity import SPAWN, reap, start
 
 import graphlearn_torch as glt
@@ -113,3 +123,46 @@ def test_a_graceful_leave_beside_a_dead_rank_raises_at_once():
       assert took < 5, f'rank {rank} took {took:.1f} s to leave beside a dead rank'
   finally:
     reap(procs)
+
+
+def trainer_of_its_own_epochs(rank, port, sampling_port, root, epochs, results):
+  r"""A worker-mode trainer of 2, the other partition read over RPC by its
+  sampling process: checks ``epochs`` epochs of batches against the whole
+  graph, then shuts its loader down; reports when that started and ended."""
+  share_host_partitions('0', rank, 2)
+  dist = glt.distributed
+  try:
+    dist.init_worker_group(2, rank, 'trainer')
+    dist.init_rpc('127.0.0.1', port, num_rpc_threads=2, rpc_timeout=RPC_TIMEOUT_S)
+    options = dist.MpDistSamplingWorkerOptions(
+      num_workers=1, master_addr='127.0.0.1', master_port=sampling_port,
+      rpc_timeout=RPC_TIMEOUT_S, channel_size='16MB',
+    )  # fmt: skip
+    ds = dist.DistDataset(edge_dir='out').load(root, rank, graph_mode='CPU')
+    graph = torch.load(os.path.join(root, 'full.pt'), weights_only=False)
+    loader, num_seeds, check = make_loader(dist, ds, graph, 'node', False, rank, options)
+    batches, _ = run_epochs(loader, check, num_seeds, epochs)
+    started = time.monotonic()
+    loader.shutdown()
+    results.put((rank, 'ok', batches, started, time.monotonic()))
+  except Exception:
+    results.put((rank, traceback.format_exc(), 0, 0.0, 0.0))
+  finally:
+    dist.shutdown_rpc(graceful=True, timeout=RPC_TIMEOUT_S)
+
+
+def test_a_trainer_done_first_serves_the_other_until_it_is_done(tmp_path):
+  partition(str(tmp_path), 2, hetero=False)
+  results, ports = SPAWN.Queue(), (free_port(), free_port())
+  procs = [
+    SPAWN.Process(
+      target=trainer_of_its_own_epochs, args=(rank, *ports, str(tmp_path), epochs, results)
+    )
+    for rank, epochs in ((0, 1), (1, 12))
+  ]
+  reports = dict((r[0], r[1:]) for r in run_spawned(procs, results, timeout=120))
+  for rank, (status, *_) in reports.items():
+    assert status == 'ok', f'rank {rank}:\n{status}'
+  (_, batches_0, _, done_0), (_, batches_1, stop_1, _) = reports[0], reports[1]
+  assert batches_1 > 6 * batches_0, 'the second trainer ran on after the first was done'
+  assert done_0 >= stop_1, "the first trainer's samplers left before the second's"
