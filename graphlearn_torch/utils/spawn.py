@@ -22,6 +22,7 @@ import logging
 import multiprocessing
 import os
 import sys
+import time
 import traceback
 from multiprocessing import connection as mp_connection
 from multiprocessing import forkserver
@@ -109,6 +110,10 @@ def _run(fn: Callable, index: int, args: Sequence, errors, environment) -> None:
     errors.close()
 
 
+# Seconds the processes get to stop after Ctrl-C before they are killed: a
+# terminal's interrupt reaches them too, and they leave as their scripts do.
+INTERRUPT_GRACE_S = 10.0
+
 # What a trainer imports besides the script: PyG, whose Data its batches
 # become (skipped where it is not installed).
 TRAINER_PRELOAD = ('torch', 'graphlearn_torch', 'torch_geometric')
@@ -146,6 +151,9 @@ def spawn(
 
   Raises:
     SpawnedProcessError: a process raised (with its traceback) or died.
+    KeyboardInterrupt: Ctrl-C: the processes got ``INTERRUPT_GRACE_S``
+      seconds to stop (a terminal interrupts them too), and the rest were
+      killed.
   """
   if start_method not in (None, 'forkserver', 'spawn'):
     raise ValueError(f"start_method must be 'forkserver' or 'spawn', got {start_method!r}")
@@ -155,6 +163,7 @@ def spawn(
     ctx = trainer_process_context(fn.__module__)
   environment = dict(os.environ)
   procs, readers = [], []
+  why = 'another one failed'  # why the processes still running are killed
   try:
     for index in range(nprocs):
       reader, writer = ctx.Pipe(duplex=False)
@@ -188,11 +197,28 @@ def spawn(
               tracebacks[index] = reader.recv()
           cause = tracebacks.get(index) or f'it exited with code {proc.exitcode}'
           raise SpawnedProcessError(f'process {index} (pid {proc.pid}) failed:\n{cause}')
+  except KeyboardInterrupt:
+    why = 'it did not stop after the interrupt'
+    _wait_after_interrupt(procs)
+    raise
   finally:
     for proc in procs:
       if proc.is_alive():
-        logger.warning('killing process %s (pid %d): another one failed', proc.name, proc.pid)
+        logger.warning('killing process %s (pid %d): %s', proc.name, proc.pid, why)
         proc.kill()
       proc.join()
     for reader in readers:
       reader.close()
+
+
+def _wait_after_interrupt(procs: List[multiprocessing.process.BaseProcess]) -> None:
+  r"""Gives the processes still running ``INTERRUPT_GRACE_S`` seconds, all
+  together, to stop (a second Ctrl-C cuts the wait short)."""
+  running = [proc for proc in procs if proc.is_alive()]
+  if running:
+    logger.warning(
+      'interrupted: waiting up to %g s for %d process(es) to stop', INTERRUPT_GRACE_S, len(running)
+    )
+  deadline = time.monotonic() + INTERRUPT_GRACE_S
+  for proc in running:
+    proc.join(max(0.0, deadline - time.monotonic()))

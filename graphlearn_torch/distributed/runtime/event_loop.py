@@ -152,7 +152,12 @@ class ConcurrentEventLoop:
       TimeoutError: no place freed up within ``timeout`` seconds.
     """
     self._start_for(coro)
-    if not self._slots.acquire(timeout=timeout):
+    try:
+      acquired = self._slots.acquire(timeout=timeout)
+    except BaseException:  # interrupted (Ctrl-C): the task never runs
+      _discard(coro)
+      raise
+    if not acquired:
       _discard(coro)
       raise TimeoutError(f'no sampling task finished within {timeout} s')
     with self._idle:

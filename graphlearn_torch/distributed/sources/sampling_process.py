@@ -24,7 +24,6 @@ import torch
 
 from ..._ext import cuda_kernels_available
 from ...batch.codec import (
-  batch_place,
   encode_error,
   place_batch,
   producer_tag,
@@ -106,8 +105,10 @@ class ProducerSpec:
   channel: Optional[ChannelBase] = None
 
 
-async def _placed(coro, epoch: int, position: int, producer: Optional[int]) -> SampleMessage:
-  msg = place_batch(await coro, epoch, position)
+def _placed(msg: SampleMessage, place: tuple) -> SampleMessage:
+  r"""``msg`` marked with its ``place``: epoch, position and producer."""
+  epoch, position, producer = place
+  msg = place_batch(msg, epoch, position)
   return msg if producer is None else tag_producer(msg, producer)
 
 
@@ -178,19 +179,18 @@ class _SampledBatches:
       return
     text = ''.join(traceback.format_exception(type(error), error, error.__traceback__))
     msg = encode_error(f'sampling process {self.rank} (pid {os.getpid()}):\n{text}')
-    if place is not None:
-      epoch, position, producer = place
-      msg = place_batch(msg, epoch, position)
-      msg = msg if producer is None else tag_producer(msg, producer)
-    self.send(msg)
+    self.send(msg if place is None else _placed(msg, place))
 
-  def deliver(self, msg: SampleMessage) -> None:
+  def deliver(self, msg: SampleMessage, place: tuple) -> None:
+    r"""Sends a sampled batch, marked with its ``place`` (epoch, position
+    and producer)."""
     try:
+      msg = _placed(msg, place)
       if self._sent_to_loader(msg):
         msg = receipt_of(msg)
       self.send(msg)
     except Exception as error:  # writing its deferred rows failed: the owner gets why
-      self.report(error, _place_of(msg))
+      self.report(error, place)
 
   def _sent_to_loader(self, msg: SampleMessage) -> bool:
     r"""Sends a batch straight to its loader's channel, where its producer
@@ -223,16 +223,10 @@ class _SampledBatches:
       coro = messages.message(spec.config.sampling_type, inputs, index + spec.input_offset, random)
       place = (epoch, position, producer)
       self.loop.add_task(
-        _placed(coro, *place),
-        callback=self.deliver,
+        coro,
+        callback=lambda msg, place=place: self.deliver(msg, place),
         on_error=lambda error, place=place: self.report(error, place),
       )
-
-
-def _place_of(msg: SampleMessage) -> Optional[tuple]:
-  r"""``(epoch, position, producer)`` of a placed message."""
-  epoch, position = batch_place(msg)
-  return epoch, position, producer_tag(msg)
 
 
 def watch_trainer(pid: int) -> Callable[[], bool]:
@@ -372,6 +366,8 @@ def run_sampling_process(
       batches.create(producer, spec)
     status.send(('ready', rank, None))
     graceful = _serve(batches, tasks, status, trainer_exited)
+  except KeyboardInterrupt:  # Ctrl-C reached this process too: its owner stops the job
+    graceful = False
   except Exception:
     graceful = False
     text = traceback.format_exc()
