@@ -2,8 +2,9 @@
 process group. The launcher (glt.utils.spawn) gives the processes time to
 stop as their scripts do, then kills the rest; sampling processes leave
 quietly, as a DataLoader's workers do, so the user sees one KeyboardInterrupt:
-the launcher's. Each job runs in a session of its own (so the interrupt
-reaches only it) and is reaped also on failure."""
+the launcher's. A launcher killed alone has its processes interrupted so.
+Each job runs in a session of its own (so the interrupt reaches only it) and
+is reaped also on failure."""
 
 import os
 import signal
@@ -28,11 +29,12 @@ def group_members(pgid: int) -> list:
   return out.split()
 
 
-def interrupt_when(proc: subprocess.Popen, ready: list) -> tuple:
-  r"""Interrupts ``proc``'s process group (as a terminal's Ctrl-C) once its
-  output has shown every line part in ``ready``; returns (its output, seconds
-  it took to exit, seconds until its group was empty). Kills the group on
-  the way out."""
+def interrupt_when(proc: subprocess.Popen, ready: list, sig=signal.SIGINT, group=True) -> tuple:
+  r"""Interrupts ``proc``'s process group (as a terminal's Ctrl-C), or sends
+  ``sig`` to ``proc`` alone (``group=False``), once its output has shown
+  every line part in ``ready``; returns (its output, seconds it took to
+  exit, seconds until its group was empty). Kills the group on the way
+  out."""
   lines, waiting = [], set(ready)
   try:
     for line in proc.stdout:
@@ -42,7 +44,10 @@ def interrupt_when(proc: subprocess.Popen, ready: list) -> tuple:
         break
     assert not waiting, ''.join(lines)[-4000:]
     interrupted = time.monotonic()
-    os.killpg(proc.pid, signal.SIGINT)
+    if group:
+      os.killpg(proc.pid, sig)
+    else:
+      os.kill(proc.pid, sig)
     out, _ = proc.communicate(timeout=STOP_WITHIN_S)
     exited = time.monotonic() - interrupted
     deadline = interrupted + STOP_WITHIN_S
@@ -123,3 +128,15 @@ def test_spawn_gives_interrupted_processes_time_to_stop(tmp_path, kind):
     assert os.listdir(marks) == [], out
     assert out.count('killing process') == 2 and 'did not stop after the interrupt' in out, out
     assert 2 <= exited < 10, exited
+
+
+def test_processes_stop_when_their_launcher_is_killed(tmp_path):
+  script = tmp_path / 'launch.py'
+  script.write_text(LAUNCHER)
+  marks = tmp_path / 'marks'
+  marks.mkdir()
+  proc = start([str(script), str(marks), 'clean'], env={**os.environ, 'PYTHONPATH': str(ROOT)})
+  out, _, emptied = interrupt_when(proc, ['started 0', 'started 1'], signal.SIGKILL, group=False)
+  assert sorted(os.listdir(marks)) == ['0', '1'], 'each ran its own clean-up:\n' + out
+  assert out.count('the launcher (pid') == 2, out
+  print(f'every process stopped {emptied:.1f} s after the launcher was killed')

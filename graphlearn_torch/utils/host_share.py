@@ -234,6 +234,15 @@ class ProcessWatch:
       return self._names[fd]
     return None
 
+  def wait(self) -> Optional[str]:
+    r"""Waits until a watched process exits and returns its name (None at
+    once where nothing is watched)."""
+    if not self._names:
+      return None
+    for fd, _ in self._epoll.poll():
+      return self._names[fd]
+    return None
+
   def check(self) -> None:
     r"""Raises RuntimeError naming a watched process that has exited."""
     name = self.exited()

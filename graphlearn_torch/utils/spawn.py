@@ -21,7 +21,9 @@ import gc
 import logging
 import multiprocessing
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
 from multiprocessing import connection as mp_connection
@@ -29,6 +31,8 @@ from multiprocessing import forkserver
 from typing import Callable, Dict, List, Optional, Sequence
 
 import torch
+
+from .host_share import HostShareError, ProcessWatch
 
 logger = logging.getLogger(__name__)
 
@@ -97,9 +101,10 @@ def adopt_environment(environment: Dict[str, str]) -> None:
   os.environ.update(environment)
 
 
-def _run(fn: Callable, index: int, args: Sequence, errors, environment) -> None:
+def _run(fn: Callable, index: int, args: Sequence, errors, environment, launcher: int) -> None:
   try:
     adopt_environment(environment)
+    _stop_with_the_launcher(launcher)
     fn(index, *args)
   except BaseException:  # every failure goes to the parent
     try:
@@ -113,6 +118,30 @@ def _run(fn: Callable, index: int, args: Sequence, errors, environment) -> None:
 # Seconds the processes get to stop after Ctrl-C before they are killed: a
 # terminal's interrupt reaches them too, and they leave as their scripts do.
 INTERRUPT_GRACE_S = 10.0
+
+
+def _stop_with_the_launcher(pid: int) -> None:
+  r"""Interrupts this process (a KeyboardInterrupt in its main thread, as
+  Ctrl-C) once its launcher, process ``pid``, has exited: killed, it leaves
+  no process training on alone. A process that has not stopped
+  ``INTERRUPT_GRACE_S`` seconds later is killed."""
+  watch = ProcessWatch()
+  try:
+    watch.add(pid, 'the launcher')
+  except HostShareError:  # gone already (the parent then fails at once), or no pidfds
+    return
+
+  def stop_when_it_exits() -> None:
+    watch.wait()
+    logger.error('the launcher (pid %d) exited: stopping process %d', pid, os.getpid())
+    os.kill(os.getpid(), signal.SIGINT)
+    threading.Event().wait(INTERRUPT_GRACE_S)  # the process exits meanwhile, this thread with it
+    logger.error('process %d did not stop %g s after its launcher: killing it', os.getpid(),
+                 INTERRUPT_GRACE_S)  # fmt: skip
+    os.kill(os.getpid(), signal.SIGKILL)
+
+  threading.Thread(target=stop_when_it_exits, name='glt-launcher-watch', daemon=True).start()
+
 
 # What a trainer imports besides the script: PyG, whose Data its batches
 # become (skipped where it is not installed).
@@ -169,7 +198,7 @@ def spawn(
       reader, writer = ctx.Pipe(duplex=False)
       proc = ctx.Process(
         target=_run,
-        args=(fn, index, tuple(args), writer, environment),
+        args=(fn, index, tuple(args), writer, environment, os.getpid()),
         name=f'spawned-{index}',
       )
       proc.start()
