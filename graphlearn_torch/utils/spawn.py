@@ -122,13 +122,13 @@ INTERRUPT_GRACE_S = 10.0
 
 def _stop_with_the_launcher(pid: int) -> None:
   r"""Interrupts this process (a KeyboardInterrupt in its main thread, as
-  Ctrl-C) once its launcher, process ``pid``, has exited: killed, it leaves
-  no process training on alone. A process that has not stopped
-  ``INTERRUPT_GRACE_S`` seconds later is killed."""
+  Ctrl-C does) once its launcher, process ``pid``, has exited, so that a
+  launcher killed leaves no process training on alone; kills it if it has
+  not stopped ``INTERRUPT_GRACE_S`` seconds later."""
   watch = ProcessWatch()
   try:
     watch.add(pid, 'the launcher')
-  except HostShareError:  # gone already (the parent then fails at once), or no pidfds
+  except HostShareError:  # gone already, or no pidfds on this platform: nothing to follow
     return
 
   def stop_when_it_exits() -> None:
