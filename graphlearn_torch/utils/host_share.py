@@ -228,18 +228,17 @@ class ProcessWatch:
   def exited(self) -> Optional[str]:
     r"""The name of a watched process that has exited (a zombie counts),
     else None."""
-    if not self._names:
-      return None
-    for fd, _ in self._epoll.poll(0):
-      return self._names[fd]
-    return None
+    return self._first_exited(0)
 
   def wait(self) -> Optional[str]:
     r"""Waits until a watched process exits and returns its name (None at
     once where nothing is watched)."""
+    return self._first_exited(None)
+
+  def _first_exited(self, timeout: Optional[float]) -> Optional[str]:
     if not self._names:
       return None
-    for fd, _ in self._epoll.poll():
+    for fd, _ in self._epoll.poll(timeout):
       return self._names[fd]
     return None
 
