@@ -143,6 +143,7 @@ void bind_shm_queue(py::module_& m) {
       .def_property_readonly("capacity", &glt::ShmQueue::capacity)
       .def_property_readonly("shm_size", &glt::ShmQueue::shm_size)
       .def_property_readonly("backed_bytes", &glt::ShmQueue::backed_bytes)
+      .def_property_readonly("waiting_for_room", &glt::ShmQueue::waiting_for_room)
       .def_property_readonly("fd", &glt::ShmQueue::fd)
       .def_property_readonly("mapping_address", &glt::ShmQueue::mapping_address)
       .def_property_readonly("mapping_size", &glt::ShmQueue::mapping_size);

@@ -114,8 +114,13 @@ class ShmQueue : public std::enable_shared_from_this<ShmQueue> {
   int64_t shm_size() const;  // data ring bytes
   int64_t backed_bytes() const;  // data ring bytes with memory behind them (a hint: no lock)
   int64_t free_bytes() const;
-  // A snapshot of the queue's state: queued, pending (being written), used
-  // and free bytes, head, tail, processes (live entries in the table).
+  // Producers waiting for a slot or a block now (a hint: no lock). While the
+  // consumer waits for a message, a waiting producer is waiting for bytes
+  // only the consumer can free.
+  int64_t waiting_for_room() const;
+  // A snapshot of the queue's state: queued, pending (being written),
+  // waiting_for_room, used, free and backed bytes, processes (live entries
+  // in the table).
   std::map<std::string, int64_t> stats() const;
   int fd() const { return fd_; }
   // The mapping, for cudaHostRegister by the consumer.

@@ -6,6 +6,7 @@ import gc
 import multiprocessing
 import os
 import pickle
+import threading
 import time
 
 import pytest
@@ -316,6 +317,41 @@ def test_send_timeout_when_full():
     channel.send({'x': torch.zeros(10_000)}, timeout_ms=100)
   del held
   channel.send({'x': torch.zeros(10_000)}, timeout_ms=100)
+
+
+def poll_until(condition, timeout_s: float = 10.0) -> bool:
+  r"""Whether ``condition()`` became true within ``timeout_s``."""
+  deadline = time.monotonic() + timeout_s
+  while not condition():
+    if time.monotonic() > deadline:
+      return False
+    time.sleep(0.005)
+  return True
+
+
+def test_producers_waiting_for_room_are_counted():
+  # A producer waits while a message the consumer holds takes the bytes:
+  # counted until it gets room or gives up, whichever way it leaves.
+  channel = ShmChannel(capacity=8, shm_size='64KB')
+  channel.send({'x': torch.zeros(10_000)})
+  held = channel.recv(timeout_ms=100)
+  assert channel.waiting_for_room == 0
+  sender = threading.Thread(target=channel.send, args=({'x': torch.ones(10_000)},))
+  sender.start()
+  try:
+    assert poll_until(lambda: channel.waiting_for_room == 1), 'the producer is not counted'
+    assert channel.stats()['waiting_for_room'] == 1
+  finally:
+    del held
+    sender.join(10)
+  assert not sender.is_alive() and channel.waiting_for_room == 0
+  assert torch.equal(channel.recv(timeout_ms=100)['x'], torch.ones(10_000))
+  channel.send({'x': torch.zeros(10_000)})
+  held = channel.recv(timeout_ms=100)
+  with pytest.raises(QueueTimeoutError):
+    channel.send({'x': torch.zeros(10_000)}, timeout_ms=100)
+  assert channel.waiting_for_room == 0, 'a producer that gave up is still counted'
+  del held
 
 
 def test_ring_wraps_around_with_messages_held():

@@ -94,3 +94,61 @@ def test_a_busy_sampling_process_never_stalls_its_trainers_hand_out(tmp_path):
   proc = SPAWN.Process(target=run_busy_sampler, args=(str(tmp_path), free_port(), results))
   [(rank, status)] = run_spawned([proc], results, timeout=60)
   assert status == 'ok', status
+
+
+def run_trainer_holding_its_batch(root, port, results):
+  r"""One trainer with 2 sampling processes whose channel holds about 4
+  batches and a third: each batch is kept while the next is waited for (a
+  training loop's ``batch`` lives until ``next`` returns), batches that come
+  early wait in the channel for their turn."""
+  dist = glt.distributed
+  try:
+    dist.init_worker_group(1, 0, 'trainer')
+    options = dist.MpDistSamplingWorkerOptions(
+      num_workers=2, worker_concurrency=4, master_addr='127.0.0.1', master_port=port,
+      rpc_timeout=10, channel_size='22MB',
+    )  # fmt: skip
+    ds = dist.DistDataset(edge_dir='out').load(root, 0, graph_mode='CPU')
+    full_x = torch.load(os.path.join(root, 'x.pt'))
+    seeds = torch.randint(
+      0, full_x.size(0), (1024 * 80,), generator=torch.Generator().manual_seed(0)
+    )
+    loader = dist.DistNeighborLoader(
+      ds, [10, 10], seeds, batch_size=1024, worker_options=options, collect_features=True
+    )
+    for _epoch in range(3):
+      count = 0
+      for i, batch in enumerate(loader):
+        assert torch.equal(batch.input_id, torch.arange(i * 1024, (i + 1) * 1024)), 'in order'
+        assert torch.equal(batch.x, full_x[batch.node])
+        count += 1
+      assert count == 80
+    loader.shutdown()
+    results.put((0, 'ok'))
+  except Exception:
+    results.put((0, traceback.format_exc()))
+  finally:
+    dist.shutdown_rpc(graceful=True, timeout=30)
+
+
+def test_a_trainer_holding_its_batch_never_deadlocks_the_channel(tmp_path):
+  # Batches of 5 MB into a 22 MB channel from 2 sampling processes. The
+  # trainer holds the batch it yielded and, within a third of the channel,
+  # one that came early; the free rest can be split into pieces each
+  # smaller than a batch. Before the loader copied its early batches out
+  # when a sampling process waited for room, the due batch could never be
+  # written: the trainer waited for it until the timeout.
+  g = torch.Generator().manual_seed(0)
+  num_nodes = 5000
+  x = torch.randn(num_nodes, 256, generator=g)
+  edge_index = torch.randint(0, num_nodes, (2, 50000), generator=g)
+  RandomPartitioner(
+    str(tmp_path), 1, num_nodes, edge_index, node_feat=x, seed=0, progress=False
+  ).partition()
+  torch.save(x, os.path.join(tmp_path, 'x.pt'))
+  results = SPAWN.Queue()
+  proc = SPAWN.Process(
+    target=run_trainer_holding_its_batch, args=(str(tmp_path), free_port(), results)
+  )
+  [(rank, status)] = run_spawned([proc], results, timeout=90)
+  assert status == 'ok', status

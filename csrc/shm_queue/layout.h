@@ -39,7 +39,7 @@ namespace glt {
 namespace shm {
 
 constexpr uint64_t kMagic = 0x31515348544c4721ULL;  // "!GLTSHQ1"
-constexpr uint32_t kLayoutVersion = 4;
+constexpr uint32_t kLayoutVersion = 5;
 constexpr uint64_t kAlign = 64;
 constexpr int32_t kMaxProcs = 256;
 // Waits sleep at most this long before checking their peers.
@@ -134,6 +134,7 @@ struct ShmQueueHeader {
   uint64_t used;                  // bytes in blocks that are not free
   uint64_t q_head, q_count;       // slot ring
   uint64_t pending;               // blocks being written: they hold a slot too
+  uint64_t waiting_for_room;      // producers waiting for a slot or a block now
   uint64_t backed;                // data bytes with memory behind them
   uint64_t page;                  // the bytes of a page of the backed-pages map
   uint64_t backed_map_offset;     // a bit a data page, set once the page is backed

@@ -127,6 +127,10 @@ int64_t ShmQueue::backed_bytes() const {
   return static_cast<int64_t>(__atomic_load_n(&header_->backed, __ATOMIC_RELAXED));
 }
 
+int64_t ShmQueue::waiting_for_room() const {
+  return static_cast<int64_t>(__atomic_load_n(&header_->waiting_for_room, __ATOMIC_RELAXED));
+}
+
 int64_t ShmQueue::free_bytes() const {
   Guard guard(header_);
   return static_cast<int64_t>(header_->data_size - header_->used);
@@ -137,9 +141,13 @@ std::map<std::string, int64_t> ShmQueue::stats() const {
   const auto* h = header_;
   int64_t processes = 0;
   for (int32_t i = 0; i < kMaxProcs; ++i) processes += h->procs[i].pid != 0;
-  return {{"queued", h->q_count},      {"pending", h->pending},
-          {"used_bytes", h->used},     {"free_bytes", h->data_size - h->used},
-          {"backed_bytes", h->backed}, {"processes", processes}};
+  return {{"queued", h->q_count},
+          {"pending", h->pending},
+          {"waiting_for_room", h->waiting_for_room},
+          {"used_bytes", h->used},
+          {"free_bytes", h->data_size - h->used},
+          {"backed_bytes", h->backed},
+          {"processes", processes}};
 }
 
 }  // namespace glt

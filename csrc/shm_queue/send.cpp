@@ -63,6 +63,32 @@ bool ShmQueue::owner_alive(std::string* error) const {
   return owner_alive;
 }
 
+namespace {
+
+// Counts a producer among those waiting for room from its first failed try
+// until it leaves take_block, whichever way; under the queue's lock. (A
+// producer that dies while it waits stays counted: the consumer may then
+// free bytes it keeps a little sooner than it needs to, nothing worse.)
+class WaitingForRoom {
+ public:
+  explicit WaitingForRoom(uint64_t* count) : count_(count) {}
+  ~WaitingForRoom() {
+    if (counted_) *count_ -= 1;
+  }
+  WaitingForRoom(const WaitingForRoom&) = delete;
+  WaitingForRoom& operator=(const WaitingForRoom&) = delete;
+  void start() {
+    if (!counted_) *count_ += 1;
+    counted_ = true;
+  }
+
+ private:
+  uint64_t* count_;
+  bool counted_ = false;
+};
+
+}  // namespace
+
 // Waits for a slot and a block of `bytes`, of which the first `touched` get
 // written, reclaiming the blocks of dead processes while it waits; returns
 // the block's offset (kWriting, counted in `pending`), or kNone with
@@ -73,6 +99,7 @@ uint64_t ShmQueue::take_block(uint64_t bytes, uint64_t touched, int64_t timeout_
   const int64_t start = now_us();
   Guard guard(h);
   register_self(kProducer);
+  WaitingForRoom waiting(&h->waiting_for_room);  // released before the guard
   int64_t last_check = start;
   while (true) {
     int backing_error = 0;
@@ -91,6 +118,7 @@ uint64_t ShmQueue::take_block(uint64_t bytes, uint64_t touched, int64_t timeout_
       *status = ShmQueueStatus::kNoMemory;
       return kNone;
     }
+    waiting.start();
     const int64_t now = now_us();
     if (now - last_check >= kSliceMs * 1000) {
       last_check = now;

@@ -197,6 +197,13 @@ class ShmChannel(ChannelBase):
     return self._queue.shm_size
 
   @property
+  def waiting_for_room(self) -> int:
+    r"""Producers waiting for room in the channel now. While the consumer
+    waits for a message, they wait for bytes that only the consumer can
+    free (by dropping messages it received)."""
+    return self._queue.waiting_for_room
+
+  @property
   def mapping_size(self) -> int:
     r"""Bytes of the channel's shared memory: ``shm_size`` and the header."""
     return self._queue.mapping_size

@@ -9,6 +9,7 @@ random stream, so the batches are the same whoever samples them.
 """
 
 import logging
+import time
 from typing import Callable, Dict, List, Optional, Union
 
 from ...batch.codec import batch_place, raise_if_error
@@ -29,6 +30,21 @@ from .processes import SamplingProcesses
 from .sampling_process import MpCommand, ProducerSpec
 
 logger = logging.getLogger(__name__)
+
+# While it keeps early batches in the channel, how often (ms) the trainer's
+# wait for a batch checks whether a sampling process waits for room.
+ROOM_CHECK_MS = 50
+
+
+def entries_in_channel(msg: SampleMessage) -> SampleMessage:
+  r"""The entries of a received message that hold the channel's bytes: a
+  received CUDA tensor is the trainer's own copy (ShmChannel's GPU mirror)."""
+  return {key: value for key, value in msg.items() if not value.is_cuda}
+
+
+def copied_out_of_channel(msg: SampleMessage) -> SampleMessage:
+  r"""``msg`` with the entries that hold the channel's bytes copied out."""
+  return {**msg, **{key: value.clone() for key, value in entries_in_channel(msg).items()}}
 
 
 class DistMpSamplingProducer(BatchSource):
@@ -186,12 +202,21 @@ class DistMpSamplingProducer(BatchSource):
       TimeoutError: nothing came within the RPC timeout plus a margin.
     """
     wait_ms = batch_wait_ms(self.worker_options.rpc_timeout)
-    try:
-      msg = self.output_channel.recv(timeout_ms=wait_ms)
-    except QueueTimeoutError as e:
-      if isinstance(e, ChannelClosedError):
-        raise
-      raise QueueTimeoutError(self._stalled(wait_ms / 1000)) from e
+    deadline = time.monotonic() + wait_ms / 1000
+    while True:
+      left_ms = (deadline - time.monotonic()) * 1000
+      try:  # in slices while batches kept in the channel may be what the samplers wait for
+        msg = self.output_channel.recv(
+          timeout_ms=min(left_ms, ROOM_CHECK_MS) if self._held_in_channel else left_ms
+        )
+        break
+      except QueueTimeoutError as e:
+        if isinstance(e, ChannelClosedError):
+          raise
+        if time.monotonic() >= deadline:
+          raise QueueTimeoutError(self._stalled(wait_ms / 1000)) from e
+        if getattr(self.output_channel, 'waiting_for_room', 0):
+          self._copy_held_out()
     raise_if_error(msg)
     self._largest_batch = max(self._largest_batch, message_nbytes(msg))
     self._per_worker[self._worker_of.pop(batch_place(msg)[1])] -= 1
@@ -211,9 +236,8 @@ class DistMpSamplingProducer(BatchSource):
 
   def _hold(self, msg: SampleMessage) -> None:
     r"""Keeps a batch that came before its turn. It stays in the channel's
-    memory while the batches kept there take at most a third of it, which
-    leaves the batch due next room to be written however the rest is
-    fragmented (first-fit blocks of at most a batch each); beyond that it is
+    memory while the batches kept there take at most a third of it; beyond
+    that, and once a sampling process waits for room (``_receive``), it is
     copied out."""
     epoch, position = batch_place(msg)
     if epoch != self._epoch or position < self._next_position:
@@ -221,16 +245,27 @@ class DistMpSamplingProducer(BatchSource):
         f'a sampling process sent batch {position} of epoch {epoch} while batch '
         f'{self._next_position} of epoch {self._epoch} was due'
       )
-    # A received CUDA tensor is the trainer's own copy (ShmChannel's GPU
-    # mirror): only the host entries hold the channel's bytes.
-    in_channel = {key: value for key, value in msg.items() if not value.is_cuda}
-    size = message_nbytes(in_channel)
+    size = message_nbytes(entries_in_channel(msg))
     if self._held_bytes + size <= self._hold_budget:
       self._held_bytes += size
       self._held_in_channel[position] = size
     else:
-      msg = {**msg, **{key: value.clone() for key, value in in_channel.items()}}
+      msg = copied_out_of_channel(msg)
     self._arrived[position] = msg
+
+  def _copy_held_out(self) -> None:
+    r"""Copies the batches kept in the channel out of it: a sampling
+    process waits for room while the trainer waits for a batch, so the
+    free bytes, in pieces between those kept and the one the trainer still
+    holds, may each be too small for the batch due next."""
+    logger.debug(
+      'a sampling process waits for room: %d early batches (%.1f MB) copied out of the channel',
+      len(self._held_in_channel), self._held_bytes / 2**20,
+    )  # fmt: skip
+    for position in self._held_in_channel:
+      self._arrived[position] = copied_out_of_channel(self._arrived[position])
+    self._held_in_channel.clear()
+    self._held_bytes = 0
 
   def _take_held(self, position: int) -> Optional[SampleMessage]:
     r"""The batch at ``position`` if it came before its turn, else None."""
