@@ -15,8 +15,10 @@ samples fanout [15, 10, 5] around batches of 1024 of its partition's nodes
 in worker mode, features collected. Jobs, per partition:
   - 1 trainer with 1 sampling process;
   - 2 trainers with 2 sampling processes each.
-After every trainer has taken its warm-up and ``--batches`` batches (the
-loaders still running), the launcher sums the PSS of every process of the
+Each trainer keeps the batch it has while it waits for the next, as a
+training loop keeps the one it trains on. After every trainer has taken its
+warm-up and ``--batches`` batches (the loaders still running), the launcher
+sums the PSS of every process of the
 job (launcher, trainers, sampling processes) by what the pages hold
 (benchmarks/memory.py): the shared tables (the topologies and any tables in
 shared memory), the partitions' memory-mapped feature files, the
@@ -28,7 +30,9 @@ library, the same once it has imported PyG too, and a process forked from
 the first, each doing nothing): one with PyG for each trainer (its loader
 imports PyG, whose Data its batches become), a plain one for each other
 process that started an interpreter of its own and a forked one for each
-forked process. With ``--gpu`` the same jobs run in 'ZERO_COPY'
+forked process; and the floor with the batches in flight: one a trainer
+(the one it trains on) and one a sampling process (the one it writes), of
+the trainers' mean batch size. With ``--gpu`` the same jobs run in 'ZERO_COPY'
 and 'CUDA' modes (a fifth of each feature table in GPU memory), the launcher
 placing each partition on the GPU before it starts the trainers (the
 trainers of a partition and their sampling processes read that one copy),
@@ -88,8 +92,10 @@ def load_partition(root: str, part: int, mode: str, gpu: Optional[int]):
 
 
 def trainer(rank, world, ds, samplers, batches, port, gpu, ready, measured):
-  r"""A trainer on ``ds``'s partition: ``WARMUP + batches`` batches, a report
-  on ``ready``, then its loader kept running until ``measured`` is set."""
+  r"""A trainer on ``ds``'s partition: ``WARMUP + batches`` batches, each
+  kept while the next is sampled (as a training loop keeps the batch it
+  trains on), a report of its batches' mean MB on ``ready``, then its loader
+  kept running, and its last batch kept, until ``measured`` is set."""
   torch.set_num_threads(1)
   dist = glt.distributed
   dist.init_worker_group(world, rank, 'memory')
@@ -106,9 +112,11 @@ def trainer(rank, world, ds, samplers, batches, port, gpu, ready, measured):
   )  # fmt: skip
   try:
     batch_iter = iter(loader)
+    batch_bytes = 0
     for _ in range(WARMUP + batches):
-      next(batch_iter)
-    ready.put(rank)
+      batch = next(batch_iter)
+      batch_bytes += sum(v.numel() * v.element_size() for _, v in batch if torch.is_tensor(v))
+    ready.put(batch_bytes / (WARMUP + batches) / 2**20)
     measured.wait(WAIT_S)
   finally:
     loader.shutdown()
@@ -134,8 +142,9 @@ def trainer_context(start_method: str):
 def launcher(root, mode, gpu, per_partition, samplers, batches, start_method, out):
   r"""One job: loads each partition once, starts its ``per_partition``
   trainers with it (``trainer_context(start_method)``), and puts ``(PSS by
-  kind, processes, how many of them are fresh interpreters, GPU MB)`` on
-  ``out`` once every trainer is at its last batch."""
+  kind, processes, how many of them are fresh interpreters, GPU MB, the
+  trainers' mean batch MB)`` on ``out`` once every trainer is at its last
+  batch."""
   gpu_before = gpu_used_mb(gpu)
   datasets = [load_partition(root, p, mode, gpu) for p in range(NUM_PARTITIONS)]
   if mode != 'CPU':
@@ -154,12 +163,11 @@ def launcher(root, mode, gpu, per_partition, samplers, batches, start_method, ou
     p.start()
   try:
     deadline = time.monotonic() + WAIT_S
-    for _ in procs:
-      next_report(ready, procs, deadline, 'a trainer gave no report')
+    batch_mb = [next_report(ready, procs, deadline, 'a trainer gave no report') for _ in procs]
     pss, count = tree_pss_mb(files_under=os.path.realpath(root))
     fresh = fresh_interpreters(tree_pids())
     gpu_mb = None if gpu is None else gpu_used_mb(gpu) - gpu_before
-    out.put((pss, count, fresh, gpu_mb))
+    out.put((pss, count, fresh, gpu_mb, sum(batch_mb) / len(batch_mb)))
   finally:
     measured.set()
     for p in procs:
@@ -248,29 +256,40 @@ def job_modes(args) -> list:
   return ['CPU'] if args.gpu is None else ['CPU', 'ZERO_COPY', 'CUDA']
 
 
+def batches_in_flight_mb(batch_mb: float, trainers: int, samplers: int) -> float:
+  r"""The MB of the fewest batches a job of ``trainers``, each with
+  ``samplers`` sampling processes, holds while all of them work: each
+  trainer's batch it trains on, and a batch each sampling process writes
+  (batches of ``batch_mb``)."""
+  return trainers * (1 + samplers) * batch_mb
+
+
 def memory_rows(args, root: str, bare: BareProcesses) -> list:
   r"""A row per mode and job: its memory by kind (tables, channels, the GPU
   driver's, the processes' own), what as many ``bare`` processes would hold,
-  the host total and its floor (the tables and the bare processes) against
-  the mode's first job's, and the GPU's."""
+  the batches that must be in flight, the host total and its floors (the
+  tables and the bare processes; and the batches in flight) against the
+  mode's first job's, and the GPU's."""
   rows = []
   for mode in job_modes(args):
     for start_method in args.start_methods:
       first = None
       for per_partition, samplers in JOBS:
-        pss, count, fresh, gpu_mb = job_memory(
+        pss, count, fresh, gpu_mb, batch_mb = job_memory(
           root, mode, args.gpu, (per_partition, samplers), start_method, args.batches
         )
         total = sum(pss.values())
         tables = pss['shared tables'] + pss['partition files']
         with_pyg = NUM_PARTITIONS * per_partition if start_method == 'spawn' else 1
         floor = bare_floor_mb(bare, count, fresh, with_pyg)
-        first = first or (total, tables, tables + floor)
+        in_flight = batches_in_flight_mb(batch_mb, NUM_PARTITIONS * per_partition, samplers)
+        first = first or (total, tables, tables + floor, tables + floor + in_flight)
         own = pss['process'] + pss['libraries']
         job = f'{per_partition} trainer(s) x {samplers} sampler(s)'
         rows.append([
           mode, STARTS[start_method], job, f'{count} ({fresh})', tables, pss['channels'],
-          pss['GPU driver'], own, floor, total, total / first[0], (tables + floor) / first[2],
+          pss['GPU driver'], own, floor, batch_mb, in_flight, total, total / first[0],
+          (tables + floor) / first[2], (tables + floor + in_flight) / first[3],
           tables / first[1], gpu_mb,
         ])  # fmt: skip
         print(f'{mode}, {start_method}, {job}: {count} processes, {total:,.0f} MB', flush=True)
@@ -314,9 +333,12 @@ def main():
       'GPU driver, MB',
       "processes' own, MB",
       'bare processes, MB',
+      'batch, MB',
+      'batches in flight, MB',
       'host, MB',
       'host vs 1 trainer',
       'floor vs 1 trainer',
+      'floor with batches vs 1 trainer',
       'tables vs 1 trainer',
       'GPU, MB',
     ],  # fmt: skip
@@ -340,7 +362,13 @@ def main():
     f'({bare.alone["process"]:.0f} MB each), a forked one a process forked from such a one '
     f'({bare.forked:.1f} MB each), and their libraries once ({bare.with_pyg["libraries"]:.0f} '
     "MB), measured in this run. Floor: the tables and the bare processes, what the job's "
-    "processes hold before they sample. GPU: the device's memory in use at the measurement "
+    'processes hold before they sample. Batch: the mean bytes of a batch (its tensors) as '
+    'the trainers received it; each trainer keeps the batch it has while it waits for the '
+    'next, as a training loop keeps the one it trains on. Batches in flight: the fewest a job '
+    'holds while every process works, one a trainer (the one it trains on) and one a sampling '
+    'process (the one it writes); floor with batches: the floor and those, the least the '
+    "job can hold whatever its processes keep besides. GPU: the device's memory in use at "
+    'the measurement '
     'less before the launcher loaded the partitions, which it places on the GPU once for the '
     'trainers and sampling processes (GPU modes); with sampling processes on the GPU, each '
     "trainer also holds its channel's GPU mirror there (256 MB, as its channel), through "
