@@ -94,7 +94,7 @@ def load_partition(root: str, part: int, mode: str, gpu: Optional[int]):
 def trainer(rank, world, ds, samplers, batches, port, gpu, ready, measured):
   r"""A trainer on ``ds``'s partition: ``WARMUP + batches`` batches, each
   kept while the next is sampled (as a training loop keeps the batch it
-  trains on), a report of its batches' mean MB on ``ready``, then its loader
+  trains on), a report of its batches' mean MB in host memory on ``ready``, then its loader
   kept running, and its last batch kept, until ``measured`` is set."""
   torch.set_num_threads(1)
   dist = glt.distributed
@@ -115,7 +115,9 @@ def trainer(rank, world, ds, samplers, batches, port, gpu, ready, measured):
     batch_bytes = 0
     for _ in range(WARMUP + batches):
       batch = next(batch_iter)
-      batch_bytes += sum(v.numel() * v.element_size() for _, v in batch if torch.is_tensor(v))
+      batch_bytes += sum(  # in host memory (a GPU's batches come through the GPU)
+        v.numel() * v.element_size() for _, v in batch if torch.is_tensor(v) and not v.is_cuda
+      )
     ready.put(batch_bytes / (WARMUP + batches) / 2**20)
     measured.wait(WAIT_S)
   finally:
@@ -362,9 +364,10 @@ def main():
     f'({bare.alone["process"]:.0f} MB each), a forked one a process forked from such a one '
     f'({bare.forked:.1f} MB each), and their libraries once ({bare.with_pyg["libraries"]:.0f} '
     "MB), measured in this run. Floor: the tables and the bare processes, what the job's "
-    'processes hold before they sample. Batch: the mean bytes of a batch (its tensors) as '
-    'the trainers received it; each trainer keeps the batch it has while it waits for the '
-    'next, as a training loop keeps the one it trains on. Batches in flight: the fewest a job '
+    'processes hold before they sample. Batch: the mean bytes of a batch (its tensors in '
+    'host memory) as the trainers received it; each trainer keeps the batch it has while it '
+    'waits for the next, as a training loop keeps the one it trains on. Batches in flight: '
+    'the fewest a job '
     'holds while every process works, one a trainer (the one it trains on) and one a sampling '
     'process (the one it writes); floor with batches: the floor and those, the least the '
     "job can hold whatever its processes keep besides. GPU: the device's memory in use at "
