@@ -298,6 +298,43 @@ def memory_rows(args, root: str, bare: BareProcesses) -> list:
   return rows
 
 
+def memory_note(args, bare: BareProcesses) -> str:
+  r"""The memory table's note: what is measured and how."""
+  return (
+    f'PSS of every process of the job (launcher, trainers, sampling processes) after '
+    f'{WARMUP} + {args.batches} batches per trainer, by what the pages hold '
+    '(benchmarks/memory.py): a page shared by k processes counts 1/k in each, so a table the '
+    'processes share counts once. Trainers: forked from the fork server glt.utils.spawn '
+    'starts them from (it imports torch, PyG, this library and the script once), or each a '
+    "fresh interpreter, as torch.multiprocessing.spawn starts them (GLT's examples). "
+    'Processes: all of them, and in brackets those that started an interpreter of their own '
+    '(the launcher, spawned trainers, fork servers); the others are forked (forked trainers, '
+    'sampling processes). Tables: '
+    'the topologies, feature tables and their maps, in shared memory or read in place from '
+    "the partition files. Channels: each trainer's shared-memory channel (256 MB, backed as "
+    "batches pass). Processes' own: the libraries and each process's heap and buffers; 'bare "
+    "processes': what as many processes hold that do nothing else: a spawned trainer or the "
+    'fork server one that imports torch, this library and PyG, as a loader does '
+    f'({bare.with_pyg["process"]:.0f} MB each), '
+    f'another fresh one (the launcher) one that imports torch and this library '
+    f'({bare.alone["process"]:.0f} MB each), a forked one a process forked from such a one '
+    f'({bare.forked:.1f} MB each), and their libraries once ({bare.with_pyg["libraries"]:.0f} '
+    "MB), measured in this run. Floor: the tables and the bare processes, what the job's "
+    'processes hold before they sample. Batch: the mean bytes of a batch (its tensors in '
+    'host memory) as the trainers received it; each trainer keeps the batch it has while it '
+    'waits for the next, as a training loop keeps the one it trains on. Batches in flight: '
+    'the fewest a job '
+    'holds while every process works, one a trainer (the one it trains on) and one a sampling '
+    'process (the one it writes); floor with batches: the floor and those, the least the '
+    "job can hold whatever its processes keep besides. GPU: the device's memory in use at "
+    'the measurement '
+    'less before the launcher loaded the partitions, which it places on the GPU once for the '
+    'trainers and sampling processes (GPU modes); with sampling processes on the GPU, each '
+    "trainer also holds its channel's GPU mirror there (256 MB, as its channel), through "
+    'which its batches come device to device.'
+  )
+
+
 def main():
   p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   p.add_argument('--num_nodes', type=int, default=1_000_000)
@@ -345,37 +382,7 @@ def main():
       'GPU, MB',
     ],  # fmt: skip
     rows,
-    note=f'PSS of every process of the job (launcher, trainers, sampling processes) after '
-    f'{WARMUP} + {args.batches} batches per trainer, by what the pages hold '
-    '(benchmarks/memory.py): a page shared by k processes counts 1/k in each, so a table the '
-    'processes share counts once. Trainers: forked from the fork server glt.utils.spawn '
-    'starts them from (it imports torch, PyG, this library and the script once), or each a '
-    "fresh interpreter, as torch.multiprocessing.spawn starts them (GLT's examples). "
-    'Processes: all of them, and in brackets those that started an interpreter of their own '
-    '(the launcher, spawned trainers, fork servers); the others are forked (forked trainers, '
-    'sampling processes). Tables: '
-    'the topologies, feature tables and their maps, in shared memory or read in place from '
-    "the partition files. Channels: each trainer's shared-memory channel (256 MB, backed as "
-    "batches pass). Processes' own: the libraries and each process's heap and buffers; 'bare "
-    "processes': what as many processes hold that do nothing else: a spawned trainer or the "
-    'fork server one that imports torch, this library and PyG, as a loader does '
-    f'({bare.with_pyg["process"]:.0f} MB each), '
-    f'another fresh one (the launcher) one that imports torch and this library '
-    f'({bare.alone["process"]:.0f} MB each), a forked one a process forked from such a one '
-    f'({bare.forked:.1f} MB each), and their libraries once ({bare.with_pyg["libraries"]:.0f} '
-    "MB), measured in this run. Floor: the tables and the bare processes, what the job's "
-    'processes hold before they sample. Batch: the mean bytes of a batch (its tensors in '
-    'host memory) as the trainers received it; each trainer keeps the batch it has while it '
-    'waits for the next, as a training loop keeps the one it trains on. Batches in flight: '
-    'the fewest a job '
-    'holds while every process works, one a trainer (the one it trains on) and one a sampling '
-    'process (the one it writes); floor with batches: the floor and those, the least the '
-    "job can hold whatever its processes keep besides. GPU: the device's memory in use at "
-    'the measurement '
-    'less before the launcher loaded the partitions, which it places on the GPU once for the '
-    'trainers and sampling processes (GPU modes); with sampling processes on the GPU, each '
-    "trainer also holds its channel's GPU mirror there (256 MB, as its channel), through "
-    'which its batches come device to device.',
+    note=memory_note(args, bare),
   )
   print(results.add(table).render())
   results.write()
