@@ -81,10 +81,13 @@ class DistMpSamplingProducer(BatchSource):
     self._per_worker = [0] * self.num_workers  # handed out, not yet received, by process
     self._worker_of: Dict[int, int] = {}  # the process of each, by position
     self._arrived: Dict[int, SampleMessage] = {}  # came before their turn, by position
+    self._arrived_bytes = 0  # theirs, in the channel or copied out
     self._held_in_channel: Dict[int, int] = {}  # those in the channel's memory: their bytes
     self._held_bytes = 0
     shm_size = getattr(output_channel, 'shm_size', None)  # a channel of bounded memory
     self._hold_budget = shm_size // 3 if shm_size is not None else float('inf')
+    # the most bytes of early batches (anywhere) that more batches are handed out beside
+    self._arrived_budget = shm_size if shm_size is not None else float('inf')
     self._largest_batch = 0  # bytes of the largest batch received (for the timeout's error)
     self._next_position = 0  # the batch to yield next
     self._epoch_start = 0  # the epoch's first position
@@ -145,16 +148,19 @@ class DistMpSamplingProducer(BatchSource):
     return self._remaining
 
   def _hand_out(self) -> None:
-    r"""Hands out batches while fewer than ``_window`` are in flight and fewer
-    than twice that lie ahead of the one to yield (which bounds the batches
-    that come before their turn), each to the process with the fewest in
-    flight; after the last one, tells each process the epoch is handed out."""
+    r"""Hands out batches while fewer than ``_window`` are in flight, fewer
+    than twice that lie ahead of the one to yield, and the batches that came
+    before their turn take less than a channel's bytes (which bounds what
+    they hold while the batch due is slow: the due batch is always in flight
+    already), each to the process with the fewest in flight; after the last
+    one, tells each process the epoch is handed out."""
     if self._handed_out_all:
       return
     shares: List[list] = [[] for _ in range(self.num_workers)]
     while (
       self._in_flight < self._window
       and self._next_to_hand_out - self._next_position < 2 * self.depth
+      and self._arrived_bytes < self._arrived_budget
     ):
       batch = next(self._to_hand_out, None)
       if batch is None:
@@ -204,7 +210,7 @@ class DistMpSamplingProducer(BatchSource):
     wait_ms = batch_wait_ms(self.worker_options.rpc_timeout)
     deadline = time.monotonic() + wait_ms / 1000
     while True:
-      left_ms = (deadline - time.monotonic()) * 1000
+      left_ms = max(0.0, (deadline - time.monotonic()) * 1000)
       try:  # in slices while batches kept in the channel may be what the samplers wait for
         msg = self.output_channel.recv(
           timeout_ms=min(left_ms, ROOM_CHECK_MS) if self._held_in_channel else left_ms
@@ -246,6 +252,7 @@ class DistMpSamplingProducer(BatchSource):
         f'{self._next_position} of epoch {self._epoch} was due'
       )
     size = message_nbytes(entries_in_channel(msg))
+    self._arrived_bytes += size
     if self._held_bytes + size <= self._hold_budget:
       self._held_bytes += size
       self._held_in_channel[position] = size
@@ -270,12 +277,16 @@ class DistMpSamplingProducer(BatchSource):
   def _take_held(self, position: int) -> Optional[SampleMessage]:
     r"""The batch at ``position`` if it came before its turn, else None."""
     self._held_bytes -= self._held_in_channel.pop(position, 0)
-    return self._arrived.pop(position, None)
+    msg = self._arrived.pop(position, None)
+    if msg is not None:
+      self._arrived_bytes -= message_nbytes(entries_in_channel(msg))
+    return msg
 
   def _drop_unyielded(self) -> None:
     r"""Receives and drops the batches handed out and not yet yielded (the
     last epoch was left unfinished)."""
     self._arrived.clear()
+    self._arrived_bytes = 0
     self._held_in_channel.clear()
     self._held_bytes = 0
     try:
