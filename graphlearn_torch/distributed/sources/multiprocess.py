@@ -81,7 +81,7 @@ class DistMpSamplingProducer(BatchSource):
     self._per_worker = [0] * self.num_workers  # handed out, not yet received, by process
     self._worker_of: Dict[int, int] = {}  # the process of each, by position
     self._arrived: Dict[int, SampleMessage] = {}  # came before their turn, by position
-    self._arrived_bytes = 0  # theirs, in the channel or copied out
+    self._arrived_bytes = 0  # theirs, in the channel, copied out or on a GPU
     self._held_in_channel: Dict[int, int] = {}  # those in the channel's memory: their bytes
     self._held_bytes = 0
     shm_size = getattr(output_channel, 'shm_size', None)  # a channel of bounded memory
@@ -252,7 +252,7 @@ class DistMpSamplingProducer(BatchSource):
         f'{self._next_position} of epoch {self._epoch} was due'
       )
     size = message_nbytes(entries_in_channel(msg))
-    self._arrived_bytes += size
+    self._arrived_bytes += message_nbytes(msg)  # a GPU's copies too
     if self._held_bytes + size <= self._hold_budget:
       self._held_bytes += size
       self._held_in_channel[position] = size
@@ -279,7 +279,7 @@ class DistMpSamplingProducer(BatchSource):
     self._held_bytes -= self._held_in_channel.pop(position, 0)
     msg = self._arrived.pop(position, None)
     if msg is not None:
-      self._arrived_bytes -= message_nbytes(entries_in_channel(msg))
+      self._arrived_bytes -= message_nbytes(msg)
     return msg
 
   def _drop_unyielded(self) -> None:
