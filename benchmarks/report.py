@@ -102,7 +102,7 @@ SECTIONS = [
     'mode on the same partitions. The RPC rows read the other partition over RPC, as '
     "between hosts; the cache rows hold the hottest quarter of the other partition's rows, "
     'the first memory table weighs what the cache costs the host, the other two what more '
-    'trainers and sampling processes a partition cost it, at 1 M and at 4 M nodes. '
+    'trainers and sampling processes a partition cost it, at 1 M and at 8 M nodes. '
     "DGL 2.1's distributed sampling runs beside our RPC row on loopback here, and between "
     'hosts in the next section. The start table times the start: from partitions on disk to '
     "every trainer's first batch.",
@@ -116,7 +116,7 @@ SECTIONS = [
       ('profile_dist_rpc', 'remote_share'),
       ('bench_cache_memory', 'cache_memory'),
       ('bench_dist_memory', 'memory'),
-      ('bench_dist_memory_4m', 'memory'),
+      ('bench_dist_memory_8m', 'memory'),
     ],
   ),
   Section(
