@@ -350,17 +350,22 @@ def main():
     help="how the launcher starts its trainers: forked from glt.utils.spawn's fork server, or "
     'spawned (fresh interpreters)',
   )  # fmt: skip
+  p.add_argument(
+    '--partitioner', choices=['metis', 'random'], default='metis',
+    help="how the graph is split: 'random' for graphs METIS cannot hold here",
+  )  # fmt: skip
   add_results_argument(p)
   args = p.parse_args()
   if args.gpu is None and set(args.modes or ()) - {'CPU'}:
     p.error("the 'ZERO_COPY' and 'CUDA' modes need --gpu")
   results = Results('bench_dist_memory' + ('_gpu' if args.gpu is not None else ''), args)
-  root = partition(args.num_nodes)
+  root = partition(args.num_nodes, partitioner=args.partitioner)
   bare = bare_process_mb()
   rows = memory_rows(args, root, bare)
   table = Table(
     'memory',
-    f'Memory of worker mode, {args.num_nodes:,} nodes, {NUM_PARTITIONS} METIS partitions on '
+    f'Memory of worker mode, {args.num_nodes:,} nodes, {NUM_PARTITIONS} '
+    f'{"METIS" if args.partitioner == "metis" else "random"} partitions on '
     'one host, per partition 1 trainer x 1 sampling process and 2 trainers x 2',
     [
       'mode',

@@ -99,28 +99,36 @@ def node_time(num_nodes: int) -> torch.Tensor:
   return torch.randint(0, 1000, (num_nodes,), generator=torch.Generator().manual_seed(1))
 
 
-def partition(num_nodes: int, cache_ratio: float = 0.0, temporal: bool = False) -> str:
+def partition(
+  num_nodes: int, cache_ratio: float = 0.0, temporal: bool = False, partitioner: str = 'metis'
+) -> str:
+  r"""The graph of ``num_nodes`` in 2 partitions (``partitioner``: 'metis',
+  or 'random' for graphs METIS cannot hold here), made once and kept."""
   out = os.path.join(
     CACHE,
-    f'{num_nodes}-metis-2'
+    f'{num_nodes}-{partitioner}-2'
     + (f'-cache{cache_ratio}' if cache_ratio else '')
     + ('-temporal' if temporal else ''),
   )
   if os.path.exists(os.path.join(out, 'META.json')):
     return out
   data = make_graph(num_nodes)
+  options = dict(node_feat=data.x, node_labels=data.y, edge_assign_strategy='by_dst')
+  if partitioner == 'random':
+    glt.partition.RandomPartitioner(
+      out, 2, data.num_nodes, data.edge_index, seed=0, progress=False, **options
+    ).partition()
+    return out
   glt.partition.MetisPartitioner(
     out,
     2,
     data.num_nodes,
     data.edge_index,
-    node_feat=data.x,
-    node_labels=data.y,
-    edge_assign_strategy='by_dst',
     cache_ratio=cache_ratio or None,
     cache_num_neighbors=FANOUT,
     progress=False,
     node_time=node_time(num_nodes) if temporal else None,
+    **options,
   ).partition()
   return out
 
