@@ -19,7 +19,7 @@ then measures, in this run:
     and GraphBolt's feature lookups;
   - sampling at each of --threads, beside the one-hop draws alone (the
     sampled batches' hops drawn again without the inducer), the same
-    batches with hash-table inducers (as on a graph over 64 M nodes) and this
+    batches with hash-table inducers (as on a graph over 8 M nodes) and this
     machine's independent random int64 reads/s at that thread count (how
     far its memory lets random reads scale); with --rounds R, each of these
     the best of R runs, at every thread count alike (a shared machine's
@@ -136,7 +136,7 @@ def threads_table(scaling) -> Table:
     ],  # fmt: skip
     rows,
     note='The draws alone: the hops of the sampled batches drawn again without the inducer. '
-    'Hashed inducer: the same batches with hash-table id maps, as on a graph over 64 M nodes '
+    'Hashed inducer: the same batches with hash-table id maps, as on a graph over 8 M nodes '
     "(this one's id-indexed maps take 4 bytes a node). "
     'Random reads: independent reads of a 1 GB int64 array at random positions on as many '
     "threads (each an index_select of its share), best of 3: how far the machine's memory lets "

@@ -242,7 +242,7 @@ def sampling(ds, seed_batches, batches: int, fanout, seed: int):
 
 def hashed_inducer_bps(ds, seed_batches, batches: int, fanout, seed: int) -> float:
   r"""Batches/s of ``sampling``'s sampler with hash-table inducers, as on a
-  graph over ``DENSE_INDUCER_MAX_NODES`` (64 M) nodes, where no id-indexed
+  graph over ``DENSE_INDUCER_MAX_NODES`` (8 M) nodes, where no id-indexed
   map is made."""
   multihop = glt.sampler.multihop
   dense_max = multihop.DENSE_INDUCER_MAX_NODES

@@ -291,13 +291,13 @@ def test_the_inducers_in_flight_share_a_budget_of_id_indexed_maps(monkeypatch):
   import graphlearn_torch.sampler.multihop as ns
 
   ds, edges = make_homo('in')
-  monkeypatch.setattr(ns, 'DENSE_INDUCER_BUDGET_BYTES', 4 * 50)  # one map of the 50 nodes
   made, native = [], ns.ops.Inducer
   monkeypatch.setattr(
     ns.ops, 'Inducer', lambda types, sizes, *rest: made.append(sizes) or native(types, sizes, *rest)
   )
   sampler = NeighborSampler(ds.graph, [3, 2], with_edge=True, edge_dir='in', seed=1)
   engine = sampler.engine
+  engine.dense_map_budget = 4 * 50  # one map of the 50 nodes
   with engine.inducer() as first, engine.inducer() as second, engine.inducer():
     assert first is not second
   assert made == [[50], [0], [0]]
@@ -369,3 +369,27 @@ def test_kernel_seeds_drawn_together_are_those_drawn_one_by_one(seed):
   none_taken = stream()
   none_taken.kernel_seeds_ahead(5).keep(0)
   assert none_taken.kernel_seeds(1) == expected[:1]
+
+
+def test_a_hosts_sampling_processes_share_its_id_indexed_maps():
+  # Each process of the RPC world on a host takes its share of the host's
+  # budget for id-indexed maps, at most the one-process budget; a process
+  # alone, or outside any distributed job, takes the one-process budget.
+  from graphlearn_torch import distributed as dist
+  from graphlearn_torch.distributed.runtime.context import set_context
+  from graphlearn_torch.distributed.sampling import neighbor_sampler as dist_sampler
+  from graphlearn_torch.sampler.multihop import DENSE_INDUCER_BUDGET_BYTES
+
+  host = dist_sampler.HOST_DENSE_INDUCER_BUDGET_BYTES
+  previous = dist.get_context()
+  try:
+    set_context(None)
+    assert dist_sampler.dense_map_budget_on_host() == DENSE_INDUCER_BUDGET_BYTES
+    ctx = dist.init_worker_group(1, 0, 'budget')
+    for processes in (1, 2, 4, 8, 16):
+      ctx.processes_on_host = processes
+      expected = min(DENSE_INDUCER_BUDGET_BYTES, host // processes)
+      assert dist_sampler.dense_map_budget_on_host() == expected
+    assert host // 8 < DENSE_INDUCER_BUDGET_BYTES, '8 processes share less than one takes'
+  finally:
+    set_context(previous)

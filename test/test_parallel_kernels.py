@@ -52,7 +52,7 @@ SEEDS = torch.arange(0, 20_000, 5)
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize('id_maps', ['id-indexed', 'hashed'])
 def test_same_batch_at_every_thread_count(graph, thread_count, id_maps, monkeypatch):
-  if id_maps == 'hashed':  # as on a graph over 64 M nodes: the hash table's parallel insert
+  if id_maps == 'hashed':  # as on a graph over 8 M nodes: the hash table's parallel insert
     import graphlearn_torch.sampler.multihop as multihop
 
     monkeypatch.setattr(multihop, 'DENSE_INDUCER_MAX_NODES', 0)

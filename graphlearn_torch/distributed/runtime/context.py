@@ -28,6 +28,10 @@ class DistContext:
     rank: its rank in its group.
     global_world_size: processes in the whole job (servers and clients).
     global_rank: its rank in the whole job.
+
+  Attributes:
+    processes_on_host: the processes of its RPC world on this host, itself
+      among them (set by ``init_rpc``; 1 before).
   """
 
   def __init__(
@@ -49,6 +53,7 @@ class DistContext:
     self.rank = rank
     self.global_world_size = global_world_size
     self.global_rank = global_rank
+    self.processes_on_host = 1
 
   def __repr__(self) -> str:
     return (

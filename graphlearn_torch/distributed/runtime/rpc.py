@@ -191,9 +191,9 @@ def init_rpc(
     names.setdefault(role, {})[rank] = worker_name(group, rank)
     _state.addresses[worker_name(group, rank)] = peer_address
   _state.worker_names = {role: [d[r] for r in sorted(d)] for role, d in names.items()}
-  # The job's processes on this host share its cores: each kernel runs on
-  # its share unless told otherwise.
-  cap_for_shared_host(sum(peer_host == host for *_, peer_host in roles))
+  # The job's processes on this host share its cores (and inducer maps).
+  ctx.processes_on_host = sum(peer_host == host for *_, peer_host in roles)
+  cap_for_shared_host(ctx.processes_on_host)
 
 
 def shutdown_rpc(graceful: bool = True, timeout: Optional[float] = None) -> None:

@@ -26,7 +26,7 @@ from ...sampler.base import (
   SamplingType,
 )
 from ...sampler.hops import HostPartitions, LocalDraws
-from ...sampler.multihop import HopRequest, MultiHopSampler
+from ...sampler.multihop import DENSE_INDUCER_BUDGET_BYTES, HopRequest, MultiHopSampler
 from ...sampler.schema import RandomStream
 from ...sampler.subgraph_types import bidirectional, checked_subgraph_type, induced_edges
 from ...sampler.temporal import TEMPORAL_STRATEGIES, batch_seed_time
@@ -34,11 +34,26 @@ from ...sampler.whole_batch import LaunchedBatch
 from ...typing import HOMO_NODE_TYPE, EdgeType, NodeType, NumNeighbors
 from ...utils.device import to_device_async
 from ..data.dataset import DistDataset
+from ..runtime.context import get_context
 from .partition_service import PartitionService
 
 _EDGE_STRATEGY = {'out': 'by_src', 'in': 'by_dst'}
+# What the id-indexed inducer maps of all the job's sampling processes on a
+# host take at most together: each process takes its share, at most
+# DENSE_INDUCER_BUDGET_BYTES, so more sampling processes on a host do not
+# hold more maps (the rest of their batches hash).
+HOST_DENSE_INDUCER_BUDGET_BYTES = 1 << 30
 
 logger = logging.getLogger(__name__)
+
+
+def dense_map_budget_on_host() -> int:
+  r"""This process's share of ``HOST_DENSE_INDUCER_BUDGET_BYTES``: split
+  among the processes of its RPC world on this host, at most
+  ``DENSE_INDUCER_BUDGET_BYTES``."""
+  ctx = get_context()
+  processes = ctx.processes_on_host if ctx is not None else 1
+  return min(DENSE_INDUCER_BUDGET_BYTES, HOST_DENSE_INDUCER_BUDGET_BYTES // processes)
 
 
 def check_edge_dir(data: DistDataset, edge_dir: str) -> None:
@@ -141,6 +156,7 @@ class DistNeighborSampler:
       device=sample_device,
       sample_device=sample_device,
       disjoint=self.disjoint,
+      dense_map_budget=dense_map_budget_on_host(),
     )
 
   def _hop_engine(self) -> MultiHopSampler:
