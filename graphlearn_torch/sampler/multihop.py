@@ -58,7 +58,7 @@ from .whole_batch import LaunchedBatch, draws_whole_batch, sample_whole_batch, w
 # Node types up to this size get an id-indexed inducer map (4 bytes a node).
 # Past it a map outgrows the caches and is no faster than a hash table sized
 # to the batch (fanout [15, 10, 5], 1024 seeds, 1 thread, 2-core EPYC: 0.77x
-# at 2.4 M nodes, 0.95-1.03x at 8 M, 0.91-1.06x at 24 M), while it holds
+# at 2.4 M nodes, 0.95-1.03x at 8 M, 0.91-1.02x at 24 M), while it holds
 # 4 bytes a node of the graph for each batch in flight.
 DENSE_INDUCER_MAX_NODES = 1 << 23
 # What the id-indexed maps of one sampler's inducers take together at most
