@@ -113,23 +113,15 @@ def partition(
   if os.path.exists(os.path.join(out, 'META.json')):
     return out
   data = make_graph(num_nodes)
+  args = (out, 2, data.num_nodes, data.edge_index)
   options = dict(node_feat=data.x, node_labels=data.y, edge_assign_strategy='by_dst')
   if partitioner == 'random':
-    glt.partition.RandomPartitioner(
-      out, 2, data.num_nodes, data.edge_index, seed=0, progress=False, **options
-    ).partition()
+    glt.partition.RandomPartitioner(*args, seed=0, progress=False, **options).partition()
     return out
   glt.partition.MetisPartitioner(
-    out,
-    2,
-    data.num_nodes,
-    data.edge_index,
-    cache_ratio=cache_ratio or None,
-    cache_num_neighbors=FANOUT,
-    progress=False,
-    node_time=node_time(num_nodes) if temporal else None,
-    **options,
-  ).partition()
+    *args, cache_ratio=cache_ratio or None, cache_num_neighbors=FANOUT, progress=False,
+    node_time=node_time(num_nodes) if temporal else None, **options,
+  ).partition()  # fmt: skip
   return out
 
 

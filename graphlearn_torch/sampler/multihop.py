@@ -55,18 +55,17 @@ from .one_hop import sample_one_hop  # noqa: F401  (its home before one_hop.py)
 from .schema import RandomStream, SamplingSchema
 from .whole_batch import LaunchedBatch, draws_whole_batch, sample_whole_batch, whole_batch
 
-# Node types up to this size get an id-indexed inducer map (4 bytes a node).
-# Past it a map outgrows the caches and is no faster than a hash table sized
-# to the batch (fanout [15, 10, 5], 1024 seeds, 1 thread, 2-core EPYC: 0.77x
-# at 2.4 M nodes, 0.95-1.03x at 8 M, 0.91-1.02x at 24 M), while it holds
-# 4 bytes a node of the graph for each batch in flight.
+# Node types up to this size get an id-indexed inducer map (4 bytes a node
+# for each batch in flight). Past it a map outgrows the caches and is no
+# faster than a hash table sized to the batch (fanout [15, 10, 5], 1024
+# seeds, 1 thread, 2-core EPYC: 0.77x at 2.4 M nodes, 0.95-1.03x at 8 M,
+# 0.91-1.02x at 24 M).
 DENSE_INDUCER_MAX_NODES = 1 << 23
 # What the id-indexed maps of one sampler's inducers take together at most
-# (by default; the distributed sampler gives each process its share of a
-# host's budget, dense_map_budget). Each batch in flight holds an inducer of
-# its own; were each map 4 bytes a node of the whole graph, a sampling
-# process would grow with the graph times its batches in flight. Past this
-# budget an inducer hashes: its table grows with the batch only.
+# by default (dense_map_budget: a distributed sampler's share of its host's).
+# Each batch in flight holds an inducer of its own: without a budget, a
+# sampling process would grow with the graph times its batches in flight.
+# Past it an inducer hashes: its table grows with the batch only.
 DENSE_INDUCER_BUDGET_BYTES = 4 << 26
 
 
