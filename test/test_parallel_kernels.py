@@ -85,6 +85,32 @@ class BusyProcesses:
 
 
 @pytest.mark.timeout(300)
+def test_hash_tables_take_a_long_hop_in_pieces_as_id_indexed_maps_do(graph, monkeypatch):
+  # A hash table takes room for 65,536 keys at a time, so that it grows with
+  # the distinct nodes, not the draws: every seed of the graph draws 200,000
+  # neighbors, 20,000 of them distinct, across the pieces' seams.
+  import graphlearn_torch.sampler.multihop as multihop
+
+  torch.set_num_threads(1)
+  every_node = torch.arange(20_000)
+  expected = sample(graph, every_node)
+  assert expected.row.numel() > 3 * 65_536
+  monkeypatch.setattr(multihop, 'DENSE_INDUCER_MAX_NODES', 0)
+  assert_same(sample(graph, every_node), expected)
+  # a hop drawn elsewhere (over RPC, temporal) is inserted the same way
+  nbrs = torch.randint(0, 20_000, (200_000,), generator=torch.Generator().manual_seed(5))
+  counts = torch.full((20_000,), 10)
+  answers = []
+  for sizes in ([20_000], []):  # an id-indexed map, then a hash table
+    inducer = ops.Inducer(1, sizes)
+    inducer.init_nodes([every_node.flip(0)])
+    answers.append(inducer.induce_next([0], [0], [every_node.flip(0)], [nbrs], [counts]))
+  for dense, hashed in zip(*answers, strict=True):
+    for a, b in zip(dense, hashed, strict=True):
+      assert torch.equal(a, b)
+
+
+@pytest.mark.timeout(300)
 def test_same_batch_beside_busy_processes(graph, thread_count):
   torch.set_num_threads(1)
   expected = sample(graph, SEEDS)

@@ -62,6 +62,8 @@ class IdMap {
   // insert_all on this thread, of checked keys: called for consecutive
   // parts of a sequence, it inserts the whole sequence.
   void insert_in_order(const int64_t* keys, int64_t n, int64_t* local);
+  // insert_in_order of a hash table's keys, with room for all n first.
+  void insert_hashed_in_order(const int64_t* keys, int64_t n, int64_t* local);
   // Whether insert_all inserts n keys in parallel.
   bool inserts_in_parallel(int64_t n) const;
   // Raises a ValueError naming the first key the map cannot hold.
