@@ -112,6 +112,14 @@ def test_a_pickled_partition_hands_its_features_over_in_place(tmp_path):
   rows, table_handle = run_child(rows_in_child, ds, own)
   assert torch.equal(torch.tensor(rows), x[own])
   assert isinstance(table_handle, MappedFileHandle), 'the child maps the partition file'
+  # the node book's lookup copy (an entry a node) is this process's, in shared
+  # memory: a write through one is seen through the other
+  lookup = ds.node_pb.host_lookup_copy()
+  assert lookup.is_shared() and copy.node_pb.host_lookup_copy().is_shared()
+  assert torch.equal(copy.node_pb.partitions(own), torch.ones_like(own, dtype=torch.int8))
+  lookup[own[0]] = 0
+  assert copy.node_pb.partitions(own[:1]).item() == 0
+  lookup[own[0]] = 1
   # the partition books stay the partition's files, here and in the copy
   for book in (ds.edge_pb, copy.edge_pb, ds.edge_feat_pb, copy.edge_feat_pb):
     assert MappedFileTensor.of(book.tensor) is not None, 'an edge book copied into memory'

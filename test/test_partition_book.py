@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from graphlearn_torch.partition import GLTPartitionBook, RangePartitionBook
+from graphlearn_torch.partition.partition_book import share_host_lookups, use_host_lookups
 
 
 @pytest.mark.parametrize('kind', ['tensor', 'range'])
@@ -139,3 +140,41 @@ def test_a_book_rebuilt_for_a_process_keeps_its_copies_and_a_plain_pickle_does_n
   ranges = RangePartitionBook([(0, 4), (4, 9)], 1)
   again = RangePartitionBook.from_processes(*ranges.for_processes())
   assert again.partition_ranges == ranges.partition_ranges and again.partition_idx == 1
+
+
+def test_books_read_the_host_lookup_copies_they_are_given():
+  # Another process of the host hands its copies over in shared memory
+  # (DistDataset's pickling): a book reads the one given, not one of its own.
+  owners = torch.tensor([0, 1, 1, 0, 2] * 20)
+  books = {'tensor': GLTPartitionBook(owners), 'range': RangePartitionBook([(0, 40), (40, 100)])}
+  given = share_host_lookups({**books, 'none': None})
+  assert given['none'] is None
+  assert given['tensor'].dtype == given['range'].dtype == torch.int8
+  assert all(copy.is_shared() for copy in (given['tensor'], given['range']))
+  again = {
+    'tensor': GLTPartitionBook(owners.clone()),
+    'range': RangePartitionBook([(0, 40), (40, 100)]),
+  }
+  use_host_lookups(again, given)
+  ids = torch.tensor([99, 0, 41, 2, 39])
+  for kind, book in again.items():
+    assert book.host_lookup_copy() is given[kind]
+    assert torch.equal(book.partitions(ids).long(), books[kind][ids])
+  assert torch.equal(again['range'].lookup_tensor('cpu'), given['range'])
+
+
+def test_a_host_lookup_copy_of_another_book_is_refused():
+  book = GLTPartitionBook(torch.tensor([0, 1, 1, 0, 2] * 20))
+  with pytest.raises(ValueError, match='holds 100 integer entries, got 99 of torch.int8'):
+    book.use_host_lookup_copy(torch.zeros(99, dtype=torch.int8))
+  with pytest.raises(ValueError, match='got 100 of torch.float32'):
+    book.use_host_lookup_copy(torch.zeros(100))
+  with pytest.raises(ValueError, match='a 1-D tensor on the host'):
+    book.use_host_lookup_copy(torch.zeros(10, 10, dtype=torch.int8))
+  assert torch.equal(book.partitions(torch.tensor([4])), torch.tensor([2], dtype=torch.int8))
+
+
+def test_a_book_its_lookups_read_itself_has_no_host_lookup_copy():
+  # a negative entry cannot narrow: the lookups read the book (which names it)
+  assert GLTPartitionBook(torch.tensor([0, -1, 1]), 2).host_lookup_copy() is None
+  assert share_host_lookups(GLTPartitionBook(torch.tensor([0, -1, 1]), 2)) is None

@@ -2,7 +2,7 @@
 
 from abc import ABC, abstractmethod
 from multiprocessing.reduction import ForkingPickler
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -71,6 +71,22 @@ class PartitionBook(ABC):
       device: where the kernels run.
     """
     return None
+
+  def host_lookup_copy(self) -> Optional[torch.Tensor]:
+    r"""The copy of this book that its lookups on the host read, made where
+    there is none; None where they read the book itself. Other processes of
+    this host are handed it in shared memory (``share_host_lookups``), so
+    that a host holds one copy, not one a process."""
+    return None
+
+  def use_host_lookup_copy(self, copy: torch.Tensor) -> None:
+    r"""Reads ``copy``, another process's :meth:`host_lookup_copy` of this
+    book, rather than a copy of its own.
+
+    Args:
+      copy: the copy, an entry an id.
+    """
+    raise ValueError(f'{type(self).__name__} has no host lookup copy')
 
   def group(
     self, ids: torch.Tensor, num_partitions: Optional[int] = None
@@ -159,6 +175,16 @@ class GLTPartitionBook(PartitionBook):
             break
       self._narrow = book
     return self._narrow
+
+  def host_lookup_copy(self) -> Optional[torch.Tensor]:
+    if self._tensor.device.type != 'cpu':
+      return None
+    narrow = self._narrow_book()
+    return None if narrow is self._tensor else narrow  # a book too wide to narrow
+
+  def use_host_lookup_copy(self, copy: torch.Tensor) -> None:
+    check_lookup_copy(self, copy)
+    self._narrow = copy
 
   def __getitem__(self, ids) -> torch.Tensor:
     if isinstance(ids, torch.Tensor) and ids.dim() == 1 and ids.dtype == torch.int64:
@@ -303,6 +329,13 @@ class RangePartitionBook(PartitionBook):
       self._tensors[device] = self._entries().to(device)
     return self._tensors[device]
 
+  def host_lookup_copy(self) -> torch.Tensor:
+    return self.lookup_tensor(torch.device('cpu'))
+
+  def use_host_lookup_copy(self, copy: torch.Tensor) -> None:
+    check_lookup_copy(self, copy)
+    self._tensors[torch.device('cpu')] = copy
+
   def _entries(self) -> torch.Tensor:
     r"""The book as one tensor on the host, an entry an id."""
     sizes = torch.tensor([end - start for start, end in self.partition_ranges])
@@ -372,6 +405,54 @@ def as_partition_book(book: PartitionBookLike, num_parts: int = None) -> Partiti
 def owned_ids(book: PartitionBookLike, partition_idx: int) -> torch.Tensor:
   """The global ids that ``book`` assigns to ``partition_idx``, ascending."""
   return default_id_filter(book, partition_idx)
+
+
+def check_lookup_copy(book: PartitionBook, copy: torch.Tensor) -> None:
+  r"""Raises a ValueError unless ``copy`` can be ``book``'s host lookup copy:
+  an integer tensor on the host with an entry an id of the book."""
+  if not isinstance(copy, torch.Tensor) or copy.device.type != 'cpu' or copy.dim() != 1:
+    raise ValueError(f'a host lookup copy is a 1-D tensor on the host, got {copy!r:.80}')
+  if copy.dtype.is_floating_point or copy.dtype == torch.bool or copy.numel() != len(book):
+    raise ValueError(
+      f'a host lookup copy of {book!r} holds {len(book)} integer entries, got '
+      f'{copy.numel()} of {copy.dtype}'
+    )
+
+
+BooksLike = Union[PartitionBook, Dict[Any, PartitionBook], None]
+
+
+def share_host_lookups(books: BooksLike) -> Any:
+  r"""The host lookup copies of ``books`` (``PartitionBook.host_lookup_copy``:
+  made where there are none), moved to shared memory: what
+  ``use_host_lookups`` gives the same books in another process of this host.
+
+  Args:
+    books: a book, a dict of books by type, or None.
+
+  Returns:
+    the copies in ``books``' structure, None for a book that has none.
+  """
+  if isinstance(books, dict):
+    return {key: share_host_lookups(book) for key, book in books.items()}
+  copy = books.host_lookup_copy() if isinstance(books, PartitionBook) else None
+  return None if copy is None else copy.share_memory_()
+
+
+def use_host_lookups(books: BooksLike, copies: Any) -> None:
+  r"""Has ``books`` read ``copies`` (``share_host_lookups``' of the same books
+  in another process of this host) rather than copies of their own.
+
+  Args:
+    books: a book, a dict of books by type, or None.
+    copies: ``share_host_lookups(books)``.
+  """
+  if isinstance(copies, dict):
+    for key, copy in copies.items():
+      if copy is not None:
+        use_host_lookups(books[key], copy)
+  elif copies is not None:
+    books.use_host_lookup_copy(copies)
 
 
 def positions_by_partition(partitions: torch.Tensor, num_partitions: int) -> List[torch.Tensor]:

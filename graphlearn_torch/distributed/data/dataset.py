@@ -20,6 +20,8 @@ from ...partition.partition_book import (
   HeteroNodePartitionDict,
   PartitionBook,
   as_partition_book,
+  share_host_lookups,
+  use_host_lookups,
 )
 from ...partition.reader import PartitionReader
 from ...typing import EdgeType, NodeIndex, NodeLabel, NodeType
@@ -226,14 +228,16 @@ class DistDataset(Dataset):
     return self._load(load_args, verify)
 
   def _load(
-    self, load_args: Dict, verify: bool = False, graph=None, features=None
+    self, load_args: Dict, verify: bool = False, graph=None, features=None, node_lookups=None
   ) -> 'DistDataset':
     """``load`` with its arguments in ``load_args``. ``graph``: the
     partition's graph (a dict by type when heterogeneous) as another process
     built it, so that its edges are neither read nor converted again.
     ``features``: ``(node_features, edge_features, node_feat_pb,
     edge_feat_pb, joined)`` as another process built them (``joined``:
-    with the cache), so that they are neither built nor held again."""
+    with the cache), so that they are neither built nor held again.
+    ``node_lookups``: the node books' host lookup copies as another process
+    shared them (``share_host_lookups``), so that they are not made again."""
     a = SimpleNamespace(**load_args)
     (num_parts, idx, graph_data, node_feat_data, edge_feat_data, node_pb, edge_pb) = load_partition(
       a.root_dir,
@@ -260,6 +264,7 @@ class DistDataset(Dataset):
       self.graph = graph
 
     self.node_pb = node_pb if hetero else as_partition_book(node_pb, num_parts)
+    use_host_lookups(self.node_pb, node_lookups)
     self.edge_pb = edge_pb
     if features is None:
       placement = (a.feature_with_gpu, a.device_group_list, a.device, a.split_ratio)
@@ -451,9 +456,9 @@ def rebuild_dist_dataset(ipc_handle) -> DistDataset:
   """Rebuilds a DistDataset in another process (see ``reduce_dist_dataset``)."""
   kind, payload = ipc_handle
   if kind == 'load':
-    edge_dir, load_args, graph, features = payload
+    edge_dir, load_args, graph, features, node_lookups = payload
     dataset = DistDataset(edge_dir=edge_dir)
-    return dataset._load(load_args, graph=graph, features=features)
+    return dataset._load(load_args, graph=graph, features=features, node_lookups=node_lookups)
   return DistDataset.from_ipc_handle(payload)
 
 
@@ -465,7 +470,8 @@ def reduce_dist_dataset(dataset: DistDataset):
   place: the graph moved to shared memory (the receiver neither reads nor
   converts the edges again, nor holds a copy of its own), the feature tables
   as their files or moved to shared memory, with their id-to-row maps
-  (``Feature.host_share``). Any other moves all its tensors to shared
+  (``Feature.host_share``), and the node books' lookup copies (an entry a
+  node) in shared memory. Any other moves all its tensors to shared
   memory."""
   if dataset.load_args is not None:
     # the partition's own books are mapped from its files again there, not
@@ -476,7 +482,8 @@ def reduce_dist_dataset(dataset: DistDataset):
       *dataset.built_feature_books,
       dataset.features_joined,
     )
-    payload = (dataset.edge_dir, dataset.load_args, dataset.graph, features)
+    node_lookups = share_host_lookups(dataset.node_pb)
+    payload = (dataset.edge_dir, dataset.load_args, dataset.graph, features, node_lookups)
     return rebuild_dist_dataset, (('load', payload),)
   return rebuild_dist_dataset, (('ipc', dataset.share_ipc()),)
 
