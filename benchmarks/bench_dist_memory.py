@@ -91,6 +91,14 @@ def load_partition(root: str, part: int, mode: str, gpu: Optional[int]):
   return ds.load(root, part, graph_mode=mode, feature_with_gpu=True, device=gpu, split_ratio=0.2)
 
 
+def trainer_seeds(ds, rank: int, batches: int) -> torch.Tensor:
+  r"""Trainer ``rank``'s seeds, ``batches`` batches of its partition's nodes:
+  the trainer holds these only, as a training script holds its share of the
+  training ids (not the partition's every id: 8 bytes a node)."""
+  owned = glt.partition.partition_book.owned_ids(ds.node_pb, ds.partition_idx)
+  return owned[seed_batches(owned.numel(), batches, rank) % owned.numel()]
+
+
 def trainer(rank, world, ds, samplers, batches, port, gpu, ready, measured):
   r"""A trainer on ``ds``'s partition: ``WARMUP + batches`` batches, each
   kept while the next is sampled (as a training loop keeps the batch it
@@ -104,8 +112,7 @@ def trainer(rank, world, ds, samplers, batches, port, gpu, ready, measured):
     num_workers=samplers, worker_concurrency=4, master_addr='127.0.0.1', master_port=port,
     channel_size='256MB', worker_devices=[device] if device is not None else None,
   )  # fmt: skip
-  owned = glt.partition.partition_book.owned_ids(ds.node_pb, ds.partition_idx)
-  seeds = owned[seed_batches(owned.numel(), WARMUP + batches, rank) % owned.numel()]
+  seeds = trainer_seeds(ds, rank, WARMUP + batches)
   loader = dist.DistNeighborLoader(
     ds, FANOUT, seeds, batch_size=BATCH, edge_dir='in', collect_features=True,
     worker_options=options, to_device=device,
