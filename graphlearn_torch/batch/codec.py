@@ -8,7 +8,8 @@ hold is made here:
 - ``node/{type}/{field}``: a :class:`~graphlearn_torch.batch.sampled.NodeBatch`
   field (``ids``, ``batch``, ``num_sampled``, ``x``, ``y``);
 - ``edge/{src}|{rel}|{dst}/{field}``: an ``EdgeBatch`` field (``rows``,
-  ``cols``, ``eids``, ``num_sampled``, ``attr``);
+  ``cols``, ``eids``, ``num_sampled``, ``attr``), or ``index`` for
+  ``rows`` and ``cols`` as the two rows of one tensor (``with_edge_indices``);
 - ``meta/{name}``: the batch's metadata;
 - ``#hetero``: whether the batch is heterogeneous;
 - ``#input_id``: the batch's seed positions among its loader's seeds;
@@ -18,11 +19,12 @@ hold is made here:
 """
 
 import dataclasses
+import functools
 from typing import Dict, Optional, Tuple, Union
 
 import torch
 
-from ..channel import SampleMessage
+from ..channel import DeferredTensor, SampleMessage
 from ..typing import EdgeType, NodeType
 from .sampled import EdgeBatch, NodeBatch, SampledBatch
 
@@ -70,6 +72,44 @@ def encode(batch: SampledBatch) -> SampleMessage:
   if batch.input_id is not None:
     msg[INPUT_ID_KEY] = batch.input_id
   return msg
+
+
+def with_edge_indices(msg: SampleMessage) -> SampleMessage:
+  r"""``msg`` (``encode``'s) with each edge type's ``rows`` and ``cols`` on
+  the host as one ``index`` entry, ``[2, num_edges]``, that writes them into
+  its place (a :class:`~graphlearn_torch.channel.DeferredTensor`): for a
+  ``ShmChannel``, whose receiver then decodes rows and cols as the two rows
+  of one tensor, and takes it as the batch's ``edge_index`` with no copy
+  (``EdgeBatch.edge_index``)."""
+  joined: SampleMessage = {}
+  for key, value in msg.items():
+    prefix, _, name = key.rpartition(_SEP)
+    if not key.startswith('edge' + _SEP) or name not in ('rows', 'cols'):
+      joined[key] = value
+      continue
+    rows, cols = msg.get(prefix + _SEP + 'rows'), msg.get(prefix + _SEP + 'cols')
+    if not _joinable(rows, cols):
+      joined[key] = value
+    elif name == 'rows':
+      write = functools.partial(_write_rows, rows, cols)
+      joined[prefix + _SEP + 'index'] = DeferredTensor((2, rows.numel()), rows.dtype, write)
+  return joined
+
+
+def _joinable(rows, cols) -> bool:
+  return (
+    isinstance(rows, torch.Tensor)
+    and isinstance(cols, torch.Tensor)
+    and rows.device.type == cols.device.type == 'cpu'
+    and rows.dtype == cols.dtype
+    and rows.dim() == cols.dim() == 1
+    and rows.numel() == cols.numel()
+  )
+
+
+def _write_rows(rows: torch.Tensor, cols: torch.Tensor, out: torch.Tensor) -> None:
+  out[0].copy_(rows)
+  out[1].copy_(cols)
 
 
 def encode_error(text: str) -> SampleMessage:
@@ -157,6 +197,10 @@ def decode(msg: SampleMessage) -> SampledBatch:
       edges.setdefault(tuple(etype.split(_ETYPE_SEP)), {})[name] = value
     elif kind == 'meta':
       metadata[rest] = value
+  for fields in edges.values():
+    index = fields.pop('index', None)
+    if index is not None:  # with_edge_indices': rows and cols as its rows
+      fields['rows'], fields['cols'] = index[0], index[1]
   return SampledBatch(
     hetero=bool(int(msg[HETERO_KEY])),
     nodes={t: NodeBatch(**fields) for t, fields in nodes.items()},

@@ -59,7 +59,7 @@ def to_pyg(batch: SampledBatch, **kwargs) -> Union[Data, HeteroData]:
     node, edge = batch.nodes[HOMO_NODE_TYPE], batch.edges[HOMO_EDGE_TYPE]
     data = Data(
       x=node.x,
-      edge_index=torch.stack([edge.rows, edge.cols]),
+      edge_index=edge.edge_index(),
       y=node.y,
       n_id=node.ids,
       num_sampled_nodes=_as_list(node.num_sampled),
@@ -107,7 +107,7 @@ def to_pyg(batch: SampledBatch, **kwargs) -> Union[Data, HeteroData]:
       data[ntype].batch = node.seed_index  # disjoint: PyG's batch vector
   for etype, edge in batch.edges.items():
     store = data[etype]
-    store.edge_index = torch.stack([edge.rows, edge.cols])
+    store.edge_index = edge.edge_index()
     if edge.eids is not None:
       store.e_id = edge.eids
       store.edge = store.e_id

@@ -60,6 +60,24 @@ class EdgeBatch:
   num_sampled: Optional[HopCounts] = None
   attr: Optional[torch.Tensor] = None
 
+  def edge_index(self) -> torch.Tensor:
+    r"""``[rows; cols]``, ``[2, num_edges]``: a view where they are the two
+    rows of one tensor (a batch decoded from a shared-memory channel), else
+    a copy."""
+    rows, cols = self.rows, self.cols
+    n = rows.numel()
+    adjacent = (
+      rows.dim() == cols.dim() == 1
+      and rows.dtype == cols.dtype
+      and rows.device == cols.device
+      and cols.numel() == n
+      and rows.is_contiguous()
+      and cols.is_contiguous()
+      and rows.untyped_storage().data_ptr() == cols.untyped_storage().data_ptr()
+      and cols.data_ptr() == rows.data_ptr() + n * rows.element_size()
+    )
+    return rows.as_strided((2, n), (n, 1)) if adjacent else torch.stack([rows, cols])
+
 
 @dataclass
 class SampledBatch:

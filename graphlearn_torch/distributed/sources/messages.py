@@ -11,7 +11,7 @@ from typing import Optional
 
 import torch
 
-from ...batch.codec import encode
+from ...batch.codec import encode, with_edge_indices
 from ...batch.features import RowLookup, collect_features
 from ...batch.sampled import SampledBatch
 from ...channel import SampleMessage
@@ -32,10 +32,11 @@ class MessageSampler:
     sampler: the sampler.
     collect_features: gather node (and edge) features and labels into the
       messages.
-    defer_feature_rows: leave the feature rows of a message as
-      :class:`~graphlearn_torch.channel.DeferredTensor` entries, gathered
-      when the message is written: for batches bound for a ``ShmChannel``,
-      which gathers them straight into its shared memory.
+    into_shm_channel: the messages are bound for a ``ShmChannel``: their
+      feature rows, and each edge type's rows and cols as one ``[2, E]``
+      entry (``with_edge_indices``), are
+      :class:`~graphlearn_torch.channel.DeferredTensor` entries, written
+      straight into the channel's shared memory when the message is sent.
     on_device: a message may hold tensors on the sampler's GPU (a batch
       sampled there, for a consumer in this process that wants it on the
       GPU, or a ``ShmChannel``, which copies it out); else every tensor of
@@ -46,12 +47,12 @@ class MessageSampler:
     self,
     sampler: DistNeighborSampler,
     collect_features: bool = False,
-    defer_feature_rows: bool = False,
+    into_shm_channel: bool = False,
     on_device: bool = False,
   ):
     self.sampler = sampler
     self.collect_features = collect_features
-    self.defer_feature_rows = defer_feature_rows
+    self.into_shm_channel = into_shm_channel
     self.on_device = on_device
 
   @classmethod
@@ -61,7 +62,7 @@ class MessageSampler:
     config: SamplingConfig,
     seed: Optional[int] = None,
     service: Optional[PartitionService] = None,
-    defer_feature_rows: bool = False,
+    into_shm_channel: bool = False,
     on_device: bool = False,
   ) -> 'MessageSampler':
     r"""The message sampler of a loader's ``SamplingConfig``.
@@ -72,16 +73,16 @@ class MessageSampler:
       seed: seeds the sampler's random stream (default: the config's).
       service: this process's PartitionService (default: build one; then
         collective, see ``DistNeighborSampler``).
-      defer_feature_rows: see the class.
+      into_shm_channel: see the class.
       on_device: see the class.
     """
     sampler = DistNeighborSampler.from_config(data, config, seed, service)
-    return cls(sampler, config.collect_features, defer_feature_rows, on_device)
+    return cls(sampler, config.collect_features, into_shm_channel, on_device)
 
   def _rows(self, feature: Optional[DistFeature]) -> Optional[RowLookup]:
     if feature is None:
       return None
-    return feature.async_deferred if self.defer_feature_rows else feature.async_get
+    return feature.async_deferred if self.into_shm_channel else feature.async_get
 
   async def message(
     self,
@@ -118,6 +119,8 @@ class MessageSampler:
         )
     with torch.profiler.record_function('glt::encode_batch'):
       msg = encode(batch)
+      if self.into_shm_channel:
+        msg = with_edge_indices(msg)
       return msg if self.on_device else on_host(msg)
 
 

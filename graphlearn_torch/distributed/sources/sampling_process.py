@@ -161,7 +161,7 @@ class _SampledBatches:
       spec.config,
       seed,
       service=self.service,
-      defer_feature_rows=isinstance(self.channel, ShmChannel),
+      into_shm_channel=isinstance(self.channel, ShmChannel),
       on_device=isinstance(self.channel, ShmChannel),  # it copies GPU tensors out itself
     )
     self.producers[producer] = (messages, spec)
