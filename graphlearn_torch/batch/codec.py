@@ -108,8 +108,10 @@ def _joinable(rows, cols) -> bool:
 
 
 def _write_rows(rows: torch.Tensor, cols: torch.Tensor, out: torch.Tensor) -> None:
-  out[0].copy_(rows)
-  out[1].copy_(cols)
+  # memcpy on this thread (numpy's): Tensor.copy_ of a large tensor starts an
+  # OpenMP region, whose threads spin beside busy processes after it
+  for place, values in ((out[0], rows), (out[1], cols)):
+    place.numpy()[:] = values.contiguous().numpy()
 
 
 def encode_error(text: str) -> SampleMessage:
