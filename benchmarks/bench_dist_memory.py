@@ -1,7 +1,7 @@
 """Host and GPU memory of worker mode as trainers per host grow.
 
-  python benchmarks/bench_dist_memory.py [--num_nodes 1000000] [--batches 30] [--gpu 0]
-      [--modes CPU ZERO_COPY CUDA]
+  python benchmarks/bench_dist_memory.py [--num_nodes 1000000] [--batches 30] [--rounds 3]
+      [--gpu 0] [--modes CPU ZERO_COPY CUDA]
 
 bench_dist_sampling.py's graph and its 2 METIS partitions, both held on this
 host. A launcher process loads each partition once and starts the trainers
@@ -200,6 +200,17 @@ def job_memory(root: str, mode: str, gpu: Optional[int], job: tuple, start_metho
       proc.kill()
 
 
+def median_job_memory(args, root: str, mode: str, job: tuple, start_method: str):
+  r"""``job_memory``'s report of the run, of ``args.rounds`` runs of the job,
+  whose host total is the median: what the channels and heaps hold at the
+  measurement varies by a batch or two from run to run."""
+  runs = [
+    job_memory(root, mode, args.gpu, job, start_method, args.batches) for _ in range(args.rounds)
+  ]
+  runs.sort(key=lambda run: sum(run[0].values()))
+  return runs[len(runs) // 2]
+
+
 def forked_idle(ready, stop) -> None:
   r"""A process forked from a bare one that says it runs and waits to be told
   to exit."""
@@ -284,8 +295,8 @@ def memory_rows(args, root: str, bare: BareProcesses) -> list:
     for start_method in args.start_methods:
       first = None
       for per_partition, samplers in JOBS:
-        pss, count, fresh, gpu_mb, batch_mb = job_memory(
-          root, mode, args.gpu, (per_partition, samplers), start_method, args.batches
+        pss, count, fresh, gpu_mb, batch_mb = median_job_memory(
+          args, root, mode, (per_partition, samplers), start_method
         )
         total = sum(pss.values())
         tables = pss['shared tables'] + pss['partition files']
@@ -309,7 +320,8 @@ def memory_note(args, bare: BareProcesses) -> str:
   r"""The memory table's note: what is measured and how."""
   return (
     f'PSS of every process of the job (launcher, trainers, sampling processes) after '
-    f'{WARMUP} + {args.batches} batches per trainer, by what the pages hold '
+    f'{WARMUP} + {args.batches} batches per trainer (of {args.rounds} runs of each job, the '
+    'one whose host total is the median), by what the pages hold '
     '(benchmarks/memory.py): a page shared by k processes counts 1/k in each, so a table the '
     'processes share counts once. Trainers: forked from the fork server glt.utils.spawn '
     'starts them from (it imports torch, PyG, this library and the script once), or each a '
@@ -346,6 +358,9 @@ def main():
   p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   p.add_argument('--num_nodes', type=int, default=1_000_000)
   p.add_argument('--batches', type=int, default=30, help='batches per trainer after warm-up')
+  p.add_argument(
+    '--rounds', type=int, default=3, help="runs of each job: the table gives the median's"
+  )
   p.add_argument('--gpu', type=int, default=None, help="also the 'ZERO_COPY' and 'CUDA' jobs")
   p.add_argument(
     '--modes', nargs='+', choices=['CPU', 'ZERO_COPY', 'CUDA'], default=None,

@@ -71,7 +71,8 @@
 #              TIMEOUT_faults says)
 #   memory     benchmarks/bench_dist_memory.py --gpu 0 $MEMORY_ARGS: host, pinned and GPU memory
 #              of worker mode, 1 trainer x 1 sampling process a partition against 2 x 2, in 'CPU',
-#              'ZERO_COPY' and 'CUDA' modes (MEMORY_ARGS='--modes ZERO_COPY' for some); not in
+#              'ZERO_COPY' and 'CUDA' modes, one run of each job (MEMORY_ARGS='--modes ZERO_COPY'
+#              for some, '--rounds 3' for the median of 3); not in
 #              the default list; pymetis as for dist; 420 s unless TIMEOUT_memory says
 #
 # A STAGE written A+B runs stages A and B at the same time (correctness
@@ -252,7 +253,7 @@ stage_faults() {
 }
 
 stage_memory() {
-  "$PY" benchmarks/bench_dist_memory.py --gpu 0 ${MEMORY_ARGS:-} --results "$LOGS/results"
+  "$PY" benchmarks/bench_dist_memory.py --gpu 0 --rounds 1 ${MEMORY_ARGS:-} --results "$LOGS/results"
 }
 
 # One stage, run by run_stage below in a process of its own (under timeout).
