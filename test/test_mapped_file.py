@@ -120,6 +120,32 @@ def test_a_pickled_partition_hands_its_features_over_in_place(tmp_path):
   lookup[own[0]] = 0
   assert copy.node_pb.partitions(own[:1]).item() == 0
   lookup[own[0]] = 1
+  assert sent_lookups(ds)[1] is None, 'an edge book made a copy for no edge features'
   # the partition books stay the partition's files, here and in the copy
   for book in (ds.edge_pb, copy.edge_pb, ds.edge_feat_pb, copy.edge_feat_pb):
     assert MappedFileTensor.of(book.tensor) is not None, 'an edge book copied into memory'
+
+
+def sent_lookups(ds) -> tuple:
+  r"""The node and edge books' lookup copies a pickled ``ds`` carries."""
+  _, ((kind, payload),) = glt.distributed.dist_dataset.reduce_dist_dataset(ds)
+  assert kind == 'load'
+  return payload[-1]
+
+
+def test_a_pickled_partition_shares_the_edge_book_its_edge_features_read(tmp_path):
+  num_nodes, num_edges = 300, 3000
+  g = torch.Generator().manual_seed(1)
+  edge_index = torch.randint(0, num_nodes, (2, num_edges), generator=g)
+  RandomPartitioner(
+    str(tmp_path), 2, num_nodes, edge_index, node_feat=torch.randn(num_nodes, 4, generator=g),
+    edge_feat=torch.randn(num_edges, 3, generator=g), seed=0, progress=False,
+  ).partition()  # fmt: skip
+  ds = glt.distributed.DistDataset().load(str(tmp_path), 0, graph_mode='CPU')
+  node_lookup, edge_lookup = sent_lookups(ds)
+  assert node_lookup.is_shared() and node_lookup.numel() == num_nodes
+  assert edge_lookup.is_shared() and edge_lookup.numel() == num_edges
+  copy = pickle.loads(ForkingPickler.dumps(ds))
+  eids = torch.arange(num_edges)
+  assert copy.edge_pb.host_lookup_copy().is_shared()
+  assert torch.equal(copy.edge_pb.partitions(eids).long(), ds.edge_pb.tensor[eids].long())

@@ -228,7 +228,7 @@ class DistDataset(Dataset):
     return self._load(load_args, verify)
 
   def _load(
-    self, load_args: Dict, verify: bool = False, graph=None, features=None, node_lookups=None
+    self, load_args: Dict, verify: bool = False, graph=None, features=None, lookups=(None, None)
   ) -> 'DistDataset':
     """``load`` with its arguments in ``load_args``. ``graph``: the
     partition's graph (a dict by type when heterogeneous) as another process
@@ -236,8 +236,9 @@ class DistDataset(Dataset):
     ``features``: ``(node_features, edge_features, node_feat_pb,
     edge_feat_pb, joined)`` as another process built them (``joined``:
     with the cache), so that they are neither built nor held again.
-    ``node_lookups``: the node books' host lookup copies as another process
-    shared them (``share_host_lookups``), so that they are not made again."""
+    ``lookups``: the node books' and edge books' host lookup copies as
+    another process shared them (``share_host_lookups``), so that they are
+    not made again."""
     a = SimpleNamespace(**load_args)
     (num_parts, idx, graph_data, node_feat_data, edge_feat_data, node_pb, edge_pb) = load_partition(
       a.root_dir,
@@ -264,8 +265,9 @@ class DistDataset(Dataset):
       self.graph = graph
 
     self.node_pb = node_pb if hetero else as_partition_book(node_pb, num_parts)
-    use_host_lookups(self.node_pb, node_lookups)
     self.edge_pb = edge_pb
+    for books, copies in zip((self.node_pb, self.edge_pb), lookups):
+      use_host_lookups(books, copies)
     if features is None:
       placement = (a.feature_with_gpu, a.device_group_list, a.device, a.split_ratio)
       self._init_partition_features(node_feat_data, edge_feat_data, node_pb, edge_pb, *placement)
@@ -456,10 +458,19 @@ def rebuild_dist_dataset(ipc_handle) -> DistDataset:
   """Rebuilds a DistDataset in another process (see ``reduce_dist_dataset``)."""
   kind, payload = ipc_handle
   if kind == 'load':
-    edge_dir, load_args, graph, features, node_lookups = payload
+    edge_dir, load_args, graph, features, lookups = payload
     dataset = DistDataset(edge_dir=edge_dir)
-    return dataset._load(load_args, graph=graph, features=features, node_lookups=node_lookups)
+    return dataset._load(load_args, graph=graph, features=features, lookups=lookups)
   return DistDataset.from_ipc_handle(payload)
+
+
+def _featured_edge_books(dataset: DistDataset):
+  r"""The edge books that edge feature gathers look edges up in: those of the
+  edge types with features (an edge book's lookup copy takes a byte an edge)."""
+  if isinstance(dataset.edge_pb, dict):
+    features = dataset.edge_features or {}
+    return {t: book for t, book in dataset.edge_pb.items() if features.get(t) is not None}
+  return dataset.edge_pb if dataset.edge_features is not None else None
 
 
 def reduce_dist_dataset(dataset: DistDataset):
@@ -470,20 +481,17 @@ def reduce_dist_dataset(dataset: DistDataset):
   place: the graph moved to shared memory (the receiver neither reads nor
   converts the edges again, nor holds a copy of its own), the feature tables
   as their files or moved to shared memory, with their id-to-row maps
-  (``Feature.host_share``), and the node books' lookup copies (an entry a
-  node) in shared memory. Any other moves all its tensors to shared
-  memory."""
+  (``Feature.host_share``), and the lookup copies of the node books and of
+  the edge books of edge types with features (an entry a node or an edge)
+  in shared memory. Any other moves all its tensors to shared memory."""
   if dataset.load_args is not None:
     # the partition's own books are mapped from its files again there, not
     # copied into shared memory here (an edge book: 2 bytes an edge of the graph)
-    features = (
-      dataset.node_features,
-      dataset.edge_features,
-      *dataset.built_feature_books,
-      dataset.features_joined,
-    )
-    node_lookups = share_host_lookups(dataset.node_pb)
-    payload = (dataset.edge_dir, dataset.load_args, dataset.graph, features, node_lookups)
+    books = dataset.built_feature_books
+    features = (dataset.node_features, dataset.edge_features, *books, dataset.features_joined)
+    edge_books = _featured_edge_books(dataset)
+    lookups = (share_host_lookups(dataset.node_pb), share_host_lookups(edge_books))
+    payload = (dataset.edge_dir, dataset.load_args, dataset.graph, features, lookups)
     return rebuild_dist_dataset, (('load', payload),)
   return rebuild_dist_dataset, (('ipc', dataset.share_ipc()),)
 
