@@ -38,7 +38,9 @@ placing each partition on the GPU before it starts the trainers (the
 trainers of a partition and their sampling processes read that one copy),
 and the GPU memory in use on the device is taken before the launcher loads
 the partitions and at the measurement: the difference is the job's, the
-launcher's CUDA context included.
+launcher's CUDA context included. Each job's PSS by role (the launcher, the
+trainers, the processes under them, the rest) and kind is printed as it is
+measured.
 """
 
 import argparse
@@ -48,6 +50,7 @@ import os
 import time
 from typing import NamedTuple, Optional
 
+import psutil
 import torch
 from bench_dist_sampling import (
   BATCH,
@@ -59,7 +62,7 @@ from bench_dist_sampling import (
   partition,
   seed_batches,
 )
-from memory import fresh_interpreters, tree_pids, tree_pss_mb
+from memory import fresh_interpreters, process_pss_mb, tree_pids, tree_pss_mb
 from results import Results, Table, add_results_argument
 
 import graphlearn_torch as glt
@@ -174,6 +177,7 @@ def launcher(root, mode, gpu, per_partition, samplers, batches, start_method, ou
     deadline = time.monotonic() + WAIT_S
     batch_mb = [next_report(ready, procs, deadline, 'a trainer gave no report') for _ in procs]
     pss, count = tree_pss_mb(files_under=os.path.realpath(root))
+    log_roles(os.path.realpath(root), {p.pid for p in procs})
     fresh = fresh_interpreters(tree_pids())
     gpu_mb = None if gpu is None else gpu_used_mb(gpu) - gpu_before
     out.put((pss, count, fresh, gpu_mb, sum(batch_mb) / len(batch_mb)))
@@ -183,6 +187,27 @@ def launcher(root, mode, gpu, per_partition, samplers, batches, start_method, ou
       p.join(120)
       if p.is_alive():
         p.kill()
+
+
+def log_roles(files_under: str, trainers: set) -> None:
+  r"""Prints this job's PSS by role (the launcher, the trainers, the
+  processes under them: their sampling processes, and on a GPU host the fork
+  servers those come from; the rest: the trainers' fork server) and kind, in
+  MB: where a job's memory goes (a GPU mode's driver mappings among them)."""
+  roles = collections.defaultdict(collections.Counter)
+  for pid in tree_pids():
+    try:
+      above = {p.pid for p in psutil.Process(pid).parents()}
+      role = (
+        'launcher' if pid == os.getpid() else 'trainers' if pid in trainers
+        else 'under the trainers' if above & trainers else 'others'
+      )  # fmt: skip
+      roles[role].update(process_pss_mb(pid, files_under))
+    except (OSError, psutil.Error):  # it exited meanwhile
+      pass
+  for role, kinds in roles.items():
+    by_kind = ', '.join(f'{kind} {mb:,.0f}' for kind, mb in kinds.most_common() if mb >= 1)
+    print(f'  {role}: {sum(kinds.values()):,.0f} MB ({by_kind})', flush=True)
 
 
 def job_memory(root: str, mode: str, gpu: Optional[int], job: tuple, start_method: str, batches):
