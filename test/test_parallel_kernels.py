@@ -85,10 +85,13 @@ class BusyProcesses:
 
 
 @pytest.mark.timeout(300)
-def test_hash_tables_take_a_long_hop_in_pieces_as_id_indexed_maps_do(graph, monkeypatch):
-  # A hash table takes room for 65,536 keys at a time, so that it grows with
-  # the distinct nodes, not the draws: every seed of the graph draws 200,000
-  # neighbors, 20,000 of them distinct, across the pieces' seams.
+def test_hash_tables_take_a_long_hop_in_pieces_as_id_indexed_maps_do(
+  graph, monkeypatch, thread_count
+):
+  # A hash table takes room for 65,536 keys at a time (262,144 in a parallel
+  # insert), so that it grows with the distinct nodes, not the draws: every
+  # seed of the graph draws 200,000 neighbors, 20,000 of them distinct,
+  # across the pieces' seams.
   import graphlearn_torch.sampler.multihop as multihop
 
   torch.set_num_threads(1)
@@ -97,17 +100,20 @@ def test_hash_tables_take_a_long_hop_in_pieces_as_id_indexed_maps_do(graph, monk
   assert expected.row.numel() > 3 * 65_536
   monkeypatch.setattr(multihop, 'DENSE_INDUCER_MAX_NODES', 0)
   assert_same(sample(graph, every_node), expected)
-  # a hop drawn elsewhere (over RPC, temporal) is inserted the same way
-  nbrs = torch.randint(0, 20_000, (200_000,), generator=torch.Generator().manual_seed(5))
-  counts = torch.full((20_000,), 10)
+  # A hop drawn elsewhere (over RPC, temporal) is inserted the same way, and
+  # at 4 threads in parallel, 262,144 keys at a time: 600,000 draws cross
+  # both kinds of seams.
+  nbrs = torch.randint(0, 20_000, (600_000,), generator=torch.Generator().manual_seed(5))
+  counts = torch.full((20_000,), 30)
   answers = []
-  for sizes in ([20_000], []):  # an id-indexed map, then a hash table
+  for sizes, count in (([20_000], 1), ([], 1), ([], 4)):  # id-indexed, then hash tables
+    torch.set_num_threads(count)
     inducer = ops.Inducer(1, sizes)
     inducer.init_nodes([every_node.flip(0)])
     answers.append(inducer.induce_next([0], [0], [every_node.flip(0)], [nbrs], [counts]))
-  for dense, hashed in zip(*answers, strict=True):
-    for a, b in zip(dense, hashed, strict=True):
-      assert torch.equal(a, b)
+  for dense, *hashed in zip(*answers, strict=True):
+    for a, *b in zip(dense, *hashed, strict=True):
+      assert all(torch.equal(a, other) for other in b)
 
 
 @pytest.mark.timeout(300)

@@ -56,8 +56,9 @@ class IdMap {
   int64_t insert(int64_t key, bool* inserted);
   // Inserts keys[0, n) in order: local[i] is the local id of keys[i]; the
   // keys new to the map get the next local ids in order of first
-  // appearance. Checks the keys first (check_keys); an id-indexed map
-  // inserts many keys on many threads in parallel, with the same result.
+  // appearance. Checks the keys first (check_keys); many keys go in on many
+  // threads in parallel, with the same result (a hash table taking room for
+  // them a piece at a time, as insert_in_order does).
   void insert_all(const int64_t* keys, int64_t n, int64_t* local);
   // insert_all on this thread, of checked keys: called for consecutive
   // parts of a sequence, it inserts the whole sequence.

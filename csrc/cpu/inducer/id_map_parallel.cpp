@@ -1,5 +1,6 @@
 // IdMap::insert_all: the keys of a hop inserted by many threads at once, with
 // the result of a sequential insert (cpu/inducer/id_map.h).
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <memory>
@@ -28,6 +29,11 @@ constexpr int64_t kCountsPerLine = 64 / sizeof(int64_t);
 // moves the default, for either kind of map.
 constexpr int64_t kMinParallelPositions = 32768;
 constexpr int kDefaultParallelInsertThreads = 4;
+// Keys a hash table takes room for at a time in a parallel insert, as the
+// ordered insert does (id_map.cpp): the table grows with the distinct keys,
+// not with the draws. Larger than the ordered insert's pieces: each piece
+// wakes the threads three times, and needs chunks enough for 16 of them.
+constexpr int64_t kParallelHashedPiece = int64_t{1} << 18;
 
 int parallel_insert_threads() {
   static const int threads = [] {
@@ -237,9 +243,15 @@ void IdMap::insert_all(const int64_t* keys, int64_t n, int64_t* local) {
     DenseClaims claims{dense_.data(), keys, floor_, floor_ - n};
     insert_all_parallel(keys, n, local, claims);
   } else {
-    reserve(size_ + n);  // no slot moves while the threads claim them
-    HashedClaims claims{this, keys, std::unique_ptr<uint64_t[]>(new uint64_t[n])};  // not zeroed
-    insert_all_parallel(keys, n, local, claims);
+    const int64_t piece = std::min(n, kParallelHashedPiece);
+    // Each piece's slots, not zeroed.
+    HashedClaims claims{this, keys, std::unique_ptr<uint64_t[]>(new uint64_t[piece])};
+    for (int64_t first = 0; first < n; first += piece) {
+      const int64_t count = std::min(piece, n - first);
+      reserve(size_ + count);  // no slot moves while the threads claim them
+      claims.keys = keys + first;
+      insert_all_parallel(keys + first, count, local + first, claims);
+    }
   }
 }
 
