@@ -116,6 +116,38 @@ def test_hash_tables_take_a_long_hop_in_pieces_as_id_indexed_maps_do(
       assert all(torch.equal(a, other) for other in b)
 
 
+# A generous bound, not a timing: this takes seconds, and minutes where the
+# table takes room a piece at a time.
+@pytest.mark.timeout(60)
+def test_disjoint_keys_go_into_a_fresh_hash_table_at_once(thread_count):
+  # A disjoint hop drawn elsewhere (induce_next): 3,000,000 neighbors keyed
+  # into 3,000 seeds' groups (seed << 32 | id), each group's keys hashed
+  # into a region of the table of its own. A table given room a piece at a
+  # time has regions too small for their keys (seconds a million keys,
+  # growing faster than the keys); these go in at once, in order at 1
+  # thread and in parallel at 4, with the ids a sequential insert gives.
+  bits, num_seeds, fanout = 32, 3000, 1000
+  g = torch.Generator().manual_seed(11)
+  seed_keys = (torch.arange(num_seeds) << bits) | torch.randperm(1 << 20, generator=g)[:num_seeds]
+  groups = torch.arange(num_seeds).repeat_interleave(fanout)
+  nbr_keys = (groups << bits) | torch.randint(0, 5000, (num_seeds * fanout,), generator=g)
+  local = {}
+  for key in seed_keys.tolist() + nbr_keys.tolist():
+    local.setdefault(key, len(local))
+  expected_cols = torch.tensor([local[key] for key in nbr_keys.tolist()])
+  expected_new = torch.tensor(list(local)[num_seeds:])
+  for count in (1, 4):
+    torch.set_num_threads(count)
+    inducer = ops.Inducer(1, [], bits)
+    inducer.init_nodes([seed_keys])
+    new, rows, cols = inducer.induce_next(
+      [0], [0], [seed_keys], [nbr_keys], [torch.full((num_seeds,), fanout)]
+    )
+    assert torch.equal(rows[0], groups)
+    assert torch.equal(cols[0], expected_cols)
+    assert torch.equal(new[0], expected_new)
+
+
 @pytest.mark.timeout(300)
 def test_same_batch_beside_busy_processes(graph, thread_count):
   torch.set_num_threads(1)

@@ -233,8 +233,9 @@ void IdMap::insert_hashed_in_order(const int64_t* keys, int64_t n, int64_t* loca
 void IdMap::insert_in_order(const int64_t* keys, int64_t n, int64_t* local) {
   TORCH_CHECK_VALUE(size_ + n < INT32_MAX, "too many nodes in one batch");
   if (dense_.empty()) {
-    for (int64_t first = 0; first < n; first += kHashedInsertChunk) {
-      const int64_t count = std::min(kHashedInsertChunk, n - first);
+    const int64_t piece = hashed_piece(n, kHashedInsertChunk);
+    for (int64_t first = 0; first < n; first += piece) {
+      const int64_t count = std::min(piece, n - first);
       insert_hashed_in_order(keys + first, count, local + first);
     }
     return;

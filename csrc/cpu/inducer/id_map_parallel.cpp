@@ -243,7 +243,7 @@ void IdMap::insert_all(const int64_t* keys, int64_t n, int64_t* local) {
     DenseClaims claims{dense_.data(), keys, floor_, floor_ - n};
     insert_all_parallel(keys, n, local, claims);
   } else {
-    const int64_t piece = std::min(n, kParallelHashedPiece);
+    const int64_t piece = hashed_piece(n, kParallelHashedPiece);
     // Each piece's slots, not zeroed.
     HashedClaims claims{this, keys, std::unique_ptr<uint64_t[]>(new uint64_t[piece])};
     for (int64_t first = 0; first < n; first += piece) {
