@@ -65,6 +65,12 @@ class IdMap {
   void insert_in_order(const int64_t* keys, int64_t n, int64_t* local);
   // insert_in_order of a hash table's keys, with room for all n first.
   void insert_hashed_in_order(const int64_t* keys, int64_t n, int64_t* local);
+  // Room for a hop of n keys about to be inserted a part at a time: for
+  // grouped keys all of it (hashed_piece); other keys take room as they go
+  // in, so that the table grows with the distinct keys, not with the draws.
+  void room_for_hop(int64_t n) {
+    if (group_bits_ > 0) reserve(size_ + n);
+  }
   // Whether insert_all inserts n keys in parallel.
   bool inserts_in_parallel(int64_t n) const;
   // Raises a ValueError naming the first key the map cannot hold.
@@ -97,7 +103,8 @@ class IdMap {
   // but grouped keys all n at once. A table sized for a piece of grouped
   // keys gives each group a region too small for its keys, which then
   // overflow into the next groups' (a disjoint hop of 1 M keys drawn
-  // elsewhere took 9 s on a fresh table in pieces, 50 ms at once).
+  // elsewhere took 9 s on a fresh table in pieces, 50 ms at once; a sampled
+  // disjoint batch's first hop 70x its time).
   int64_t hashed_piece(int64_t n, int64_t piece) const {
     return group_bits_ > 0 ? n : std::min(n, piece);
   }

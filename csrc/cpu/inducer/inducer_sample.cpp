@@ -96,13 +96,7 @@ void insert_neighbors(IdMap& map, draws::HopDraws<index_t>& hop, const int64_t* 
   // parallel insert forced: 1.46x the batches/s of drawing the whole hop
   // first, then inserting it in parallel.)
   const bool finish_in_parallel = map.inserts_in_parallel(total);
-  // Disjoint keys: room for the whole hop first. The chunks fill the seeds'
-  // regions one seed after another, and a table sized only for the chunks so
-  // far gives each seed's region a share of it too small for its neighbors
-  // (probe chains of hundreds of slots: 70x slower on a disjoint batch's
-  // first hop). Other keys take room as they are inserted (IdMap), so that
-  // the table grows with the batch's distinct nodes, not with its draws.
-  if (id_mask >= 0) map.reserve(map.size() + total);
+  map.room_for_hop(total);  // the chunks come one at a time
   const int64_t threads = kernel_threads();
   std::vector<draws::Scratch> scratch(threads);
   const int64_t consumed = produce_consume_in_order(
