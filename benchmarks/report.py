@@ -178,18 +178,19 @@ SCRIPT_OF = {
 
 TUNING = """## Tuning
 
-- **Threads.** Our CPU kernels use `torch.get_num_threads()` threads, at most a
-  per-process cap (`graphlearn_torch.utils.set_kernel_threads`,
-  `GLT_KERNEL_THREADS`); a distributed job's processes take their share of
-  the host's cores by default. Leave cores to the model where it trains on
-  the CPU. A hop's new nodes are numbered by the calling thread, between
-  the draws it makes, while the others draw (always the same thread, so that
-  the id maps stay in its core's caches); from 4 threads on, those it has
-  not numbered when the draws end are numbered by every thread (`GLT_PARALLEL_INSERT_THREADS=n` moves that
-  threshold; `bash tools/gpu_check.sh cpu-profile` profiles both ways at 4
-  to 16 threads). Idle helper threads spin 20 us before they sleep
-  (`GLT_WORKER_SPIN_US=n` moves it: where sleeping threads wake slowly, as a
-  virtual machine's idle cores can, spinning across a batch's hops may pay).
+- **Threads.** Our CPU kernels use `torch.get_num_threads()` threads, at most
+  a per-process cap (`graphlearn_torch.utils.set_kernel_threads`,
+  `GLT_KERNEL_THREADS`); a distributed job's processes take their share of the
+  host's cores by default. Leave cores to the model where it trains on the
+  CPU. A hop's new nodes are numbered by the calling thread, between the draws
+  it makes, while the others draw (always the same thread, so that the id maps
+  stay in its core's caches); from 4 threads on, those it has not numbered
+  when the draws end are numbered by every thread
+  (`GLT_PARALLEL_INSERT_THREADS=n` moves that threshold;
+  `bash tools/gpu_check.sh cpu-profile` profiles both ways at 4 to 16
+  threads). Idle helper threads spin 20 us before they sleep (`GLT_WORKER_SPIN_US=n` moves
+  it: where sleeping threads wake slowly, as a virtual machine's idle cores
+  can, spinning across a batch's hops may pay).
 - **Topologies.** A `Topology` stores int32 indices where the graph fits,
   which halves its memory and its random reads; keep the default.
 - **Huge pages.** What the CPU sampler reads at random (a `Topology`'s
