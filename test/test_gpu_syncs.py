@@ -202,6 +202,24 @@ def test_tensors_go_to_the_host_with_one_sync():
   assert all(torch.equal(o, t.cpu()) for o, t in zip(out, tensors))
 
 
+def test_a_book_groups_gpu_ids_with_one_sync():
+  """A hop's seeds grouped by owner for peers over RPC: one sync, the
+  kernel's checks; the group sizes stay on the GPU, to be read with the
+  pieces that go out (the test above)."""
+  from graphlearn_torch.partition import GLTPartitionBook
+
+  book = GLTPartitionBook(torch.randint(0, 3, (100,), generator=torch.Generator().manual_seed(0)))
+  cuda = torch.device('cuda', 0)
+  on_gpu = book.lookup_on(cuda)
+  ids = torch.randint(0, 100, (500,), generator=torch.Generator().manual_seed(1)).to(cuda)
+  on_gpu.grouped(ids, 3)  # warm-up
+  out = []
+  syncs = host_syncs(lambda: out.append(on_gpu.grouped(ids, 3)))
+  assert len(syncs) <= 1, [f'{w.filename}:{w.lineno}' for w in syncs]
+  for got, want in zip(out[0], book.grouped(ids.cpu(), 3)):
+    assert torch.equal(got.cpu(), want)
+
+
 def test_a_range_book_reads_gpu_ids_once():
   from graphlearn_torch.partition import RangePartitionBook
 

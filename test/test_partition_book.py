@@ -28,6 +28,10 @@ def test_a_book_groups_ids_by_owner(kind):
     assert torch.equal(positions[p], expected)
     assert torch.equal(grouped[p], ids[expected])
   assert torch.equal(book.partitions(ids).long(), owners[ids])
+  # the same groups end to end, their sizes apart (nothing read on the host)
+  order, counts, in_order = book.grouped(ids, 4)
+  assert counts.tolist() == [pos.numel() for pos in positions]
+  assert torch.equal(order, torch.cat(positions)) and torch.equal(in_order, torch.cat(grouped))
 
 
 @pytest.mark.parametrize('num_parts', [2, 300, 40000])

@@ -99,8 +99,25 @@ class PartitionBook(ABC):
       num_partitions: how many groups (default: ``num_parts``; a partition
         may own no id of this book).
     """
-    positions = positions_by_partition(self[ids], num_partitions or self.num_parts)
-    return positions, [ids.index_select(0, pos) for pos in positions]
+    order, counts, grouped = self.grouped(ids, num_partitions)
+    sizes = counts.tolist()
+    return list(torch.split(order, sizes)), list(torch.split(grouped, sizes))
+
+  def grouped(
+    self, ids: torch.Tensor, num_partitions: Optional[int] = None
+  ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    r"""``ids`` grouped by owner, where they lie and with nothing read on
+    the host (a GPU's ids: no host sync): ``(order, counts, grouped)``, the
+    positions in ``ids`` of partition 0's ids (in order), then partition
+    1's, ...; the number of each partition's ids; ``ids[order]``.
+    :meth:`group` splits them.
+
+    Args:
+      ids: 1-D global ids.
+      num_partitions: how many groups (default: ``num_parts``).
+    """
+    order, counts = bucket_by_partition(self[ids], num_partitions or self.num_parts)
+    return order, counts, ids.index_select(0, order)
 
 
 class GLTPartitionBook(PartitionBook):
@@ -196,20 +213,16 @@ class GLTPartitionBook(PartitionBook):
       return self._narrow_book().index_select(0, ids)
     return self[ids]
 
-  def group(
+  def grouped(
     self, ids: torch.Tensor, num_partitions: Optional[int] = None
-  ) -> Tuple[List[torch.Tensor], List[torch.Tensor]]:
+  ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     num_partitions = num_partitions or self.num_parts
     one_device = self.tensor.device == ids.device and has_kernel('group_by_partition', ids.device)
     if not (one_device and ids.dim() == 1 and ids.dtype == torch.int64):
-      return super().group(ids, num_partitions)
+      return super().grouped(ids, num_partitions)
     # one kernel: the lookups, the counting sort (a stable sort on a GPU), the
     # ids in group order
-    order, counts, grouped = torch.ops.glt.group_by_partition(
-      self._narrow_book(), ids, num_partitions
-    )
-    sizes = counts.tolist()
-    return list(torch.split(order, sizes)), list(torch.split(grouped, sizes))
+    return tuple(torch.ops.glt.group_by_partition(self._narrow_book(), ids, num_partitions))
 
   def __len__(self) -> int:
     return self.tensor.numel()
@@ -455,16 +468,24 @@ def use_host_lookups(books: BooksLike, copies: Any) -> None:
     books.use_host_lookup_copy(copies)
 
 
+def bucket_by_partition(
+  partitions: torch.Tensor, num_partitions: int
+) -> Tuple[torch.Tensor, torch.Tensor]:
+  r"""``(order, counts)``: the positions in ``partitions`` that name
+  partition 0 (in order), then 1, ...; and how many name each. Nothing is
+  read on the host."""
+  if has_kernel('bucket_by_partition', partitions.device):
+    # one kernel: a counting sort on the CPU, a stable sort on a GPU
+    return tuple(torch.ops.glt.bucket_by_partition(partitions, num_partitions))
+  order = torch.argsort(partitions, stable=True)  # a build without the CUDA kernels
+  return order, torch.bincount(partitions, minlength=num_partitions)
+
+
 def positions_by_partition(partitions: torch.Tensor, num_partitions: int) -> List[torch.Tensor]:
   r"""For every partition, the positions in ``partitions`` that name it (in
   order; empty when none)."""
-  if has_kernel('bucket_by_partition', partitions.device):
-    # one kernel: a counting sort on the CPU, a stable sort on a GPU
-    order, counts = torch.ops.glt.bucket_by_partition(partitions, num_partitions)
-    return list(torch.split(order, counts.tolist()))
-  order = torch.argsort(partitions, stable=True)  # a build without the CUDA kernels
-  counts = torch.bincount(partitions, minlength=num_partitions).tolist()
-  return list(torch.split(order, counts))
+  order, counts = bucket_by_partition(partitions, num_partitions)
+  return list(torch.split(order, counts.tolist()))
 
 
 def rebuild_tensor_book(*shared) -> GLTPartitionBook:

@@ -189,23 +189,27 @@ class PartitionService:
     """
     self.host_peers.check()
     book = self.dist_graph.node_book(ntype).lookup_on(tensors[0].device)
-    positions, owned = book.group(tensors[0], self.num_partitions)
+    order, counts, owned = book.grouped(tensors[0], self.num_partitions)
+    grouped = (owned, *(t.index_select(0, order) for t in tensors[1:]))
+    # The group sizes and the pieces that may go out (RPC sends host
+    # tensors) leave a GPU together: one host sync.
+    goes_out = not all(self.runs_here(p, time_attr) for p in range(self.num_partitions))
+    counts, *sent = to_host_at_once([counts, *(grouped if goes_out else ())])
+    sizes = counts.tolist()
+    positions = torch.split(order, sizes)
+    pieces = list(zip(*(torch.split(t, sizes) for t in grouped)))
+    sent_pieces = list(zip(*(torch.split(t, sizes) for t in sent)))
 
-    def pieces(p: int) -> Tuple[torch.Tensor, ...]:
-      return (owned[p], *(t.index_select(0, positions[p]) for t in tensors[1:]))
-
-    owners = [p for p, pos in enumerate(positions) if pos.numel()]
+    owners = [p for p, size in enumerate(sizes) if size]
     away = [p for p in owners if not self.runs_here(p, time_attr)]
     here = [p for p in owners if p not in away]
-    # RPC sends host tensors: the pieces that go out leave a GPU together.
-    sent = to_host_at_once([t for p in away for t in pieces(p)])
     remote = []
-    for i, p in enumerate(away):
+    for p in away:
       worker = self._router.get_to_worker(p)
-      request = tuple(sent[i * len(tensors) : (i + 1) * len(tensors)]) + args
+      request = tuple(sent_pieces[p]) + args
       answer = wrap_torch_future(rpc_request_async(worker, callee_id, request))
       remote.append((p, worker, positions[p], answer))
-    parts = [(positions[p], run_here(p, *pieces(p), *args)) for p in here]
+    parts = [(positions[p], run_here(p, *pieces[p], *args)) for p in here]
     for p, worker, pos, fut in remote:
       try:
         parts.append((pos, await fut))
