@@ -354,10 +354,38 @@ def _invoke_callee(callee_id: int, *args, **kwargs) -> Any:
   return state.callees[callee_id].call(*args, **kwargs)
 
 
+def sent_alone(value: Any) -> Any:
+  r"""``value`` as RPC should send it: a host tensor that views part of a
+  larger buffer copied out (into a buffer of its own), in tuples, lists
+  and dicts too; anything else as it is. TensorPipe sends a tensor's whole
+  buffer where the tensor spans more than half of it (torch copies smaller
+  views itself): a piece of a hop's seeds split from the others', sent
+  alone, would carry the rest of them along.
+
+  Args:
+    value: an argument of a request.
+  """
+  if isinstance(value, torch.Tensor):
+    if value.device.type != 'cpu' or value.layout != torch.strided:
+      return value
+    if value.untyped_storage().nbytes() > value.numel() * value.element_size():
+      return value.clone(memory_format=torch.contiguous_format)
+    return value
+  if isinstance(value, tuple):
+    items = [sent_alone(v) for v in value]
+    return type(value)(*items) if hasattr(value, '_fields') else tuple(items)
+  if isinstance(value, list):
+    return [sent_alone(v) for v in value]
+  if isinstance(value, dict):
+    return {k: sent_alone(v) for k, v in value.items()}
+  return value
+
+
 def rpc_request_async(
   worker_name: str, callee_id: int, args=None, kwargs=None, timeout: Optional[float] = None
 ) -> torch.futures.Future:
-  r"""Calls callee ``callee_id`` on ``worker_name``; returns a future of the result.
+  r"""Calls callee ``callee_id`` on ``worker_name``; returns a future of the
+  result. Tensors that view part of a buffer are sent alone (``sent_alone``).
 
   Args:
     worker_name: the peer's RPC name.
@@ -370,8 +398,8 @@ def rpc_request_async(
   future = rpc.rpc_async(
     worker_name,
     _invoke_callee,
-    args=(callee_id, *(args or ())),
-    kwargs=kwargs or {},
+    args=(callee_id, *sent_alone(tuple(args or ()))),
+    kwargs=sent_alone(kwargs or {}),
     timeout=state.timeout if timeout is None else timeout,
   )
   return _naming_the_peer(future, worker_name)
