@@ -1,8 +1,8 @@
-"""What a request to a peer sends: a tensor that views part of a larger
-buffer (a hop's seeds of one partition, split from the others') goes alone,
-not with the rest of its buffer, which TensorPipe sends whole where the
-view spans more than half of it. The RPC test's processes are spawned on
-loopback and reaped also on failure."""
+"""What a request to a peer and its answer send: a tensor that views part
+of a larger buffer (a hop's seeds of one partition, split from the
+others') goes alone, not with the rest of its buffer, which TensorPipe
+sends whole where the view spans more than half of it. The RPC test's
+processes are spawned on loopback and reaped also on failure."""
 
 import collections
 import traceback
@@ -35,13 +35,21 @@ def test_a_view_of_part_of_a_buffer_is_copied_out_and_others_go_as_they_are():
   assert sent[2]['x'].a.untyped_storage().nbytes() == 600 * 8
   assert sent[3] == 'text'
   assert sent_alone(buffer) is buffer
+  # containers with nothing to copy out are the same objects, of their types
+  counts = collections.defaultdict(int, a=1)
+  same = (torch.Size([2, 3]), counts, [fresh])
+  assert sent_alone(same) is same
+  copied = sent_alone(collections.defaultdict(int, a=piece))
+  assert isinstance(copied, collections.defaultdict) and copied['b'] == 0
 
 
 class BytesReceived(rpc_module.RpcCalleeBase):
-  r"""The bytes of the buffer behind each tensor a request brought."""
+  r"""The bytes of the buffer behind each tensor a request brought, and a
+  view of 60% of a buffer of 100,000 ids."""
 
   def call(self, *tensors, **named):
-    return [t.untyped_storage().nbytes() for t in (*tensors, *named.values())]
+    sizes = [t.untyped_storage().nbytes() for t in (*tensors, *named.values())]
+    return sizes, torch.arange(100_000)[:60_000]
 
 
 def member(rank, port, events):
@@ -57,7 +65,8 @@ def member(rank, port, events):
       peer = rpc_module.rpc_request_async(
         worker_name('requests', 1), callee, (piece,), {'rest': seeds[60_000:]}
       )
-      events.put(('received', rank, peer.wait()))
+      sizes, answer = peer.wait()
+      events.put(('received', rank, (sizes, answer.untyped_storage().nbytes())))
     rpc_module.barrier(timeout=RPC_TIMEOUT_S)  # rank 1 serves until rank 0 has its answer
     dist.shutdown_rpc(graceful=True, timeout=RPC_TIMEOUT_S)
     events.put(('out', rank, None))
@@ -66,12 +75,13 @@ def member(rank, port, events):
 
 
 @pytest.mark.slow
-def test_a_request_sends_a_piece_of_a_buffer_alone():
+def test_a_request_and_its_answer_send_a_piece_of_a_buffer_alone():
   port, events = free_port(), EventPipes()
   procs = [start(member, r, port, events.writer()) for r in (0, 1)]
   try:
-    received = events.wait('received', 0, failures=('error',))
-    assert received == [60_000 * 8, 40_000 * 8]  # not the 100,000 ids' 800 kB
+    sizes, answered = events.wait('received', 0, failures=('error',))
+    assert sizes == [60_000 * 8, 40_000 * 8]  # not the 100,000 ids' 800 kB
+    assert answered == 60_000 * 8
     for r in (0, 1):
       events.wait('out', r, failures=('error',))
   finally:

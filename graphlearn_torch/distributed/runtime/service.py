@@ -4,8 +4,9 @@
 import torch
 from torch.distributed import rpc
 
+from ...utils.futures import then
 from .context import DistRole, get_context
-from .rpc import rpc_global_request_async, rpc_local_service
+from .rpc import rpc_global_request_async, rpc_local_service, sent_alone
 
 
 def _is_method_of(obj: object, func) -> bool:
@@ -35,8 +36,8 @@ def _call_service(func, args, kwargs) -> torch.futures.Future:
     out.set_exception(e)
     return out
   if isinstance(result, torch.Future):  # torch.futures.Future and what .then() returns
-    return result
-  out.set_result(result)
+    return then(result, lambda done: sent_alone(done.value()))
+  out.set_result(sent_alone(result))
   return out
 
 
