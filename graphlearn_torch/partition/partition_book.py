@@ -106,11 +106,11 @@ class PartitionBook(ABC):
   def grouped(
     self, ids: torch.Tensor, num_partitions: Optional[int] = None
   ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    r"""``ids`` grouped by owner, where they lie and with nothing read on
-    the host (a GPU's ids: no host sync): ``(order, counts, grouped)``, the
-    positions in ``ids`` of partition 0's ids (in order), then partition
-    1's, ...; the number of each partition's ids; ``ids[order]``.
-    :meth:`group` splits them.
+    r"""``ids`` grouped by owner, where they lie, the group sizes not read
+    on the host (a GPU's ids: the lookups' checks are, one host sync):
+    ``(order, counts, grouped)``, the positions in ``ids`` of partition 0's
+    ids (in order), then partition 1's, ...; the number of each
+    partition's ids; ``ids[order]``. :meth:`group` splits them.
 
     Args:
       ids: 1-D global ids.
@@ -472,8 +472,8 @@ def bucket_by_partition(
   partitions: torch.Tensor, num_partitions: int
 ) -> Tuple[torch.Tensor, torch.Tensor]:
   r"""``(order, counts)``: the positions in ``partitions`` that name
-  partition 0 (in order), then 1, ...; and how many name each. Nothing is
-  read on the host."""
+  partition 0 (in order), then 1, ...; and how many name each, not read on
+  the host."""
   if has_kernel('bucket_by_partition', partitions.device):
     # one kernel: a counting sort on the CPU, a stable sort on a GPU
     return tuple(torch.ops.glt.bucket_by_partition(partitions, num_partitions))

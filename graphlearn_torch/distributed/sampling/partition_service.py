@@ -192,7 +192,8 @@ class PartitionService:
     order, counts, owned = book.grouped(tensors[0], self.num_partitions)
     grouped = (owned, *(t.index_select(0, order) for t in tensors[1:]))
     # The group sizes and the pieces that may go out (RPC sends host
-    # tensors) leave a GPU together: one host sync.
+    # tensors) leave a GPU together: one host sync (beside the grouping's
+    # checks).
     goes_out = not all(self.runs_here(p, time_attr) for p in range(self.num_partitions))
     counts, *sent = to_host_at_once([counts, *(grouped if goes_out else ())])
     sizes = counts.tolist()
