@@ -27,7 +27,7 @@ from ...sampler.one_hop import sample_one_hop
 from ...sampler.schema import RandomStream, SamplingSchema, check_graphs, mix_seed
 from ...sampler.temporal import TIME_ATTRS, TemporalSampling
 from ...typing import HOMO_EDGE_TYPE, EdgeType, NodeType
-from ...utils.device import to_host_at_once
+from ...utils.device import to_device_async, to_host_at_once
 from ..data.dataset import DistDataset
 from ..data.feature import DistFeature
 from ..data.graph import DistGraph
@@ -188,29 +188,33 @@ class PartitionService:
     partition that had any.
     """
     self.host_peers.check()
+    device = tensors[0].device
+    # Grouped on the host, from where the pieces that go out are sent (RPC
+    # sends host tensors): a GPU's tensors leave it together, one host sync,
+    # and the pieces that run here and every piece's positions go back to it
+    # without one.
+    tensors = to_host_at_once(list(tensors))
     book = self.dist_graph.node_book(ntype).lookup_on(tensors[0].device)
-    order, counts, owned = book.grouped(tensors[0], self.num_partitions)
-    grouped = (owned, *(t.index_select(0, order) for t in tensors[1:]))
-    # The group sizes and the pieces that may go out (RPC sends host
-    # tensors) leave a GPU together: one host sync (beside the grouping's
-    # checks).
-    goes_out = not all(self.runs_here(p, time_attr) for p in range(self.num_partitions))
-    counts, *sent = to_host_at_once([counts, *(grouped if goes_out else ())])
-    sizes = counts.tolist()
-    positions = torch.split(order, sizes)
-    pieces = list(zip(*(torch.split(t, sizes) for t in grouped)))
-    sent_pieces = list(zip(*(torch.split(t, sizes) for t in sent)))
+    positions, owned = book.group(tensors[0], self.num_partitions)
 
-    owners = [p for p, size in enumerate(sizes) if size]
+    def pieces(p: int) -> Tuple[torch.Tensor, ...]:
+      return (owned[p], *(t.index_select(0, positions[p]) for t in tensors[1:]))
+
+    owners = [p for p, pos in enumerate(positions) if pos.numel()]
     away = [p for p in owners if not self.runs_here(p, time_attr)]
     here = [p for p in owners if p not in away]
     remote = []
     for p in away:
       worker = self._router.get_to_worker(p)
-      request = tuple(sent_pieces[p]) + args
-      answer = wrap_torch_future(rpc_request_async(worker, callee_id, request))
-      remote.append((p, worker, positions[p], answer))
-    parts = [(positions[p], run_here(p, *pieces[p], *args)) for p in here]
+      answer = wrap_torch_future(rpc_request_async(worker, callee_id, pieces(p) + args))
+      remote.append((p, worker, to_device_async(positions[p], device), answer))
+    parts = [
+      (
+        to_device_async(positions[p], device),
+        run_here(p, *(to_device_async(t, device) for t in pieces(p)), *args),
+      )
+      for p in here
+    ]
     for p, worker, pos, fut in remote:
       try:
         parts.append((pos, await fut))
