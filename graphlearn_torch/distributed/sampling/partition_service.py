@@ -184,15 +184,15 @@ class PartitionService:
     steps run in other processes go out first (one request per partition,
     ``callee_id(*pieces, *args)``), then the pieces of this partition and of
     those mapped from this host (``runs_here(p, time_attr)``) run here
-    (``run_here(p, *pieces, *args)``). Returns ``(positions, result)`` per
-    partition that had any.
+    (``run_here(p, *pieces, *args)``, on the tensors' device). Returns
+    ``(positions, result)`` per partition that had any, the positions on
+    the host.
     """
     self.host_peers.check()
     device = tensors[0].device
     # Grouped on the host, from where the pieces that go out are sent (RPC
     # sends host tensors): a GPU's tensors leave it together, one host sync,
-    # and the pieces that run here and every piece's positions go back to it
-    # without one.
+    # and the pieces that run here go back to it without one.
     tensors = to_host_at_once(list(tensors))
     book = self.dist_graph.node_book(ntype).lookup_on(tensors[0].device)
     positions, owned = book.group(tensors[0], self.num_partitions)
@@ -207,12 +207,9 @@ class PartitionService:
     for p in away:
       worker = self._router.get_to_worker(p)
       answer = wrap_torch_future(rpc_request_async(worker, callee_id, pieces(p) + args))
-      remote.append((p, worker, to_device_async(positions[p], device), answer))
+      remote.append((p, worker, positions[p], answer))
     parts = [
-      (
-        to_device_async(positions[p], device),
-        run_here(p, *(to_device_async(t, device) for t in pieces(p)), *args),
-      )
+      (positions[p], run_here(p, *(to_device_async(t, device) for t in pieces(p)), *args))
       for p in here
     ]
     for p, worker, pos, fut in remote:

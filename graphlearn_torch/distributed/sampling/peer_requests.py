@@ -8,6 +8,7 @@ import torch
 
 from ...sampler.base import NeighborOutput
 from ...sampler.schema import mix_seed
+from ...utils.device import to_device_async
 from ..runtime.rpc import RpcCalleeBase
 
 
@@ -23,19 +24,21 @@ def stitch_neighbors(
   Args:
     num_seeds: seeds of the hop.
     parts: ``(positions of its seeds, their NeighborOutput)`` per partition
-      (a peer's on the CPU, as RPC brings it: moved to ``device``).
+      (a peer's on the CPU, as RPC brings it, and positions on the host:
+      moved to ``device``).
     with_edge: whether the pieces carry edge ids.
     device: where the output goes.
   """
   if not parts:
     empty = torch.empty(0, dtype=torch.int64, device=device)
     return NeighborOutput(empty, empty, empty if with_edge else None)
-  # A peer's piece (from RPC, on the host) goes to a GPU without a host sync.
-  parts = [(pos, out.to(device, non_blocking=True)) for pos, out in parts]
   if len(parts) == 1 and parts[0][0].numel() == num_seeds:
     pos, out = parts[0]
-    if bool((pos == torch.arange(num_seeds, device=pos.device)).all()):
-      return out
+    if bool((pos == torch.arange(num_seeds, device=pos.device)).all()):  # on the host: no sync
+      return out.to(device, non_blocking=True)
+  # What comes from the host (a peer's piece, from RPC; the positions) goes
+  # to a GPU without a host sync.
+  parts = [(to_device_async(pos, device), out.to(device, non_blocking=True)) for pos, out in parts]
   nbr, nbr_num, edge = torch.ops.glt.stitch_neighbors(
     num_seeds,
     [pos for pos, _ in parts],
