@@ -220,6 +220,28 @@ def test_a_book_groups_gpu_ids_with_one_sync():
     assert torch.equal(got.cpu(), want)
 
 
+def test_a_hop_over_rpc_is_stitched_on_the_gpu_without_a_sync():
+  """A hop's pieces, one drawn on the GPU and one from a peer (on the
+  host), stitched into seed order on the GPU: as the op stitches them,
+  with no host sync."""
+  from test_stitch import random_pieces
+
+  from graphlearn_torch.distributed.sampling.peer_requests import stitched_on_gpu
+
+  cuda = torch.device('cuda', 0)
+  parts = random_pieces(3000, 2, seed=0, with_edge=True)
+  want = stitched_on_gpu(3000, parts, True, torch.device('cpu'))
+  parts[0] = (parts[0][0], parts[0][1].to(cuda))  # drawn here
+  stitched_on_gpu(3000, parts, True, cuda)  # warm-up
+  out = []
+  syncs = host_syncs(lambda: out.append(stitched_on_gpu(3000, parts, True, cuda)))
+  assert not syncs, [f'{w.filename}:{w.lineno}' for w in syncs]
+  got = out[0]
+  for field in ('nbr', 'nbr_num', 'edge'):
+    assert getattr(got, field).is_cuda
+    assert torch.equal(getattr(got, field).cpu(), getattr(want, field))
+
+
 def test_a_range_book_reads_gpu_ids_once():
   from graphlearn_torch.partition import RangePartitionBook
 

@@ -16,7 +16,7 @@ from test_job_identity import reap, start
 import graphlearn_torch as glt
 from graphlearn_torch.distributed.runtime import rpc as rpc_module
 from graphlearn_torch.distributed.runtime.context import worker_name
-from graphlearn_torch.distributed.runtime.rpc import sent_alone
+from graphlearn_torch.distributed.runtime.payload import sent_alone
 
 RPC_TIMEOUT_S = 20
 

@@ -106,11 +106,10 @@ class PartitionBook(ABC):
   def grouped(
     self, ids: torch.Tensor, num_partitions: Optional[int] = None
   ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    r"""``ids`` grouped by owner, where they lie, the group sizes not read
-    on the host (a GPU's ids: the lookups' checks are, one host sync):
-    ``(order, counts, grouped)``, the positions in ``ids`` of partition 0's
-    ids (in order), then partition 1's, ...; the number of each
-    partition's ids; ``ids[order]``. :meth:`group` splits them.
+    r"""``ids`` grouped by owner where they lie, the sizes not read on the
+    host: ``(order, counts, grouped)``, the positions in ``ids`` of
+    partition 0's ids (in order), then 1's, ...; each partition's count;
+    ``ids[order]``. :meth:`group` splits them.
 
     Args:
       ids: 1-D global ids.
@@ -471,9 +470,8 @@ def use_host_lookups(books: BooksLike, copies: Any) -> None:
 def bucket_by_partition(
   partitions: torch.Tensor, num_partitions: int
 ) -> Tuple[torch.Tensor, torch.Tensor]:
-  r"""``(order, counts)``: the positions in ``partitions`` that name
-  partition 0 (in order), then 1, ...; and how many name each, not read on
-  the host."""
+  r"""``(order, counts)``: the positions in ``partitions`` naming partition
+  0 (in order), then 1, ...; how many name each (not read on the host)."""
   if has_kernel('bucket_by_partition', partitions.device):
     # one kernel: a counting sort on the CPU, a stable sort on a GPU
     return tuple(torch.ops.glt.bucket_by_partition(partitions, num_partitions))

@@ -3,12 +3,10 @@
 Every process of the job joins one RPC world under the name
 ``{group_name}_{rank}``. On top of it: collectives that need no process group
 (``all_gather``, ``barrier``), a registry of callees that peers invoke by id
-(``rpc_register``, ``rpc_request_async``), and the router that says which
-worker holds a data partition.
-"""
+(``rpc_register``, ``rpc_request_async``; views sent alone: ``payload``), and
+the router that says which worker holds a data partition."""
 
 import atexit
-import copy
 import logging
 import threading
 import warnings
@@ -22,6 +20,7 @@ from ...utils.host_share import boot_id
 from ...utils.network import advertised_address, default_socket_ifname
 from ...utils.threads import cap_for_shared_host
 from .context import DistRole, get_context, worker_name
+from .payload import sent_alone
 from .rendezvous import leave_rendezvous, rendezvous_url
 from .rpc_args import (  # noqa: F401  (DEFAULT_RPC_TRANSPORTS, TRANSPORTS_ENV: once here)
   DEFAULT_RPC_TRANSPORTS,
@@ -355,46 +354,10 @@ def _invoke_callee(callee_id: int, *args, **kwargs) -> Any:
   return sent_alone(state.callees[callee_id].call(*args, **kwargs))
 
 
-def sent_alone(value: Any) -> Any:
-  r"""``value`` as RPC should send it: a host tensor that views part of a
-  larger buffer copied out (into a buffer of its own), in tuples, lists
-  and dicts too (a container is new only where something in it is);
-  anything else as it is. TensorPipe sends a tensor's whole buffer where
-  the tensor spans more than half of it (torch copies smaller views
-  itself): a piece of a hop's seeds split from the others', sent alone,
-  would carry the rest of them along.
-
-  Args:
-    value: an argument or a result of a request.
-  """
-  if isinstance(value, torch.Tensor):
-    if value.device.type != 'cpu' or value.layout != torch.strided:
-      return value
-    if value.untyped_storage().nbytes() > value.numel() * value.element_size():
-      return value.clone(memory_format=torch.contiguous_format)
-    return value
-  if isinstance(value, (tuple, list)):
-    items = [sent_alone(v) for v in value]
-    if all(new is old for new, old in zip(items, value)):
-      return value
-    if isinstance(value, list):
-      return items
-    return type(value)(*items) if hasattr(value, '_fields') else tuple(items)
-  if isinstance(value, dict):
-    changed = {k: new for k, v in value.items() if (new := sent_alone(v)) is not v}
-    if not changed:
-      return value
-    out = copy.copy(value)
-    out.update(changed)
-    return out
-  return value
-
-
 def rpc_request_async(
   worker_name: str, callee_id: int, args=None, kwargs=None, timeout: Optional[float] = None
 ) -> torch.futures.Future:
-  r"""Calls callee ``callee_id`` on ``worker_name``; returns a future of the
-  result. Tensors that view part of a buffer are sent alone (``sent_alone``).
+  r"""Calls callee ``callee_id`` on ``worker_name``; returns a future of the result.
 
   Args:
     worker_name: the peer's RPC name.

@@ -6,7 +6,8 @@ from torch.distributed import rpc
 
 from ...utils.futures import then
 from .context import DistRole, get_context
-from .rpc import rpc_global_request_async, rpc_local_service, sent_alone
+from .payload import sent_alone
+from .rpc import rpc_global_request_async, rpc_local_service
 
 
 def _is_method_of(obj: object, func) -> bool:

@@ -27,7 +27,7 @@ from ...sampler.one_hop import sample_one_hop
 from ...sampler.schema import RandomStream, SamplingSchema, check_graphs, mix_seed
 from ...sampler.temporal import TIME_ATTRS, TemporalSampling
 from ...typing import HOMO_EDGE_TYPE, EdgeType, NodeType
-from ...utils.device import to_device_async, to_host_at_once
+from ...utils.device import to_device_async
 from ..data.dataset import DistDataset
 from ..data.feature import DistFeature
 from ..data.graph import DistGraph
@@ -43,6 +43,7 @@ from .peer_requests import (
   RpcMethodCallee,
   RpcSamplingCallee,
   RpcTemporalSamplingCallee,
+  split_by_owner,
   stitch_neighbors,
 )
 
@@ -190,26 +191,18 @@ class PartitionService:
     """
     self.host_peers.check()
     device = tensors[0].device
-    # Grouped on the host, from where the pieces that go out are sent (RPC
-    # sends host tensors): a GPU's tensors leave it together, one host sync,
-    # and the pieces that run here go back to it without one.
-    tensors = to_host_at_once(list(tensors))
-    book = self.dist_graph.node_book(ntype).lookup_on(tensors[0].device)
-    positions, owned = book.group(tensors[0], self.num_partitions)
-
-    def pieces(p: int) -> Tuple[torch.Tensor, ...]:
-      return (owned[p], *(t.index_select(0, positions[p]) for t in tensors[1:]))
-
+    book = self.dist_graph.node_book(ntype)
+    positions, pieces = split_by_owner(book, tensors, self.num_partitions)
     owners = [p for p, pos in enumerate(positions) if pos.numel()]
     away = [p for p in owners if not self.runs_here(p, time_attr)]
     here = [p for p in owners if p not in away]
     remote = []
     for p in away:
       worker = self._router.get_to_worker(p)
-      answer = wrap_torch_future(rpc_request_async(worker, callee_id, pieces(p) + args))
+      answer = wrap_torch_future(rpc_request_async(worker, callee_id, pieces[p] + args))
       remote.append((p, worker, positions[p], answer))
     parts = [
-      (positions[p], run_here(p, *(to_device_async(t, device) for t in pieces(p)), *args))
+      (positions[p], run_here(p, *(to_device_async(t, device) for t in pieces[p]), *args))
       for p in here
     ]
     for p, worker, pos, fut in remote:

@@ -1,15 +1,39 @@
 """What peers ask of a partition over RPC: the callees a ``PartitionService``
-registers (one hop, a temporal hop, its other steps), and the stitching of
-the answers of several partitions into one hop in seed order."""
+registers (one hop, a temporal hop, its other steps), the split of a
+request by the partitions that own its ids, and the stitching of the
+answers of several partitions into one hop in seed order."""
 
 from typing import List, Tuple
 
 import torch
 
+from ...partition.partition_book import PartitionBook
 from ...sampler.base import NeighborOutput
 from ...sampler.schema import mix_seed
-from ...utils.device import to_device_async
+from ...utils.device import to_device_async, to_host_at_once
 from ..runtime.rpc import RpcCalleeBase
+
+
+def split_by_owner(
+  book: PartitionBook, tensors: Tuple[torch.Tensor, ...], num_partitions: int
+) -> Tuple[List[torch.Tensor], List[Tuple[torch.Tensor, ...]]]:
+  r"""The positions of the ids ``tensors[0]`` by the partition that owns
+  them, and each partition's piece of ``tensors``, on the host, where the
+  pieces for peers are sent from (RPC sends host tensors): a GPU's tensors
+  leave it together, one host sync (``stitch_neighbors`` moves what comes
+  back).
+
+  Args:
+    book: the ids' partition book.
+    tensors: the ids, then what goes with each (their times).
+    num_partitions: how many partitions.
+  """
+  tensors = to_host_at_once(list(tensors))
+  positions, owned = book.lookup_on(torch.device('cpu')).group(tensors[0], num_partitions)
+  pieces = [
+    (owned[p], *(t.index_select(0, pos) for t in tensors[1:])) for p, pos in enumerate(positions)
+  ]
+  return positions, pieces
 
 
 def stitch_neighbors(
@@ -36,9 +60,8 @@ def stitch_neighbors(
     pos, out = parts[0]
     if bool((pos == torch.arange(num_seeds, device=pos.device)).all()):  # on the host: no sync
       return out.to(device, non_blocking=True)
-  # What comes from the host (a peer's piece, from RPC; the positions) goes
-  # to a GPU without a host sync.
-  parts = [(to_device_async(pos, device), out.to(device, non_blocking=True)) for pos, out in parts]
+  if torch.device(device).type == 'cuda':
+    return stitched_on_gpu(num_seeds, parts, with_edge, device)
   nbr, nbr_num, edge = torch.ops.glt.stitch_neighbors(
     num_seeds,
     [pos for pos, _ in parts],
@@ -47,6 +70,59 @@ def stitch_neighbors(
     [out.edge for _, out in parts] if with_edge else [],
   )
   return NeighborOutput(nbr, nbr_num, edge)
+
+
+def check_host_piece(j: int, out: NeighborOutput) -> None:
+  r"""Raises ValueError where piece ``j``'s counts (on the host) are
+  negative or do not add up to its neighbors, as the stitch_neighbors op
+  names them."""
+  if bool((out.nbr_num < 0).any()):
+    raise ValueError(f'stitch_neighbors: piece {j} has a negative count')
+  total = int(out.nbr_num.sum())
+  if total != out.nbr.numel():
+    raise ValueError(
+      f"stitch_neighbors: piece {j}'s counts sum to {total} but it has {out.nbr.numel()} neighbors"
+    )
+
+
+def stitched_on_gpu(
+  num_seeds: int,
+  parts: List[Tuple[torch.Tensor, NeighborOutput]],
+  with_edge: bool,
+  device: torch.device,
+) -> NeighborOutput:
+  r"""``stitch_neighbors`` on a GPU without a host sync: the positions (a
+  partition of the seeds, on the host) and the pieces that come from the
+  host (a peer's, from RPC) are checked there, the pieces drawn on the GPU
+  are as its kernels made them; every size is known on the host, and each
+  output neighbor is gathered from its piece in one pass."""
+  for j, (pos, out) in enumerate(parts):
+    if not pos.is_cpu:
+      raise ValueError('stitched_on_gpu takes the positions on the host')
+    if out.nbr_num.is_cpu:
+      check_host_piece(j, out)
+  positions = torch.cat([pos for pos, _ in parts])
+  if positions.numel() and (int(positions.min()) < 0 or int(positions.max()) >= num_seeds):
+    raise ValueError(f'stitch_neighbors: a piece names a seed outside [0, {num_seeds})')
+  if positions.numel() and int(torch.bincount(positions, minlength=num_seeds).max()) > 1:
+    raise ValueError('stitch_neighbors: a seed is in two places')
+  # The pieces end to end (those from the host go to the GPU without a sync).
+  pos = to_device_async(positions, device)
+  num = torch.cat([to_device_async(out.nbr_num, device) for _, out in parts])
+  nbr = torch.cat([to_device_async(out.nbr, device) for _, out in parts])
+  edge = torch.cat([to_device_async(out.edge, device) for _, out in parts]) if with_edge else None
+  # Each seed's count and where its run starts, in the output and among
+  # the pieces' neighbors end to end.
+  nbr_num = torch.zeros(num_seeds, dtype=num.dtype, device=device).index_copy_(0, pos, num)
+  out_start = torch.cumsum(nbr_num, 0) - nbr_num
+  piece_start = torch.zeros_like(nbr_num).index_copy_(0, pos, torch.cumsum(num, 0) - num)
+  total = nbr.numel()
+  source = torch.arange(total, device=device) + torch.repeat_interleave(
+    piece_start - out_start, nbr_num, output_size=total
+  )
+  return NeighborOutput(
+    nbr.index_select(0, source), nbr_num, edge.index_select(0, source) if with_edge else None
+  )
 
 
 class RpcSamplingCallee(RpcCalleeBase):
