@@ -12,12 +12,16 @@
 
 #include <cstdint>
 
+// GLT_UNROLL: unroll the next loop (a loop of a constant trip count), in
+// nvcc's words or in GCC's.
 #if defined(__CUDACC__)
 #define GLT_HOST_DEVICE __host__ __device__
 #define GLT_INLINE __forceinline__
+#define GLT_UNROLL _Pragma("unroll")
 #else
 #define GLT_HOST_DEVICE
 #define GLT_INLINE inline
+#define GLT_UNROLL _Pragma("GCC unroll 8")
 #endif
 
 namespace glt::kernels::device {

@@ -121,13 +121,13 @@ void copy_part_rows(const Backend& backend, const PartTable& table, int64_t unit
     const int64_t lead =
         static_cast<int64_t>((reinterpret_cast<uintptr_t>(src) & (span - 1)) / sizeof(unit_t));
     for (int64_t first = lane - lead; first < units; first += group * kUnitsInFlight) {
-      unit_t held[kUnitsInFlight];
-#pragma unroll
+      unit_t held[kUnitsInFlight] = {};  // (each one stored is loaded first)
+      GLT_UNROLL
       for (int q = 0; q < kUnitsInFlight; ++q) {
         const int64_t u = first + q * group;
         if (u >= 0 && u < units) held[q] = src[u];
       }
-#pragma unroll
+      GLT_UNROLL
       for (int q = 0; q < kUnitsInFlight; ++q) {
         const int64_t u = first + q * group;
         if (u >= 0 && u < units) to[u] = held[q];
