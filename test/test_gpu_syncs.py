@@ -242,6 +242,23 @@ def test_a_hop_over_rpc_is_stitched_on_the_gpu_without_a_sync():
     assert torch.equal(getattr(got, field).cpu(), getattr(want, field))
 
 
+def test_rows_from_peers_are_placed_on_the_gpu_without_a_sync():
+  """Feature rows peers sent (on the host) put in their places among rows
+  gathered on the GPU: as the scatter_rows_ op puts them, with no host sync."""
+  from test_placed_rows import random_pieces
+
+  from graphlearn_torch.distributed.data.feature import placed_on_gpu
+
+  cuda = torch.device('cuda', 0)
+  pieces = random_pieces(5000, 100, 2, torch.float32, seed=0)
+  want = placed_on_gpu(torch.zeros(5000, 100), pieces)
+  out = torch.zeros(5000, 100, device=cuda)
+  placed_on_gpu(out.clone(), pieces)  # warm-up
+  syncs = host_syncs(lambda: placed_on_gpu(out, pieces))
+  assert not syncs, [f'{w.filename}:{w.lineno}' for w in syncs]
+  assert torch.equal(out.cpu(), want)
+
+
 def test_a_range_book_reads_gpu_ids_once():
   from graphlearn_torch.partition import RangePartitionBook
 

@@ -12,6 +12,7 @@ from ...data import Feature
 from ...data.gather_checks import GatherChecks
 from ...partition.partition_book import PartitionBook, positions_by_partition
 from ...typing import EdgeType, NodeType
+from ...utils.device import to_device_async
 from ...utils.futures import completed, then
 from ..runtime.rpc import RpcCalleeBase, RpcDataPartitionRouter, rpc_register, rpc_request_async
 from .held_tables import HeldTables, held_tables
@@ -19,6 +20,52 @@ from .held_tables import HeldTables, held_tables
 TypeKey = Optional[Union[NodeType, EdgeType]]
 Features = Union[Feature, Dict[Union[NodeType, EdgeType], Feature]]
 logger = logging.getLogger(__name__)
+
+
+def check_scattered_rows(out: torch.Tensor, positions: torch.Tensor, rows: torch.Tensor) -> None:
+  r"""Raises ValueError where ``scatter_rows_(out, positions, rows)`` would:
+  with its words, checked where ``positions`` and ``rows`` are (the host)."""
+  if out.dim() != 2 or rows.dim() != 2:
+    raise ValueError(
+      f'scatter_rows_: out and rows must be 2-D, got {out.dim()}-D and {rows.dim()}-D'
+    )
+  if out.dtype != rows.dtype:
+    # (in C++'s names of the dtypes, as the op says them: 'Float', 'Long')
+    names = [
+      t.new_empty(0, device='cpu').type()[len('torch.') : -len('Tensor')] for t in (out, rows)
+    ]
+    raise ValueError(f'scatter_rows_: out is {names[0]} but rows are {names[1]}')
+  if out.size(1) != rows.size(1):
+    raise ValueError(
+      f'scatter_rows_: out rows have {out.size(1)} columns but rows have {rows.size(1)}'
+    )
+  if positions.dim() != 1 or positions.dtype != torch.int64:
+    raise ValueError('scatter_rows_: positions must be a 1-D int64 tensor')
+  if positions.numel() != rows.size(0):
+    raise ValueError(f'scatter_rows_: {positions.numel()} positions for {rows.size(0)} rows')
+  outside = (positions < 0) | (positions >= out.size(0))
+  if bool(outside.any()):
+    i = int(outside.nonzero()[0])
+    raise ValueError(
+      f'scatter_rows_: positions[{i}] is {int(positions[i])}, out of range [0, {out.size(0)})'
+    )
+
+
+def placed_on_gpu(out: torch.Tensor, pieces: List[Tuple[torch.Tensor, torch.Tensor]]):
+  r"""``out`` (a GPU's) with each piece's rows written at its positions, as
+  ``scatter_rows_`` writes them, without a host sync: the positions and the
+  rows (a peer's, as RPC brings them) are on the host and checked there,
+  then move to the GPU staged in pinned memory (the op, given them on the
+  GPU, reads its check back).
+
+  Args:
+    out: the rows gathered on the GPU, written in place.
+    pieces: ``(positions, rows)`` per peer's answer, on the host.
+  """
+  for pos, rows in pieces:
+    check_scattered_rows(out, pos, rows)
+    out.index_copy_(0, to_device_async(pos, out.device), to_device_async(rows, out.device))
+  return out
 
 
 class RpcFeatureLookupCallee(RpcCalleeBase):
@@ -189,12 +236,7 @@ class DistFeature:
     if not remote:
       return completed(out)
 
-    def place(arrived):
-      for pos, rows in arrived.value():
-        torch.ops.glt.scatter_rows_(out, pos.to(out.device), rows.to(out.device))
-      return out
-
-    return then(self._arrived(remote), place)
+    return then(self._arrived(remote), lambda arrived: placed_on_gpu(out, arrived.value()))
 
   def async_get(
     self, ids: torch.Tensor, input_type: TypeKey = None, checks: Optional[GatherChecks] = None
