@@ -320,12 +320,15 @@ def test_a_batch_over_a_hosts_partitions_syncs_once(monkeypatch, graphs):
   assert len(syncs) <= 1, f'{len(syncs)} host syncs in a 3-hop batch, at: {dict(where)}'
 
 
-def count_dist_batch_syncs(rank, port, sampling_port, root, results):
+def count_dist_batch_syncs(rank, port, sampling_port, root, results, share='1'):
   r"""Worker ``rank`` of a 2-partition group on one GPU ('ZERO_COPY', both
-  partitions read by it); rank 0 counts the syncs of a node batch of its
+  partitions read by it, or each its own with the other over RPC where
+  ``share`` is '0'); rank 0 counts the syncs of a node batch of its
   ``DistNeighborSampler`` after two warm-up batches of the same shape, then
   of the batch made a message with its features and labels."""
   import asyncio
+
+  from test_dist_sampling import share_host_partitions
 
   import graphlearn_torch as glt
   from graphlearn_torch.distributed.sampling.neighbor_sampler import DistNeighborSampler
@@ -335,6 +338,7 @@ def count_dist_batch_syncs(rank, port, sampling_port, root, results):
 
   dist = glt.distributed
   said = said_by_the_library()
+  share_host_partitions(share, rank, 2)
   try:
     dist.init_worker_group(2, rank, 'trainer')
     load = dict(graph_mode='ZERO_COPY', feature_with_gpu=True, device=0, split_ratio=0.5)
@@ -401,3 +405,33 @@ def test_a_distributed_batch_over_a_hosts_partitions_syncs_once(tmp_path):
   assert batch_syncs <= 1, f'{batch_syncs} host syncs in a 2-hop distributed batch, at: {where[0]}'
   # the batch's, and the feature and label gathers' checks (as one machine's)
   assert message_syncs <= 2, f'{message_syncs} host syncs in a message, at: {where[1]}'
+
+
+@pytest.mark.slow  # spawned processes
+def test_a_distributed_batch_with_a_partition_over_rpc_syncs_three_times_a_hop(tmp_path):
+  """The other partition over RPC (as on another host): a hop's seeds go to
+  the host together (one sync), this partition's are drawn on the GPU (the
+  draws' total: one) and the peer's answer is stitched to them there (none),
+  and the inducer adds the hop (one); with features, the batch's ids go to
+  the host to ask the peer for its rows (one), which are put in place on
+  the GPU (none), and the gathers' checks are read (one)."""
+  from test_dist_sampling import SPAWN, free_port, partition, run_spawned
+
+  partition(str(tmp_path), 2, hetero=False)
+  results = SPAWN.Queue()
+  ports = (free_port(), free_port())
+  procs = [
+    SPAWN.Process(target=count_dist_batch_syncs, args=(r, *ports, str(tmp_path), results, '0'))
+    for r in range(2)
+  ]
+  reports = sorted(run_spawned(procs, results, 180))
+  for rank, status, _ in reports:
+    assert status == 'ok', f'rank {rank}:\n{status}'
+  (batch_syncs, message_syncs), where, said = reports[0][2]
+  assert (
+    'features of ids on cuda:0: gathered there in one call from partitions [0], the others over RPC'
+    in said
+  )
+  hops = 2
+  assert batch_syncs <= 3 * hops, f'{batch_syncs} host syncs in a 2-hop batch, at: {where[0]}'
+  assert message_syncs <= 3 * hops + 2, f'{message_syncs} host syncs in a message, at: {where[1]}'
