@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 import graphlearn_torch as glt
+from graphlearn_torch._ext import ops
 
 # ogbn-products' size: nodes, and undirected edges (stored both ways).
 NUM_NODES = 2_449_029
@@ -268,6 +269,37 @@ def draws_per_s(sampler, outs, fanout, repeat: int) -> float:
     for nodes, k in frontiers:
       edges += sampler.sample_one_hop(nodes, k).nbr.numel()
   return edges / (time.perf_counter() - t)
+
+
+def drawn_hops(sampler, num_nodes: int, seed_batches, fanout) -> list:
+  r"""Each seed batch's hops as the inducer meets them: ``(seeds, [(frontier,
+  neighbors, counts) per hop])``, each hop drawn (``sampler.sample_one_hop``)
+  from the nodes the hop before added to an id-indexed inducer."""
+  batches = []
+  for seeds in seed_batches:
+    inducer = ops.Inducer(1, [num_nodes])
+    frontier = inducer.init_nodes([seeds])[0]
+    hops = []
+    for k in fanout:
+      drawn = sampler.sample_one_hop(frontier, k)
+      hops.append((frontier, drawn.nbr, drawn.nbr_num))
+      frontier = inducer.induce_next([0], [0], [frontier], [drawn.nbr], [drawn.nbr_num])[0][0]
+    batches.append((seeds, hops))
+  return batches
+
+
+def insert_bps(batches: list, num_nodes: int, repeat: int) -> float:
+  r"""Batches/s of the inducer alone: ``drawn_hops``' batches added again
+  and again by one id-indexed inducer (its seeds, then each hop's
+  neighbors, relabelled), at torch's thread count."""
+  inducer = ops.Inducer(1, [num_nodes])
+  t = time.perf_counter()
+  for _ in range(repeat):
+    for seeds, hops in batches:
+      inducer.init_nodes([seeds])
+      for frontier, nbr, nbr_num in hops:
+        inducer.induce_next([0], [0], [frontier], [nbr], [nbr_num])
+  return repeat * len(batches) / (time.perf_counter() - t)
 
 
 def gather(num_nodes: int, dim: int, id_batches, repeat: int):
