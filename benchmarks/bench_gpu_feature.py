@@ -28,12 +28,12 @@ CUDA kernels prints the CPU row and says why the GPU rows are missing.
 import argparse
 import os
 import sys
-from typing import Callable
+from typing import Callable, List, Tuple
 
 import torch
 from bench_gpu_sampler import describe_machine
 from results import Results, Table, add_results_argument
-from workloads import build_graph, make_seed_batches, rows_per_s, run_peer_script
+from workloads import PeerFailed, build_graph, make_seed_batches, rows_per_s, run_peer_script
 
 import graphlearn_torch as glt
 
@@ -87,10 +87,11 @@ def gpu_rows(ds, table, id_sets, args) -> list:
   return rows
 
 
-def glt_gpu_rows(ds, table, id_sets, ours: list, args) -> list:
-  r"""GLT's GPU lookups of the same table and ids (glt_gpu_peer.py), each
+def glt_gpu_rows(ds, table, id_sets, ours: list, args) -> Tuple[list, List[str]]:
+  r"""GLT's GPU lookups of the same table and ids (glt_gpu_peer.py, a
+  process a split, so that one split failing leaves the others), each
   beside the limit ours (its rows ``ours``) is measured against at that
-  split: ``(gather, rows/s, peer, peer rows/s)``."""
+  split: ``([(gather, rows/s, peer, peer rows/s)], [how a split failed])``."""
   limits = {}
   for name, _, peer, peer_rate in ours:
     for ratio in ('0.0', '0.2', '1.0'):
@@ -105,11 +106,20 @@ def glt_gpu_rows(ds, table, id_sets, ours: list, args) -> list:
   }
   options = ['--gpu', str(args.gpu), '--dim', str(args.dim), '--repeat', str(args.repeat)]
   options += ['--table-seed', '0', '--rows', str(table.size(0))]
-  got = run_peer_script('glt_gpu_peer.py', sys.executable, arrays, options, args.glt_gpu)
-  return [
-    (f'GLT {got["glt"]} gather (split {ratio})', rate, *limits[ratio])
-    for ratio, rate in got['gather_rows_per_s'].items()
-  ]
+  rows, failures = [], []
+  for ratio in limits:
+    try:
+      got = run_peer_script(
+        'glt_gpu_peer.py', sys.executable, arrays, options + ['--splits', ratio], args.glt_gpu
+      )
+    except PeerFailed as e:
+      last = str(e).strip().splitlines()[-1]
+      print(f'GLT gather (split {ratio}) failed: {e}')
+      failures.append(f'GLT 0.2.4 gather (split {ratio}) failed here: {last}')
+      continue
+    for split, rate in got['gather_rows_per_s'].items():
+      rows.append((f'GLT {got["glt"]} gather (split {split})', rate, *limits[ratio]))
+  return rows, failures
 
 
 def main():
@@ -134,6 +144,7 @@ def main():
   ]
   table = torch.randn(ds.num_nodes(), args.dim, generator=torch.Generator().manual_seed(0))
   row_bytes = args.dim * table.element_size()
+  peer_failures = []
   cpu = glt.data.Feature(table, with_gpu=False)
   rows = [('CPU gather', rows_per_s(cpu.__getitem__, id_sets, args.repeat), 'torch.index_select',
            rows_per_s(lambda ids: table.index_select(0, ids), id_sets, args.repeat))]  # fmt: skip
@@ -144,7 +155,8 @@ def main():
   else:
     rows += gpu_rows(ds, table, id_sets, args)
     if args.glt_gpu:
-      rows += glt_gpu_rows(ds, table, id_sets, rows, args)
+      peer_rows, peer_failures = glt_gpu_rows(ds, table, id_sets, rows, args)
+      rows += peer_rows
   out = Table(
     'gpu_gather',
     f'Feature lookup, {args.dim}-dim fp32 rows ({table.nbytes / 1e6:,.0f} MB table), the node '
@@ -156,7 +168,8 @@ def main():
     ],
     chart={'label': 'gather', 'value': 'GB/s'},
     note=f'{describe_machine(args.gpu)}. {args.repeat} timed rounds; GB/s counts the gathered '
-    "rows' bytes once. The copies move as many contiguous rows: the device's limit.",
+    "rows' bytes once. The copies move as many contiguous rows: the device's limit."
+    + ''.join(f' {failure}.' for failure in peer_failures),
   )
   print(results.add(out).render())
   results.write()

@@ -46,6 +46,7 @@ def parse_args() -> argparse.Namespace:
   p.add_argument('--repeat', type=int, default=5)
   p.add_argument('--table-seed', type=int, default=0)
   p.add_argument('--rows', type=int, default=0, help="the table's rows (default: the nodes)")
+  p.add_argument('--splits', type=float, nargs='+', default=[0.0, 0.2, 1.0], help='split ratios')
   p.add_argument('--seed', type=int, default=0)
   return p.parse_args()
 
@@ -72,8 +73,8 @@ def lookups(glt, topo, table: torch.Tensor, id_sets, args) -> dict:
   gpu_ids = [ids.to(device) for ids in id_sets]
   group = [glt.data.DeviceGroup(0, [args.gpu])]
   out = {}
-  for ratio in (0.0, 0.2, 1.0):
-    if ratio == 0.2:  # the hottest fifth first, as GLT's Dataset places it
+  for ratio in args.splits:
+    if 0.0 < ratio < 1.0:  # the hottest fifth first, as GLT's Dataset places it
       rows, id2index = glt.data.sort_by_in_degree(table, ratio, topo)
     else:
       rows, id2index = table, None

@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -198,13 +197,19 @@ def run_peer(
   return run_peer_script(script, python, arrays, options, tree)
 
 
+class PeerFailed(RuntimeError):
+  r"""A peer's script ended with an error (its message: the script, how it
+  ended and the end of what it wrote)."""
+
+
 def run_peer_script(
   script: str, python: str, arrays: dict, options: list, pythonpath: str = ''
 ) -> dict:
   r"""The JSON line ``benchmarks/<script>`` prints, run by ``python`` in a
   process of its own on a directory holding ``arrays`` (name: tensor, as
   .npy files), with ``options``; ``pythonpath``: where its library is when
-  it is not installed in ``python``'s environment (a source tree)."""
+  it is not installed in ``python``'s environment (a source tree). Raises
+  ``PeerFailed`` when the script fails."""
   with tempfile.TemporaryDirectory(prefix='bench_peer_') as d:
     for name, t in arrays.items():
       np.save(f'{d}/{name}.npy', t.numpy())
@@ -228,7 +233,7 @@ def run_peer_script(
       if done.returncode < 0
       else f'exit code {done.returncode}'
     )
-    sys.exit(f'{script} failed ({how}):\n{done.stderr[-4000:] or done.stdout[-4000:]}')
+    raise PeerFailed(f'{script} failed ({how}):\n{done.stderr[-4000:] or done.stdout[-4000:]}')
   return json.loads(done.stdout.strip().splitlines()[-1])
 
 

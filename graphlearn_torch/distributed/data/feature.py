@@ -11,7 +11,7 @@ from ...channel import DeferredTensor
 from ...data import Feature
 from ...data.gather_checks import GatherChecks
 from ...partition.partition_book import PartitionBook, positions_by_partition
-from ...typing import EdgeType, NodeType
+from ...typing import HOMO_EDGE_TYPE, HOMO_NODE_TYPE, EdgeType, NodeType
 from ...utils.device import to_device_async
 from ...utils.futures import completed, then
 from ..runtime.rpc import RpcCalleeBase, RpcDataPartitionRouter, rpc_register, rpc_request_async
@@ -207,7 +207,8 @@ class DistFeature:
     if key not in self._gpu_tables:
       table, reason = held_tables(held, self._book(input_type), device)
       self._gpu_tables[key] = table
-      what = 'features' if input_type is None else f'{input_type!r} features'
+      homo = input_type in (None, HOMO_NODE_TYPE, HOMO_EDGE_TYPE)
+      what = 'features' if homo else f'{input_type!r} features'
       local = [p for p, here in enumerate(is_held) if here]
       if table is None:
         logger.info('%s of ids on %s: gathered in host memory (%s)', what, device, reason)
