@@ -102,8 +102,10 @@ template <typename T>
 void bind_inducer_methods(py::class_<T>& cls) {
   cls.def("init_nodes",
           torch::wrap_pybind_function_no_gil(
-              [](T& self, const std::vector<at::Tensor>& seeds) { return self.init_nodes(seeds); }),
-          py::arg("seeds"))
+              [](T& self, const std::vector<at::Tensor>& seeds, bool distinct) {
+                return self.init_nodes(seeds, distinct);
+              }),
+          py::arg("seeds"), py::arg("distinct") = false)
       .def("induce_next",
            torch::wrap_pybind_function_no_gil(
                [](T& self, const std::vector<int64_t>& src_types,

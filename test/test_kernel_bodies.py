@@ -318,14 +318,19 @@ def flat(x):
   return [v for item in x for v in flat(item)]
 
 
-def run_hops(inducer, num_types, seed, hops=3, in_place=False):
+def run_hops(inducer, num_types, seed, hops=3, in_place=False, distinct=None):
   """Random seeds and hops through an inducer, each hop from the nodes the
   last one added; returns everything it answered. With ``in_place`` the
-  local indices go into given slices of larger buffers."""
+  local indices go into given slices of larger buffers. ``distinct``: None
+  draws seeds with repeats; False draws distinct ones, True too and says so
+  (``init_nodes(distinct=True)``)."""
   g = torch.Generator().manual_seed(seed)
   sizes = torch.randint(0, 40, (num_types,), generator=g).tolist()
-  seeds = [torch.randint(0, 500, (n,), generator=g) for n in sizes]
-  answers = [inducer.init_nodes(seeds)]
+  if distinct is None:
+    seeds = [torch.randint(0, 500, (n,), generator=g) for n in sizes]
+  else:
+    seeds = [torch.randperm(500, generator=g)[:n] for n in sizes]
+  answers = [inducer.init_nodes(seeds, distinct=bool(distinct))]
   frontier = answers[0]
   for _ in range(hops):
     src_types, nbr_types, srcs, nbrs, nums = [], [], [], [], []
@@ -360,6 +365,27 @@ def test_inducer_equals_the_cpu_inducer(harness, threads, num_types, seed):
   host = run_hops(harness.Inducer(num_types), num_types, seed)
   cpu = run_hops(graphlearn_torch._ext.ops.Inducer(num_types, []), num_types, seed)
   assert flat(host) == flat(cpu)
+
+
+@pytest.mark.parametrize('num_types', [1, 3])
+@pytest.mark.parametrize('seed', [0, 1])
+def test_inducer_adds_seeds_vouched_distinct_as_any_others(harness, threads, num_types, seed):
+  """init_nodes(distinct=True), as disjoint sampling's keys are added: no
+  count read back, the seeds given back as they are, and every hop after
+  answers as after the plain init_nodes of the same seeds."""
+  cpu_inducer = graphlearn_torch._ext.ops.Inducer
+  plain = run_hops(cpu_inducer(num_types, []), num_types, seed, distinct=False)
+  for inducer in (harness.Inducer(num_types), cpu_inducer(num_types, [])):
+    assert flat(run_hops(inducer, num_types, seed, distinct=True)) == flat(plain)
+
+
+def test_a_negative_seed_vouched_distinct_fails_its_hop(harness):
+  """A negative seed wrongly vouched distinct is not added: the hop drawn
+  from it names it, as it does any unknown seed."""
+  inducer = harness.Inducer(1)
+  frontier = inducer.init_nodes([torch.tensor([1, -4])], distinct=True)
+  with pytest.raises(ValueError, match='-4'):
+    inducer.induce_next([0], [0], frontier, [torch.tensor([7, 8])], [torch.tensor([1, 1])])
 
 
 @pytest.mark.parametrize('num_types', [1, 3])

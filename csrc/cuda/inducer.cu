@@ -34,10 +34,11 @@ CudaInducer::CudaInducer(int64_t num_node_types, int64_t device, int64_t disjoin
 
 CudaInducer::~CudaInducer() = default;
 
-std::vector<at::Tensor> CudaInducer::init_nodes(const std::vector<at::Tensor>& seeds) {
+std::vector<at::Tensor> CudaInducer::init_nodes(const std::vector<at::Tensor>& seeds,
+                                                bool distinct) {
   const c10::cuda::CUDAGuard guard(device_);
   impl_->check_idle("init_nodes");
-  return impl_->inducer.init_nodes(seeds);
+  return impl_->inducer.init_nodes(seeds, distinct);
 }
 
 std::tuple<std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>>

@@ -22,7 +22,7 @@ class CudaInducer {
   CudaInducer(int64_t num_node_types, int64_t device, int64_t disjoint_bits = 0);
   ~CudaInducer();
 
-  std::vector<at::Tensor> init_nodes(const std::vector<at::Tensor>& seeds);
+  std::vector<at::Tensor> init_nodes(const std::vector<at::Tensor>& seeds, bool distinct = false);
   std::tuple<std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>> induce_next(
       const std::vector<int64_t>& src_types, const std::vector<int64_t>& nbr_types,
       const std::vector<at::Tensor>& srcs, const std::vector<at::Tensor>& nbrs,

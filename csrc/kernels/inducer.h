@@ -51,8 +51,12 @@ class InducerImpl {
   int64_t num_node_types() const { return static_cast<int64_t>(tables_.size()); }
 
   // Registers the seeds; returns them per type without duplicates, in order
-  // (one host sync).
-  std::vector<at::Tensor> init_nodes(const std::vector<at::Tensor>& seeds) {
+  // (one host sync). `distinct`: the caller vouches that the seeds are
+  // distinct and non-negative (disjoint sampling's keys of checked seeds),
+  // so the tables' sizes are known and no sync is needed: the seeds are
+  // returned as they are. (A negative one would not be added, and the hop
+  // drawn from it says its seed was not seen.)
+  std::vector<at::Tensor> init_nodes(const std::vector<at::Tensor>& seeds, bool distinct = false) {
     check_idle("init_nodes");
     const int64_t num_types = num_node_types();
     TORCH_CHECK_VALUE(static_cast<int64_t>(seeds.size()) == num_types,
@@ -68,13 +72,17 @@ class InducerImpl {
       ids.push_back(checked(seeds[t], "seeds"));
       const int64_t* id = ids[t].data_ptr<int64_t>();
       int64_t* first_negative = negative.data_ptr<int64_t>() + t;
-      backend_.for_each(ids[t].numel(), [=] GLT_HOST_DEVICE(int64_t i) {
-        if (id[i] < 0) device::atomic_min(first_negative, i);
-      });
+      if (!distinct) {
+        backend_.for_each(ids[t].numel(), [=] GLT_HOST_DEVICE(int64_t i) {
+          if (id[i] < 0) device::atomic_min(first_negative, i);
+        });
+      }
       reserve_table(backend_, tables_[t], ids[t].numel(), options_);
       fresh.push_back(insert_bounded(backend_, tables_[t], ids[t], nullptr, count + num_types + t,
                                      count + t, InsertTargets{}));
+      if (distinct) tables_[t].size = ids[t].numel();
     }
+    if (distinct) return fresh;
     const at::Tensor read = at::cat({tally, negative}).cpu();  // the one sync
     const int64_t* r = read.data_ptr<int64_t>();
     std::vector<at::Tensor> out;

@@ -40,7 +40,10 @@ void Inducer::reset() {
   for (auto& a : added_) a = Added{};
 }
 
-std::vector<at::Tensor> Inducer::init_nodes(const std::vector<at::Tensor>& seeds) {
+// `distinct` spares a device inducer its host sync; on the host the seeds
+// are added as any others.
+std::vector<at::Tensor> Inducer::init_nodes(const std::vector<at::Tensor>& seeds,
+                                            bool /*distinct*/) {
   TORCH_CHECK_VALUE(static_cast<int64_t>(seeds.size()) == num_node_types(),
                     "init_nodes expects one seed tensor per node type (", num_node_types(),
                     "), got ", seeds.size());

@@ -24,7 +24,7 @@ class Inducer {
                    int64_t disjoint_bits = 0);
 
   // Registers the seeds; returns them per type without duplicates, in order.
-  std::vector<at::Tensor> init_nodes(const std::vector<at::Tensor>& seeds);
+  std::vector<at::Tensor> init_nodes(const std::vector<at::Tensor>& seeds, bool distinct = false);
 
   // Adds one hop. For each sampled edge type e: seeds `srcs[e]` of type
   // `src_types[e]` (already known) with `nbr_nums[e]` neighbors each in
