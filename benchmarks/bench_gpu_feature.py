@@ -11,6 +11,9 @@ the GPU, as a GPU loader holds them). Rows, all measured in this run:
     copy of the same bytes;
   - GPU: ``split_ratio=1.0``, the whole table in GPU memory; beside a
     device-to-device copy of the same bytes (target: 50% or more);
+  - each of those two again with the gathers' checks (that every id has a
+    row) read once a round of the 8 node sets, as a loader reads a batch's
+    gathers' checks together, not once a gather as ``feature[ids]`` does;
   - split 0.2: the hottest fifth of the rows by in-degree in GPU memory,
     the rest through UVA, as ``Dataset.init_node_features(...,
     sort_func=sort_by_in_degree, split_ratio=0.2)`` places them; beside the
@@ -36,6 +39,7 @@ from results import Results, Table, add_results_argument
 from workloads import PeerFailed, build_graph, make_seed_batches, rows_per_s, run_peer_script
 
 import graphlearn_torch as glt
+from graphlearn_torch.data.gather_checks import GatherChecks
 
 FANOUT = [15, 10, 5]
 NUM_BATCHES = 8
@@ -52,11 +56,28 @@ def copy_of_rows(src: torch.Tensor, dst: torch.Tensor) -> Callable[[torch.Tensor
   return copy
 
 
+def checks_read_once_a_round(feature, num_sets: int) -> Callable[[torch.Tensor], None]:
+  r"""``feature``'s gather of ids as a loader's batch gathers: the check
+  that every id has a row left on the GPU (``GatherChecks``) and read once
+  every ``num_sets`` gathers, not once a gather as ``feature[ids]`` reads it
+  (a host sync that leaves the GPU idle until the next gather starts)."""
+  checks, gathered = GatherChecks(), [0]
+
+  def gather(ids: torch.Tensor) -> None:
+    feature.rows(ids, checks)
+    gathered[0] += 1
+    if gathered[0] % num_sets == 0:
+      checks.raise_first()
+
+  return gather
+
+
 def gpu_rows(ds, table, id_sets, args) -> list:
   r"""``(gather, rows/s, peer, peer rows/s)`` of the GPU lookups: UVA
   (split 0.0) beside a pinned host-to-device copy, GPU memory (split 1.0)
-  beside a device-to-device copy, the hottest fifth by in-degree in GPU
-  memory beside the pinned copy."""
+  beside a device-to-device copy, each also with its checks read once a
+  round of the node sets, the hottest fifth by in-degree in GPU memory
+  beside the pinned copy."""
   device = torch.device('cuda', args.gpu)
   sync = torch.cuda.synchronize
   gpu_ids = [ids.to(device) for ids in id_sets]
@@ -76,6 +97,9 @@ def gpu_rows(ds, table, id_sets, args) -> list:
     rows.append(
       (name, rows_per_s(feature.__getitem__, gpu_ids, args.repeat, sync), peer_name, peer)
     )
+    once_a_round = checks_read_once_a_round(feature, len(gpu_ids))
+    rate = rows_per_s(once_a_round, gpu_ids, args.repeat, sync)
+    rows.append((f'{name}, checks read once a round', rate, peer_name, peer))
     del feature
   ds.init_node_features(
     table, sort_func=glt.data.sort_by_in_degree, split_ratio=0.2, device=args.gpu
