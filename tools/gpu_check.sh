@@ -54,6 +54,10 @@
 #   dist       benchmarks/bench_dist_sampling.py --gpu 0 $DIST_ARGS (not in the default list; its METIS
 #              partitioning needs pymetis: carry its wheel; 540 s unless TIMEOUT_dist says;
 #              DIST_ARGS='--cache_ratio 0' leaves out the cache rows and their partitioning)
+#   dist-mps   the dist stage with the trainers' and sampling processes' CUDA work through
+#              one MPS server (nvidia-cuda-mps-control, started and stopped here), in
+#              LOGS/results_mps: how much of worker mode's gap on one GPU is the GPU
+#              time-slicing between processes (not in the default list)
 #   dist-profile  bench_dist_sampling.py --gpu 0 (500,000 nodes, 30 batches a row, no cache
 #              rows) with BENCH_PROFILE_DIR=LOGS/dist_profile: each trainer's ops by self CPU
 #              and device time over its timed batches (a collocated trainer's include its
@@ -99,6 +103,7 @@ STAGE_TIMEOUT=${STAGE_TIMEOUT:-240}
 # the stages that start distributed jobs take longer than the others
 TIMEOUT_kernels=${TIMEOUT_kernels:-420}  # the host harness's compile, then every op
 TIMEOUT_dist=${TIMEOUT_dist:-540}
+TIMEOUT_dist_mps=${TIMEOUT_dist_mps:-540}
 TIMEOUT_memory=${TIMEOUT_memory:-420}
 TIMEOUT_faults=${TIMEOUT_faults:-540}
 TIMEOUT_profile=${TIMEOUT_profile:-420}
@@ -135,7 +140,7 @@ torch.version.cuda, "GPU", torch.cuda.is_available() and torch.cuda.get_device_n
   "$PY" -c 'import torch_geometric; print("torch_geometric", torch_geometric.__version__)' || true
   "$PY" -c 'import pyg_lib; print("pyg_lib", pyg_lib.__version__)' || echo 'pyg_lib: not importable'
   "$PY" -c 'import pymetis; print("pymetis", pymetis.__version__)' || echo 'pymetis: not importable'
-  command -v nvcc compute-sanitizer nsys ncu "$CXX" || true
+  command -v nvcc compute-sanitizer nsys ncu nvidia-cuda-mps-control "$CXX" || true
   nvcc --version | tail -n 2
 }
 
@@ -226,6 +231,15 @@ stage_channel() {
 
 stage_dist() {
   "$PY" benchmarks/bench_dist_sampling.py --gpu 0 ${DIST_ARGS:-} --results "$LOGS/results"
+}
+
+stage_dist_mps() {
+  export CUDA_MPS_PIPE_DIRECTORY=/tmp/glt-mps/pipe CUDA_MPS_LOG_DIRECTORY=/tmp/glt-mps/log
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  nvidia-cuda-mps-control -d || return 1
+  trap 'echo quit | nvidia-cuda-mps-control' EXIT
+  trap 'exit 143' TERM
+  "$PY" benchmarks/bench_dist_sampling.py --gpu 0 ${DIST_ARGS:-} --results "$LOGS/results_mps"
 }
 
 stage_dist_profile() {
