@@ -20,9 +20,13 @@ runs glt.sampler.NeighborSampler, fanout [15, 10, 5], on the same batches of
     ``indices`` where that mode keeps them (one per sampled edge), by
     ``index_select`` at uniform random positions; each GPU row is reported
     as a fraction of it;
+  - our NeighborLoader on the GPU over the 'CUDA' graph, a random table of
+    ``--dim`` (100) fp32 columns in GPU memory (split 1.0) and random
+    labels, the seed batches in order: what a training loop gets;
   - with ``--glt-gpu build/glt-gpu/pkg`` (``make glt-gpu-peer``): GLT 0.2.4's
-    CUDA NeighborSampler in 'CUDA' and 'ZERO_COPY' modes, on the same graph
-    and seeds, in a process of its own (benchmarks/glt_gpu_peer.py).
+    CUDA NeighborSampler in 'CUDA' and 'ZERO_COPY' modes, and its
+    NeighborLoader as ours above, on the same graph and seeds, in a process
+    of its own (benchmarks/glt_gpu_peer.py).
 Ratios are to the CPU sampler at 2 threads, in sampled edges/s. The GPU
 rows time whole batches, outputs on the GPU, from the first hop's launch to
 the last one's end
@@ -37,6 +41,7 @@ import sys
 from typing import Optional, Tuple
 
 import torch
+from peer_protocol import node_labels, time_loader
 from results import Results, Table, add_results_argument
 from workloads import (
   build_graph,
@@ -95,6 +100,29 @@ def gpu_rows(graph: glt.data.Graph, mode: str, seed_batches, args) -> list:
   return rows
 
 
+def loader_row(graph: glt.data.Graph, num_nodes: int, seed_batches, args) -> tuple:
+  r"""Our NeighborLoader on the GPU over ``graph`` ('CUDA'), features of
+  ``args.dim`` columns in GPU memory, the seed batches in order, as
+  ``glt_gpu_rows`` times GLT's: ``(name, '-', (batches/s, edges/s, None,
+  edges/batch, None))``."""
+  ds = glt.data.Dataset(graph=graph, edge_dir='in')
+  generator = torch.Generator().manual_seed(0)  # the peer's --table-seed
+  table = torch.randn(num_nodes, args.dim, generator=generator)
+  ds.init_node_features(table, split_ratio=1.0, device=args.gpu)
+  ds.init_node_labels(node_labels(num_nodes, 0))
+  loader = glt.loader.NeighborLoader(
+    ds, FANOUT, input_nodes=torch.cat(seed_batches), batch_size=args.batch_size, shuffle=False,
+    device=torch.device('cuda', args.gpu),
+  )  # fmt: skip
+  f = time_loader(loader, args.batches, torch.cuda.synchronize)
+  timed = (f['batches_per_s'], f['edges_per_s'], None, f['edges_per_batch'], None)
+  return (f"NeighborLoader, 'CUDA', {loader_note(args)}", '-', timed)
+
+
+def loader_note(args) -> str:
+  return f'{args.dim}-dim features in GPU memory, labels'
+
+
 def describe_machine(gpu: int) -> str:
   cpu = platform.processor() or platform.machine()
   try:
@@ -114,13 +142,16 @@ def glt_gpu_rows(topo: glt.data.Topology, seed_batches, args) -> list:
   per mode."""
   arrays = {'indptr': topo.indptr, 'indices': topo.indices, 'seeds': torch.stack(seed_batches)}
   options = ['--gpu', str(args.gpu), '--batches', str(args.batches), '--seed', str(args.seed)]
-  options += ['--fanout', *map(str, FANOUT)]
+  options += ['--fanout', *map(str, FANOUT), '--loader', '--dim', str(args.dim)]
   got = run_peer_script('glt_gpu_peer.py', sys.executable, arrays, options, args.glt_gpu)
-  return [
+  rows = [
     (f"GLT {got['glt']}, '{mode}'", '-', (f['batches_per_s'], f['edges_per_s'],
                                           f['nodes_per_batch'], f['edges_per_batch'], None))
     for mode, f in got['sampling'].items()
   ]  # fmt: skip
+  f = got['loading']
+  timed = (f['batches_per_s'], f['edges_per_s'], None, f['edges_per_batch'], None)
+  return rows + [(f"GLT {got['glt']} NeighborLoader, 'CUDA', {loader_note(args)}", '-', timed)]
 
 
 def limits_table(rows: list, limits: dict) -> Table:
@@ -148,6 +179,7 @@ def main():
   p.add_argument('--gpu', type=int, default=0, help='the GPU to sample on')
   p.add_argument('--batches', type=int, default=100, help='timed batches per row')
   p.add_argument('--batch_size', type=int, default=1024)
+  p.add_argument('--dim', type=int, default=100, help="the loaders' feature columns")
   p.add_argument('--scale', type=float, default=1.0, help='graph size relative to products')
   p.add_argument('--seed', type=int, default=0)
   p.add_argument(
@@ -176,6 +208,8 @@ def main():
       print(f'{mode} row skipped: {why}')
       continue
     rows += gpu_rows(graph, mode, seed_batches, args)
+    if mode == 'CUDA':
+      rows.append(loader_row(graph, ds.num_nodes(), seed_batches, args))
     limits[mode] = indices_reads_per_s(graph)
   if args.glt_gpu and rows:
     rows += glt_gpu_rows(topo, seed_batches, args)

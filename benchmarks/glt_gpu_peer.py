@@ -22,7 +22,11 @@ hop's launch to the last one's end (``torch.cuda.synchronize``); and
 ``Feature(table, split_ratio=r, device_group_list=[DeviceGroup(0, [gpu])],
 device=gpu)`` for r in 0.0 and 1.0, and for 0.2 the table reordered by
 ``sort_by_in_degree`` (its ``id2index`` given), as GLT's Dataset places a
-hot fifth; ids on the GPU.
+hot fifth; ids on the GPU. With ``--loader``, GLT's
+``NeighborLoader(Dataset.init_graph(..., graph_mode='CUDA'), ...,
+device=cuda)`` over the seed batches in order, the table in GPU memory
+(``init_node_features(table, split_ratio=1.0, ...)``) and random labels:
+GLT's loader needs both.
 """
 
 import argparse
@@ -33,7 +37,7 @@ import time
 
 import torch
 from glt_peer import import_glt, time_sampling
-from peer_protocol import load
+from peer_protocol import load, node_labels, time_loader
 
 
 def parse_args() -> argparse.Namespace:
@@ -46,6 +50,7 @@ def parse_args() -> argparse.Namespace:
   p.add_argument('--repeat', type=int, default=5)
   p.add_argument('--table-seed', type=int, default=0)
   p.add_argument('--rows', type=int, default=0, help="the table's rows (default: the nodes)")
+  p.add_argument('--loader', action='store_true', help="GLT's NeighborLoader too (see above)")
   p.add_argument('--splits', type=float, nargs='+', default=[0.0, 0.2, 1.0], help='split ratios')
   p.add_argument('--seed', type=int, default=0)
   return p.parse_args()
@@ -65,6 +70,27 @@ def sampling(glt, topo, seeds: torch.Tensor, args) -> dict:
     out[mode] = time_sampling(glt, sampler, list(seeds), args.batches, torch.cuda.synchronize)
     del sampler, graph
   return out
+
+
+def loading(glt, seeds: torch.Tensor, args) -> dict:
+  r"""``time_loader`` figures of GLT's NeighborLoader on the GPU over a
+  'CUDA' graph, the table's rows in GPU memory (split 1.0) and labels, the
+  seed batches in order (``shuffle=False``)."""
+  ds = glt.data.Dataset(edge_dir='in')
+  indices, indptr = load(args.dir, 'indices').long(), load(args.dir, 'indptr').long()
+  ds.init_graph((indices, indptr), layout='CSC', graph_mode='CUDA', device=args.gpu)
+  generator = torch.Generator().manual_seed(args.table_seed)
+  table = torch.randn(indptr.numel() - 1, args.dim, generator=generator)
+  ds.init_node_features(
+    table, split_ratio=1.0, device_group_list=[glt.data.DeviceGroup(0, [args.gpu])],
+    device=args.gpu,
+  )  # fmt: skip
+  ds.init_node_labels(node_labels(indptr.numel() - 1, args.table_seed))
+  loader = glt.loader.NeighborLoader(
+    ds, args.fanout, input_nodes=seeds.reshape(-1), batch_size=seeds.size(1), shuffle=False,
+    device=torch.device('cuda', args.gpu),
+  )  # fmt: skip
+  return time_loader(loader, args.batches, torch.cuda.synchronize)
 
 
 def lookups(glt, topo, table: torch.Tensor, id_sets, args) -> dict:
@@ -117,6 +143,8 @@ def main():
   figures = {'glt': glt_version(glt), 'torch': torch.__version__}
   if os.path.exists(f'{args.dir}/seeds.npy'):
     figures['sampling'] = sampling(glt, topo, load(args.dir, 'seeds'), args)
+    if args.loader:
+      figures['loading'] = loading(glt, load(args.dir, 'seeds'), args)
   if os.path.exists(f'{args.dir}/gather_ids.npy'):
     ids = load(args.dir, 'gather_ids')
     bounds = load(args.dir, 'gather_offsets').tolist()

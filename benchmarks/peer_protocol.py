@@ -85,3 +85,40 @@ def timed(next_batch: Callable[[], int], warmup: int, batches: int) -> Timed:
     if profile is not None:
       profile['summary'] = f'{batches} batches in {seconds:.3f} s, profiled'
   return Timed(batches, edges, seconds, warmup_s, first_at)
+
+
+def node_labels(num_nodes: int, seed: int) -> torch.Tensor:
+  r"""Random labels of 47 classes (ogbn-products' count) for a loader's
+  batches: GLT's loaders need labels."""
+  return torch.randint(0, 47, (num_nodes,), generator=torch.Generator().manual_seed(seed))
+
+
+def time_loader(loader, batches: int, sync: Callable[[], None] = lambda: None) -> dict:
+  r"""``batches`` batches of ``loader`` (its epochs taken in turn) after 3
+  warm-up ones: ``batches_per_s``, ``edges_per_s`` and ``edges_per_batch``
+  (of each batch's ``edge_index``); ``sync`` waits for a device's work."""
+  it = iter(loader)
+
+  def next_edges() -> int:
+    nonlocal it
+    try:
+      batch = next(it)
+    except StopIteration:  # the next epoch
+      it = iter(loader)
+      batch = next(it)
+    return batch.edge_index.size(1)
+
+  for _ in range(3):
+    next_edges()
+  sync()
+  edges = 0
+  start = time.perf_counter()
+  for _ in range(batches):
+    edges += next_edges()
+  sync()
+  seconds = time.perf_counter() - start
+  return {
+    'batches_per_s': batches / seconds,
+    'edges_per_s': edges / seconds,
+    'edges_per_batch': edges / batches,
+  }
