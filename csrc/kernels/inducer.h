@@ -82,7 +82,10 @@ class InducerImpl {
                                      count + t, InsertTargets{}));
       if (distinct) tables_[t].size = ids[t].numel();
     }
-    if (distinct) return fresh;
+    if (distinct) {  // as given: `fresh` skips a negative one
+      for (auto& t : ids) t = t.clone();
+      return ids;
+    }
     const at::Tensor read = at::cat({tally, negative}).cpu();  // the one sync
     const int64_t* r = read.data_ptr<int64_t>();
     std::vector<at::Tensor> out;
