@@ -31,7 +31,7 @@ import time
 import types
 
 import torch
-from peer_protocol import load, parse_peer_args
+from peer_protocol import load, parse_peer_args, time_calls
 
 
 def import_glt():
@@ -54,27 +54,14 @@ def import_glt():
 
 
 def time_sampling(glt, sampler, seeds, batches: int, sync=lambda: None) -> dict:
-  r"""GLT's ``sampler`` on ``batches`` batches of ``seeds`` (taken in turn)
-  after 3 warm-up ones: ``batches_per_s``, ``edges_per_s``,
-  ``nodes_per_batch`` and ``edges_per_batch``; ``sync`` waits for a device's
-  work (``torch.cuda.synchronize`` for a GPU sampler)."""
-  for s in seeds[:3]:  # warm-up
-    sampler.sample_from_nodes(glt.sampler.NodeSamplerInput(s))
-  sync()
-  edges = nodes = 0
-  start = time.perf_counter()
-  for i in range(batches):
+  r"""``time_calls`` of GLT's ``sampler`` on batches of ``seeds`` (taken in
+  turn)."""
+
+  def sample(i: int):
     out = sampler.sample_from_nodes(glt.sampler.NodeSamplerInput(seeds[i % len(seeds)]))
-    edges += out.row.numel()
-    nodes += out.node.numel()
-  sync()
-  seconds = time.perf_counter() - start
-  return {
-    'batches_per_s': batches / seconds,
-    'edges_per_s': edges / seconds,
-    'nodes_per_batch': nodes / batches,
-    'edges_per_batch': edges / batches,
-  }
+    return out.row.numel(), out.node.numel()
+
+  return time_calls(sample, batches, sync)
 
 
 def main():

@@ -7,7 +7,7 @@ bytes."""
 
 import argparse
 import time
-from typing import Callable, NamedTuple, Optional
+from typing import Callable, NamedTuple, Optional, Tuple
 
 import numpy as np
 import torch
@@ -93,32 +93,41 @@ def node_labels(num_nodes: int, seed: int) -> torch.Tensor:
   return torch.randint(0, 47, (num_nodes,), generator=torch.Generator().manual_seed(seed))
 
 
+def time_calls(call: Callable[[int], Tuple[int, int]], batches: int, sync=lambda: None) -> dict:
+  r"""``call(i)`` (the i-th batch; it gives the batch's sampled edges and
+  nodes) for ``batches`` batches after 3 warm-up ones: ``batches_per_s``,
+  ``edges_per_s``, ``nodes_per_batch`` and ``edges_per_batch``; ``sync``
+  waits for a device's work (``torch.cuda.synchronize`` on a GPU)."""
+  for i in range(3):
+    call(i)
+  sync()
+  edges = nodes = 0
+  start = time.perf_counter()
+  for i in range(batches):
+    batch_edges, batch_nodes = call(i)
+    edges += batch_edges
+    nodes += batch_nodes
+  sync()
+  seconds = time.perf_counter() - start
+  return {
+    'batches_per_s': batches / seconds,
+    'edges_per_s': edges / seconds,
+    'nodes_per_batch': nodes / batches,
+    'edges_per_batch': edges / batches,
+  }
+
+
 def time_loader(loader, batches: int, sync: Callable[[], None] = lambda: None) -> dict:
-  r"""``batches`` batches of ``loader`` (its epochs taken in turn) after 3
-  warm-up ones: ``batches_per_s``, ``edges_per_s`` and ``edges_per_batch``
-  (of each batch's ``edge_index``); ``sync`` waits for a device's work."""
+  r"""``time_calls`` of ``loader``'s batches, its epochs taken in turn."""
   it = iter(loader)
 
-  def next_edges() -> int:
+  def next_batch(_) -> Tuple[int, int]:
     nonlocal it
     try:
       batch = next(it)
     except StopIteration:  # the next epoch
       it = iter(loader)
       batch = next(it)
-    return batch.edge_index.size(1)
+    return batch.edge_index.size(1), batch.num_nodes
 
-  for _ in range(3):
-    next_edges()
-  sync()
-  edges = 0
-  start = time.perf_counter()
-  for _ in range(batches):
-    edges += next_edges()
-  sync()
-  seconds = time.perf_counter() - start
-  return {
-    'batches_per_s': batches / seconds,
-    'edges_per_s': edges / seconds,
-    'edges_per_batch': edges / batches,
-  }
+  return time_calls(next_batch, batches, sync)

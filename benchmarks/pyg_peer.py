@@ -18,11 +18,10 @@ the call PyG's ``NodeLoader`` makes for every batch, with pyg-lib's
 
 import importlib.metadata
 import json
-import time
 from typing import Tuple
 
 import torch
-from peer_protocol import load, parse_peer_args
+from peer_protocol import load, parse_peer_args, time_calls
 
 
 def load_edge_index(directory: str) -> Tuple[torch.Tensor, int]:
@@ -54,29 +53,17 @@ def versions(threads: int) -> dict:
 def rates(sampler, seeds, seed_times, batches: int) -> dict:
   r"""``sampler``'s batches/s, edges/s, nodes and edges per batch over
   ``batches`` batches of ``seeds`` (with ``seed_times``, one tensor per
-  batch, or None) after 3 untimed ones, through ``sample_from_nodes``."""
+  batch, or None) after 3 untimed ones, through ``sample_from_nodes``
+  (``time_calls``)."""
   from torch_geometric.sampler import NodeSamplerInput
 
   def sample(i):
     time_of = None if seed_times is None else seed_times[i % len(seeds)]
     node = seeds[i % len(seeds)]
-    return sampler.sample_from_nodes(NodeSamplerInput(input_id=None, node=node, time=time_of))
+    out = sampler.sample_from_nodes(NodeSamplerInput(input_id=None, node=node, time=time_of))
+    return out.row.numel(), out.node.numel()
 
-  for i in range(3):  # warm-up
-    sample(i)
-  edges = nodes = 0
-  t = time.perf_counter()
-  for i in range(batches):
-    out = sample(i)
-    edges += out.row.numel()
-    nodes += out.node.numel()
-  elapsed = time.perf_counter() - t
-  return {
-    'batches_per_s': batches / elapsed,
-    'edges_per_s': edges / elapsed,
-    'nodes_per_batch': nodes / batches,
-    'edges_per_batch': edges / batches,
-  }
+  return time_calls(sample, batches)
 
 
 def main():
