@@ -270,7 +270,6 @@ class MultiHopSampler(LinkSampling):
       seed_dict = keys.seed_keys
     empty = torch.empty(0, dtype=torch.int64, device=self.sample_device)
     seeds = [seed_dict.get(t, empty) for t in schema.node_types]
-    # disjoint keys are distinct by their seed's index: added without a sync
     frontier = dict(zip(schema.node_types, inducer.init_nodes(seeds, distinct=keys is not None)))
     seed_local = {t: inducer.local_ids(schema.type_index[t], s) for t, s in seed_dict.items()}
     trace = HopTrace(schema, frontier, self.num_hops, empty)
