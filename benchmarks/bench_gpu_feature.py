@@ -139,7 +139,7 @@ def glt_gpu_rows(ds, table, id_sets, ours: list, args) -> Tuple[list, List[str]]
     except PeerFailed as e:
       last = str(e).strip().splitlines()[-1]
       print(f'GLT gather (split {ratio}) failed: {e}')
-      failures.append(f'GLT 0.2.4 gather (split {ratio}) failed here: {last}')
+      failures.append(f"GLT's gather (split {ratio}) failed here: {last}")
       continue
     for split, rate in got['gather_rows_per_s'].items():
       rows.append((f'GLT {got["glt"]} gather (split {split})', rate, *limits[ratio]))

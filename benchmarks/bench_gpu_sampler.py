@@ -103,8 +103,7 @@ def gpu_rows(graph: glt.data.Graph, mode: str, seed_batches, args) -> list:
 def loader_row(graph: glt.data.Graph, num_nodes: int, seed_batches, args) -> tuple:
   r"""Our NeighborLoader on the GPU over ``graph`` ('CUDA'), features of
   ``args.dim`` columns in GPU memory, the seed batches in order, as
-  ``glt_gpu_rows`` times GLT's: ``(name, '-', (batches/s, edges/s, None,
-  edges/batch, None))``."""
+  ``glt_gpu_rows`` times GLT's: ``(name, '-', as_timed(...))``."""
   ds = glt.data.Dataset(graph=graph, edge_dir='in')
   generator = torch.Generator().manual_seed(0)  # the peer's --table-seed
   table = torch.randn(num_nodes, args.dim, generator=generator)
@@ -114,9 +113,15 @@ def loader_row(graph: glt.data.Graph, num_nodes: int, seed_batches, args) -> tup
     ds, FANOUT, input_nodes=torch.cat(seed_batches), batch_size=args.batch_size, shuffle=False,
     device=torch.device('cuda', args.gpu),
   )  # fmt: skip
-  f = time_loader(loader, args.batches, torch.cuda.synchronize)
-  timed = (f['batches_per_s'], f['edges_per_s'], None, f['edges_per_batch'], None)
+  timed = as_timed(time_loader(loader, args.batches, torch.cuda.synchronize))
   return (f"NeighborLoader, 'CUDA', {loader_note(args)}", '-', timed)
+
+
+def as_timed(figures: dict) -> tuple:
+  r"""A peer's or a loader's ``time_calls`` figures as ``time_batches``
+  gives ours: ``(batches/s, edges/s, nodes/batch, edges/batch, None)``."""
+  keys = ('batches_per_s', 'edges_per_s', 'nodes_per_batch', 'edges_per_batch')
+  return (*(figures[k] for k in keys), None)
 
 
 def loader_note(args) -> str:
@@ -144,14 +149,9 @@ def glt_gpu_rows(topo: glt.data.Topology, seed_batches, args) -> list:
   options = ['--gpu', str(args.gpu), '--batches', str(args.batches), '--seed', str(args.seed)]
   options += ['--fanout', *map(str, FANOUT), '--loader', '--dim', str(args.dim)]
   got = run_peer_script('glt_gpu_peer.py', sys.executable, arrays, options, args.glt_gpu)
-  rows = [
-    (f"GLT {got['glt']}, '{mode}'", '-', (f['batches_per_s'], f['edges_per_s'],
-                                          f['nodes_per_batch'], f['edges_per_batch'], None))
-    for mode, f in got['sampling'].items()
-  ]  # fmt: skip
-  f = got['loading']
-  timed = (f['batches_per_s'], f['edges_per_s'], None, f['edges_per_batch'], None)
-  return rows + [(f"GLT {got['glt']} NeighborLoader, 'CUDA', {loader_note(args)}", '-', timed)]
+  rows = [(f"GLT {got['glt']}, '{mode}'", '-', as_timed(f)) for mode, f in got['sampling'].items()]
+  loader = f"GLT {got['glt']} NeighborLoader, 'CUDA', {loader_note(args)}"
+  return rows + [(loader, '-', as_timed(got['loading']))]
 
 
 def limits_table(rows: list, limits: dict) -> Table:

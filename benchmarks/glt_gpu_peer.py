@@ -72,20 +72,21 @@ def sampling(glt, topo, seeds: torch.Tensor, args) -> dict:
   return out
 
 
-def loading(glt, seeds: torch.Tensor, args) -> dict:
+def loading(glt, csc: tuple, seeds: torch.Tensor, args) -> dict:
   r"""``time_loader`` figures of GLT's NeighborLoader on the GPU over a
-  'CUDA' graph, the table's rows in GPU memory (split 1.0) and labels, the
-  seed batches in order (``shuffle=False``)."""
+  'CUDA' graph (``csc``: its indices and indptr), the table's rows in GPU
+  memory (split 1.0) and labels, the seed batches in order
+  (``shuffle=False``)."""
   ds = glt.data.Dataset(edge_dir='in')
-  indices, indptr = load(args.dir, 'indices').long(), load(args.dir, 'indptr').long()
-  ds.init_graph((indices, indptr), layout='CSC', graph_mode='CUDA', device=args.gpu)
+  num_nodes = csc[1].numel() - 1
+  ds.init_graph(csc, layout='CSC', graph_mode='CUDA', device=args.gpu)
   generator = torch.Generator().manual_seed(args.table_seed)
-  table = torch.randn(indptr.numel() - 1, args.dim, generator=generator)
+  table = torch.randn(num_nodes, args.dim, generator=generator)
   ds.init_node_features(
     table, split_ratio=1.0, device_group_list=[glt.data.DeviceGroup(0, [args.gpu])],
     device=args.gpu,
   )  # fmt: skip
-  ds.init_node_labels(node_labels(indptr.numel() - 1, args.table_seed))
+  ds.init_node_labels(node_labels(num_nodes, args.table_seed))
   loader = glt.loader.NeighborLoader(
     ds, args.fanout, input_nodes=seeds.reshape(-1), batch_size=seeds.size(1), shuffle=False,
     device=torch.device('cuda', args.gpu),
@@ -135,16 +136,14 @@ def glt_version(glt) -> str:
 def main():
   args = parse_args()
   glt = import_glt()
-  topo = glt.data.Topology(
-    (load(args.dir, 'indices').long(), load(args.dir, 'indptr').long()),
-    input_layout='CSC',
-    layout='CSC',
-  )
+  csc = (load(args.dir, 'indices').long(), load(args.dir, 'indptr').long())
+  topo = glt.data.Topology(csc, input_layout='CSC', layout='CSC')
   figures = {'glt': glt_version(glt), 'torch': torch.__version__}
   if os.path.exists(f'{args.dir}/seeds.npy'):
-    figures['sampling'] = sampling(glt, topo, load(args.dir, 'seeds'), args)
+    seeds = load(args.dir, 'seeds')
+    figures['sampling'] = sampling(glt, topo, seeds, args)
     if args.loader:
-      figures['loading'] = loading(glt, load(args.dir, 'seeds'), args)
+      figures['loading'] = loading(glt, csc, seeds, args)
   if os.path.exists(f'{args.dir}/gather_ids.npy'):
     ids = load(args.dir, 'gather_ids')
     bounds = load(args.dir, 'gather_offsets').tolist()
