@@ -17,7 +17,9 @@ then measures, in this run:
   - the gather of the sampled nodes' rows of a 100-dim fp32 table: ours
     beside torch.index_select (PyG's ``x[ids]``) on the same ids, and GLT's
     and GraphBolt's feature lookups;
-  - sampling at each of --threads, beside the one-hop draws alone (the
+  - sampling at each of --threads, beside as many batches sampled at once,
+    each on a thread of its own alone (a loader's concurrent_batches), the
+    one-hop draws alone (the
     sampled batches' hops drawn again without the inducer), the same
     batches with hash-table inducers (as on a graph over 8 M nodes) and this
     machine's independent random int64 reads/s at that thread count (how
@@ -36,6 +38,7 @@ import torch
 from results import Results, Table, add_results_argument
 from workloads import (
   add_workload_args,
+  at_once_bps,
   build_graph,
   drawn_hops,
   gather,
@@ -118,11 +121,11 @@ def gather_table(ours, index_select, peers, row_bytes: int) -> Table:
 
 
 def threads_table(scaling) -> Table:
-  _, _, eps1, draws1, inserts1, hashed1, reads1 = scaling[0]
+  _, bps1, eps1, draws1, inserts1, hashed1, reads1, _ = scaling[0]
   rows = [
-    [t, bps, eps, eps / eps1, draws, draws / draws1, inserts, inserts / inserts1, hashed,
-     hashed / hashed1, rr, rr / reads1]
-    for t, bps, eps, draws, inserts, hashed, rr in scaling
+    [t, bps, eps, eps / eps1, at_once, at_once / bps1, draws, draws / draws1, inserts,
+     inserts / inserts1, hashed, hashed / hashed1, rr, rr / reads1]
+    for t, bps, eps, draws, inserts, hashed, rr, at_once in scaling
   ]  # fmt: skip
   return Table(
     'threads',
@@ -132,6 +135,8 @@ def threads_table(scaling) -> Table:
       'batches/s',
       'sampled edges/s',
       'vs fewest threads',
+      'batches at once, batches/s',
+      'at once vs fewest threads',
       'draws alone, edges/s',
       'draws vs fewest threads',
       'inducer alone, batches/s',
@@ -142,7 +147,10 @@ def threads_table(scaling) -> Table:
       'reads vs fewest threads',
     ],  # fmt: skip
     rows,
-    note='The draws alone: the hops of the sampled batches drawn again without the inducer. '
+    note='Batches at once: as many batches sampled at once as there are threads, each on a '
+    'thread of its own that runs its kernels alone (a loader with concurrent_batches), against '
+    'one batch at a time on the fewest threads. '
+    'The draws alone: the hops of the sampled batches drawn again without the inducer. '
     'The inducer alone: the hops of 8 batches, drawn once, added again and again by one '
     "id-indexed inducer (each hop's new nodes numbered in order of first appearance, every "
     'neighbor relabelled): a batch without its draws. '
@@ -157,13 +165,13 @@ def threads_table(scaling) -> Table:
 def thread_row(ds, seed_batches, args) -> tuple:
   r"""At torch's thread count: ``(threads, batches/s, edges/s, draws'
   edges/s, the inducer's alone batches/s, hashed inducer's batches/s,
-  random reads/s, (edges per batch, the first outputs))``, each rate the
-  best of ``args.rounds`` runs."""
+  random reads/s, batches/s of as many batches at once, (edges per batch,
+  the first outputs))``, each rate the best of ``args.rounds`` runs."""
   sampler = glt.sampler.NeighborSampler(
     ds.graph, args.fanout, device='cpu', edge_dir='in', seed=args.seed
   )
   hops = drawn_hops(sampler, ds.num_nodes(), seed_batches[:8], args.fanout)
-  best = [0.0] * 6
+  best = [0.0] * 7
   for _ in range(max(1, args.rounds)):
     bps, eps, _, edges_pb, outs, draws = sampling(
       ds, seed_batches, args.batches, args.fanout, args.seed
@@ -171,7 +179,9 @@ def thread_row(ds, seed_batches, args) -> tuple:
     inserts = insert_bps(hops, ds.num_nodes(), repeat=max(1, args.batches // len(hops)))
     hashed = hashed_inducer_bps(ds, seed_batches, args.batches, args.fanout, args.seed)
     reads = parallel_random_reads_per_s(ds.graph.topo.edge_ids)
-    best = [max(a, b) for a, b in zip(best, (bps, eps, draws, inserts, hashed, reads))]
+    at_once = at_once_bps(ds, seed_batches, args.batches, args.fanout, args.seed)
+    rates = (bps, eps, draws, inserts, hashed, reads, at_once)
+    best = [max(a, b) for a, b in zip(best, rates)]
   return (torch.get_num_threads(), *best, (edges_pb, outs))
 
 

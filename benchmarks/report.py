@@ -191,6 +191,16 @@ TUNING = """## Tuning
   threads). Idle helper threads spin 20 us before they sleep (`GLT_WORKER_SPIN_US=n` moves
   it: where sleeping threads wake slowly, as a virtual machine's idle cores
   can, spinning across a batch's hops may pay).
+- **Batches at once.** On many cores, a loader that samples on the CPU can
+  sample several batches at once, each on a thread of its own that runs
+  its kernels alone (`concurrent_batches=n` of `NeighborLoader` and
+  `LinkNeighborLoader`; the batches are those of one at a time, in the same
+  order): one batch's threads stop scaling before the cores run out (the
+  threads table's whole batch against its draws alone), and batches side
+  by side share them instead, as PyG's `num_workers` processes do, with
+  no copy between processes. The table's 'batches at once' column measures
+  it at each thread count. Each batch in flight holds its own buffers and
+  id maps (an id-indexed map takes 4 bytes a node up to 8 M nodes).
 - **Topologies.** A `Topology` stores int32 indices where the graph fits,
   which halves its memory and its random reads; keep the default.
 - **Huge pages.** What the CPU sampler reads at random (a `Topology`'s

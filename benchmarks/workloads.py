@@ -4,6 +4,7 @@ and how a peer library (run in its own environment) is handed the same
 graph, seeds and node sets (peer_protocol.py)."""
 
 import argparse
+import collections
 import json
 import os
 import signal
@@ -18,6 +19,8 @@ import torch
 
 import graphlearn_torch as glt
 from graphlearn_torch._ext import ops
+from graphlearn_torch.sampler.schema import RandomStream
+from graphlearn_torch.utils.batch_threads import BatchThreads
 
 # ogbn-products' size: nodes, and undirected edges (stored both ways).
 NUM_NODES = 2_449_029
@@ -258,6 +261,34 @@ def hashed_inducer_bps(ds, seed_batches, batches: int, fanout, seed: int) -> flo
     return time_batches(sampler, seed_batches, batches)[0]
   finally:
     multihop.DENSE_INDUCER_MAX_NODES = dense_max
+
+
+def at_once_bps(ds, seed_batches, batches: int, fanout, seed: int) -> float:
+  r"""Batches/s of ``sampling``'s sampler with as many batches sampled at
+  once as torch has threads, each on a thread of its own that runs its
+  kernels alone (``BatchThreads``, as a loader with ``concurrent_batches``
+  samples), each batch from a stream of its own, after a warm-up batch a
+  thread."""
+  sampler = glt.sampler.NeighborSampler(ds.graph, fanout, device='cpu', edge_dir='in', seed=seed)
+  threads = BatchThreads(torch.get_num_threads())
+
+  def launch(i: int):
+    inputs = glt.sampler.NodeSamplerInput(seed_batches[i % len(seed_batches)])
+    random = RandomStream.for_batch(seed, 0, i)
+    return threads.launch(sampler.sample_from_nodes, inputs, random)
+
+  try:
+    for launched in [launch(i) for i in range(threads.num_threads)]:
+      launched.result()
+    t = time.perf_counter()
+    in_flight = collections.deque(launch(i) for i in range(min(batches, threads.num_threads + 1)))
+    for i in range(len(in_flight), batches + len(in_flight)):
+      in_flight.popleft().result()
+      if i < batches:
+        in_flight.append(launch(i))
+    return batches / (time.perf_counter() - t)
+  finally:
+    threads.shutdown()
 
 
 def draws_per_s(sampler, outs, fanout, repeat: int) -> float:

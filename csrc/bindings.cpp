@@ -48,6 +48,8 @@ void bind_cpu_functions(py::module_& m) {
   m.def("kernel_thread_cap", wrap_pybind_function(&glt::cpu::kernel_thread_cap));
   m.def("set_kernel_thread_cap", wrap_pybind_function(&glt::cpu::set_kernel_thread_cap),
         py::arg("cap"));
+  m.def("set_this_thread_kernel_threads",
+        wrap_pybind_function(&glt::cpu::set_this_thread_kernel_threads), py::arg("threads"));
 }
 
 void bind_buffers(py::module_& m) {

@@ -3,9 +3,11 @@ an epoch of batches per ``iter()``, each batch collated to PyG data, and the
 loader's place in its epochs (``state_dict``), from which a new loader
 resumes."""
 
+import collections
+import logging
 import os
 from abc import ABC, abstractmethod
-from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple
+from typing import Any, Callable, Deque, Dict, Iterator, Optional, Sequence, Tuple
 
 import torch
 
@@ -18,9 +20,12 @@ from ..batch.seeds import SeedBatcher
 from ..data.dataset import Dataset
 from ..sampler.base import BaseSampler, SamplingType
 from ..sampler.schema import RandomStream
+from ..utils.batch_threads import BatchThreads
 from ..utils.device import batch_to_device, resolve_device, to_device_async
 from ..utils.launched import Launched
 from .options import LoaderOptions
+
+logger = logging.getLogger(__name__)
 
 # GLT_LAUNCH_AHEAD=0: a loader on a GPU samples one batch at a time.
 LAUNCH_AHEAD_ENV = 'GLT_LAUNCH_AHEAD'
@@ -124,6 +129,26 @@ class BaseLoader(ABC):
     return batch_to_device(res, self.device) if self.device.type != 'cpu' else res
 
 
+def batch_threads(sampler: BaseSampler, concurrent_batches: int) -> Optional[BatchThreads]:
+  r"""The threads that sample ``concurrent_batches`` batches of ``sampler``
+  at once, or None: one batch at a time, or a sampler on a GPU (which
+  launches a batch ahead instead)."""
+  if int(concurrent_batches) < 1:
+    raise ValueError(f'concurrent_batches must be >= 1, got {concurrent_batches}')
+  if concurrent_batches == 1:
+    return None
+  device = getattr(sampler, 'sample_device', torch.device('cpu'))
+  if device.type != 'cpu':
+    logger.info(
+      'concurrent_batches=%d is for sampling on the CPU: a sampler on %s samples a batch at a '
+      'time, launching the next one ahead',
+      concurrent_batches,
+      device,
+    )
+    return None
+  return BatchThreads(concurrent_batches)
+
+
 class SamplerLoader(BaseLoader):
   """A loader on one machine: its seeds batched by a ``SeedBatcher``, each
   batch sampled by its sampler in the calling process and given its
@@ -135,7 +160,7 @@ class SamplerLoader(BaseLoader):
     num_seeds: how many seeds (nodes or edges) an epoch covers.
     device: where batches go.
     options: batching (``batch_size``, ``shuffle``, ``drop_last``,
-      ``seed``; default seed: the sampler's).
+      ``seed``; default seed: the sampler's) and ``concurrent_batches``.
     inputs: what the seeds are (a state of other seeds is refused).
   """
 
@@ -163,7 +188,10 @@ class SamplerLoader(BaseLoader):
     # one before it is collated, so that the GPU draws it meanwhile
     # (GLT_LAUNCH_AHEAD=0: one batch at a time).
     self._launches_ahead = getattr(sampler, 'launches_ahead', False) and launches_ahead()
-    self._ahead: Optional[Launched] = None  # the next batch, launched
+    # On the CPU, concurrent_batches > 1: batches sampled at once on threads
+    # of their own (in the order of the epoch), each thread's kernels on it alone.
+    self._threads = batch_threads(sampler, options.concurrent_batches)
+    self._ahead: Deque[Launched] = collections.deque()  # the next batches, launched
 
   @property
   def _seed_loader(self) -> SeedBatcher:
@@ -178,17 +206,22 @@ class SamplerLoader(BaseLoader):
     self._batches = self._batcher.batches(epoch, start)
 
   def _next_batch(self) -> Any:
-    launched, self._ahead = self._ahead, None
-    if launched is None:
-      launched = self._launch_next()  # StopIteration after the last
-    if self._launches_ahead:
-      try:
-        self._ahead = self._launch_next()
-      except StopIteration:
-        pass
-      except Exception as e:  # the batch after this one raises it
-        self._ahead = Launched.failed(e)
+    launched = self._ahead.popleft() if self._ahead else self._launch_next()  # StopIteration
+    self._launch_ahead()
     return launched.result()
+
+  def _launch_ahead(self) -> None:
+    """Launches the batches after the one being finished: one on a GPU that
+    draws it meanwhile, enough to keep every batch thread busy, else none."""
+    depth = self._threads.num_threads if self._threads is not None else int(self._launches_ahead)
+    while len(self._ahead) < depth:
+      try:
+        self._ahead.append(self._launch_next())
+      except StopIteration:
+        return
+      except Exception as e:  # raised in its turn, by its batch
+        self._ahead.append(Launched.failed(e))
+        return
 
   def _launch_next(self) -> Launched:
     """The epoch's next batch, launched; StopIteration after the last."""
@@ -197,10 +230,17 @@ class SamplerLoader(BaseLoader):
     return self._launch_batch(index, random)
 
   def _drop_ahead(self) -> None:
-    """Drops the batch launched ahead (a new epoch, a loaded state)."""
-    ahead, self._ahead = self._ahead, None
-    if ahead is not None:
-      ahead.discard()
+    """Drops the batches launched ahead (a new epoch, a loaded state)."""
+    ahead, self._ahead = self._ahead, collections.deque()
+    for launched in ahead:
+      launched.discard()
+
+  def shutdown(self) -> None:
+    """Drops the batches launched ahead and stops the batch threads
+    (``concurrent_batches``; also done when the loader is collected)."""
+    self._drop_ahead()
+    if self._threads is not None:
+      self._threads.shutdown()
 
   @abstractmethod
   def _sample_batch(self, index: torch.Tensor, random: RandomStream) -> Any:
@@ -208,7 +248,10 @@ class SamplerLoader(BaseLoader):
     from ``random``, the batch's stream."""
 
   def _launch_batch(self, index: torch.Tensor, random: RandomStream) -> Launched:
-    """``_sample_batch`` launched: by default sampled and collated here."""
+    """``_sample_batch`` launched: by default sampled and collated here, or
+    on a batch thread (``concurrent_batches``)."""
+    if self._threads is not None:
+      return self._threads.launch(self._sample_batch, index, random)
     return Launched.done(self._sample_batch(index, random))
 
   def _collate_fn(

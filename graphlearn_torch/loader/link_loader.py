@@ -14,7 +14,7 @@ from ..utils.launched import Launched
 from ..utils.memory import require_memory
 from .base import SamplerLoader
 from .node_loader import seed_times
-from .options import BATCHING, LoaderOptions, loader_options
+from .options import BATCHING, ON_ONE_MACHINE, LoaderOptions, loader_options
 
 if TYPE_CHECKING:  # PyG is imported on first use: sampling processes never need it
   from torch_geometric.data import Data, HeteroData
@@ -131,7 +131,7 @@ def check_edge_label(
   'neg_sampling',
   'device',
   'edge_dir',
-  keyword=BATCHING + ('with_edge',),
+  keyword=BATCHING + ('with_edge',) + ON_ONE_MACHINE,
 )
 class LinkLoader(SamplerLoader):
   """Iterates over mini-batches of seed edges, sampled and collated to PyG.

@@ -9,7 +9,7 @@ from ..sampler.base import NegativeSampling
 from ..sampler.neighbor_sampler import NeighborSampler
 from ..typing import InputEdges, NumNeighbors
 from .link_loader import LinkLoader
-from .options import TEMPORAL, LoaderOptions, build_neighbor_sampler, loader_options
+from .options import ON_ONE_MACHINE, TEMPORAL, LoaderOptions, build_neighbor_sampler, loader_options
 
 
 @loader_options(
@@ -27,7 +27,7 @@ from .options import TEMPORAL, LoaderOptions, build_neighbor_sampler, loader_opt
   'strategy',
   'device',
   'seed',
-  keyword=('replace', 'is_sorted') + TEMPORAL,
+  keyword=('replace', 'is_sorted') + TEMPORAL + ON_ONE_MACHINE,
 )
 class LinkNeighborLoader(LinkLoader):
   """Samples the multi-hop neighborhood of the endpoints of each batch of

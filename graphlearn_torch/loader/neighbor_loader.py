@@ -10,7 +10,7 @@ from ..sampler.neighbor_sampler import NeighborSampler
 from ..sampler.schema import RandomStream
 from ..typing import InputNodes, NumNeighbors
 from .node_loader import NodeLoader
-from .options import TEMPORAL, LoaderOptions, build_neighbor_sampler, loader_options
+from .options import ON_ONE_MACHINE, TEMPORAL, LoaderOptions, build_neighbor_sampler, loader_options
 
 
 @loader_options(
@@ -27,7 +27,7 @@ from .options import TEMPORAL, LoaderOptions, build_neighbor_sampler, loader_opt
   'device',
   'as_pyg_v1',
   'seed',
-  keyword=('replace', 'is_sorted') + TEMPORAL,
+  keyword=('replace', 'is_sorted') + TEMPORAL + ON_ONE_MACHINE,
 )
 class NeighborLoader(NodeLoader):
   """Samples the multi-hop neighborhood of each batch of seed nodes and yields

@@ -13,7 +13,7 @@ from ..sampler.schema import RandomStream
 from ..typing import InputNodes, NodeType
 from ..utils.launched import Launched
 from .base import SamplerLoader
-from .options import BATCHING, LoaderOptions, loader_options
+from .options import BATCHING, ON_ONE_MACHINE, LoaderOptions, loader_options
 
 if TYPE_CHECKING:  # PyG is imported on first use: sampling processes never need it
   from torch_geometric.data import Data, HeteroData
@@ -88,7 +88,13 @@ def seed_times(time, seeds: torch.Tensor, what: str) -> Optional[torch.Tensor]:
   return time
 
 
-@loader_options('data', 'node_sampler', 'input_nodes', 'device', keyword=BATCHING + ('with_edge',))
+@loader_options(
+  'data',
+  'node_sampler',
+  'input_nodes',
+  'device',
+  keyword=BATCHING + ('with_edge',) + ON_ONE_MACHINE,
+)
 class NodeLoader(SamplerLoader):
   """Iterates over mini-batches of seed nodes, sampled and collated to PyG.
 

@@ -52,6 +52,11 @@ class LoaderOptions:
     subgraph_type: 'directional', 'bidirectional' or 'induced' (PyG's).
     is_sorted: the neighbors are in time order already (checked, not
       sorted).
+    concurrent_batches: batches sampled at once when sampling on the CPU,
+      each on a thread of its own that runs its kernels alone, in the
+      epoch's order (PyG's ``num_workers``, in threads): on many cores,
+      more batches a second than one batch on every core. 1: a batch at a
+      time, on ``torch.get_num_threads()`` threads.
   """
 
   batch_size: int = 1
@@ -69,11 +74,14 @@ class LoaderOptions:
   disjoint: bool = False
   subgraph_type: str = 'directional'
   is_sorted: bool = False
+  concurrent_batches: int = 1
 
 
 # The option groups loaders take, beside their positional ones.
 BATCHING = ('batch_size', 'shuffle', 'drop_last', 'seed')
 TEMPORAL = ('time_attr', 'temporal_strategy', 'disjoint', 'subgraph_type')
+# What the loaders on one machine take besides.
+ON_ONE_MACHINE = ('concurrent_batches',)
 
 # GLT's distributed loaders call the seed random_seed.
 ALIASES = {'random_seed': 'seed'}

@@ -3,6 +3,7 @@
 #include "cpu/runtime/parallel.h"
 
 #include <c10/util/ParallelGuard.h>
+#include <dlfcn.h>
 #include <pthread.h>
 
 #include <chrono>
@@ -205,13 +206,45 @@ std::atomic<WorkerPool*> WorkerPool::current{nullptr};
 
 // A process setting, as torch's thread count is.
 std::atomic<int64_t> thread_cap{0};
+// This thread's own cap (set_this_thread_kernel_threads; 0: none).
+thread_local int64_t this_thread_cap = 0;
+
+// The omp_set_num_threads of the OpenMP runtime torch runs on (its own copy
+// of libgomp, which this extension does not link), or null where torch's
+// CPU parallelism is not OpenMP. It sets the calling thread's count alone.
+using SetOmpThreads = void (*)(int);
+SetOmpThreads torch_omp_set_num_threads() {
+  static const SetOmpThreads set = []() -> SetOmpThreads {
+    Dl_info torch_cpu;
+    if (!dladdr(reinterpret_cast<void*>(&at::get_num_threads), &torch_cpu)) return nullptr;
+    void* library = dlopen(torch_cpu.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+    if (library == nullptr) return nullptr;
+    // searched in libtorch_cpu and the libraries it loaded, libgomp among them
+    return reinterpret_cast<SetOmpThreads>(dlsym(library, "omp_set_num_threads"));
+  }();
+  return set;
+}
 
 }  // namespace
 
 int64_t kernel_threads() {
-  const int64_t threads = at::get_num_threads();
+  int64_t threads = at::get_num_threads();
   const int64_t cap = thread_cap.load(std::memory_order_relaxed);
-  return cap > 0 ? std::min(threads, cap) : threads;
+  if (cap > 0) threads = std::min(threads, cap);
+  return this_thread_cap > 0 ? std::min(threads, this_thread_cap) : threads;
+}
+
+void set_this_thread_kernel_threads(int64_t threads) {
+  TORCH_CHECK_VALUE(threads >= 0, "a thread's kernel threads must be >= 0 (0: as before), got ",
+                    threads);
+  // torch's count on this thread before the first call: what 0 gives back.
+  // Reading it first also runs torch's set-up of a new thread, which would
+  // otherwise undo the count set below at this thread's first ATen op.
+  thread_local const int torch_threads = at::get_num_threads();
+  this_thread_cap = threads;
+  if (SetOmpThreads set = torch_omp_set_num_threads()) {
+    set(threads > 0 ? static_cast<int>(threads) : torch_threads);
+  }
 }
 
 void set_kernel_thread_cap(int64_t cap) {

@@ -49,6 +49,13 @@ int64_t kernel_threads();
 void set_kernel_thread_cap(int64_t cap);
 int64_t kernel_thread_cap();
 
+// Runs this thread's CPU kernels, ours and ATen's, on at most `threads`
+// threads from now on (0: as many as before the first call): a thread that
+// samples one of several batches at once runs them on itself alone, so that
+// the batches, not the threads of one batch, share the cores. ATen's are
+// held through this thread's OpenMP thread count, where torch runs on OpenMP.
+void set_this_thread_kernel_threads(int64_t threads);
+
 // Chunks per thread of a parallel_for: enough that a thread the kernel
 // deschedules leaves the rest to the others.
 constexpr int64_t kChunksPerThread = 8;
