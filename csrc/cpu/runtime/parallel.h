@@ -34,8 +34,10 @@ namespace glt::cpu {
 // from state the workers share, so that worker 0 alone finishes it when no
 // helper joins. Worker 0 works alone inside another parallel region (ours or
 // ATen's) and while another thread's call holds the pool. Jobs run with
-// c10::ParallelGuard set, so ATen ops inside them run on their thread alone.
-// `job` must not throw.
+// c10::ParallelGuard set, which torch's own thread pool reads as a parallel
+// region (ATen ops inside them then run on their thread alone); torch's
+// OpenMP builds do not read it, so a job calls no ATen op that loops in
+// parallel. `job` must not throw.
 void run_on_workers(int64_t helpers, const std::function<void(int64_t worker)>& job);
 
 // Whether this thread is inside run_on_workers' job (ours) or ATen's
