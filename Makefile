@@ -196,7 +196,7 @@ DEVICE_TEST_PACKAGES ?= torch-geometric==2.8.1 pytest pytest-timeout psutil pyya
 DEVICE_TESTS ?= test/test_gpu_data_path.py test/test_gpu_sharing.py test/test_gather_checks.py \
   test/test_channel.py test/test_device_mirror.py \
   test/test_examples_smoke.py test/test_gpu_syncs.py test/test_whole_batch.py \
-  test/test_partitioned_batch.py test/test_launched_batches.py \
+  test/test_partitioned_batch.py test/test_launched_batches.py test/test_concurrent_batches.py \
   test/test_cuda_kernels.py test/test_dist_fault.py test/test_resume_examples.py \
   test/test_benchmarks_smoke.py -k 'not test_benchmarks_smoke or gpu or dist_sampling or dist_memory or bench_sampler or fault_suite'
 device-preflight: $(DEVICE_VENV)/.installed
