@@ -152,6 +152,8 @@ def test_batch_threads_run_their_kernels_alone():
   assert torch.get_num_threads() == torch_threads  # the caller's own count
   threads.shutdown()
   assert not [t for t in threading.enumerate() if t.name.startswith('glt-batch')]
+  with pytest.raises(RuntimeError, match='shut down'):
+    threads.launch(ops.kernel_threads)
 
   def alone_then_back():
     before = ops.kernel_threads()  # a new thread's: torch's process-wide count

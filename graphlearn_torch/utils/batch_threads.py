@@ -51,7 +51,13 @@ class BatchThreads:
   def launch(self, fn: Callable[..., T], *args) -> Launched[T]:
     r"""``fn(*args)`` started on the first free thread: ``result()`` waits
     for it and gives its result (or raises what it raised); ``discard()``
-    drops it if it has not started."""
+    drops it if it has not started.
+
+    Raises:
+      RuntimeError: the threads were shut down.
+    """
+    if not self._finalizer.alive:
+      raise RuntimeError('these batch threads were shut down (a loader after its shutdown())')
     future = self._executor.submit(fn, *args)
     return Launched(future.result, future.cancel)
 
