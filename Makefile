@@ -215,6 +215,7 @@ device-preflight: $(DEVICE_VENV)/.installed
 # GLT_HARNESS_SANITIZE=1); the first report stops the run. What
 # compute-sanitizer's memcheck finds in a kernel on a GPU, found here first.
 HARNESS_TESTS ?= test/test_kernel_bodies.py test/test_gather_bodies.py test/test_hop_induce_bodies.py \
+  test/test_hop_pieces_bodies.py \
   test/test_partition_kernel_bodies.py test/test_temporal_kernel.py test/test_whole_batch.py \
   test/test_launched_batches.py
 SANITIZED_PYTEST = GLT_HARNESS_SANITIZE=1 PYTHONPATH=$(CURDIR)/build/sanitized/lib \

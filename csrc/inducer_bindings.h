@@ -13,6 +13,31 @@
 
 namespace glt {
 
+// A request's pieces (kernels::HopPieces) from sample_induce_next's
+// `pieces`: None, or a list of None or a dict of indptrs, indices, edge_ids,
+// edge_weights, rng_seeds, part and given (default False) per request.
+inline std::vector<std::optional<kernels::HopPieces>> hop_pieces_of(const py::object& pieces) {
+  std::vector<std::optional<kernels::HopPieces>> out;
+  if (pieces.is_none()) return out;
+  for (const py::handle item : pieces) {
+    if (item.is_none()) {
+      out.emplace_back();
+      continue;
+    }
+    const auto d = item.cast<py::dict>();
+    kernels::HopPieces p;
+    p.indptrs = d["indptrs"].cast<std::vector<at::Tensor>>();
+    p.indices = d["indices"].cast<std::vector<at::Tensor>>();
+    p.edge_ids = d["edge_ids"].cast<std::vector<std::optional<at::Tensor>>>();
+    p.edge_weights = d["edge_weights"].cast<std::vector<std::optional<at::Tensor>>>();
+    p.rng_seeds = d["rng_seeds"].cast<std::vector<int64_t>>();
+    p.part = d["part"].cast<at::Tensor>();
+    p.given = d.attr("get")("given", false).cast<bool>();
+    out.emplace_back(std::move(p));
+  }
+  return out;
+}
+
 // sample_induce_next (a hop drawn and added at once, kernels::HopPlan), for
 // the inducers that have it.
 template <typename T>
@@ -22,11 +47,12 @@ py::class_<T>& bind_sample_induce_next(py::class_<T>& cls) {
   using Optionals = std::vector<std::optional<at::Tensor>>;
   return cls.def(
       "sample_induce_next",
-      torch::wrap_pybind_function_no_gil(
+      torch::wrap_pybind_function(
           [](T& self, Ints src_types, Ints nbr_types, Tensors srcs, Tensors indptrs,
              Tensors indices, Optionals edge_ids, Optionals edge_weights, Ints fanouts,
              bool replace, Ints rng_seeds, Tensors row_prefixes, Tensors col_prefixes,
-             Optionals edge_times, Optionals seed_times, bool last, Optionals row_max_times) {
+             Optionals edge_times, Optionals seed_times, bool last, Optionals row_max_times,
+             const py::object& pieces, bool fresh_on_host) {
             kernels::HopPlan plan{std::move(src_types),    std::move(nbr_types),
                                   std::move(srcs),         std::move(indptrs),
                                   std::move(indices),      std::move(edge_ids),
@@ -34,14 +60,17 @@ py::class_<T>& bind_sample_induce_next(py::class_<T>& cls) {
                                   replace,                 std::move(rng_seeds),
                                   std::move(row_prefixes), std::move(col_prefixes),
                                   std::move(edge_times),   std::move(seed_times),
-                                  std::move(row_max_times), last};
+                                  std::move(row_max_times), last,
+                                  hop_pieces_of(pieces),   fresh_on_host};
+            const py::gil_scoped_release no_gil;
             return self.sample_induce_next(plan);
           }),
       py::arg("src_types"), py::arg("nbr_types"), py::arg("srcs"), py::arg("indptrs"),
       py::arg("indices"), py::arg("edge_ids"), py::arg("edge_weights"), py::arg("fanouts"),
       py::arg("replace"), py::arg("rng_seeds"), py::arg("row_prefixes"), py::arg("col_prefixes"),
       py::arg("edge_times") = Optionals{}, py::arg("seed_times") = Optionals{},
-      py::arg("last") = false, py::arg("row_max_times") = Optionals{});
+      py::arg("last") = false, py::arg("row_max_times") = Optionals{},
+      py::arg("pieces") = py::none(), py::arg("fresh_on_host") = false);
 }
 
 // A batch's plan from sample_batch's keyword arguments (kernels/batch_sample.h):

@@ -115,9 +115,9 @@ void count_bounded(const Backend& backend, const Source& source, const SeedRange
       }
     }
     if (!seeds.holds(i)) return;
-    const int64_t s = seeds.id(i);
+    const int64_t s = seeds.id(i), row = source.row(i, s);
     const auto& g = source.seed_graph(i);
-    if (s < 0 || s >= g.num_rows) {
+    if (s < 0 || row < 0 || row >= g.num_rows) {
       device::atomic_min(&report[kBadSeed], i);
       return;
     }
@@ -125,13 +125,18 @@ void count_bounded(const Backend& backend, const Source& source, const SeedRange
       device::atomic_min(&report[kUnseenSeed], i);
       return;
     }
-    int64_t begin = g.indptr[s], end = g.indptr[s + 1];
+    int64_t begin = g.indptr[row], end = g.indptr[row + 1];
     if (begin < 0 || begin > end || end > g.num_entries) {
       device::atomic_min(&report[kBadRow], i);
       return;
     }
     source.window(i, s, &begin, &end);
-    cnt[i] = sample_count(g, begin, end, k, replace);
+    const int64_t m = sample_count(g, begin, end, source.fanout(i, k), replace);
+    if (k >= 0 && m > k) {  // a given row past the bound (HopPieces)
+      device::atomic_min(&report[kBadRow], i);
+      return;
+    }
+    cnt[i] = m;
   });
   if (n > 0) {
     at::Tensor sums = hop.offsets.narrow(0, 1, n);
@@ -179,6 +184,9 @@ struct SingleTopology {
   GLT_HOST_DEVICE uint64_t key(int64_t, const DrawTargets& out) const { return out.rng_key(); }
   GLT_HOST_DEVICE uint64_t stream(int64_t i) const { return static_cast<uint64_t>(i); }
   GLT_HOST_DEVICE void note_draw(int64_t, int64_t) const {}
+  // The row seed i (of id s) draws from, and its fanout: its own row, k.
+  GLT_HOST_DEVICE int64_t row(int64_t, int64_t s) const { return s; }
+  GLT_HOST_DEVICE int64_t fanout(int64_t, int64_t k) const { return k; }
   // Seed i's candidate edges within its row [*begin, *end): all of them.
   GLT_HOST_DEVICE void window(int64_t, int64_t, int64_t*, int64_t*) const {}
 };
@@ -205,7 +213,9 @@ struct TemporalTopology : SingleTopology<index_t> {
 // from the topology of its partition part[i], with the stream of its rank
 // among that partition's seeds under that partition's key, as the sampling
 // of each partition's seeds apart (sample_neighbors, in seed order) does.
-// draw_part remembers each draw's partition.
+// draw_part remembers each draw's partition. Graph `given` (-1: none) holds
+// neighbors drawn elsewhere (a peer's, over RPC), a row by seed index: its
+// seeds take their row whole, in order.
 template <typename index_t>
 struct PartitionedTopologies {
   const CsrView<index_t>* graphs;  // one a partition
@@ -213,6 +223,10 @@ struct PartitionedTopologies {
   const int64_t* rank;
   int32_t* draw_part;
   int64_t num_parts;
+  int64_t given = -1;
+
+  GLT_HOST_DEVICE int64_t row(int64_t i, int64_t s) const { return part[i] == given ? i : s; }
+  GLT_HOST_DEVICE int64_t fanout(int64_t i, int64_t k) const { return part[i] == given ? -1 : k; }
 
   GLT_HOST_DEVICE const CsrView<index_t>& seed_graph(int64_t i) const { return graphs[part[i]]; }
   GLT_HOST_DEVICE const CsrView<index_t>& draw_graph(int64_t j) const {
@@ -264,10 +278,11 @@ void draw_bounded(const Backend& backend, const Source& source, const SeedRange&
     if (m == 0) return;
     const int64_t o = off[i], s = seeds.id(i), row = seeds.local_id(i), at = out.offset();
     const auto& g = source.seed_graph(i);
-    int64_t begin = g.indptr[s], end = g.indptr[s + 1];
+    const int64_t r = source.row(i, s);
+    int64_t begin = g.indptr[r], end = g.indptr[r + 1];
     source.window(i, s, &begin, &end);
     device::Philox rng(source.key(i, out), source.stream(i));
-    sample_positions(g, begin, end, k, m, replace, rng, positions + o,
+    sample_positions(g, begin, end, source.fanout(i, k), m, replace, rng, positions + o,
                      key_scratch ? key_scratch + o : nullptr);
     for (int64_t j = o; j < o + m; ++j) {
       out.rows[at + j] = row;

@@ -15,6 +15,23 @@
 namespace glt {
 namespace kernels {
 
+// More topologies for one request of a hop (a distributed hop: the
+// partitions held here), and the neighbors of some of its seeds given (drawn
+// by peers over RPC): seed i draws from the request's topology part[i] (0:
+// its own, k > 0: indptrs[k - 1], ...) with key rng_seeds[k - 1] (the
+// request's own for 0) and the stream of its rank among that topology's
+// seeds, as drawing each topology's seeds apart does; with `given`, the last
+// topology holds given neighbors, a row by seed index, which its seeds take
+// whole and in order. The hop is drawn and added in seed order, as the
+// pieces stitched would be.
+struct HopPieces {
+  std::vector<at::Tensor> indptrs, indices;
+  std::vector<std::optional<at::Tensor>> edge_ids, edge_weights;
+  std::vector<int64_t> rng_seeds;
+  at::Tensor part;  // int32, one a seed
+  bool given = false;
+};
+
 // Request e draws up to fanouts[e] neighbors (-1: all) of srcs[e] (of node
 // type src_types[e], already known to the inducer) from the CSR topology
 // (indptrs[e], indices[e], optional edge_ids[e] and edge_weights[e]) with
@@ -34,8 +51,15 @@ struct HopPlan {
   std::vector<at::Tensor> row_prefixes, col_prefixes;
   std::vector<std::optional<at::Tensor>> edge_times, seed_times, row_max_times;
   bool last = false;
+  std::vector<std::optional<HopPieces>> pieces;  // empty, or one entry a request
+  // The new nodes are returned on the host, copied there with the hop's
+  // sizes (a distributed hop groups the next hop's seeds there).
+  bool fresh_on_host = false;
 
   size_t num_requests() const { return srcs.size(); }
+
+  // Whether request e has pieces (HopPieces).
+  bool has_pieces(size_t e) const { return !pieces.empty() && pieces[e].has_value(); }
 
   // Raises a ValueError unless every list holds an entry per request (the
   // time lists: or none).
@@ -47,10 +71,11 @@ struct HopPlan {
       TORCH_CHECK_VALUE(size == n, "sample_induce_next expects one entry per request (", n,
                         ") in each list, got a list of ", size);
     }
-    for (size_t size : {edge_times.size(), seed_times.size(), row_max_times.size()}) {
+    for (size_t size :
+         {edge_times.size(), seed_times.size(), row_max_times.size(), pieces.size()}) {
       TORCH_CHECK_VALUE(size == 0 || size == n,
-                        "sample_induce_next expects edge_times, seed_times and row_max_times "
-                        "empty or with one entry per request (",
+                        "sample_induce_next expects edge_times, seed_times, row_max_times and "
+                        "pieces empty or with one entry per request (",
                         n, "), got a list of ", size);
     }
   }

@@ -25,6 +25,7 @@
 #include "kernels/batch_sample.h"
 #include "kernels/given_hop.h"
 #include "kernels/hop_induce.h"
+#include "kernels/hop_pieces.h"
 #include "kernels/hop_plan.h"
 #include "kernels/id_table.h"
 
@@ -265,7 +266,12 @@ class InducerImpl {
     const SeedRange seeds = seed_range(src, seed_local);
     int64_t bound = 0;
     const std::optional<at::Tensor> seed_time = plan.checked_seed_times(e, src);
+    if (plan.has_pieces(e)) check_pieces(plan, e, n);
     AT_DISPATCH_INDEX_TYPES(indptr.scalar_type(), "sample_induce_next", [&] {
+      if (plan.has_pieces(e)) {
+        bound = draw_pieces<index_t>(plan, e, seeds, hop);
+        return;
+      }
       const SingleTopology<index_t> g{csr_view<index_t>(indptr, indices, edge_ids, edge_weights)};
       if (!seed_time.has_value()) {
         bound = draw_request(plan, e, g, seeds, hop);
@@ -311,6 +317,21 @@ class InducerImpl {
     targets.num_ids = num_ids();
     draw_bounded(backend_, source, seeds, fanout, plan.replace, plan.edge_weights[e].has_value(),
                  plan.edge_ids[e].has_value(), bound, targets, hop);
+    return bound;
+  }
+
+  // Request e's draws over its pieces (kernels/hop_pieces.h, fanout >= 0);
+  // returns the bound, as draw_request does.
+  template <typename index_t>
+  int64_t draw_pieces(const HopPlan& plan, size_t e, const SeedRange& seeds, BoundedHop& hop) {
+    const int64_t fanout = plan.fanouts[e], bound = seeds.bound * fanout;
+    const PieceSource<index_t> pieces(backend_, plan, e, hop, bound);
+    count_bounded(backend_, pieces.source, seeds, fanout, plan.replace, hop);
+    DrawTargets targets = pieces.targets();
+    targets.num_ids = num_ids();
+    draw_bounded(backend_, pieces.source, seeds, fanout, plan.replace,
+                 plan.edge_weights[e].has_value(), plan.edge_ids[e].has_value(), bound, targets,
+                 hop);
     return bound;
   }
 
@@ -382,12 +403,20 @@ class InducerImpl {
   // a check found, and cuts the hop's outputs to their sizes.
   HopOutputs finish_hop(const std::vector<BoundedHop>& hops, const HopPlan& plan,
                         const at::Tensor& sizes) {
-    std::vector<at::Tensor> parts;
-    for (const auto& hop : hops) parts.push_back(hop.report);
+    std::vector<at::Tensor> parts, fresh_bufs;
+    for (const auto& hop : hops) {
+      parts.push_back(hop.report);
+      typename Backend::Ready copied;  // (the read below waits for it)
+      fresh_bufs.push_back(plan.fresh_on_host ? backend_.to_host_async(hop.fresh, &copied)
+                                              : hop.fresh);
+    }
     parts.push_back(sizes);
     const at::Tensor read = at::cat(parts).cpu();
     const int64_t* r = read.data_ptr<int64_t>();
     for (size_t e = 0; e < hops.size(); ++e) {
+      if (plan.has_pieces(e)) {
+        raise_piece_failure(plan, e, r + e * kReportSize, hops[e], num_ids(), [this] { reset(); });
+      }
       raise_failure(r + e * kReportSize, plan.srcs[e], plan.indptrs[e].numel() - 1,
                     plan.indices[e], hops[e], num_ids());
     }
@@ -403,12 +432,13 @@ class InducerImpl {
       nbrs.push_back(hop.nbrs.narrow(0, 0, total));
       nums.push_back(hop.counts);
       eids.push_back(hop.eids.numel() ? hop.eids.narrow(0, 0, total) : hop.eids);
-      fresh[plan.nbr_types[e]].push_back(hop.fresh.narrow(0, 0, r[e * kReportSize + kFresh]));
+      fresh[plan.nbr_types[e]].push_back(fresh_bufs[e].narrow(0, 0, r[e * kReportSize + kFresh]));
     }
     std::vector<at::Tensor> nodes;
+    const auto node_options = plan.fresh_on_host ? options_.device(at::kCPU) : options_;
     for (size_t t = 0; t < tables_.size(); ++t) {
       tables_[t].size = r[hops.size() * kReportSize + t];
-      nodes.push_back(fresh[t].empty() ? at::empty({0}, options_) : at::cat(fresh[t]));
+      nodes.push_back(fresh[t].empty() ? at::empty({0}, node_options) : at::cat(fresh[t]));
     }
     return {nodes, rows, cols, nbrs, nums, eids};
   }

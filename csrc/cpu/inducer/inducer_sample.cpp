@@ -127,6 +127,10 @@ void insert_neighbors(IdMap& map, draws::HopDraws<index_t>& hop, const int64_t* 
 kernels::HopOutputs Inducer::sample_induce_next(const kernels::HopPlan& plan) {
   plan.check_lists();
   const size_t num_requests = plan.num_requests();
+  for (size_t e = 0; e < num_requests; ++e) {
+    TORCH_CHECK_VALUE(!plan.has_pieces(e), "request ", e, " has pieces: the CPU Inducer draws ",
+                      "each request from its one topology (a GPU's inducer draws pieces)");
+  }
   // Disjoint keys: the rows drawn are the keys' ids; the neighbors are keyed
   // into their seed's subgraph as they are inserted.
   const int64_t id_mask = disjoint_bits_ > 0 ? (int64_t{1} << disjoint_bits_) - 1 : -1;
