@@ -4,13 +4,24 @@ its partition's key and its rank among that partition's seeds, beside the
 neighbors peers gave for the others), run on the CPU through the host
 harness, against each partition's seeds drawn apart by the same kernels'
 sample_neighbors, stitched in seed order with the given neighbors, then
-added by induce_next: the same hop exactly."""
+added by induce_next: the same hop exactly. End to end, the distributed
+sampler's hops answered by hop_pieces (the partitions held here drawn by
+the inducer, the others' answers given) give the batches of its
+partitioned hop-by-hop driver."""
+
+import asyncio
 
 import pytest
 import torch
 from test_kernel_bodies import csr, flat
+from test_neighbor_sampler import make_hetero, make_homo
+from test_partitioned_batch import assert_same_result, both_engines, hop_by_hop, host_partitions
+from test_whole_batch import weighted_dataset
 
 from graphlearn_torch._ext import ops
+from graphlearn_torch.distributed.sampling.peer_requests import OwnersAsked, hop_pieces
+from graphlearn_torch.sampler.base import NeighborOutput
+from graphlearn_torch.sampler.schema import RandomStream, mix_seed
 
 # Builds the host harness: left out of make test-fast.
 pytestmark = pytest.mark.slow
@@ -170,3 +181,102 @@ def test_the_cpu_inducer_refuses_pieces():
       indices=[torch.tensor([0])], edge_ids=[None], edge_weights=[None], fanouts=[1],
       replace=False, rng_seeds=[1], row_prefixes=[empty], col_prefixes=[empty], pieces=[pieces],
     )  # fmt: skip
+
+
+# -- the distributed sampler's hop of pieces, end to end ---------------------------
+
+
+class HeldHere:
+  """What ``hop_pieces`` asks of a PartitionService: the partitions ``here``
+  run in this process (the first its own); the others answer, over a
+  future as RPC would, with the harness's draws of their topologies (the
+  device's kernel body) with their kernel seeds."""
+
+  def __init__(self, harness, parts, here, with_edge=False, with_weight=False):
+    self.harness, self.parts, self.here = harness, parts, here
+    self.partition_idx = here[0]
+    self.sampling_callee = 'one hop'
+    self.with_weight = with_weight
+
+  def topology(self, etype, p):
+    return self.parts.topologies[p][etype]
+
+  def ask_owners(self, ntype, tensors, callee, fanout, etype, with_edge, with_weight, hop_seed):
+    (seeds,) = tensors
+    owner = self.parts.books[ntype][seeds].long()
+    positions = [(owner == p).nonzero().flatten() for p in range(self.parts.num_partitions)]
+    owners = [p for p, pos in enumerate(positions) if pos.numel()]
+    asked = OwnersAsked(positions, [(seeds[pos],) for pos in positions], [])
+    asked.here = [p for p in owners if p in self.here]
+    for p in (p for p in owners if p not in self.here):
+      t = self.topology(etype, p)
+      nbr, num, eid = self.harness.sample_neighbors(
+        t.indptr, t.indices, t.edge_ids if with_edge else None,
+        t.edge_weights if with_weight else None, seeds[positions[p]], fanout, False,
+        mix_seed(hop_seed, p),
+      )  # fmt: skip
+      answer = asyncio.get_running_loop().create_future()
+      answer.set_result(NeighborOutput(nbr, num, eid if with_edge else None))
+      asked.away.append((p, f'worker {p}', answer))
+    return asked
+
+
+def by_pieces(harness, engine, service, seed_dict, random, with_edge=False, with_weight=False):
+  """The batch as the distributed sampler on a GPU draws it: each hop's
+  kernel seeds in request order, each request answered by ``hop_pieces``
+  and drawn by the inducer."""
+
+  async def batch():
+    inducer = harness.Inducer(len(engine.schema.node_types))
+    steps = engine.sample_steps(seed_dict, inducer)
+    try:
+      requests = next(steps)
+      while True:
+        outs = []
+        for r, k in zip(requests, random.kernel_seeds(len(requests))):
+          seed_type = engine.schema.seed_type(r.etype)
+          args = (seed_type, r.seeds, r.fanout, r.etype, k, with_edge, with_weight)
+          outs.append(await hop_pieces(service, *args))
+        requests = steps.send(outs)
+    except StopIteration as done:
+      return done.value
+
+  return asyncio.run(batch())
+
+
+@pytest.mark.parametrize('here', [[0], [1], [0, 2], [2, 0, 1]])
+@pytest.mark.parametrize('with_edge', [False, True])
+def test_hops_of_pieces_equal_the_partitioned_hop_by_hop_driver(harness, here, with_edge):
+  ds, _ = make_homo('in', num_nodes=60, num_edges=500, seed=3)
+  whole, hops = both_engines(harness, ds, [4, 3, 2], with_edge=with_edge)
+  parts = host_partitions(whole, 3)
+  ntype = whole.schema.node_types[0]
+  service = HeldHere(harness, parts, here)
+  for i, seeds in enumerate([torch.tensor([1, 5, 5, 17]), torch.tensor([59]), torch.arange(60)]):
+    a, b = RandomStream(10 + i), RandomStream(10 + i)
+    res = by_pieces(harness, whole.engine, service, {ntype: seeds}, a, with_edge)
+    assert_same_result(res, hop_by_hop(harness, hops.engine, {ntype: seeds}, parts, b, with_edge))
+    assert a.kernel_seed() == b.kernel_seed()
+
+
+def test_weighted_and_hetero_hops_of_pieces_equal_the_partitioned_driver(harness):
+  whole, hops = both_engines(harness, weighted_dataset(), [3, 3], with_weight=True)
+  parts = host_partitions(whole, 2, seed=5)
+  seeds = {whole.schema.node_types[0]: torch.tensor([0, 8, 9, 21])}
+  service = HeldHere(harness, parts, [1])
+  res = by_pieces(harness, whole.engine, service, seeds, RandomStream(3), with_weight=True)
+  expected = hop_by_hop(harness, hops.engine, seeds, parts, RandomStream(3), with_weight=True)
+  assert_same_result(res, expected)
+  ds, _ = make_hetero('in')
+  skip_a_hop = {
+    ('author', 'writes', 'paper'): [3, 0, 2],
+    ('paper', 'cites', 'paper'): [2, 2, 0],
+    ('author', 'affiliated', 'inst'): [0, 4, 1],
+  }
+  whole, hops = both_engines(harness, ds, skip_a_hop, with_edge=True)
+  parts = host_partitions(whole, 3, seed=2)
+  service = HeldHere(harness, parts, [2, 0])
+  for seeds in (torch.tensor([2, 9, 9, 30]), torch.arange(40)):
+    a, b = RandomStream(4), RandomStream(4)
+    res = by_pieces(harness, whole.engine, service, {'paper': seeds}, a, True)
+    assert_same_result(res, hop_by_hop(harness, hops.engine, {'paper': seeds}, parts, b, True))

@@ -18,12 +18,16 @@ from .schema import RandomStream, SamplingSchema, mix_seed
 class HopRequest(NamedTuple):
   """One draw of a hop: up to ``fanout`` neighbors (-1: all) of each of
   ``seeds`` along edge type ``etype``; in temporal sampling, each seed only
-  among the edges (neighbors) of time <= its ``seed_time``."""
+  among the edges (neighbors) of time <= its ``seed_time``. ``host_seeds``:
+  the seeds on the host too, where they are on a GPU and the engine has
+  them there without a sync (the hop may then be answered with
+  ``PieceDraws``)."""
 
   etype: EdgeType
   seeds: torch.Tensor
   fanout: int
   seed_time: Optional[torch.Tensor] = None
+  host_seeds: Optional[torch.Tensor] = None
 
 
 def hop_counts(counts: List[int], device: torch.device) -> torch.Tensor:
@@ -132,6 +136,35 @@ class LocalDraws:
   partitions: Optional[HostPartitions] = None
 
 
+@dataclass
+class PieceDraws:
+  """A hop request's answer that the inducer draws itself, in part (a
+  distributed hop on a GPU: the partitions held here drawn and the peers'
+  neighbors added in one pass, in seed order, as stitching them would):
+  the topologies held here that draw the request's seeds (the first the
+  requester's partition, whether it owns a seed or not), their kernel seeds,
+  each seed's topology (``part``: int32 on the host; ``len(topologies)``
+  for a seed whose neighbors are given), and the neighbors drawn elsewhere
+  (``given``: a NeighborOutput in seed order on the host, with none for the
+  seeds drawn here; None where every seed is drawn here).
+
+  Args:
+    topologies: the topologies held here, on the inducer's device.
+    rng_seeds: each topology's kernel seed.
+    part: each seed's topology.
+    given: the neighbors peers drew, or None.
+    with_edge: draw and return edge ids.
+    with_weight: draw proportionally to the edge weights.
+  """
+
+  topologies: List[DeviceTopology]
+  rng_seeds: List[int]
+  part: torch.Tensor
+  given: Optional[NeighborOutput] = None
+  with_edge: bool = False
+  with_weight: bool = False
+
+
 HopAnswer = Callable[[HopRequest], NeighborOutput]
 r"""Answers one hop request (a synchronous driver's part)."""
 
@@ -158,6 +191,12 @@ class HopTrace:
     self.cols = {e: empty for e in out_etypes}
     self.edges = {e: [] for e in out_etypes}
     self.num_edges = {e: [0] * num_hops for e in out_etypes}
+
+  @property
+  def edges_so_far(self) -> Tuple[Dict, Dict]:
+    """``(rows, cols)``: every hop's local indices so far by output edge
+    type, which the hop being added extends."""
+    return self.rows, self.cols
 
   def add(self, hop: int, requests, outs, new_nodes) -> Dict[NodeType, torch.Tensor]:
     """Counts hop ``hop``'s answers and new nodes; returns the next

@@ -41,6 +41,7 @@ from ..typing import (
   NodeType,
   NumNeighbors,
 )
+from ..utils.device import to_device_async
 from .base import (
   HeteroSamplerOutput,
   HopResult,
@@ -49,7 +50,8 @@ from .base import (
   SamplerOutput,
 )
 from .disjoint import DisjointKeys
-from .hops import HopAnswer, HopRequest, HopTrace, LocalDraws, extended, hop_counts
+from .hops import HopAnswer, HopRequest, HopTrace, LocalDraws, PieceDraws, extended, hop_counts
+from .inducer_draws import distinct_in_order, draw_and_induce, pieces_and_induce
 from .link import LinkSampling
 from .one_hop import sample_one_hop  # noqa: F401  (its home before one_hop.py)
 from .schema import RandomStream, SamplingSchema
@@ -234,14 +236,16 @@ class MultiHopSampler(LinkSampling):
     """Multi-hop sampling with the one-hop draws left to the caller.
 
     Yields, once per hop, the hop's requests and takes back their
-    NeighborOutputs in the same order; returns the deduplicated and
-    relabelled result. With ``local``, the inducer draws every hop itself
-    and nothing is yielded (on a GPU, every hop in one call: whole_batch.py).
-    ``inducer`` (default: one from the pool, returned when the generator
-    ends or is closed) must not be shared by two unfinished runs.
+    NeighborOutputs (or ``PieceDraws``, which the inducer draws) in the same
+    order; returns the deduplicated and relabelled result. With ``local``,
+    the inducer draws every hop itself and nothing is yielded (on a GPU,
+    every hop in one call: whole_batch.py). ``inducer`` (default: one from
+    the pool, returned when the generator ends or is closed) must not be
+    shared by two unfinished runs.
 
     Args:
-      seed_dict: checked seed ids by node type.
+      seed_dict: checked seed ids by node type (on a GPU engine's host,
+        they are deduplicated there and the requests carry ``host_seeds``).
       inducer: the inducer to use.
       local: the topologies to draw from here; a host's partitions only
         where the whole batch is drawn at once.
@@ -269,32 +273,63 @@ class MultiHopSampler(LinkSampling):
     if keys is not None:
       seed_dict = keys.seed_keys
     empty = torch.empty(0, dtype=torch.int64, device=self.sample_device)
-    seeds = [seed_dict.get(t, empty) for t in schema.node_types]
-    frontier = dict(zip(schema.node_types, inducer.init_nodes(seeds, distinct=keys is not None)))
-    seed_local = {t: inducer.local_ids(schema.type_index[t], s) for t, s in seed_dict.items()}
+    frontier, seed_local, on_host = self._first_frontier(inducer, seed_dict, keys is not None)
     trace = HopTrace(schema, frontier, self.num_hops, empty)
     for hop in range(self.num_hops):
-      requests, srcs = self._hop_requests(frontier, hop, keys)
+      requests, srcs = self._hop_requests(frontier, hop, keys, on_host)
+      on_host = None
       if local is not None:
-        outs, new_nodes = self._draw_and_induce(
-          inducer, requests, srcs, local, trace.rows, trace.cols
+        outs, new_nodes = draw_and_induce(
+          schema, inducer, requests, srcs, local, *trace.edges_so_far
         )
       else:
         outs = (yield requests) if requests else []
         if len(outs) != len(requests):
           raise ValueError(f'{len(requests)} hop requests got {len(outs)} answers')
-        nbrs = [out.nbr for out in outs]
-        if keys is not None:
-          nbrs = [keys.neighbor_keys(f, out.nbr, out.nbr_num) for f, out in zip(srcs, outs)]
-        new_nodes = self._induce(inducer, requests, srcs, nbrs, outs, trace.rows, trace.cols)
+        if outs and isinstance(outs[0], PieceDraws):
+          # the next hop's seeds come to the host with this hop's sizes
+          last = hop + 1 == self.num_hops
+          outs, new_nodes = pieces_and_induce(
+            schema, inducer, requests, srcs, outs, *trace.edges_so_far, not last
+          )
+          on_host = None if last else dict(zip(schema.node_types, new_nodes))
+          new_nodes = [to_device_async(t, self.sample_device) for t in new_nodes]
+        else:
+          nbrs = [out.nbr for out in outs]
+          if keys is not None:
+            nbrs = [keys.neighbor_keys(f, out.nbr, out.nbr_num) for f, out in zip(srcs, outs)]
+          new_nodes = self._induce(inducer, requests, srcs, nbrs, outs, *trace.edges_so_far)
       frontier = trace.add(hop, requests, outs, new_nodes)
     return trace.result(keys, seed_local, self.with_edge)
 
+  def _first_frontier(self, inducer, seed_dict, distinct: bool):
+    """``(frontier, each seed's local index, the frontier on the host or
+    None)``: the seeds added to ``inducer``. Seeds given on the host to an
+    engine on a GPU are deduplicated there and added without a sync, and
+    the hops know their seeds there (``HopRequest.host_seeds``)."""
+    schema, device = self.schema, self.sample_device
+    empty = torch.empty(0, dtype=torch.int64)
+    on_host = None
+    if device.type == 'cuda' and not distinct and all(s.is_cpu for s in seed_dict.values()):
+      on_host = {t: distinct_in_order(seed_dict.get(t, empty)) for t in schema.node_types}
+      seed_dict = {t: to_device_async(s, device) for t, s in seed_dict.items()}
+      seeds, distinct = [to_device_async(on_host[t], device) for t in schema.node_types], True
+    else:
+      seeds = [seed_dict.get(t, empty.to(device)) for t in schema.node_types]
+    frontier = dict(zip(schema.node_types, inducer.init_nodes(seeds, distinct=distinct)))
+    seed_local = {t: inducer.local_ids(schema.type_index[t], s) for t, s in seed_dict.items()}
+    return frontier, seed_local, on_host
+
   def _hop_requests(
-    self, frontier: Dict[NodeType, torch.Tensor], hop: int, keys: Optional[DisjointKeys]
+    self,
+    frontier: Dict[NodeType, torch.Tensor],
+    hop: int,
+    keys: Optional[DisjointKeys],
+    on_host: Optional[Dict[NodeType, torch.Tensor]] = None,
   ) -> Tuple[List[HopRequest], List[torch.Tensor]]:
-    """Hop ``hop``'s requests from the nodes ``frontier`` met last, and each
-    request's seeds as the inducer keys them (disjoint sampling's keys)."""
+    """Hop ``hop``'s requests from the nodes ``frontier`` met last (also
+    ``on_host``, where given), and each request's seeds as the inducer keys
+    them (disjoint sampling's keys)."""
     schema = self.schema
     asked = [
       (etype, frontier[schema.seed_type(etype)], fanout[hop])
@@ -302,7 +337,11 @@ class MultiHopSampler(LinkSampling):
       if fanout[hop] != 0 and frontier[schema.seed_type(etype)].numel() > 0
     ]
     if keys is None:
-      requests = [HopRequest(etype, f, fanout) for etype, f, fanout in asked]
+      host = on_host or {}
+      requests = [
+        HopRequest(etype, f, fanout, None, host.get(schema.seed_type(etype)))
+        for etype, f, fanout in asked
+      ]
     else:
       split = [keys.split(f) for _, f, _ in asked]
       requests = [
@@ -336,45 +375,6 @@ class MultiHopSampler(LinkSampling):
       col_outs=nbr_outs,
     )
     return new_nodes
-
-  def _draw_and_induce(
-    self, inducer, requests, srcs, local: LocalDraws, rows, cols
-  ) -> Tuple[List[NeighborOutput], List[torch.Tensor]]:
-    """Draws a hop's requests from ``local`` and adds them to ``inducer``
-    in one pass (``Inducer.sample_induce_next``), as ``_induce`` does with
-    ``sample_one_hop``'s answers (``srcs``: the requests' seeds as the
-    inducer keys them). Returns the answers and the nodes new to each
-    type."""
-    schema = self.schema
-    keys = [schema.out_edge_type(r.etype) for r in requests]
-    temporal = local.temporal or {}
-    timed = [r.seed_time is not None and r.etype in temporal for r in requests]
-    topos = [temporal[r.etype] if t else local.topologies[r.etype] for r, t in zip(requests, timed)]
-    new_nodes, seed_locals, nbr_locals, nbrs, nbr_nums, edges = inducer.sample_induce_next(
-      src_types=[schema.type_index[schema.seed_type(r.etype)] for r in requests],
-      nbr_types=[schema.type_index[schema.nbr_type(r.etype)] for r in requests],
-      srcs=srcs,
-      indptrs=[t.indptr for t in topos],
-      indices=[t.indices for t in topos],
-      edge_ids=[t.edge_ids if local.with_edge else None for t in topos],
-      edge_weights=[t.edge_weights if local.with_weight else None for t in topos],
-      fanouts=[int(r.fanout) for r in requests],
-      replace=local.replace,
-      rng_seeds=local.random.kernel_seeds(len(requests)),
-      row_prefixes=[cols[k] for k in keys],
-      col_prefixes=[rows[k] for k in keys],
-      edge_times=[t.edge_time if on else None for t, on in zip(topos, timed)],
-      seed_times=[r.seed_time if on else None for r, on in zip(requests, timed)],
-      last=local.last,
-      row_max_times=[t.row_max_time if on else None for t, on in zip(topos, timed)],
-    )
-    for key, seed_local, nbr_local in zip(keys, seed_locals, nbr_locals):
-      cols[key], rows[key] = seed_local, nbr_local
-    outs = [
-      NeighborOutput(nbr, num, edge if local.with_edge else None)
-      for nbr, num, edge in zip(nbrs, nbr_nums, edges)
-    ]
-    return outs, new_nodes
 
   def sample(
     self,

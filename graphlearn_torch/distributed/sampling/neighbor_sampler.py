@@ -25,7 +25,7 @@ from ...sampler.base import (
   SamplingConfig,
   SamplingType,
 )
-from ...sampler.hops import HostPartitions, LocalDraws
+from ...sampler.hops import HostPartitions, LocalDraws, PieceDraws
 from ...sampler.multihop import DENSE_INDUCER_BUDGET_BYTES, HopRequest, MultiHopSampler
 from ...sampler.schema import RandomStream
 from ...sampler.subgraph_types import bidirectional, checked_subgraph_type, induced_edges
@@ -36,6 +36,7 @@ from ...utils.device import to_device_async
 from ..data.dataset import DistDataset
 from ..runtime.context import get_context
 from .partition_service import PartitionService
+from .peer_requests import hop_pieces
 
 _EDGE_STRATEGY = {'out': 'by_src', 'in': 'by_dst'}
 # What the id-indexed inducer maps of all the job's sampling processes on a
@@ -210,11 +211,17 @@ class DistNeighborSampler:
       if service.hop_device.type == 'cuda':
         return 'temporal, disjoint and induced batches meet on the CPU'
       return 'the partition samples on the CPU'
+    bounded = all(k >= 0 for fanout in engine.fanouts.values() for k in fanout)
     if not service.draws_hops_in_one_call:
+      if bounded:  # hop_pieces
+        return (
+          'partitions on other hosts answer their hops over RPC; the inducer draws those held '
+          'here and adds the answers in one pass a hop'
+        )
       return 'partitions on other hosts answer their hops over RPC'
     if self._partitions is None:
       return 'a partition book has no tensor form to read on the GPU'
-    if any(k < 0 for fanout in engine.fanouts.values() for k in fanout):
+    if not bounded:
       return 'a fanout of -1 leaves the hops unbounded'
     return None
 
@@ -262,7 +269,25 @@ class DistNeighborSampler:
 
   # -- one hop -------------------------------------------------------------
 
-  async def _answer(self, request: HopRequest, rng_seed: int) -> NeighborOutput:
+  async def _answer(
+    self, request: HopRequest, rng_seed: int, pieces: bool = False
+  ) -> Union[NeighborOutput, PieceDraws]:
+    r"""``request``'s answer: drawn by the partitions that own its seeds,
+    or, with ``pieces``, left to the inducer to draw where they run here
+    (``hop_pieces``: the seeds on the host, the hop's one host sync is the
+    inducer's)."""
+    if pieces:
+      seed_type = self.engine.schema.seed_type(request.etype)
+      return await hop_pieces(
+        self.service,
+        seed_type,
+        request.host_seeds,
+        request.fanout,
+        request.etype,
+        rng_seed,
+        self.with_edge,
+        self.with_weight,
+      )
     return await self.service.sample_neighbors(
       self.engine.schema.seed_type(request.etype),
       request.seeds,
@@ -287,8 +312,10 @@ class DistNeighborSampler:
     device (default: ``_hop_engine``'s, the result on the CPU)."""
     on_host = engine is None
     engine = engine or self._hop_engine()
-    seed_dict = {t: to_device_async(seeds, engine.sample_device) for t, seeds in seed_dict.items()}
     local = self._partitioned_draws(engine, random)
+    if local is not None or seed_time is not None:
+      # (else the engine keeps them on the host too: a GPU's hops group them there)
+      seed_dict = {t: to_device_async(s, engine.sample_device) for t, s in seed_dict.items()}
     launched = engine.launch(seed_dict, local) if local is not None and seed_time is None else None
     if launched is not None:
       res = await self._finished(launched)
@@ -311,7 +338,10 @@ class DistNeighborSampler:
         # The kernel seeds are drawn before the requests run, in request
         # order: what a batch draws does not depend on when peers answer.
         rng_seeds = random.kernel_seeds(len(requests))
-        answers = [self._answer(r, s) for r, s in zip(requests, rng_seeds)]
+        pieces = engine.sample_device.type == 'cuda' and all(
+          r.host_seeds is not None and r.fanout >= 0 for r in requests
+        )
+        answers = [self._answer(r, s, pieces) for r, s in zip(requests, rng_seeds)]
         # (one request, as every hop of a homogeneous graph: awaited as it
         # is, without the tasks a gather makes)
         outs = [await answers[0]] if len(answers) == 1 else await asyncio.gather(*answers)
@@ -422,9 +452,10 @@ class DistNeighborSampler:
   # -- batches ---------------------------------------------------------------
 
   async def _sample_from_nodes(self, inputs: NodeSamplerInput, random: RandomStream):
-    # The whole batch on the hops' device: on a GPU, nothing comes to the host.
+    # The seeds checked on the host, where they come from; the batch on the
+    # hops' device.
     engine = self._hop_engine()
-    ntype, seeds = engine.node_seeds(inputs)
+    ntype, seeds = self.engine.node_seeds(inputs)  # on the host: _sample moves them
     given = {ntype: inputs.time} if inputs.time is not None else None
     seed_time = batch_seed_time(self.temporal, {ntype: seeds}, given)
     res = await self._sample({ntype: seeds}, random, seed_time, engine)

@@ -40,6 +40,7 @@ from ..runtime.rpc import (
 )
 from .host_peers import HostPeers, sampling_gpu
 from .peer_requests import (
+  OwnersAsked,
   RpcMethodCallee,
   RpcSamplingCallee,
   RpcTemporalSamplingCallee,
@@ -84,7 +85,7 @@ class PartitionService:
     # Callees first, then the partition table: every process reaches the
     # table's all-gather only after registering, so no request finds a
     # callee missing.
-    self._sampling_callee = rpc_register(RpcSamplingCallee(self))
+    self.sampling_callee = rpc_register(RpcSamplingCallee(self))  # one hop, for peers
     self._temporal_sampling_callee = rpc_register(RpcTemporalSamplingCallee(self))
     self._edge_check_callee = rpc_register(RpcMethodCallee(self.has_edge))
     self._subgraph_callee = rpc_register(RpcMethodCallee(self.subgraph_edges))
@@ -170,49 +171,44 @@ class PartitionService:
 
   # -- a request, on the partitions that own its nodes ---------------------------
 
-  async def _on_owners(
-    self,
-    ntype: NodeType,
-    tensors: Tuple[torch.Tensor, ...],
-    run_here: Callable,
-    callee_id: int,
-    *args,
+  def ask_owners(
+    self, ntype: NodeType, tensors: Tuple[torch.Tensor, ...], callee_id: int, *args,
     time_attr: Optional[str] = None,
-  ) -> List[Tuple[torch.Tensor, object]]:
-    r"""Runs a request on the partitions that own ``tensors[0]``'s nodes.
-
-    Splits the positions of ``tensors`` by owner; pieces of partitions whose
-    steps run in other processes go out first (one request per partition,
-    ``callee_id(*pieces, *args)``), then the pieces of this partition and of
-    those mapped from this host (``runs_here(p, time_attr)``) run here
-    (``run_here(p, *pieces, *args)``, on the tensors' device). Returns
-    ``(positions, result)`` per partition that had any, the positions on
-    the host.
-    """
+  ) -> OwnersAsked:  # fmt: skip
+    r"""Splits the positions of ``tensors`` by the owner of ``tensors[0]``'s
+    nodes and sends the pieces of partitions whose steps run in other
+    processes (one request a partition, ``callee_id(*piece, *args)``);
+    returns them with the partitions whose steps run here (this one, those
+    mapped from this host: ``runs_here(p, time_attr)``), for the caller to
+    run before it awaits the answers."""
     self.host_peers.check()
-    device = tensors[0].device
     book = self.dist_graph.node_book(ntype)
     positions, pieces = split_by_owner(book, tensors, self.num_partitions)
     owners = [p for p, pos in enumerate(positions) if pos.numel()]
     away = [p for p in owners if not self.runs_here(p, time_attr)]
-    here = [p for p in owners if p not in away]
-    remote = []
+    asked = OwnersAsked(positions, pieces, [p for p in owners if p not in away])
     for p in away:
       worker = self._router.get_to_worker(p)
       answer = wrap_torch_future(rpc_request_async(worker, callee_id, pieces[p] + args))
-      remote.append((p, worker, positions[p], answer))
-    parts = [
-      (positions[p], run_here(p, *(to_device_async(t, device) for t in pieces[p]), *args))
-      for p in here
-    ]
-    for p, worker, pos, fut in remote:
-      try:
-        parts.append((pos, await fut))
-      except Exception as e:
-        raise RuntimeError(
-          f'partition {p} ({worker}) failed to answer: {type(e).__name__}: {e}'
-        ) from e
-    return parts
+      asked.away.append((p, worker, answer))
+    return asked
+
+  async def _on_owners(
+    self, ntype: NodeType, tensors: Tuple[torch.Tensor, ...], run_here: Callable,
+    callee_id: int, *args, time_attr: Optional[str] = None,
+  ) -> List[Tuple[torch.Tensor, object]]:  # fmt: skip
+    r"""Runs a request on the partitions that own ``tensors[0]``'s nodes
+    (``ask_owners``): the pieces here as ``run_here(p, *piece, *args)`` on
+    the tensors' device while the others' requests are in flight. Returns
+    ``(positions, result)`` per partition that had any, the positions on
+    the host."""
+    asked = self.ask_owners(ntype, tensors, callee_id, *args, time_attr=time_attr)
+    device = tensors[0].device
+    parts = []
+    for p in asked.here:
+      piece = (to_device_async(t, device) for t in asked.pieces[p])
+      parts.append((asked.positions[p], run_here(p, *piece, *args)))
+    return parts + await asked.answers()
 
   def samples_every_partition(self) -> bool:
     r"""Whether every partition's steps run in this process, on one device
@@ -297,7 +293,7 @@ class PartitionService:
       seed_type,
       (seeds,),
       here,
-      self._sampling_callee,
+      self.sampling_callee,
       fanout,
       etype,
       with_edge,

@@ -3,13 +3,16 @@ registers (one hop, a temporal hop, its other steps), the split of a
 request by the partitions that own its ids, and the stitching of the
 answers of several partitions into one hop in seed order."""
 
+from dataclasses import dataclass, field
 from typing import List, Tuple
 
 import torch
 
 from ...partition.partition_book import PartitionBook
 from ...sampler.base import NeighborOutput
+from ...sampler.hops import PieceDraws
 from ...sampler.schema import mix_seed
+from ...typing import EdgeType, NodeType
 from ...utils.device import to_device_async, to_host_at_once
 from ..runtime.rpc import RpcCalleeBase
 
@@ -34,6 +37,86 @@ def split_by_owner(
     (owned[p], *(t.index_select(0, pos) for t in tensors[1:])) for p, pos in enumerate(positions)
   ]
   return positions, pieces
+
+
+@dataclass
+class OwnersAsked:
+  r"""A request split by the partitions that own its ids
+  (``PartitionService.ask_owners``): each partition's positions (on the
+  host) and piece, the partitions whose steps run here, and the answers
+  to come from the others.
+
+  Args:
+    positions: each partition's positions among the ids.
+    pieces: each partition's piece of the request's tensors, on the host.
+    here: the owners whose steps run in this process.
+    away: ``(partition, worker, future answer)`` of the others.
+  """
+
+  positions: List[torch.Tensor]
+  pieces: List[Tuple[torch.Tensor, ...]]
+  here: List[int]
+  away: List[tuple] = field(default_factory=list)
+
+  async def answers(self) -> List[Tuple[torch.Tensor, object]]:
+    r"""``(positions, answer)`` of each partition asked, as they come;
+    raises naming the first that failed."""
+    parts = []
+    for p, worker, fut in self.away:
+      try:
+        parts.append((self.positions[p], await fut))
+      except Exception as e:
+        raise RuntimeError(
+          f'partition {p} ({worker}) failed to answer: {type(e).__name__}: {e}'
+        ) from e
+    return parts
+
+
+async def hop_pieces(
+  service,
+  seed_type: NodeType,
+  seeds: torch.Tensor,
+  fanout: int,
+  etype: EdgeType,
+  hop_seed: int,
+  with_edge: bool = False,
+  with_weight: bool = False,
+) -> PieceDraws:
+  r"""One hop from ``seeds`` (on the host), answered for an inducer on a
+  GPU to draw (``PieceDraws``): the seeds of partitions whose steps run
+  here are drawn there by the inducer, from their topologies with their
+  kernel seeds, as ``sample_neighbors`` draws them; the others' are asked
+  of their partitions over RPC first, and their answers given, stitched in
+  seed order on the host. Nothing is read from the GPU.
+
+  Args:
+    service: this process's ``PartitionService``.
+    seed_type: the seeds' node type.
+    seeds: the seeds, on the host.
+    fanout: neighbors per seed (>= 0).
+    etype: the edge type.
+    hop_seed: the hop's random seed (partition ``p`` draws with
+      ``mix_seed(hop_seed, p)``).
+    with_edge: return the sampled edges' ids.
+    with_weight: draw proportionally to edge weights.
+  """
+  args = (fanout, etype, with_edge, with_weight, hop_seed)
+  asked = service.ask_owners(seed_type, (seeds,), service.sampling_callee, *args)
+  drawn = [service.partition_idx] + [p for p in asked.here if p != service.partition_idx]
+  part = torch.full((seeds.numel(),), len(drawn), dtype=torch.int32)
+  for k, p in enumerate(drawn):
+    part[asked.positions[p]] = k
+  given = None
+  if asked.away:
+    given = stitch_neighbors(seeds.numel(), await asked.answers(), with_edge)
+  return PieceDraws(
+    topologies=[service.topology(etype, p) for p in drawn],
+    rng_seeds=[mix_seed(hop_seed, p) for p in drawn],
+    part=part,
+    given=given,
+    with_edge=with_edge,
+    with_weight=with_weight,
+  )
 
 
 def stitch_neighbors(
