@@ -15,7 +15,13 @@ import pytest
 import torch
 from test_kernel_bodies import csr, flat
 from test_neighbor_sampler import make_hetero, make_homo
-from test_partitioned_batch import assert_same_result, both_engines, hop_by_hop, host_partitions
+from test_partitioned_batch import (
+  assert_like_hop_by_hop,
+  assert_same_result,
+  both_engines,
+  hop_by_hop,
+  host_partitions,
+)
 from test_whole_batch import weighted_dataset
 
 from graphlearn_torch._ext import ops
@@ -235,7 +241,7 @@ def by_pieces(harness, engine, service, seed_dict, random, with_edge=False, with
         outs = []
         for r, k in zip(requests, random.kernel_seeds(len(requests))):
           seed_type = engine.schema.seed_type(r.etype)
-          args = (seed_type, r.seeds, r.fanout, r.etype, k, with_edge, with_weight)
+          args = (seed_type, r.seeds, r.fanout, r.etype, with_edge, with_weight, k)
           outs.append(await hop_pieces(service, *args))
         requests = steps.send(outs)
     except StopIteration as done:
@@ -252,11 +258,12 @@ def test_hops_of_pieces_equal_the_partitioned_hop_by_hop_driver(harness, here, w
   parts = host_partitions(whole, 3)
   ntype = whole.schema.node_types[0]
   service = HeldHere(harness, parts, here)
-  for i, seeds in enumerate([torch.tensor([1, 5, 5, 17]), torch.tensor([59]), torch.arange(60)]):
-    a, b = RandomStream(10 + i), RandomStream(10 + i)
-    res = by_pieces(harness, whole.engine, service, {ntype: seeds}, a, with_edge)
-    assert_same_result(res, hop_by_hop(harness, hops.engine, {ntype: seeds}, parts, b, with_edge))
-    assert a.kernel_seed() == b.kernel_seed()
+  seeds = [torch.tensor([1, 5, 5, 17]), torch.tensor([59]), torch.arange(60)]
+
+  def drawn(seed_dict, random):
+    return by_pieces(harness, whole.engine, service, seed_dict, random, with_edge)
+
+  assert_like_hop_by_hop(harness, drawn, hops, parts, [{ntype: s} for s in seeds], with_edge)
 
 
 def test_weighted_and_hetero_hops_of_pieces_equal_the_partitioned_driver(harness):
@@ -276,7 +283,9 @@ def test_weighted_and_hetero_hops_of_pieces_equal_the_partitioned_driver(harness
   whole, hops = both_engines(harness, ds, skip_a_hop, with_edge=True)
   parts = host_partitions(whole, 3, seed=2)
   service = HeldHere(harness, parts, [2, 0])
-  for seeds in (torch.tensor([2, 9, 9, 30]), torch.arange(40)):
-    a, b = RandomStream(4), RandomStream(4)
-    res = by_pieces(harness, whole.engine, service, {'paper': seeds}, a, True)
-    assert_same_result(res, hop_by_hop(harness, hops.engine, {'paper': seeds}, parts, b, True))
+  seeds = [{'paper': torch.tensor([2, 9, 9, 30])}, {'paper': torch.arange(40)}]
+
+  def drawn(seed_dict, random):
+    return by_pieces(harness, whole.engine, service, seed_dict, random, True)
+
+  assert_like_hop_by_hop(harness, drawn, hops, parts, seeds, True)

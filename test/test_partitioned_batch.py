@@ -110,6 +110,17 @@ def assert_same_result(a, b):
     assert {k: list(v) for k, v in x.items()} == {k: list(v) for k, v in y.items()}, field
 
 
+def assert_like_hop_by_hop(harness, drawn, hops, parts, seed_dicts, with_edge=False):
+  """Each batch ``drawn(seed_dict, random)`` gives equals the partitioned
+  hop-by-hop driver's (``hops``' engine) from the same random stream, and
+  leaves the stream where that one does."""
+  for i, seed_dict in enumerate(seed_dicts):
+    a, b = RandomStream(10 + i), RandomStream(10 + i)
+    res = drawn(seed_dict, a)
+    assert_same_result(res, hop_by_hop(harness, hops.engine, seed_dict, parts, b, with_edge))
+    assert a.kernel_seed() == b.kernel_seed()
+
+
 def both_engines(harness, ds, fanouts, **options):
   whole = harness_sampler(harness, ds, fanouts, True, **options)
   hops = harness_sampler(harness, ds, fanouts, False, **options)
@@ -126,13 +137,12 @@ def test_homo_batches_equal_the_partitioned_hop_by_hop_driver(
   whole, hops = both_engines(harness, ds, fanouts, with_edge=with_edge)
   parts = host_partitions(whole, num_parts)
   ntype = whole.schema.node_types[0]
-  for i, seeds in enumerate(
-    [torch.tensor([1, 5, 5, 17]), torch.tensor([59]), torch.arange(0, 60, 7)]
-  ):
-    a, b = RandomStream(10 + i), RandomStream(10 + i)
-    res = whole_batch(whole.engine, {ntype: seeds}, parts, a, with_edge=with_edge)
-    assert_same_result(res, hop_by_hop(harness, hops.engine, {ntype: seeds}, parts, b, with_edge))
-    assert a.kernel_seed() == b.kernel_seed()
+  seeds = [torch.tensor([1, 5, 5, 17]), torch.tensor([59]), torch.arange(0, 60, 7)]
+
+  def drawn(seed_dict, random):
+    return whole_batch(whole.engine, seed_dict, parts, random, with_edge=with_edge)
+
+  assert_like_hop_by_hop(harness, drawn, hops, parts, [{ntype: s} for s in seeds], with_edge)
 
 
 def test_weighted_batches_equal_the_partitioned_hop_by_hop_driver(harness):

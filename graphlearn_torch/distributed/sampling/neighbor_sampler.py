@@ -274,22 +274,13 @@ class DistNeighborSampler:
   ) -> Union[NeighborOutput, PieceDraws]:
     r"""``request``'s answer: drawn by the partitions that own its seeds,
     or, with ``pieces``, left to the inducer to draw where they run here
-    (``hop_pieces``: the seeds on the host, the hop's one host sync is the
-    inducer's)."""
+    (its seeds on the host: the hop's one host sync is the inducer's)."""
+    seed_type = self.engine.schema.seed_type(request.etype)
     if pieces:
-      seed_type = self.engine.schema.seed_type(request.etype)
-      return await hop_pieces(
-        self.service,
-        seed_type,
-        request.host_seeds,
-        request.fanout,
-        request.etype,
-        rng_seed,
-        self.with_edge,
-        self.with_weight,
-      )
+      args = (request.fanout, request.etype, self.with_edge, self.with_weight, rng_seed)
+      return await hop_pieces(self.service, seed_type, request.host_seeds, *args)
     return await self.service.sample_neighbors(
-      self.engine.schema.seed_type(request.etype),
+      seed_type,
       request.seeds,
       request.fanout,
       request.etype,

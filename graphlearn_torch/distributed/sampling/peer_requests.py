@@ -73,15 +73,9 @@ class OwnersAsked:
 
 
 async def hop_pieces(
-  service,
-  seed_type: NodeType,
-  seeds: torch.Tensor,
-  fanout: int,
-  etype: EdgeType,
-  hop_seed: int,
-  with_edge: bool = False,
-  with_weight: bool = False,
-) -> PieceDraws:
+  service, seed_type: NodeType, seeds: torch.Tensor, fanout: int, etype: EdgeType,
+  with_edge: bool, with_weight: bool, hop_seed: int,
+) -> PieceDraws:  # fmt: skip
   r"""One hop from ``seeds`` (on the host), answered for an inducer on a
   GPU to draw (``PieceDraws``): the seeds of partitions whose steps run
   here are drawn there by the inducer, from their topologies with their
@@ -95,12 +89,12 @@ async def hop_pieces(
     seeds: the seeds, on the host.
     fanout: neighbors per seed (>= 0).
     etype: the edge type.
-    hop_seed: the hop's random seed (partition ``p`` draws with
-      ``mix_seed(hop_seed, p)``).
     with_edge: return the sampled edges' ids.
     with_weight: draw proportionally to edge weights.
+    hop_seed: the hop's random seed (partition ``p`` draws with
+      ``mix_seed(hop_seed, p)``).
   """
-  args = (fanout, etype, with_edge, with_weight, hop_seed)
+  args = (fanout, etype, with_edge, with_weight, hop_seed)  # RpcSamplingCallee's
   asked = service.ask_owners(seed_type, (seeds,), service.sampling_callee, *args)
   drawn = [service.partition_idx] + [p for p in asked.here if p != service.partition_idx]
   part = torch.full((seeds.numel(),), len(drawn), dtype=torch.int32)
