@@ -77,12 +77,20 @@ def sampled_outputs(
     for i in range(first, first + count):
       yield sampler.sample_from_nodes(inputs(i))
     return
-  ahead = sampler.launch_from_nodes(inputs(first))
-  for i in range(first, first + count):
-    launched = ahead
-    if i + 1 < first + count:
-      ahead = sampler.launch_from_nodes(inputs(i + 1))
-    yield launched.result()
+  yield from in_order(lambda i: sampler.launch_from_nodes(inputs(i)), first, count, 2)
+
+
+def in_order(launch: Callable[[int], object], first: int, count: int, depth: int):
+  """``launch(i).result()`` for ``i`` from ``first`` to ``first + count -
+  1`` in order, with up to ``depth`` batches launched and not read: each
+  launched before the ones before it are read."""
+  pending = collections.deque()
+  ahead = first
+  for _ in range(count):
+    while ahead < first + count and len(pending) < depth:
+      pending.append(launch(ahead))
+      ahead += 1
+    yield pending.popleft().result()
 
 
 def time_batches(
@@ -281,11 +289,8 @@ def at_once_bps(ds, seed_batches, batches: int, fanout, seed: int) -> float:
     for launched in [launch(i) for i in range(threads.num_threads)]:
       launched.result()
     t = time.perf_counter()
-    in_flight = collections.deque(launch(i) for i in range(min(batches, threads.num_threads + 1)))
-    for i in range(len(in_flight), batches + len(in_flight)):
-      in_flight.popleft().result()
-      if i < batches:
-        in_flight.append(launch(i))
+    for _ in in_order(launch, 0, batches, threads.num_threads + 1):
+      pass
     return batches / (time.perf_counter() - t)
   finally:
     threads.shutdown()
