@@ -27,6 +27,8 @@ from test_whole_batch import weighted_dataset
 from graphlearn_torch._ext import ops
 from graphlearn_torch.distributed.sampling.peer_requests import OwnersAsked, hop_pieces
 from graphlearn_torch.sampler.base import NeighborOutput
+from graphlearn_torch.sampler.hops import HopRequest
+from graphlearn_torch.sampler.inducer_draws import distinct_in_order, pieces_and_induce
 from graphlearn_torch.sampler.schema import RandomStream, mix_seed
 
 # Builds the host harness: left out of make test-fast.
@@ -289,3 +291,28 @@ def test_weighted_and_hetero_hops_of_pieces_equal_the_partitioned_driver(harness
     return by_pieces(harness, whole.engine, service, seed_dict, random, True)
 
   assert_like_hop_by_hop(harness, drawn, hops, parts, seeds, True)
+
+
+def test_seeds_on_the_host_are_kept_in_the_order_an_inducer_keeps_them(harness):
+  ids = torch.tensor([5, 3, 5, 1, 3, 9, 0, 9])
+  inducer = harness.Inducer(1)
+  assert distinct_in_order(ids).tolist() == inducer.init_nodes([ids])[0].tolist() == [5, 3, 1, 9, 0]
+  assert distinct_in_order(torch.empty(0, dtype=torch.long)).numel() == 0
+
+
+def test_a_hop_answered_in_part_with_pieces_is_refused(harness):
+  ds, _ = make_homo('in', num_nodes=30, num_edges=200, seed=5)
+  whole, _ = both_engines(harness, ds, [3])
+  schema = whole.schema
+  ntype, etype = schema.node_types[0], schema.edge_types[0]
+  service = HeldHere(harness, host_partitions(whole, 2), [0])
+  seeds = torch.tensor([1, 2])
+  piece = asyncio.run(hop_pieces(service, ntype, seeds, 3, etype, False, False, 1))
+  drawn = NeighborOutput(torch.tensor([4]), torch.tensor([1, 0]))
+  request = HopRequest(etype, seeds, 3)
+  empty = {schema.out_edge_type(etype): torch.empty(0, dtype=torch.long)}
+  with pytest.raises(ValueError, match='PieceDraws all or none'):
+    pieces_and_induce(
+      schema, harness.Inducer(1), [request] * 2, [seeds] * 2, [piece, drawn], empty, dict(empty),
+      False,
+    )  # fmt: skip
