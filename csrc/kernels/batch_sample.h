@@ -19,7 +19,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <optional>
 #include <tuple>
@@ -219,8 +218,7 @@ class BatchSampling {
     return false;
   }
 
-  // The CsrViews of request r's partitions, on the device (made before any
-  // launch: a CUDA graph's launches copy nothing from the host).
+  // The CsrViews of request r's partitions, on the device.
   at::Tensor partition_graphs(int64_t r) const {
     const int64_t first = plan_.topology(r);
     return AT_DISPATCH_INDEX_TYPES(plan_.indptrs[first].scalar_type(), "sample_batch", [&] {
@@ -229,10 +227,7 @@ class BatchSampling {
         graphs.push_back(csr_view<index_t>(plan_.indptrs[i], plan_.indices[i], plan_.edge_ids[i],
                                            plan_.edge_weights[i]));
       }
-      auto host = at::empty({static_cast<int64_t>(graphs.size() * sizeof(CsrView<index_t>))},
-                            at::kByte);
-      std::memcpy(host.data_ptr(), graphs.data(), host.numel());
-      return backend_.to_device(host, options_.device());
+      return structs_on_device(backend_, graphs, options_.device());
     });
   }
 

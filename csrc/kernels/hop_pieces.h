@@ -11,7 +11,6 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "checks.h"
@@ -110,9 +109,7 @@ struct PieceSource {
     }
     host_keys.insert(host_keys.end(), pieces.rng_seeds.begin(), pieces.rng_seeds.end());
     host_keys.push_back(0);
-    auto host_views = at::empty({static_cast<int64_t>(views.size() * sizeof(views[0]))}, at::kByte);
-    std::memcpy(host_views.data_ptr(), views.data(), host_views.numel());
-    graphs = backend.to_device(host_views, device);
+    graphs = structs_on_device(backend, views, device);
     keys = backend.to_device(at::tensor(host_keys, at::kLong), device);
     part = checked_parts(backend, pieces.part, num, hop.report.data_ptr<int64_t>());
     rank = rank_in_partition(backend, part, num);

@@ -12,7 +12,9 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <cstring>
 #include <tuple>
+#include <vector>
 
 #include "checks.h"
 #include "kernels/device.h"
@@ -39,6 +41,17 @@ CsrView<index_t> csr_view(const at::Tensor& indptr, const at::Tensor& indices,
           edge_ids.has_value() ? edge_ids->data_ptr<int64_t>() : nullptr,
           edge_weights.has_value() ? edge_weights->data_ptr<float>() : nullptr, indices.numel(),
           indptr.numel() - 1};
+}
+
+// An array of plain structs (topology views, partition entries) copied to
+// `device`, for kernels that pick one per seed. Made before any launch: a
+// CUDA graph's launches copy nothing from the host.
+template <typename T, typename Backend>
+at::Tensor structs_on_device(const Backend& backend, const std::vector<T>& structs,
+                             const at::Device& device) {
+  auto host = at::empty({static_cast<int64_t>(structs.size() * sizeof(T))}, at::kByte);
+  std::memcpy(host.data_ptr(), structs.data(), host.numel());
+  return backend.to_device(host, device);
 }
 
 template <typename index_t>

@@ -11,7 +11,6 @@
 
 #include <ATen/ATen.h>
 
-#include <cstring>
 #include <tuple>
 #include <vector>
 
@@ -59,9 +58,7 @@ at::Tensor partition_table(const Backend& backend, const PartitionTopologies& to
     if (t.num_rows < 0) continue;
     entries[p].g = csr_view<index_t>(t.indptr, t.indices, t.edge_ids, t.edge_weights);
   }
-  auto host = at::empty({static_cast<int64_t>(num * sizeof(PartitionEntry<index_t>))}, at::kByte);
-  std::memcpy(host.data_ptr(), entries.data(), host.numel());
-  return backend.to_device(host, device);
+  return structs_on_device(backend, entries, device);
 }
 
 // Each seed's partition (narrowed to int32) and its rank among that
