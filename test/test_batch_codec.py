@@ -36,6 +36,15 @@ def hetero_batch() -> SampledBatch:
   return SampledBatch(hetero=True, nodes=nodes, edges=edges)
 
 
+def test_a_batchs_ids_on_the_host_stay_out_of_its_message():
+  # (the sampler's own copy, which asks peers for feature rows)
+  batch = hetero_batch()
+  batch.nodes['paper'].host_ids = batch.nodes['paper'].ids.clone()
+  msg = encode(batch)
+  assert not any(key.endswith('host_ids') for key in msg)
+  assert decode(msg).nodes['paper'].host_ids is None
+
+
 def test_rows_and_cols_through_a_channel_are_the_edge_index_without_a_copy():
   batch = hetero_batch()
   msg = with_edge_indices(encode(batch))

@@ -313,6 +313,5 @@ def test_a_hop_answered_in_part_with_pieces_is_refused(harness):
   empty = {schema.out_edge_type(etype): torch.empty(0, dtype=torch.long)}
   with pytest.raises(ValueError, match='PieceDraws all or none'):
     pieces_and_induce(
-      schema, harness.Inducer(1), [request] * 2, [seeds] * 2, [piece, drawn], empty, dict(empty),
-      False,
-    )  # fmt: skip
+      schema, harness.Inducer(1), [request] * 2, [seeds] * 2, [piece, drawn], empty, dict(empty)
+    )

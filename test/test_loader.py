@@ -139,8 +139,8 @@ def test_a_failed_row_fetch_fails_the_batch_while_another_is_pending():
   fut = collect_features(
     batch,
     ds,
-    node_rows=lambda ids, t, c: never,
-    edge_rows=lambda ids, t, c: started.then(lost_peer),
+    node_rows=lambda ids, t, c, host_ids=None: never,
+    edge_rows=lambda ids, t, c, host_ids=None: started.then(lost_peer),
   )
   started.set_result(None)
   assert fut.done()

@@ -11,8 +11,9 @@ from scipy import stats
 
 from graphlearn_torch.data import Dataset
 from graphlearn_torch.sampler import NeighborSampler, NodeSamplerInput, SamplerOutput
-from graphlearn_torch.sampler.hops import adjacent_views
-from graphlearn_torch.sampler.schema import RandomStream
+from graphlearn_torch.sampler.base import NeighborOutput
+from graphlearn_torch.sampler.hops import HopRequest, HopTrace, adjacent_views
+from graphlearn_torch.sampler.schema import RandomStream, SamplingSchema
 from graphlearn_torch.typing import reverse_edge_type
 
 HOMO_T = 'n'
@@ -344,6 +345,31 @@ def test_hops_of_one_storage_join_without_a_copy():
   assert adjacent_views([log[0:3], torch.arange(3)]) is None  # another storage
   assert adjacent_views([log[0:6:2], log[6:8]]) is None  # strided
   assert adjacent_views([log[0:3]]) is None  # nothing to join
+
+
+def test_a_trace_has_the_nodes_on_the_host_while_every_hop_brought_them_there():
+  # A distributed batch on a GPU has each hop's new nodes on the host too:
+  # the trace joins them into the batch's nodes on the host, unless a hop
+  # that met new nodes left them on the device only.
+  etype = ('a', 'to', 'b')
+  schema = SamplingSchema([etype], {'a': 9, 'b': 9}, 'in', True)
+  empty = torch.empty(0, dtype=torch.int64)
+  request = HopRequest(etype, torch.tensor([0]), 2)
+  answer = NeighborOutput(torch.tensor([4, 5]), torch.tensor([2]))
+
+  def traced(hops, first=None):
+    frontier = {'a': torch.tensor([7, 3]), 'b': empty}
+    trace = HopTrace(schema, frontier, len(hops), empty, first)
+    for hop, (new, on_host) in enumerate(hops):
+      trace.add(hop, [request], [answer], new, on_host)
+    return trace.result(None, {}, False).node_on_host
+
+  first = {'a': torch.tensor([7, 3]), 'b': empty}
+  met = [empty, torch.tensor([4, 5])]
+  res = traced([(met, dict(a=empty, b=torch.tensor([4, 5]))), ([empty, empty], None)], first)
+  assert res['a'].tolist() == [7, 3] and res['b'].tolist() == [4, 5]
+  assert traced([(met, None)], first) is None  # new nodes on the device only
+  assert traced([(met, dict(a=empty, b=torch.tensor([4, 5])))]) is None  # seeds not on the host
 
 
 @pytest.mark.parametrize('seed', [3, None])

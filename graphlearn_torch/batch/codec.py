@@ -54,7 +54,7 @@ def _type_key(t: Union[NodeType, EdgeType]) -> str:
 def _put_fields(msg: SampleMessage, prefix: str, store) -> None:
   for f in dataclasses.fields(store):
     value = getattr(store, f.name)
-    if value is not None:
+    if value is not None and f.metadata.get('encoded', True):
       msg[prefix + f.name] = (
         torch.as_tensor(value, dtype=torch.int64) if isinstance(value, list) else value
       )

@@ -1,7 +1,7 @@
 """Gathering the features and labels of a sampled batch, from one machine's
 tables or from every partition's."""
 
-from typing import Callable, Optional, Union
+from typing import Optional, Protocol, Union
 
 import torch
 
@@ -13,17 +13,29 @@ from ..typing import EdgeType, NodeType, reverse_edge_type
 from ..utils.futures import completed, then
 from .sampled import SampledBatch
 
-RowLookup = Callable[[torch.Tensor, Union[NodeType, EdgeType], GatherChecks], torch.futures.Future]
-r"""Fetches feature rows: ``(ids, type, checks) -> future of the rows, in id
-order``, the GPU gathers' checks of their ids left in ``checks`` (read once
-for the batch); ``DistFeature.async_get`` fetches any partition's."""
+
+class RowLookup(Protocol):
+  r"""Fetches feature rows: a future of the rows of ``ids``, in id order,
+  the GPU gathers' checks of their ids left in ``checks`` (read once for
+  the batch); ``host_ids``: the ids on the host too, where the sampler had
+  them there (node ids on a GPU), else None. ``DistFeature.async_get``
+  fetches any partition's."""
+
+  def __call__(
+    self,
+    ids: torch.Tensor,
+    type_: Union[NodeType, EdgeType],
+    checks: GatherChecks,
+    host_ids: Optional[torch.Tensor] = None,
+  ) -> torch.futures.Future: ...
 
 
 def local_rows(data: Dataset, kind: str) -> RowLookup:
   r"""Row lookups in ``data``'s own node (``kind='node'``) or edge tables."""
   get = data.get_node_feature if kind == 'node' else data.get_edge_feature
 
-  def rows(ids: torch.Tensor, type_, checks: GatherChecks) -> torch.futures.Future:
+  def rows(ids: torch.Tensor, type_, checks: GatherChecks, host_ids=None) -> torch.futures.Future:
+    # (host_ids unused: every row is read here, on the ids' device)
     table = get(type_)
     return completed(table.rows(ids, checks) if isinstance(table, Feature) else table[ids])
 
@@ -61,7 +73,7 @@ def collect_features(
   pending = []  # (store, field, future)
   for ntype, node in batch.nodes.items():
     if data.get_node_feature(ntype) is not None:
-      pending.append((node, 'x', node_rows(node.ids, ntype, checks)))
+      pending.append((node, 'x', node_rows(node.ids, ntype, checks, node.host_ids)))
     if with_labels:
       node.y = data.gather_node_labels(node.ids, ntype, checks)
   for etype, edge in batch.edges.items():

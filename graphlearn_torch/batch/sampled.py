@@ -32,6 +32,9 @@ class NodeBatch:
     y: their labels.
     seed_index: disjoint sampling: the seed whose subgraph holds each node
       (PyG's ``batch``).
+    host_ids: ``ids`` on the host too, where they are on a GPU and the
+      sampler had them on the host (what peers are asked for feature rows
+      by, without waiting for the GPU); never encoded into a message.
   """
 
   ids: torch.Tensor
@@ -40,6 +43,7 @@ class NodeBatch:
   x: Optional[torch.Tensor] = None
   y: Optional[torch.Tensor] = None
   seed_index: Optional[torch.Tensor] = None
+  host_ids: Optional[torch.Tensor] = field(default=None, metadata={'encoded': False})
 
 
 @dataclass
@@ -120,7 +124,11 @@ class SampledBatch:
         hetero=False,
         nodes={
           HOMO_NODE_TYPE: NodeBatch(
-            out.node, out.batch, out.num_sampled_nodes, seed_index=out.seed_index
+            out.node,
+            out.batch,
+            out.num_sampled_nodes,
+            seed_index=out.seed_index,
+            host_ids=out.node_on_host,
           )
         },
         edges={HOMO_EDGE_TYPE: EdgeBatch(out.row, out.col, out.edge, out.num_sampled_edges)},
@@ -130,9 +138,14 @@ class SampledBatch:
       out = out.with_every_type()
     seeds = out.batch or {}
     seed_index = out.seed_index or {}
+    on_host = out.node_on_host or {}
     nodes = {
       t: NodeBatch(
-        ids, seeds.get(t), (out.num_sampled_nodes or {}).get(t), seed_index=seed_index.get(t)
+        ids,
+        seeds.get(t),
+        (out.num_sampled_nodes or {}).get(t),
+        seed_index=seed_index.get(t),
+        host_ids=on_host.get(t),
       )
       for t, ids in out.node.items()
     }

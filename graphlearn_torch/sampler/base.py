@@ -255,6 +255,10 @@ class SamplerOutput(CastMixin):
     metadata: extra outputs (seed positions, link labels, ...).
     seed_index: disjoint sampling: the index of the seed whose subgraph
       holds each node (what PyG's disjoint samplers call ``batch``).
+    node_on_host: ``node`` on the host too, where it is on a GPU and the
+      sampler had it on the host without waiting for the GPU (a distributed
+      batch on a GPU with partitions over RPC: the ids whose feature rows
+      peers send); else None.
   """
 
   node: torch.Tensor
@@ -267,13 +271,15 @@ class SamplerOutput(CastMixin):
   device: Optional[torch.device] = None
   metadata: Optional[Any] = None
   seed_index: Optional[torch.Tensor] = None
+  node_on_host: Optional[torch.Tensor] = None
 
 
 @dataclass
 class HeteroSamplerOutput(CastMixin):
   """A sampled subgraph of a heterogeneous graph: SamplerOutput's fields as
-  dicts keyed by node type (node, batch, num_sampled_nodes, seed_index) or
-  by the output edge type (row, col, edge, num_sampled_edges).
+  dicts keyed by node type (node, batch, num_sampled_nodes, seed_index,
+  node_on_host) or by the output edge type (row, col, edge,
+  num_sampled_edges).
 
   Args:
     edge_types: the output edge types.
@@ -292,6 +298,7 @@ class HeteroSamplerOutput(CastMixin):
   device: Optional[torch.device] = None
   metadata: Optional[Any] = None
   seed_index: Optional[Dict[NodeType, torch.Tensor]] = None
+  node_on_host: Optional[Dict[NodeType, torch.Tensor]] = None
 
   def get_edge_index(self) -> Dict[EdgeType, torch.Tensor]:
     return {etype: torch.stack([self.row[etype], self.col[etype]]) for etype in self.row}
@@ -304,7 +311,7 @@ class HeteroSamplerOutput(CastMixin):
     etypes = list(self.edge_types or self.row)
     ntypes = list(dict.fromkeys([t for e in etypes for t in (e[0], e[-1])] + list(self.node)))
 
-    def fill(d, keys):
+    def fill(d, keys, empty=empty):
       return None if d is None else {k: d.get(k, empty) for k in keys}
 
     return HeteroSamplerOutput(
@@ -320,6 +327,7 @@ class HeteroSamplerOutput(CastMixin):
       device=self.device,
       metadata=self.metadata,
       seed_index=fill(self.seed_index, ntypes),
+      node_on_host=fill(self.node_on_host, ntypes, torch.empty(0, dtype=torch.int64)),
     )
 
 
@@ -427,6 +435,9 @@ class HopResult:
     seed_local: per node type of the seeds, each input seed's local index.
     seed_index: disjoint sampling: per node type, the index of the seed
       whose subgraph holds each node (None otherwise).
+    node_on_host: ``node`` on the host too, where the nodes are on a GPU
+      and the engine had them on the host without waiting for it (a
+      distributed batch on a GPU with partitions over RPC); else None.
   """
 
   node: Dict[NodeType, torch.Tensor]
@@ -437,6 +448,7 @@ class HopResult:
   num_sampled_edges: Dict[EdgeType, List[int]]
   seed_local: Dict[NodeType, torch.Tensor]
   seed_index: Optional[Dict[NodeType, torch.Tensor]] = None
+  node_on_host: Optional[Dict[NodeType, torch.Tensor]] = None
 
   def to(self, device: torch.device) -> 'HopResult':
     """The same hops with every tensor on ``device``."""
@@ -453,4 +465,5 @@ class HopResult:
       self.num_sampled_edges,
       moved(self.seed_local),
       moved(self.seed_index),
+      self.node_on_host,
     )

@@ -170,20 +170,25 @@ r"""Answers one hop request (a synchronous driver's part)."""
 
 
 class HopTrace:
-  """What the hops of one batch have met so far: each hop's new nodes, and
-  the edges drawn (local indices, ids, counts) by output edge type.
+  """What the hops of one batch have met so far: each hop's new nodes (on
+  the host too, while every hop's were there), and the edges drawn (local
+  indices, ids, counts) by output edge type.
 
   Args:
     schema: the graph's types.
     frontier: the seeds' local nodes by type (the first hop's frontier).
     num_hops: the hops to come.
     empty: an empty id tensor on the sampling device.
+    on_host: the frontier on the host too, where the engine has it there.
   """
 
-  def __init__(self, schema: SamplingSchema, frontier, num_hops: int, empty: torch.Tensor):
+  def __init__(
+    self, schema: SamplingSchema, frontier, num_hops: int, empty: torch.Tensor, on_host=None
+  ):
     self.schema = schema
     self.empty = empty
     self.nodes = {t: [f] for t, f in frontier.items()}
+    self.host_nodes = None if on_host is None else {t: [on_host[t]] for t in frontier}
     self.num_nodes = {t: [f.numel()] for t, f in frontier.items()}
     out_etypes = [schema.out_edge_type(e) for e in schema.edge_types]
     # Every hop's local indices so far, one tensor per edge type (see extended).
@@ -198,9 +203,10 @@ class HopTrace:
     type, which the hop being added extends."""
     return self.rows, self.cols
 
-  def add(self, hop: int, requests, outs, new_nodes) -> Dict[NodeType, torch.Tensor]:
-    """Counts hop ``hop``'s answers and new nodes; returns the next
-    frontier (the new nodes by type)."""
+  def add(self, hop: int, requests, outs, new_nodes, on_host=None) -> Dict[NodeType, torch.Tensor]:
+    """Counts hop ``hop``'s answers and new nodes (``on_host``: the new
+    nodes by type on the host too, or None); returns the next frontier
+    (the new nodes by type)."""
     for request, out in zip(requests, outs):
       key = self.schema.out_edge_type(request.etype)
       if out.edge is not None:
@@ -210,6 +216,12 @@ class HopTrace:
     for t, f in frontier.items():
       self.nodes[t].append(f)
       self.num_nodes[t].append(f.numel())
+    if on_host is None and any(f.numel() for f in new_nodes):
+      self.host_nodes = None
+    elif self.host_nodes is not None:
+      empty = torch.empty(0, dtype=torch.int64)
+      for t in frontier:
+        self.host_nodes[t].append(on_host[t] if on_host is not None else empty)
     return frontier
 
   def _cat(self, parts: List[torch.Tensor]) -> torch.Tensor:
@@ -239,4 +251,9 @@ class HopTrace:
       num_sampled_edges=self.num_edges,
       seed_local=seed_local,
       seed_index=seed_index,
+      node_on_host=(
+        {t: torch.cat(v) for t, v in self.host_nodes.items()}
+        if self.host_nodes is not None and keys is None
+        else None
+      ),
     )

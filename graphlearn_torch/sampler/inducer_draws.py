@@ -116,14 +116,13 @@ def pieces_and_induce(
   answers: List[PieceDraws],
   rows: Extended,
   cols: Extended,
-  fresh_on_host: bool,
-) -> Tuple[List[NeighborOutput], List[torch.Tensor]]:
+) -> Tuple[List[NeighborOutput], List[torch.Tensor], Dict[object, torch.Tensor]]:
   r"""Draws a hop answered with ``PieceDraws`` and adds it to ``inducer``
   in one pass, with the hop's one host sync; extends ``rows`` and
-  ``cols``. Returns the answers and the nodes new to each type, on the
-  host where ``fresh_on_host`` (copied there with the hop's sizes: the next
-  hop's seeds, which a distributed hop groups there), else on the
-  inducer's device."""
+  ``cols``. Returns the answers, the nodes new to each type on the
+  inducer's device, and the same by node type on the host: copied there
+  with the hop's sizes, they are the next hop's seeds, which a distributed
+  hop groups there, and the ids the batch's feature rows are asked by."""
   if not all(isinstance(a, PieceDraws) for a in answers):
     raise ValueError("a hop's answers are PieceDraws all or none")
   keys = [schema.out_edge_type(r.etype) for r in requests]
@@ -142,6 +141,8 @@ def pieces_and_induce(
     row_prefixes=[cols[k] for k in keys],
     col_prefixes=[rows[k] for k in keys],
     pieces=[_pieces(a, device) for a in answers],
-    fresh_on_host=fresh_on_host,
+    fresh_on_host=True,
   )
-  return _outputs(keys, rows, cols, drawn, [a.with_edge for a in answers])
+  outs, on_host = _outputs(keys, rows, cols, drawn, [a.with_edge for a in answers])
+  new_nodes = [to_device_async(t, device) for t in on_host]
+  return outs, new_nodes, dict(zip(schema.node_types, on_host))

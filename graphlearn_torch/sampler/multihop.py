@@ -274,7 +274,7 @@ class MultiHopSampler(LinkSampling):
       seed_dict = keys.seed_keys
     empty = torch.empty(0, dtype=torch.int64, device=self.sample_device)
     frontier, seed_local, on_host = self._first_frontier(inducer, seed_dict, keys is not None)
-    trace = HopTrace(schema, frontier, self.num_hops, empty)
+    trace = HopTrace(schema, frontier, self.num_hops, empty, on_host)
     for hop in range(self.num_hops):
       requests, srcs = self._hop_requests(frontier, hop, keys, on_host)
       on_host = None
@@ -287,19 +287,15 @@ class MultiHopSampler(LinkSampling):
         if len(outs) != len(requests):
           raise ValueError(f'{len(requests)} hop requests got {len(outs)} answers')
         if outs and isinstance(outs[0], PieceDraws):
-          # the next hop's seeds come to the host with this hop's sizes
-          last = hop + 1 == self.num_hops
-          outs, new_nodes = pieces_and_induce(
-            schema, inducer, requests, srcs, outs, *trace.edges_so_far, not last
+          outs, new_nodes, on_host = pieces_and_induce(
+            schema, inducer, requests, srcs, outs, *trace.edges_so_far
           )
-          on_host = None if last else dict(zip(schema.node_types, new_nodes))
-          new_nodes = [to_device_async(t, self.sample_device) for t in new_nodes]
         else:
           nbrs = [out.nbr for out in outs]
           if keys is not None:
             nbrs = [keys.neighbor_keys(f, out.nbr, out.nbr_num) for f, out in zip(srcs, outs)]
           new_nodes = self._induce(inducer, requests, srcs, nbrs, outs, *trace.edges_so_far)
-      frontier = trace.add(hop, requests, outs, new_nodes)
+      frontier = trace.add(hop, requests, outs, new_nodes, on_host)
     return trace.result(keys, seed_local, self.with_edge)
 
   def _first_frontier(self, inducer, seed_dict, distinct: bool):
@@ -433,6 +429,7 @@ class MultiHopSampler(LinkSampling):
 
     seeds = {t: nodes[: res.num_sampled_nodes[t][0]] for t, nodes in res.node.items()}
     edge_counts = res.num_sampled_edges
+    host_nodes = res.node_on_host if self.device.type == 'cuda' else None
     if not self.schema.is_hetero:
       return SamplerOutput(
         node=dev(res.node[HOMO_NODE_TYPE]),
@@ -445,6 +442,7 @@ class MultiHopSampler(LinkSampling):
         device=self.device,
         metadata=dev(metadata),
         seed_index=dev(res.seed_index[HOMO_NODE_TYPE]) if res.seed_index is not None else None,
+        node_on_host=host_nodes[HOMO_NODE_TYPE] if host_nodes else None,
       )
     ntypes = [t for t, nodes in res.node.items() if nodes.numel() > 0]
     etypes = [e for e, rows in res.row.items() if rows.numel() > 0]
@@ -469,6 +467,7 @@ class MultiHopSampler(LinkSampling):
       seed_index=(
         dev({t: res.seed_index[t] for t in ntypes}) if res.seed_index is not None else None
       ),
+      node_on_host={t: host_nodes[t] for t in ntypes} if host_nodes else None,
     )
 
   def node_output(

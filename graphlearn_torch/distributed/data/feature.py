@@ -228,26 +228,34 @@ class DistFeature:
     return table.gather(ids, flag)
 
   def _with_remote_rows(
-    self, out: torch.Tensor, ids: torch.Tensor, input_type: TypeKey
+    self, out: torch.Tensor, ids: torch.Tensor, input_type: TypeKey, host_ids=None
   ) -> torch.futures.Future:
     r"""A future of ``out`` (the rows of ``ids`` gathered on their GPU) with
     the rows of partitions not held here fetched over RPC and put in
-    place, on the GPU."""
-    _, _, remote = self._request_rows(ids.to(torch.int64).view(-1).cpu(), input_type)
+    place, on the GPU. The peers are asked by ``host_ids`` where given (the
+    ids on the host: no wait for the GPU), else by the ids copied there."""
+    ids = host_ids if host_ids is not None else ids.cpu()
+    _, _, remote = self._request_rows(ids.to(torch.int64).view(-1), input_type)
     if not remote:
       return completed(out)
 
     return then(self._arrived(remote), lambda arrived: placed_on_gpu(out, arrived.value()))
 
   def async_get(
-    self, ids: torch.Tensor, input_type: TypeKey = None, checks: Optional[GatherChecks] = None
+    self,
+    ids: torch.Tensor,
+    input_type: TypeKey = None,
+    checks: Optional[GatherChecks] = None,
+    host_ids: Optional[torch.Tensor] = None,
   ) -> torch.futures.Future:
     r"""A future of the rows of ``ids``, in input order: gathered on their
     GPU where the tables held here allow it (``_gpu_rows``; other
     partitions' rows fetched over RPC and put in place there), else from
     host memory and over RPC, then moved to ``device``. The GPU gathers'
     checks of their ids are left in ``checks`` where given (a batch's, read
-    once), else read here."""
+    once), else read here. ``host_ids``: the same ids on the host, where
+    the caller has them there (peers are then asked without waiting for the
+    GPU)."""
     # (a local_only lookup reads its own table alone: no placeholder rows)
     table = None
     if ids.is_cuda and not self.local_only:
@@ -261,8 +269,8 @@ class DistFeature:
         checks.raise_first()
       if all(feature is not None for feature in held):
         return completed(rows)
-      return self._with_remote_rows(rows, ids, input_type)
-    ids = ids.to(torch.int64).view(-1).cpu()
+      return self._with_remote_rows(rows, ids, input_type, host_ids)
+    ids = (host_ids if host_ids is not None else ids).to(torch.int64).view(-1).cpu()
     if self.local_only:
       return completed(self.local_get(ids, input_type).to(self.device))
     held, parts, remote = self._request_rows(ids, input_type)
@@ -280,7 +288,11 @@ class DistFeature:
     return then(self._arrived(remote), stitch)
 
   def async_deferred(
-    self, ids: torch.Tensor, input_type: TypeKey = None, checks: Optional[GatherChecks] = None
+    self,
+    ids: torch.Tensor,
+    input_type: TypeKey = None,
+    checks: Optional[GatherChecks] = None,
+    host_ids: Optional[torch.Tensor] = None,
   ) -> torch.futures.Future:
     r"""A future of the rows of ``ids`` as a :class:`DeferredTensor`, once
     the remote ones arrived: the rows of this host's partitions are
@@ -288,7 +300,7 @@ class DistFeature:
     Rows for a GPU or of ids on one, or of a ``local_only`` DistFeature,
     come as :meth:`async_get` gives them."""
     if self.local_only or self.device.type != 'cpu' or ids.is_cuda:
-      return self.async_get(ids, input_type, checks)
+      return self.async_get(ids, input_type, checks, host_ids)
     ids = ids.to(torch.int64).view(-1).cpu()
     held, parts, remote = self._request_rows(ids, input_type)
     feature = self._feature(input_type)
