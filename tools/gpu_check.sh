@@ -58,6 +58,10 @@
 #              one MPS server (nvidia-cuda-mps-control, started and stopped here), in
 #              LOGS/results_mps: how much of worker mode's gap on one GPU is the GPU
 #              time-slicing between processes (not in the default list)
+#   sharing    tools/probe_gpu_sharing.py: a host sync's round trip in one process alone and
+#              beside 1 and 3 others syncing or keeping the GPU busy, then again inside an MPS
+#              server: what a sync costs where processes share the GPU (time slices); about a
+#              minute (not in the default list)
 #   dist-profile  bench_dist_sampling.py --gpu 0 (500,000 nodes, 30 batches a row, no cache
 #              rows) with BENCH_PROFILE_DIR=LOGS/dist_profile: each trainer's ops by self CPU
 #              and device time over its timed batches (a collocated trainer's include its
@@ -233,13 +237,25 @@ stage_dist() {
   "$PY" benchmarks/bench_dist_sampling.py --gpu 0 ${DIST_ARGS:-} --results "$LOGS/results"
 }
 
-stage_dist_mps() {
+# Starts an MPS server for the rest of the stage (its own process), stopped
+# when the stage exits.
+start_mps() {
   export CUDA_MPS_PIPE_DIRECTORY=/tmp/glt-mps/pipe CUDA_MPS_LOG_DIRECTORY=/tmp/glt-mps/log
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
   nvidia-cuda-mps-control -d || return 1
   trap 'echo quit | nvidia-cuda-mps-control' EXIT
   trap 'exit 143' TERM
+}
+
+stage_dist_mps() {
+  start_mps || return 1
   "$PY" benchmarks/bench_dist_sampling.py --gpu 0 ${DIST_ARGS:-} --results "$LOGS/results_mps"
+}
+
+stage_sharing() {
+  nvidia-smi compute-policy --list || true  # the time slice, where the driver says
+  "$PY" tools/probe_gpu_sharing.py --results "$LOGS/results" &&
+    start_mps && "$PY" tools/probe_gpu_sharing.py --label MPS --results "$LOGS/results"
 }
 
 stage_dist_profile() {
