@@ -28,11 +28,11 @@ from bench_dist_sampling import (
   FANOUT,
   SPAWN,
   free_port,
-  next_report,
   partition,
   trainer_seeds,
 )
 from memory import tree_pss_mb
+from processes import next_report
 from results import Results, Table, add_results_argument
 
 import graphlearn_torch as glt

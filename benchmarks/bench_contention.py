@@ -17,12 +17,11 @@ capped, each against one alone.
 
 import argparse
 import os
-import queue
 import subprocess
 import sys
-import time
 
 import torch
+from processes import all_reports
 from results import Results, Table, add_results_argument
 from workloads import (
   add_workload_args,
@@ -145,23 +144,6 @@ def trainer_sampling(topology, num_nodes, seed_batches, args, threads, cap, read
   results.put(eps)
 
 
-def collect(results, procs, timeout: float) -> list:
-  r"""One result of each of ``procs`` from ``results``; raises as soon as one
-  of them dies without its result, or after ``timeout`` seconds."""
-  got = []
-  deadline = time.monotonic() + timeout
-  while len(got) < len(procs):
-    try:
-      got.append(results.get(timeout=2))
-    except queue.Empty:
-      failed = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
-      if failed:
-        raise RuntimeError(f'a trainer process failed (exit code {failed[0]})') from None
-      if time.monotonic() > deadline:
-        raise TimeoutError(f'trainers gave {len(got)} of {len(procs)} results') from None
-  return got
-
-
 def collocated_table(ds, seed_batches, args, threads: int) -> Table:
   r"""Trainers on this host, each sampling in its own process (collocated
   sampling), run at once: one alone, then two, with their kernels capped at
@@ -184,7 +166,7 @@ def collocated_table(ds, seed_batches, args, threads: int) -> Table:
     for proc in procs:
       proc.start()
     try:
-      rates = collect(results, procs, timeout=900)
+      rates = all_reports(results, procs, 900, 'a trainer gave no result')
     finally:
       for proc in procs:
         proc.join(timeout=60)

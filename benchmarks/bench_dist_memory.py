@@ -58,11 +58,11 @@ from bench_dist_sampling import (
   SPAWN,
   WARMUP,
   free_port,
-  next_report,
   partition,
   seed_batches,
 )
 from memory import fresh_interpreters, process_pss_mb, tree_pids, tree_pss_mb
+from processes import next_report
 from results import Results, Table, add_results_argument
 
 import graphlearn_torch as glt

@@ -59,7 +59,6 @@ import argparse
 import logging
 import multiprocessing
 import os
-import queue
 import statistics
 import time
 from collections import defaultdict
@@ -69,6 +68,7 @@ import numpy as np
 import torch
 from dist_peers import dgl_loopback, glt_worker_mode
 from peer_protocol import Timed, timed
+from processes import next_report
 from results import Results, Table, add_results_argument
 
 import graphlearn_torch as glt
@@ -254,23 +254,6 @@ def worker_mode(
   args = (root, mode, num_workers, ports, batches, results, share, gpu)
   procs = [SPAWN.Process(target=trainer, args=(r, *args)) for r in range(2)]
   return run_timed(procs, results, len(procs))
-
-
-def next_report(reports, procs, deadline: float, what: str):
-  r"""The next item on the queue ``reports``, which ``procs`` fill; raises
-  naming ``what`` as soon as one of them failed (a non-zero exit), all have
-  exited with nothing left to read, or ``deadline`` (``time.monotonic``)
-  passed."""
-  while True:
-    try:
-      return reports.get(timeout=1.0)
-    except queue.Empty:
-      failed = [f'{p.name} exited with {p.exitcode}' for p in procs if p.exitcode not in (None, 0)]
-      gone = all(p.exitcode is not None for p in procs)
-      late = time.monotonic() > deadline
-    if failed or gone or late:
-      why = failed[0] if failed else 'every process exited' if gone else 'timed out'
-      raise RuntimeError(f'{what}: {why}')
 
 
 def run_timed(procs, results, num_timers: int):

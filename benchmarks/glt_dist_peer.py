@@ -62,6 +62,7 @@ import numpy as np
 import torch
 from glt_peer import import_glt
 from peer_protocol import bytes_per_batch, interface_bytes, timed
+from processes import all_reports
 
 # At import, so that the processes GLT spawns, which import this script
 # first, get the stand-in for torch-sparse before they import GLT.
@@ -232,24 +233,6 @@ def client(rank: int, seeds_dir: str, args, ports, results) -> None:
   dist.shutdown_client()
 
 
-def collect(procs, results, timeout: float = 600.0) -> list:
-  r"""Each trainer's report; raises as soon as one exits without one."""
-  reports = []
-  deadline = time.monotonic() + timeout
-  while len(reports) < len(procs):
-    try:
-      reports.append(pickle.loads(results.get(timeout=2)))
-      continue
-    except queue.Empty:
-      pass
-    failed = [q.exitcode for q in procs if q.exitcode not in (None, 0)]
-    if failed:
-      raise RuntimeError(f'a GLT trainer failed (exit codes {failed})')
-    if time.monotonic() > deadline:
-      raise TimeoutError(f'GLT trainers sent no report in {timeout:.0f} s')
-  return reports
-
-
 def one_host_trainer(root: str, args) -> None:
   r"""Trainer ``args.rank`` in this process, one of two on two hosts; writes
   its report to ``args.out``, with the bytes its host's interface sent and
@@ -322,7 +305,7 @@ def main() -> None:
   for proc in procs:
     proc.start()
   try:
-    reports = collect(clients, results)
+    reports = [pickle.loads(r) for r in all_reports(results, clients, 600, 'a GLT trainer')]
   finally:
     for proc in procs:
       proc.join(120)

@@ -18,12 +18,15 @@ import argparse
 import json
 import multiprocessing
 import os
-import queue
 import statistics
+import sys
 import time
 from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'benchmarks'))
+from processes import all_reports  # noqa: E402
 
 # (name, roles): each role a process; the first's syncs are the ones timed
 SCENARIOS = [
@@ -57,7 +60,7 @@ def run_role(role: str, gpu: int, seconds: float, ready, results) -> None:
     x.add_(1)
     torch.cuda.synchronize()
     times.append((time.perf_counter() - start) * 1e6)
-  results.put((os.getpid(), role, times))
+  results.put((os.getpid(), times))
 
 
 def cycles_per_ms() -> float:
@@ -72,23 +75,6 @@ def cycles_per_ms() -> float:
   return 1_000_000 / begin.elapsed_time(end)
 
 
-def collect(procs, results, timeout_s: float) -> dict:
-  r"""Every process's report, by pid; raises where one exits without it or
-  they take longer than ``timeout_s``."""
-  reports, deadline = {}, time.monotonic() + timeout_s
-  while len(reports) < len(procs):
-    try:
-      pid, role, times = results.get(timeout=1)
-      reports[pid] = (role, times)
-    except queue.Empty:
-      failed = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
-      if failed:
-        raise RuntimeError(f'a probe process exited with {failed[0]} before its report') from None
-      if time.monotonic() > deadline:
-        raise TimeoutError(f'the probe processes gave no report in {timeout_s:.0f} s') from None
-  return reports
-
-
 def run_scenario(roles, gpu: int, seconds: float) -> dict:
   r"""The timed (first) process's sync round trips in us: median, p90, p99,
   and syncs per second."""
@@ -98,7 +84,8 @@ def run_scenario(roles, gpu: int, seconds: float) -> dict:
   for p in procs:
     p.start()
   try:
-    reports = collect(procs, results, START_TIMEOUT_S + seconds + 60)
+    timeout = START_TIMEOUT_S + seconds + 60
+    reports = {pid: times for pid, times in all_reports(results, procs, timeout, 'a probe')}
   except BaseException:
     for p in procs:  # (the others would wait for it at the barrier)
       p.kill()
@@ -109,7 +96,7 @@ def run_scenario(roles, gpu: int, seconds: float) -> dict:
       if p.is_alive():
         p.kill()
         p.join(timeout=10)
-  times = sorted(reports[procs[0].pid][1])
+  times = sorted(reports[procs[0].pid])
   quantile = lambda q: times[min(len(times) - 1, int(q * len(times)))]  # noqa: E731
   return {
     'median_us': statistics.median(times),
