@@ -156,7 +156,7 @@ def test_fused_hop_checks_on_the_device_and_forgets_the_hop(harness):
     one_hop(seeded(), torch.tensor([0]), indptr, indices, fanouts=[-3])
   with pytest.raises(ValueError, match=r'seeds holds ids outside \[0, \d+\): min -4'):
     inducer.init_nodes([torch.tensor([3, -4])])
-  new, rows, cols, nbrs, nums, _ = one_hop(seeded(), torch.tensor([0, 1]), indptr, indices)
+  new, rows, cols, nbrs, nums, _, _ = one_hop(seeded(), torch.tensor([0, 1]), indptr, indices)
   assert (nums[0].tolist(), nbrs[0].tolist(), new[0].tolist()) == ([2, 1], [1, 2, 3], [2, 3])
   assert (rows[0].tolist(), cols[0].tolist()) == ([0, 0, 1], [1, 2, 3])
 
@@ -233,7 +233,8 @@ def run_windowed_hops(fused, harness, graph, times, fanouts, last, with_row_max,
         col_prefixes=[torch.empty(0, dtype=torch.long)] * len(etypes),
         edge_times=stamps, seed_times=seed_times, last=last, row_max_times=row_max,
       )  # fmt: skip
-      new, rows, cols, nbrs, nums, eids = out
+      new, rows, cols, nbrs, nums, eids, new_on_host = out
+      assert new_on_host == []  # (without fresh_on_host)
     else:
       draws = []
       for e, src, st, t, rm, rng in zip(etypes, ids, stamps, seed_times, row_max, rng_seeds):

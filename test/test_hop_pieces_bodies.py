@@ -105,7 +105,8 @@ def run_hops(harness, by_pieces, dtype, fanouts, replace, weighted, seed):
     keys = [50 * hop + k for k in range(3)]
     if by_pieces:
       request = hop_request(frontier, topologies, part, given, fanout, replace, keys, (rows, cols))
-      new, rows_out, cols_out, nbrs, nums, eids = inducer.sample_induce_next(**request)
+      new, rows_out, cols_out, nbrs, nums, eids, new_on_host = inducer.sample_induce_next(**request)
+      assert all(torch.equal(a, b) for a, b in zip(new, new_on_host, strict=True))
       out = (new[0], nbrs[0], nums[0], eids[0])
       rows, cols = rows_out[0], cols_out[0]
     else:
@@ -151,7 +152,7 @@ def pieces_hop(harness, inducer=None, **change):
 
 
 def test_pieces_take_the_given_neighbors_in_seed_order(harness):
-  new, rows, cols, nbrs, nums, _ = pieces_hop(harness)
+  new, rows, cols, nbrs, nums, _, _ = pieces_hop(harness)
   assert nums[0].tolist() == [2, 2, 1]
   assert nbrs[0].tolist() == [1, 2, 5, 6, 0]
   assert new[0].tolist() == [2, 5, 6]

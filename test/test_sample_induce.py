@@ -112,7 +112,7 @@ def test_one_pass_hops_are_the_two_step_hops(torch_threads, dense, flags):
     rng_seeds = [100 * hop + e for e in range(len(EDGE_TYPES))]
     expected = two_step_hop(two_step, topos, ahead[0], fanout, rng_seeds, flags)
     got = one_pass_hop(one_pass, topos, ahead[1], fanout, rng_seeds, flags, prefixes)
-    new, rows, cols, nbrs, nums, eids = got
+    new, rows, cols, nbrs, nums, eids, _ = got
     for e in range(len(EDGE_TYPES)):
       assert torch.equal(nbrs[e], expected[3][e])
       assert torch.equal(nums[e], expected[4][e])
@@ -196,7 +196,7 @@ def test_bad_requests_are_named_and_insert_nothing():
       inducer, indptr, indices, seeds, **times, row_max_times=[torch.zeros(99, dtype=torch.long)]
     )
   assert inducer.local_ids(0, torch.tensor([4, 8, 9])).tolist() == [0, 1, -1]
-  new, rows, cols, nbrs, nums, _ = single_request(inducer, indptr, indices, seeds)
+  new, rows, cols, nbrs, nums, _, _ = single_request(inducer, indptr, indices, seeds)
   assert rows[0].tolist() == [0] * int(nums[0][0]) + [1] * int(nums[0][1])
   assert inducer.local_ids(0, nbrs[0]).tolist() == cols[0].tolist()
 
@@ -230,7 +230,7 @@ def test_a_corrupt_topology_raises_without_hanging_or_half_a_hop(torch_threads, 
   # seeds in reverse adds the odd nodes in order of first appearance
   indices[indptr[2_900] : indptr[2_901]] = 0
   seeds = inducer.init_nodes([torch.arange(0, num_nodes, 2).flip(0)])[0]
-  new, rows, cols, nbrs, _, _ = single_request(inducer, indptr, indices, seeds, fanouts=[-1])
+  new, rows, cols, nbrs, _, _, _ = single_request(inducer, indptr, indices, seeds, fanouts=[-1])
   local = {v: i for i, v in enumerate(seeds.tolist())}
   expected_cols = [local.setdefault(v, len(local)) for v in nbrs[0].tolist()]
   assert cols[0].tolist() == expected_cols
@@ -248,7 +248,7 @@ def test_the_chunks_left_when_the_draws_end_are_inserted_as_one_thread_would(tor
   g = torch.Generator().manual_seed(5)
   for _ in range(3):
     seeds = inducer.init_nodes([torch.randperm(num_nodes, generator=g)[:10_000]])[0]
-    new, _, cols, nbrs, _, _ = single_request(inducer, indptr, indices, seeds, fanouts=[-1])
+    new, _, cols, nbrs, _, _, _ = single_request(inducer, indptr, indices, seeds, fanouts=[-1])
     local = {v: i for i, v in enumerate(seeds.tolist())}
     assert cols[0].tolist() == [local.setdefault(v, len(local)) for v in nbrs[0].tolist()]
     assert new[0].tolist() == list(local)[seeds.numel() :]

@@ -52,8 +52,8 @@ struct HopPlan {
   std::vector<std::optional<at::Tensor>> edge_times, seed_times, row_max_times;
   bool last = false;
   std::vector<std::optional<HopPieces>> pieces;  // empty, or one entry a request
-  // The new nodes are returned on the host, copied there with the hop's
-  // sizes (a distributed hop groups the next hop's seeds there).
+  // The new nodes are returned on the host too, copied there with the
+  // hop's sizes (a distributed hop groups the next hop's seeds there).
   bool fresh_on_host = false;
 
   size_t num_requests() const { return srcs.size(); }
@@ -110,10 +110,13 @@ struct HopPlan {
 // order of first appearance); per request its row_prefixes entry followed
 // by the local seed index of each edge drawn, its col_prefixes entry
 // followed by their local neighbor index, then sample_neighbors' outputs:
-// the neighbors, the neighbors per seed, the edge ids (empty without them).
+// the neighbors, the neighbors per seed, the edge ids (empty without them);
+// last, with fresh_on_host, the new nodes of each type on the host (else
+// no entry).
 using HopOutputs =
     std::tuple<std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>,
-               std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>>;
+               std::vector<at::Tensor>, std::vector<at::Tensor>, std::vector<at::Tensor>,
+               std::vector<at::Tensor>>;
 
 }  // namespace kernels
 }  // namespace glt

@@ -399,16 +399,20 @@ class InducerImpl {
     return {nodes, rows, cols};
   }
 
+  // `parts` end to end (an empty tensor with `options` where there are none).
+  static at::Tensor joined(const std::vector<at::Tensor>& parts, const at::TensorOptions& options) {
+    return parts.empty() ? at::empty({0}, options.dtype(at::kLong)) : at::cat(parts);
+  }
+
   // Reads a hop's reports and the tables' sizes (the one sync), raises what
   // a check found, and cuts the hop's outputs to their sizes.
   HopOutputs finish_hop(const std::vector<BoundedHop>& hops, const HopPlan& plan,
                         const at::Tensor& sizes) {
-    std::vector<at::Tensor> parts, fresh_bufs;
+    std::vector<at::Tensor> parts, fresh_copies;  // (the copies with fresh_on_host)
     for (const auto& hop : hops) {
       parts.push_back(hop.report);
       typename Backend::Ready copied;  // (the read below waits for it)
-      fresh_bufs.push_back(plan.fresh_on_host ? backend_.to_host_async(hop.fresh, &copied)
-                                              : hop.fresh);
+      if (plan.fresh_on_host) fresh_copies.push_back(backend_.to_host_async(hop.fresh, &copied));
     }
     parts.push_back(sizes);
     const at::Tensor read = at::cat(parts).cpu();
@@ -421,7 +425,7 @@ class InducerImpl {
                     plan.indices[e], hops[e], num_ids());
     }
     std::vector<at::Tensor> rows, cols, nbrs, nums, eids;
-    std::vector<std::vector<at::Tensor>> fresh(tables_.size());
+    std::vector<std::vector<at::Tensor>> fresh(tables_.size()), fresh_host(tables_.size());
     for (size_t e = 0; e < hops.size(); ++e) {
       const BoundedHop& hop = hops[e];
       const int64_t total = r[e * kReportSize + kTotal];
@@ -432,15 +436,21 @@ class InducerImpl {
       nbrs.push_back(hop.nbrs.narrow(0, 0, total));
       nums.push_back(hop.counts);
       eids.push_back(hop.eids.numel() ? hop.eids.narrow(0, 0, total) : hop.eids);
-      fresh[plan.nbr_types[e]].push_back(fresh_bufs[e].narrow(0, 0, r[e * kReportSize + kFresh]));
+      const int64_t num_fresh = r[e * kReportSize + kFresh];
+      fresh[plan.nbr_types[e]].push_back(hop.fresh.narrow(0, 0, num_fresh));
+      if (plan.fresh_on_host) {
+        fresh_host[plan.nbr_types[e]].push_back(fresh_copies[e].narrow(0, 0, num_fresh));
+      }
     }
-    std::vector<at::Tensor> nodes;
-    const auto node_options = plan.fresh_on_host ? options_.device(at::kCPU) : options_;
+    std::vector<at::Tensor> nodes, nodes_on_host;
     for (size_t t = 0; t < tables_.size(); ++t) {
       tables_[t].size = r[hops.size() * kReportSize + t];
-      nodes.push_back(fresh[t].empty() ? at::empty({0}, node_options) : at::cat(fresh[t]));
+      nodes.push_back(joined(fresh[t], options_));
+      if (plan.fresh_on_host) {
+        nodes_on_host.push_back(joined(fresh_host[t], options_.device(at::kCPU)));
+      }
     }
-    return {nodes, rows, cols, nbrs, nums, eids};
+    return {nodes, rows, cols, nbrs, nums, eids, nodes_on_host};
   }
 
   // Raises what a request's report `r` says failed, after forgetting all

@@ -38,7 +38,7 @@ def _types(schema: SamplingSchema, requests: List[HopRequest]) -> Dict[str, List
 def _outputs(keys, rows: Extended, cols: Extended, drawn, with_edge: List[bool]):
   r"""Extends ``rows`` and ``cols`` with a drawn hop's local indices;
   returns its answers (``NeighborOutput`` s) and its new nodes."""
-  new_nodes, seed_locals, nbr_locals, nbrs, nbr_nums, edges = drawn
+  new_nodes, seed_locals, nbr_locals, nbrs, nbr_nums, edges = drawn[:6]
   for key, seed_local, nbr_local in zip(keys, seed_locals, nbr_locals):
     cols[key], rows[key] = seed_local, nbr_local
   outs = [
@@ -120,9 +120,9 @@ def pieces_and_induce(
   r"""Draws a hop answered with ``PieceDraws`` and adds it to ``inducer``
   in one pass, with the hop's one host sync; extends ``rows`` and
   ``cols``. Returns the answers, the nodes new to each type on the
-  inducer's device, and the same by node type on the host: copied there
-  with the hop's sizes, they are the next hop's seeds, which a distributed
-  hop groups there, and the ids the batch's feature rows are asked by."""
+  inducer's device, and the same by node type on the host (copied there
+  with the hop's sizes): the next hop's seeds, which a distributed hop
+  groups there, and the ids the batch's feature rows are asked by."""
   if not all(isinstance(a, PieceDraws) for a in answers):
     raise ValueError("a hop's answers are PieceDraws all or none")
   keys = [schema.out_edge_type(r.etype) for r in requests]
@@ -143,6 +143,5 @@ def pieces_and_induce(
     pieces=[_pieces(a, device) for a in answers],
     fresh_on_host=True,
   )
-  outs, on_host = _outputs(keys, rows, cols, drawn, [a.with_edge for a in answers])
-  new_nodes = [to_device_async(t, device) for t in on_host]
-  return outs, new_nodes, dict(zip(schema.node_types, on_host))
+  outs, new_nodes = _outputs(keys, rows, cols, drawn, [a.with_edge for a in answers])
+  return outs, new_nodes, dict(zip(schema.node_types, drawn[6]))

@@ -191,7 +191,7 @@ kernels::HopOutputs Inducer::sample_induce_next(const kernels::HopPlan& plan) {
     if (inserted) reset();
     throw;
   }
-  return {take_added(first_fresh), out.rows, out.cols, out.nbrs, out.nbr_nums, out.eids};
+  return {take_added(first_fresh), out.rows, out.cols, out.nbrs, out.nbr_nums, out.eids, {}};
 }
 
 }  // namespace glt::cpu
