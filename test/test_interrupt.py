@@ -7,10 +7,12 @@ Each job runs in a session of its own (so the interrupt reaches only it) and
 is reaped also on failure."""
 
 import os
+import queue
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from test_dist_sampling import free_port
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
+READY_WITHIN_S = 300  # a job's start (a worker-mode example's first epoch)
 STOP_WITHIN_S = 30
 
 
@@ -32,29 +35,46 @@ def group_members(pgid: int) -> list:
 def interrupt_when(proc: subprocess.Popen, ready: list, sig=signal.SIGINT, group=True) -> tuple:
   r"""Interrupts ``proc``'s process group (as a terminal's Ctrl-C), or sends
   ``sig`` to ``proc`` alone (``group=False``), once its output has shown
-  every line part in ``ready``; returns (its output, seconds it took to
-  exit, seconds until its group was empty). Kills the group on the way
-  out."""
-  lines, waiting = [], set(ready)
-  try:
+  every line part in ``ready`` (within ``READY_WITHIN_S``); returns (its
+  output, seconds it took to exit, seconds until its group was empty).
+  Kills the group on the way out."""
+  lines = queue.Queue()  # the output's lines, then None at its end
+
+  def read() -> None:
     for line in proc.stdout:
-      lines.append(line)
+      lines.put(line)
+    lines.put(None)
+
+  reader = threading.Thread(target=read, daemon=True)
+  reader.start()
+  seen, waiting = [], set(ready)
+  try:
+    deadline = time.monotonic() + READY_WITHIN_S
+    while waiting:
+      try:
+        line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+      except queue.Empty:
+        line = None
+      assert line is not None, f'not ready: {waiting}\n' + ''.join(seen)[-4000:]
+      seen.append(line)
       waiting = {part for part in waiting if part not in line}
-      if not waiting:
-        break
-    assert not waiting, ''.join(lines)[-4000:]
     interrupted = time.monotonic()
     if group:
       os.killpg(proc.pid, sig)
     else:
       os.kill(proc.pid, sig)
-    out, _ = proc.communicate(timeout=STOP_WITHIN_S)
+    proc.wait(timeout=STOP_WITHIN_S)
     exited = time.monotonic() - interrupted
     deadline = interrupted + STOP_WITHIN_S
     while group_members(proc.pid) and time.monotonic() < deadline:
       time.sleep(0.1)  # polls the process table: other processes' exits give no event here
     assert not group_members(proc.pid), 'processes of the job outlived it'
-    return ''.join(lines) + out, exited, time.monotonic() - interrupted
+    reader.join(timeout=STOP_WITHIN_S)  # the output ends with the group
+    assert not reader.is_alive(), 'the output outlived the job'
+    rest = []
+    while (line := lines.get_nowait()) is not None:
+      rest.append(line)
+    return ''.join(seen + rest), exited, time.monotonic() - interrupted
   finally:
     if group_members(proc.pid):
       os.killpg(proc.pid, signal.SIGKILL)
@@ -85,13 +105,13 @@ def test_ctrl_c_stops_a_worker_mode_job_with_one_traceback(tmp_path):
 
 
 LAUNCHER = textwrap.dedent("""
-  import logging, sys, time
+  import logging, os, sys, time
   import graphlearn_torch as glt
   logging.basicConfig(level=logging.INFO)
 
   def work(index, marks, stubborn):
     try:
-      print('started', index, flush=True)
+      os.write(1, f'started {index}\\n'.encode())  # one write: the two processes' lines never mix
       while True:
         time.sleep(0.05)
     except KeyboardInterrupt:
