@@ -26,6 +26,8 @@ import sys
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
+from output_lines import OutputLines
+
 SUBNET = '10.231.{}.{}'
 # RPC peers on one machine copy tensors straight from each other's memory
 # (TensorPipe's 'cma' channel), from separate network namespaces too: the
@@ -34,6 +36,7 @@ SUBNET = '10.231.{}.{}'
 HOSTS_RPC_CHANNELS = 'mpt_uv,basic'
 SWITCH_MTU = 9000  # the userspace switch's links' frames, bytes
 SWITCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'userspace_switch.py')
+SWITCH_START_S = 60  # the userspace switch's start: an interpreter, its taps opened
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -153,7 +156,10 @@ class HostNetwork:
        *(h.namespace for h in self.hosts)],
       stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
-    line = self._switch_process.stdout.readline()  # READY, or EOF when it failed
+    try:  # READY, or the end of its output when it failed
+      line = OutputLines(self._switch_process.stdout).first_line(SWITCH_START_S)
+    except AssertionError as e:
+      raise RuntimeError(f'the userspace switch did not start: {e}') from None
     if line.strip() != 'READY':
       raise RuntimeError(f'the userspace switch did not start: {line!r}')
 

@@ -7,16 +7,15 @@ Each job runs in a session of its own (so the interrupt reaches only it) and
 is reaped also on failure."""
 
 import os
-import queue
 import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from pathlib import Path
 
 import pytest
+from output_lines import OutputLines
 from test_dist_sampling import free_port
 
 # Spawned processes: left out of make test-fast.
@@ -38,26 +37,15 @@ def interrupt_when(proc: subprocess.Popen, ready: list, sig=signal.SIGINT, group
   every line part in ``ready`` (within ``READY_WITHIN_S``); returns (its
   output, seconds it took to exit, seconds until its group was empty).
   Kills the group on the way out."""
-  lines = queue.Queue()  # the output's lines, then None at its end
+  lines = OutputLines(proc.stdout)
+  waiting = set(ready)
 
-  def read() -> None:
-    for line in proc.stdout:
-      lines.put(line)
-    lines.put(None)
+  def all_seen(line: str) -> bool:
+    waiting.difference_update({part for part in waiting if part in line})
+    return not waiting
 
-  reader = threading.Thread(target=read, daemon=True)
-  reader.start()
-  seen, waiting = [], set(ready)
   try:
-    deadline = time.monotonic() + READY_WITHIN_S
-    while waiting:
-      try:
-        line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
-      except queue.Empty:
-        line = None
-      assert line is not None, f'not ready: {waiting}\n' + ''.join(seen)[-4000:]
-      seen.append(line)
-      waiting = {part for part in waiting if part not in line}
+    lines.until(all_seen, READY_WITHIN_S, what=f'lines with each of {ready}')
     interrupted = time.monotonic()
     if group:
       os.killpg(proc.pid, sig)
@@ -69,12 +57,8 @@ def interrupt_when(proc: subprocess.Popen, ready: list, sig=signal.SIGINT, group
     while group_members(proc.pid) and time.monotonic() < deadline:
       time.sleep(0.1)  # polls the process table: other processes' exits give no event here
     assert not group_members(proc.pid), 'processes of the job outlived it'
-    reader.join(timeout=STOP_WITHIN_S)  # the output ends with the group
-    assert not reader.is_alive(), 'the output outlived the job'
-    rest = []
-    while (line := lines.get_nowait()) is not None:
-      rest.append(line)
-    return ''.join(seen + rest), exited, time.monotonic() - interrupted
+    lines.rest(STOP_WITHIN_S)  # the output ends with the group
+    return ''.join(lines.seen), exited, time.monotonic() - interrupted
   finally:
     if group_members(proc.pid):
       os.killpg(proc.pid, signal.SIGKILL)

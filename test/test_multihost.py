@@ -22,6 +22,7 @@ from netns_hosts import (
   namespaces,
   unavailable_reason,
 )
+from output_lines import OutputLines
 from test_dist_sampling import free_port, partition
 
 import graphlearn_torch as glt
@@ -268,40 +269,21 @@ def test_graphsage_across_hosts_matches_loopback(network, tmp_path):
 # -- faults ----------------------------------------------------------------------
 
 
-def wait_for(proc, text: str, timeout: float) -> str:
-  r"""Reads ``proc``'s output until a line starts with ``text``; returns
-  what it read."""
-  import selectors
-
-  seen = []
-  deadline = time.monotonic() + timeout
-  with selectors.DefaultSelector() as sel:
-    sel.register(proc.stdout, selectors.EVENT_READ)
-    while time.monotonic() < deadline:
-      if not sel.select(timeout=max(deadline - time.monotonic(), 0.01)):
-        continue
-      line = proc.stdout.readline()
-      if not line:
-        break
-      seen.append(line)
-      if line.startswith(text):
-        return ''.join(seen)
-  raise AssertionError(f'no {text!r} within {timeout} s:\n' + ''.join(seen)[-3000:])
-
-
 def cut_and_expect_error(net, survivor, lost_host, lost_peer, everyone, within=ERROR_WITHIN_S):
   before_shm = set(os.listdir('/dev/shm'))
-  wait_for(survivor, 'RUNNING', JOB_TIMEOUT_S)
+  lines = OutputLines(survivor.stdout)
+  lines.until(lambda line: line.startswith('RUNNING'), JOB_TIMEOUT_S, what='RUNNING')
   cut_at = time.monotonic()
   net.cut(lost_host)
-  out = wait_for(survivor, 'ERROR-END', within + 10)
+  out = lines.until(lambda line: line.startswith('ERROR-END'), within + 10, what='ERROR-END')
   raised_after = time.monotonic() - cut_at
   message = out.split('ERROR ', 1)[1]
   print(f'raised {raised_after:.1f} s after the cut: {message[:400]}')
   assert raised_after < within, message
   assert lost_peer in message, f'the error names the lost peer {lost_peer}: {message}'
-  rest = survivor.communicate(timeout=60)[0]
-  assert survivor.returncode is not None and 'DONE' in rest, rest[-2000:]
+  rest = lines.rest(60)
+  survivor.wait(timeout=60)
+  assert 'DONE' in rest, rest[-2000:]
   deadline = time.monotonic() + 30
   while session_alive(survivor.pid) and time.monotonic() < deadline:
     time.sleep(0.1)

@@ -4,7 +4,6 @@ client that exits without shutdown_client() exits cleanly. Every process is
 a subprocess bounded by a timeout and reaped."""
 
 import os
-import select
 import shutil
 import subprocess
 import sys
@@ -13,6 +12,7 @@ import time
 
 import pytest
 import torch
+from output_lines import OutputLines
 from test_dist_sampling import free_port, partition
 
 # Spawned processes or builds: left out of make test-fast.
@@ -36,11 +36,16 @@ def finish(procs, timeout=90):
     for p in procs:
       outs.append(p.communicate(timeout=timeout)[0])
   finally:
-    for p in procs:
-      if p.poll() is None:
-        p.kill()
-        p.wait()
+    reap(procs)
   return outs
+
+
+def reap(procs) -> None:
+  r"""Kills those of ``procs`` still running, and waits for all of them."""
+  for p in procs:
+    if p.poll() is None:
+      p.kill()
+    p.wait(timeout=30)
 
 
 WORKER = """
@@ -83,14 +88,6 @@ def test_no_rendezvous_at_the_port_is_named():
   assert 'Exception raised from' not in out and 'socket has timed out' not in out, out
 
 
-def wait_for_line(proc, text: str, timeout: float = 60) -> str:
-  r"""The first line of ``proc``'s output, which must be ``text``."""
-  ready, _, _ = select.select([proc.stdout], [], [], timeout)
-  line = proc.stdout.readline() if ready else ''
-  assert line.strip() == text, f'expected {text!r}, got {line!r}'
-  return line
-
-
 def test_a_rank_given_twice_and_a_wrong_world_size():
   port = free_port()
   # Two processes claim rank 1 of a world of 3 whose rank 2 never comes, so
@@ -100,9 +97,15 @@ def test_a_rank_given_twice_and_a_wrong_world_size():
   # The twins wait for rank 0, which starts after them: on a loaded machine
   # its start-up (importing torch) alone can take longer than TIMEOUT_S.
   twins = [start(WORKER, 1, 3, port, STARTUP_TIMEOUT_S) for _ in range(2)]
-  for twin in twins:  # both wait for rank 0 before it starts
-    wait_for_line(twin, 'CONNECTING')
-  outs = finish(twins + [start(WORKER, 0, 3, port, STARTUP_TIMEOUT_S)])
+  try:
+    twin_lines = [OutputLines(twin.stdout) for twin in twins]
+    for lines in twin_lines:  # both wait for rank 0 before it starts
+      line = lines.first_line(60)
+      assert line.strip() == 'CONNECTING', f'expected CONNECTING, got {line!r}'
+    rank_0 = finish([start(WORKER, 0, 3, port, STARTUP_TIMEOUT_S)])
+    outs = [lines.rest(90) for lines in twin_lines] + rank_0
+  finally:
+    reap(twins)
   # waiting for a late rank 0 is quiet (no failed store connections)
   assert not any('socket has timed out' in o for o in outs[:2]), outs
   twice = [('joined the rendezvous' in o and 'twice' in o) for o in outs[:2]]
