@@ -153,7 +153,8 @@ def threads_table(scaling) -> Table:
     'The draws alone: the hops of the sampled batches drawn again without the inducer. '
     'The inducer alone: the hops of 8 batches, drawn once, added again and again by one '
     "id-indexed inducer (each hop's new nodes numbered in order of first appearance, every "
-    'neighbor relabelled): a batch without its draws. '
+    "neighbor relabelled, each hop's seeds the nodes the hop before added, as in a batch): a "
+    'batch without its draws. '
     'Hashed inducer: the same batches with hash-table id maps, as on a graph over 8 M nodes '
     "(this one's id-indexed maps take 4 bytes a node). "
     'Random reads: independent reads of a 1 GB int64 array at random positions on as many '
