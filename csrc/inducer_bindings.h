@@ -73,17 +73,17 @@ py::class_<T>& bind_sample_induce_next(py::class_<T>& cls) {
       py::arg("pieces") = py::none(), py::arg("fresh_on_host") = false);
 }
 
-// A batch's plan from sample_batch's keyword arguments (kernels/batch_sample.h):
-// seeds, num_nodes, num_hops, num_edge_types, then per request hops,
-// edge_types, src_types, nbr_types, indptrs, indices, edge_ids,
-// edge_weights, fanouts; replace and rng_seeds; over a host's partitions,
-// num_partitions and books (the topologies and keys then P per request).
+// A batch's plan but its seeds and keys (kernels/batch_sample.h), made once
+// for the batches that share topologies and fanouts, from keyword arguments:
+// num_nodes, num_hops, num_edge_types, then per request hops, edge_types,
+// src_types, nbr_types, indptrs, indices, edge_ids, edge_weights, fanouts;
+// replace; over a host's partitions, num_partitions and books (the
+// topologies then P per request). Checked when a batch starts.
 inline kernels::BatchPlan batch_plan_of(const py::kwargs& kw) {
   using Tensors = std::vector<at::Tensor>;
   using Ints = std::vector<int64_t>;
   using Optionals = std::vector<std::optional<at::Tensor>>;
   kernels::BatchPlan plan;
-  plan.seeds = kw["seeds"].cast<Tensors>();
   plan.num_nodes = kw["num_nodes"].cast<Ints>();
   plan.num_hops = kw["num_hops"].cast<int64_t>();
   plan.num_edge_types = kw["num_edge_types"].cast<int64_t>();
@@ -97,30 +97,47 @@ inline kernels::BatchPlan batch_plan_of(const py::kwargs& kw) {
   plan.edge_weights = kw["edge_weights"].cast<Optionals>();
   plan.fanouts = kw["fanouts"].cast<Ints>();
   plan.replace = kw["replace"].cast<bool>();
-  plan.rng_seeds = kw["rng_seeds"].cast<Ints>();
   plan.num_partitions = kw.attr("get")("num_partitions", 1).cast<int64_t>();
   plan.books = kw.attr("get")("books", py::list()).cast<Tensors>();
   return plan;
 }
 
-// sample_batch(**plan, replay=False) (a whole batch drawn and added at
-// once), and the same in two calls, launch_batch(**plan, replay=False) then
-// finish_batch(), for the inducers that have them.
+// `plan` for one batch: its seeds by node type and its random keys.
+inline kernels::BatchPlan batch_of(const kernels::BatchPlan& plan, std::vector<at::Tensor> seeds,
+                                   std::vector<int64_t> rng_seeds) {
+  kernels::BatchPlan batch = plan;
+  batch.seeds = std::move(seeds);
+  batch.rng_seeds = std::move(rng_seeds);
+  return batch;
+}
+
+// The inducer's BatchPlan class (batch_plan_of's keyword arguments), then
+// sample_batch(plan, seeds, rng_seeds, replay=False) (a whole batch drawn
+// and added at once), and the same in two calls, launch_batch(plan, seeds,
+// rng_seeds, replay=False) then finish_batch(), for the inducers that have
+// them.
 template <typename T>
 py::class_<T>& bind_sample_batch(py::class_<T>& cls) {
+  py::class_<kernels::BatchPlan>(cls, "BatchPlan", py::module_local())
+      .def(py::init(torch::wrap_pybind_function(
+          [](const py::kwargs& kw) { return batch_plan_of(kw); })))
+      .def_property_readonly("num_requests", &kernels::BatchPlan::num_requests);
+  using Tensors = std::vector<at::Tensor>;
+  using Ints = std::vector<int64_t>;
   return cls
-      .def("sample_batch", torch::wrap_pybind_function([](T& self, const py::kwargs& kw) {
-             kernels::BatchPlan plan = batch_plan_of(kw);
-             const bool replay = kw.attr("get")("replay", false).cast<bool>();
-             const py::gil_scoped_release no_gil;
-             return self.sample_batch(std::move(plan), replay);
-           }))
-      .def("launch_batch", torch::wrap_pybind_function([](T& self, const py::kwargs& kw) {
-             kernels::BatchPlan plan = batch_plan_of(kw);
-             const bool replay = kw.attr("get")("replay", false).cast<bool>();
-             const py::gil_scoped_release no_gil;
-             self.launch_batch(std::move(plan), replay);
-           }))
+      .def("sample_batch",
+           torch::wrap_pybind_function_no_gil([](T& self, const kernels::BatchPlan& plan,
+                                                 Tensors seeds, Ints rng_seeds, bool replay) {
+             return self.sample_batch(batch_of(plan, std::move(seeds), std::move(rng_seeds)),
+                                      replay);
+           }),
+           py::arg("plan"), py::arg("seeds"), py::arg("rng_seeds"), py::arg("replay") = false)
+      .def("launch_batch",
+           torch::wrap_pybind_function_no_gil([](T& self, const kernels::BatchPlan& plan,
+                                                 Tensors seeds, Ints rng_seeds, bool replay) {
+             self.launch_batch(batch_of(plan, std::move(seeds), std::move(rng_seeds)), replay);
+           }),
+           py::arg("plan"), py::arg("seeds"), py::arg("rng_seeds"), py::arg("replay") = false)
       .def("finish_batch",
            torch::wrap_pybind_function_no_gil([](T& self) { return self.finish_batch(); }));
 }

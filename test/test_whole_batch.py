@@ -111,7 +111,7 @@ class PlanCounter:
 
   def sample_batch(self, **plan):
     out = self.inducer.sample_batch(**plan)
-    self.counts.append((len(plan['hops']), int(out[-1][-1])))
+    self.counts.append((plan['plan'].num_requests, int(out[-1][-1])))
     return out
 
   def __getattr__(self, name):
@@ -140,6 +140,43 @@ def test_a_frontier_that_comes_out_empty_takes_no_random_key(harness):
     assert_same_batch(whole.sample_from_nodes(inputs), hops.sample_from_nodes(inputs))
   assert any(drawn < planned for planned, drawn in counts), counts
   assert whole.random.kernel_seed() == hops.random.kernel_seed()
+
+
+class PlanMaker:
+  """An inducer that counts the BatchPlans made with it."""
+
+  def __init__(self, inducer, made):
+    self.inducer, self.made = inducer, made
+
+  def BatchPlan(self, **fixed):  # noqa: N802  (the inducer's class)
+    self.made.append(fixed)
+    return self.inducer.BatchPlan(**fixed)
+
+  def __getattr__(self, name):
+    return getattr(self.inducer, name)
+
+
+def test_a_sampler_plans_its_batches_once_per_topology(harness):
+  # Each batch hands the inducer its seeds and keys alone; other topology
+  # tensors (a graph placed again, say) get a plan of their own.
+  ds, edges = make_homo('in', num_nodes=60, num_edges=500, seed=3)
+  made = []
+  sampler = harness_sampler(harness, ds, [3, 2], True, with_edge=True)
+  create = sampler.engine.create_inducer
+  sampler.engine.create_inducer = lambda: PlanMaker(create(), made)
+  fanouts = {et: [3, 2] for et in edges}
+  for seeds in (torch.tensor([1, 2]), torch.tensor([7]), torch.tensor([4, 5, 6])):
+    out = sampler.sample_from_nodes(NodeSamplerInput(seeds))
+    check_output(out, edges, seeds, HOMO_T, fanouts, 'in', False)
+  assert len(made) == 1
+  assert made[0]['fanouts'] == [3, 2] and made[0]['hops'] == [0, 1]
+  graph = ds.graph
+  placed = graph.device_topology()._replace(indptr=graph.device_topology().indptr.clone())
+  graph.device_topology = lambda: placed
+  seeds = torch.tensor([1, 2])
+  out = sampler.sample_from_nodes(NodeSamplerInput(seeds))
+  assert len(made) == 2 and made[1]['indptrs'][0] is placed.indptr
+  check_output(out, edges, seeds, HOMO_T, fanouts, 'in', False)
 
 
 class PlanRecorder:

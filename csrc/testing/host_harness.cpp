@@ -40,15 +40,17 @@ c10::List<std::optional<at::Tensor>> as_list(const std::vector<std::optional<at:
   return out;
 }
 
-// One BatchSampling launched for the batch of the plan (sample_batch's
-// keyword arguments), then again for each of `more_seeds` with `more_keys`
-// (refill), as a CUDA graph of it replays: each batch's outputs, copied out.
-std::vector<glt::kernels::BatchOutputs> sample_batches_relaunched(const py::kwargs& kw) {
+// One BatchSampling launched for the batch of `plan` (an inducer's
+// BatchPlan) with `seeds` and `rng_seeds`, then again for each of
+// `more_seeds` with `more_keys` (refill), as a CUDA graph of it replays:
+// each batch's outputs, copied out.
+std::vector<glt::kernels::BatchOutputs> sample_batches_relaunched(
+    const glt::kernels::BatchPlan& batch_plan, std::vector<at::Tensor> seeds,
+    std::vector<int64_t> rng_seeds, const std::vector<std::vector<at::Tensor>>& more_seeds,
+    const std::vector<std::vector<int64_t>>& more_keys) {
   namespace k = glt::kernels;
-  const auto more_seeds = kw["more_seeds"].cast<std::vector<std::vector<at::Tensor>>>();
-  const auto more_keys = kw["more_keys"].cast<std::vector<std::vector<int64_t>>>();
   TORCH_CHECK_VALUE(more_seeds.size() == more_keys.size(), "one key list per seed list");
-  k::BatchPlan plan = glt::batch_plan_of(kw);
+  k::BatchPlan plan = glt::batch_of(batch_plan, std::move(seeds), std::move(rng_seeds));
   const auto options = at::TensorOptions().dtype(at::kLong);
   std::vector<k::IdTable> tables(plan.seeds.size());
   for (auto& table : tables) k::allocate_table(table, k::device::table_capacity(0), options);
@@ -144,7 +146,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "graphlearn_torch's CUDA kernel bodies run on the host (tests only)";
   m.def("set_num_threads", [](int n) { omp_set_num_threads(n); });
   m.def("launches", [] { return HostBackend::launches().load(); });
-  m.def("sample_batches_relaunched", torch::wrap_pybind_function(&sample_batches_relaunched));
+  m.def("sample_batches_relaunched", torch::wrap_pybind_function(&sample_batches_relaunched),
+        py::arg("plan"), py::arg("seeds"), py::arg("rng_seeds"), py::arg("more_seeds"),
+        py::arg("more_keys"));
   m.def("philox", &philox, py::arg("seed"), py::arg("stream"), py::arg("counter"),
         py::arg("count"));
   bind_sampling_ops(m);

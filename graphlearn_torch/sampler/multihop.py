@@ -55,7 +55,7 @@ from .inducer_draws import distinct_in_order, draw_and_induce, pieces_and_induce
 from .link import LinkSampling
 from .one_hop import sample_one_hop  # noqa: F401  (its home before one_hop.py)
 from .schema import RandomStream, SamplingSchema
-from .whole_batch import LaunchedBatch, draws_whole_batch, sample_whole_batch, whole_batch
+from .whole_batch import LaunchedBatch, WholeBatchPlans, draws_whole_batch, sample_whole_batch
 
 # Node types up to this size get an id-indexed inducer map (4 bytes a node
 # for each batch in flight). Past it a map outgrows the caches and is no
@@ -120,12 +120,16 @@ class MultiHopSampler(LinkSampling):
     self._inducer_order = itertools.count()
     self._dense_bytes = 0  # of the pool's id-indexed maps
     self._pool_lock = threading.RLock()
+    # and the inducers' plans of whole batches (made with the first inducer)
+    self._whole_plans = WholeBatchPlans(
+      self.schema, self.fanouts, self.num_hops, self.sample_device
+    )
 
-  _POOL = ('_idle_inducers', '_inducer_order', '_dense_bytes', '_pool_lock')
+  _POOL = ('_idle_inducers', '_inducer_order', '_dense_bytes', '_pool_lock', '_whole_plans')
 
   def __getstate__(self):
-    # The inducer pool is this process's cache of native maps: a copy (a
-    # spawned data loader worker's) starts with an empty one.
+    # The inducer pool is this process's cache of native maps and plans: a
+    # copy (a spawned data loader worker's) starts with an empty one.
     state = dict(self.__dict__)
     for name in self._POOL:
       del state[name]
@@ -216,9 +220,7 @@ class MultiHopSampler(LinkSampling):
       give_back()
       return None
     try:
-      batch = whole_batch(
-        self.schema, self.fanouts, self.num_hops, seed_dict, local, self.sample_device
-      )
+      batch = self._whole_plans.get(inducer, local).batch(seed_dict, local.random)
     except BaseException:
       give_back()
       raise
@@ -260,9 +262,8 @@ class MultiHopSampler(LinkSampling):
       with self.inducer() as pooled:
         return (yield from self.sample_steps(seed_dict, pooled, local, seed_time))
     if seed_time is None and not self.disjoint and draws_whole_batch(inducer, self.fanouts, local):
-      return sample_whole_batch(
-        self.schema, self.fanouts, self.num_hops, inducer, seed_dict, local, self.sample_device
-      )
+      plan = self._whole_plans.get(inducer, local)
+      return sample_whole_batch(plan, inducer, seed_dict, local.random)
     if local is not None and local.partitions is not None:
       raise ValueError(
         "a host's partitions are drawn a whole batch at once: not disjoint, no times, "

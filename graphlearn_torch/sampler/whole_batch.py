@@ -3,7 +3,9 @@
 On a GPU the inducer can take every hop of a batch at once
 (``CudaInducer.sample_batch``): the frontiers, sizes and random keys stay on
 the device and the host waits once, at the batch's end, rather than once a
-hop. The plan it gets is every (hop, edge type) the fanouts ask for; a
+hop. The plan it gets is every (hop, edge type) the fanouts ask for, made
+once for the batches of the same topologies (``WholeBatchPlan``: a batch
+then passes its seeds and random keys alone); a
 request whose frontier turns out empty draws nothing and takes no kernel
 seed, so the batch equals the hop-by-hop engine's for the same stream.
 With a host's partitions (``LocalDraws.partitions``) each seed draws from
@@ -15,14 +17,14 @@ topologies), the CUDA inducer replays a CUDA graph of that shape's launches
 
 import os
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 
 from ..typing import NodeType
 from .base import HopResult
-from .hops import LocalDraws
-from .schema import KernelSeedsAhead, SamplingSchema
+from .hops import HostPartitions, LocalDraws
+from .schema import KernelSeedsAhead, RandomStream, SamplingSchema
 
 # GLT_CUDA_GRAPHS=0 launches every batch's kernels one by one rather than
 # replaying a CUDA graph of its shape.
@@ -30,7 +32,8 @@ CUDA_GRAPHS_ENV = 'GLT_CUDA_GRAPHS'
 
 
 def replays_cuda_graphs() -> bool:
-  """Whether GPU batches replay CUDA graphs (``$GLT_CUDA_GRAPHS``, default on)."""
+  """Whether GPU batches replay CUDA graphs (``$GLT_CUDA_GRAPHS``, default
+  on; read when a sampler makes its whole-batch plan, at its first batch)."""
   return os.environ.get(CUDA_GRAPHS_ENV, '1') != '0'
 
 
@@ -42,29 +45,179 @@ def draws_whole_batch(inducer, fanouts: Dict, local: LocalDraws) -> bool:
   return all(k >= 0 for fanout in fanouts.values() for k in fanout)
 
 
+# Whole-batch plans an engine keeps (one per set of topologies it draws from).
+MAX_PLANS = 8
+
+
 @dataclass
-class WholeBatch:
-  """A batch's ``sample_batch`` call (or ``launch_batch``): its plan's
-  arguments, the kernel seeds drawn ahead for it, and what turns the
-  inducer's outputs into the batch's HopResult.
+class WholeBatchPlan:
+  """What every batch drawn whole from the same topologies shares: the
+  requests (every (hop, edge type) the fanouts ask for), the inducer's plan
+  of them (``inducer.BatchPlan``, made once: a batch then hands the
+  inducer only its seeds and random keys) and what the batches' results
+  are read with.
 
   Args:
     schema: the graph's types and sizes.
     num_hops: the hops drawn.
     requests: the plan's (hop, edge type, fanout) in order.
-    args: the inducer call's keyword arguments.
-    ahead: the kernel seeds drawn ahead, a request each.
-    seed_types: the node types of the batch's seeds.
-    with_edge: the batch has edge ids.
+    plan: the inducer's plan of the requests.
+    partitions: the host's partitions drawn from, if any.
+    with_edge: the batches have edge ids.
+    empty: the seeds of a node type without any, on the inducer's device.
+    held: the topologies the plan was made for, kept while it is (an
+      engine finds its plans by their ids: ``plan_key``).
+    replay: its batches replay CUDA graphs (``replays_cuda_graphs`` when
+      the plan was made).
   """
 
   schema: SamplingSchema
   num_hops: int
   requests: List[Tuple]
+  plan: object
+  partitions: Optional[HostPartitions]
+  with_edge: bool
+  empty: torch.Tensor
+  held: List
+  replay: bool = True
+
+  def __post_init__(self):
+    schema = self.schema
+    self.out_edge_types = [schema.out_edge_type(e) for e in schema.edge_types]
+    self.request_out_types = [schema.out_edge_type(etype) for _, etype, _ in self.requests]
+
+  @classmethod
+  def of(
+    cls,
+    inducer,
+    schema: SamplingSchema,
+    fanouts: Dict,
+    num_hops: int,
+    local: LocalDraws,
+    device: torch.device,
+  ) -> 'WholeBatchPlan':
+    """The plan that draws every hop of a batch from ``local``.
+
+    Args:
+      inducer: an inducer with ``sample_batch`` (its ``BatchPlan`` is made).
+      schema: the graph's types and sizes.
+      fanouts: neighbors per hop by edge type (each >= 0).
+      num_hops: the hops to draw.
+      local: the topologies to draw from.
+      device: the inducer's device.
+    """
+    types = schema.node_types
+    etypes = list(schema.edge_types)
+    requests = [
+      (hop, etype, fanout[hop])
+      for hop in range(num_hops)
+      for etype, fanout in fanouts.items()
+      if fanout[hop] != 0
+    ]
+    topos = request_topologies(requests, local)
+    plan = inducer.BatchPlan(
+      num_nodes=[schema.num_nodes[t] for t in types],
+      num_hops=num_hops,
+      num_edge_types=len(etypes),
+      hops=[hop for hop, _, _ in requests],
+      edge_types=[etypes.index(etype) for _, etype, _ in requests],
+      src_types=[schema.type_index[schema.seed_type(etype)] for _, etype, _ in requests],
+      nbr_types=[schema.type_index[schema.nbr_type(etype)] for _, etype, _ in requests],
+      indptrs=[t.indptr for t in topos],
+      indices=[t.indices for t in topos],
+      edge_ids=[t.edge_ids if local.with_edge else None for t in topos],
+      edge_weights=[t.edge_weights if local.with_weight else None for t in topos],
+      fanouts=[fanout for _, _, fanout in requests],
+      replace=local.replace,
+      **partition_args(local, types),
+    )
+    empty = torch.empty(0, dtype=torch.int64, device=device)
+    held = [local.topologies, local.partitions]
+    return cls(
+      schema,
+      num_hops,
+      requests,
+      plan,
+      local.partitions,
+      local.with_edge,
+      empty,
+      held,
+      replays_cuda_graphs(),
+    )
+
+  def batch(self, seed_dict: Dict[NodeType, torch.Tensor], random: RandomStream) -> 'WholeBatch':
+    """The inducer call of one batch: its seeds and its kernel seeds, a
+    request each, drawn from ``random`` (``keep``: those the batch took).
+
+    Args:
+      seed_dict: checked seed ids by node type, on the inducer's device.
+      random: the batch's random stream.
+    """
+    ahead = random.kernel_seeds_ahead(len(self.requests))
+    args = dict(
+      plan=self.plan,
+      seeds=[seed_dict.get(t, self.empty) for t in self.schema.node_types],
+      rng_seeds=request_keys(self.partitions, ahead.seeds),
+      replay=self.replay,
+    )
+    return WholeBatch(self, args, ahead, list(seed_dict))
+
+
+def plan_key(local: LocalDraws) -> Tuple:
+  """What a whole-batch plan of ``local`` is made of: its topologies (by
+  identity, in order), whether it reads edge ids and weights, replace."""
+  parts = local.partitions
+  topologies = [local.topologies] if parts is None else parts.topologies
+  ids = tuple((etype, id(t)) for by_type in topologies for etype, t in by_type.items())
+  return ids, id(parts), local.with_edge, local.with_weight, local.replace
+
+
+class WholeBatchPlans:
+  """An engine's whole-batch plans, one per set of topologies it draws
+  from (a sampler's: one), made on first use.
+
+  Args:
+    schema: the graph's types and sizes.
+    fanouts: neighbors per hop by edge type (each >= 0).
+    num_hops: the hops to draw.
+    device: the inducers' device.
+  """
+
+  def __init__(self, schema: SamplingSchema, fanouts: Dict, num_hops: int, device: torch.device):
+    self.schema, self.fanouts, self.num_hops, self.device = schema, fanouts, num_hops, device
+    self._plans: Dict[Tuple, WholeBatchPlan] = {}
+
+  def get(self, inducer, local: LocalDraws) -> WholeBatchPlan:
+    """The plan of batches drawn from ``local`` by inducers like ``inducer``."""
+    key = plan_key(local)
+    plan = self._plans.get(key)
+    if plan is None:
+      plan = WholeBatchPlan.of(
+        inducer, self.schema, self.fanouts, self.num_hops, local, self.device
+      )
+      if len(self._plans) >= MAX_PLANS:
+        self._plans.clear()
+      self._plans[key] = plan
+    return plan
+
+
+@dataclass
+class WholeBatch:
+  """A batch's ``sample_batch`` call (or ``launch_batch``): its plan, the
+  call's arguments, the kernel seeds drawn ahead for it, and what turns the
+  inducer's outputs into the batch's HopResult.
+
+  Args:
+    plan: what the batches of its topologies share.
+    args: the inducer call's keyword arguments.
+    ahead: the kernel seeds drawn ahead, a request each.
+    seed_types: the node types of the batch's seeds.
+  """
+
+  plan: WholeBatchPlan
   args: Dict
   ahead: KernelSeedsAhead
   seed_types: List[NodeType]
-  with_edge: bool
 
   def failed(self) -> None:
     """The batch failed: it takes no kernel seed."""
@@ -72,23 +225,24 @@ class WholeBatch:
 
   def result(self, outputs: Tuple) -> HopResult:
     """The HopResult of the inducer's outputs for this batch."""
-    schema, num_hops = self.schema, self.num_hops
+    plan = self.plan
+    schema, num_hops, out_etypes = plan.schema, plan.num_hops, plan.out_edge_types
     nodes, rows, cols, eids, seed_locals, counts = outputs
     counts = counts.tolist()
     self.ahead.keep(counts[-1])
     types = schema.node_types
     marks = len(types) * (num_hops + 1)
-    out_etypes = [schema.out_edge_type(e) for e in schema.edge_types]
     num_edges = {key: [0] * num_hops for key in out_etypes}
-    for (hop, etype, _), total in zip(self.requests, counts[marks:-1]):
-      num_edges[schema.out_edge_type(etype)][hop] = total
+    totals = counts[marks:-1]
+    for (hop, _, _), out_type, total in zip(plan.requests, plan.request_out_types, totals):
+      num_edges[out_type][hop] = total
     # The inducer's rows are each edge's seed, its cols the neighbor: the
     # output's col and row (messages pass neighbor -> seed).
     return HopResult(
       node=dict(zip(types, nodes)),
       row=dict(zip(out_etypes, cols)),
       col=dict(zip(out_etypes, rows)),
-      edge=dict(zip(out_etypes, eids)) if self.with_edge else None,
+      edge=dict(zip(out_etypes, eids)) if plan.with_edge else None,
       num_sampled_nodes={
         t: hop_sizes(counts[i * (num_hops + 1) : (i + 1) * (num_hops + 1)])
         for i, t in enumerate(types)
@@ -98,70 +252,22 @@ class WholeBatch:
     )
 
 
-def whole_batch(
-  schema: SamplingSchema,
-  fanouts: Dict,
-  num_hops: int,
-  seed_dict: Dict[NodeType, torch.Tensor],
-  local: LocalDraws,
-  device: torch.device,
-) -> WholeBatch:
-  """The ``sample_batch`` call that draws every hop of a batch from ``local``.
-
-  Args:
-    schema: the graph's types and sizes.
-    fanouts: neighbors per hop by edge type (each >= 0).
-    num_hops: the hops to draw.
-    seed_dict: checked seed ids by node type, on the inducer's device.
-    local: the topologies and the random stream to draw with.
-    device: the inducer's device.
-  """
-  types = schema.node_types
-  etypes = list(schema.edge_types)
-  plan = [
-    (hop, etype, fanout[hop])
-    for hop in range(num_hops)
-    for etype, fanout in fanouts.items()
-    if fanout[hop] != 0
-  ]
-  # a kernel seed a request; the batch says how many requests drew
-  ahead = local.random.kernel_seeds_ahead(len(plan))
-  topos, keys = request_topologies(plan, local, ahead.seeds)
-  empty = torch.empty(0, dtype=torch.int64, device=device)
-  args = dict(
-    seeds=[seed_dict.get(t, empty) for t in types],
-    num_nodes=[schema.num_nodes[t] for t in types],
-    num_hops=num_hops,
-    num_edge_types=len(etypes),
-    hops=[hop for hop, _, _ in plan],
-    edge_types=[etypes.index(etype) for _, etype, _ in plan],
-    src_types=[schema.type_index[schema.seed_type(etype)] for _, etype, _ in plan],
-    nbr_types=[schema.type_index[schema.nbr_type(etype)] for _, etype, _ in plan],
-    indptrs=[t.indptr for t in topos],
-    indices=[t.indices for t in topos],
-    edge_ids=[t.edge_ids if local.with_edge else None for t in topos],
-    edge_weights=[t.edge_weights if local.with_weight else None for t in topos],
-    fanouts=[fanout for _, _, fanout in plan],
-    replace=local.replace,
-    rng_seeds=keys,
-    replay=replays_cuda_graphs(),
-    **partition_args(local, types),
-  )
-  return WholeBatch(schema, num_hops, plan, args, ahead, list(seed_dict), local.with_edge)
-
-
 def sample_whole_batch(
-  schema: SamplingSchema,
-  fanouts: Dict,
-  num_hops: int,
+  plan: WholeBatchPlan,
   inducer,
   seed_dict: Dict[NodeType, torch.Tensor],
-  local: LocalDraws,
-  device: torch.device,
+  random: RandomStream,
 ) -> HopResult:
-  """Every hop of a batch drawn from ``local`` by ``inducer.sample_batch``
-  (emptied by it first); the other arguments: ``whole_batch``'s."""
-  batch = whole_batch(schema, fanouts, num_hops, seed_dict, local, device)
+  """Every hop of a batch drawn by ``inducer.sample_batch`` (emptied by it
+  first) as ``plan`` says, with kernel seeds from ``random``.
+
+  Args:
+    plan: the batch's whole-batch plan.
+    inducer: an inducer with ``sample_batch``.
+    seed_dict: checked seed ids by node type, on the inducer's device.
+    random: the batch's random stream.
+  """
+  batch = plan.batch(seed_dict, random)
   try:
     outputs = inducer.sample_batch(**batch.args)
   except BaseException:
@@ -220,19 +326,26 @@ class LaunchedBatch:
     release()
 
 
-def request_topologies(
-  plan: List[Tuple], local: LocalDraws, seeds: List[int]
-) -> Tuple[List, List[int]]:
-  """The topologies of ``plan``'s requests and their kernel seeds (from
-  ``seeds``, one a request), one of each per request, or per request and
+def request_topologies(requests: List[Tuple], local: LocalDraws) -> List:
+  """The topologies of ``requests``, one per request, or per request and
   partition (partition ``p`` of request ``r`` at ``r * P + p``) where
   ``local`` draws from a host's partitions."""
   parts = local.partitions
   if parts is None:
-    return [local.topologies[etype] for _, etype, _ in plan], seeds
+    return [local.topologies[etype] for _, etype, _ in requests]
   num = parts.num_partitions
-  topos = [parts.topologies[p][etype] for _, etype, _ in plan for p in range(num)]
-  return topos, [parts.partition_seed(seed, p) for seed in seeds for p in range(num)]
+  return [parts.topologies[p][etype] for _, etype, _ in requests for p in range(num)]
+
+
+def request_keys(parts: Optional[HostPartitions], seeds: List[int]) -> List[int]:
+  """The random keys of a batch's requests from their kernel seeds
+  ``seeds``: those, or one per request and partition (in
+  ``request_topologies``' order) where the batch draws from a host's
+  partitions ``parts``."""
+  if parts is None:
+    return seeds
+  num = parts.num_partitions
+  return [parts.partition_seed(seed, p) for seed in seeds for p in range(num)]
 
 
 def partition_args(local: LocalDraws, types: List[NodeType]) -> Dict:
