@@ -41,6 +41,11 @@ struct CudaBackend {
   at::Tensor to_device(const at::Tensor& host, const at::Device& device) const {
     return host.pin_memory().to(device, /*non_blocking=*/true);
   }
+  // A small host tensor copied into `dst` (on the device) from pinned memory
+  // on the current stream: no allocation on the device, no wait.
+  void copy_to_device(const at::Tensor& host, at::Tensor& dst) const {
+    dst.copy_(host.pin_memory(), /*non_blocking=*/true);
+  }
 
   // `t` copied to pinned host memory on the current stream, behind the work
   // launched before; `*ready` is recorded after the copy, for wait.

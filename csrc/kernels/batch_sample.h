@@ -173,7 +173,7 @@ class BatchSampling {
       plan_.seeds[t].copy_(seeds[t], /*non_blocking=*/true);
     }
     plan_.rng_seeds = rng_seeds;
-    keys_.copy_(backend_.to_device(at::tensor(rng_seeds, at::kLong), options_.device()));
+    backend_.copy_to_device(at::tensor(rng_seeds, at::kLong), keys_);
   }
 
   // Starts the state's copy to the host, behind the launched kernels,

@@ -30,6 +30,7 @@ struct HostBackend {
 
   // The CUDA backend's upload of a small host tensor: here, the tensor.
   at::Tensor to_device(const at::Tensor& host, const at::Device&) const { return host; }
+  void copy_to_device(const at::Tensor& host, at::Tensor& dst) const { dst.copy_(host); }
 
   // The CUDA backend's copy to the host behind the launched work, and the
   // wait for it: here the work is done and the tensor is on the host.
