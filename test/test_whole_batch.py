@@ -158,7 +158,8 @@ class PlanMaker:
 
 def test_a_sampler_plans_its_batches_once_per_topology(harness):
   # Each batch hands the inducer its seeds and keys alone; other topology
-  # tensors (a graph placed again, say) get a plan of their own.
+  # tensors (a graph placed again, say) get a plan of their own, which
+  # replaces the one before (holding its tensors no longer).
   ds, edges = make_homo('in', num_nodes=60, num_edges=500, seed=3)
   made = []
   sampler = harness_sampler(harness, ds, [3, 2], True, with_edge=True)
@@ -177,6 +178,9 @@ def test_a_sampler_plans_its_batches_once_per_topology(harness):
   out = sampler.sample_from_nodes(NodeSamplerInput(seeds))
   assert len(made) == 2 and made[1]['indptrs'][0] is placed.indptr
   check_output(out, edges, seeds, HOMO_T, fanouts, 'in', False)
+  del graph.device_topology  # back to the first: only the last plan is kept
+  sampler.sample_from_nodes(NodeSamplerInput(seeds))
+  assert len(made) == 3
 
 
 class PlanRecorder:

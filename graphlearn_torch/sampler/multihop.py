@@ -120,7 +120,7 @@ class MultiHopSampler(LinkSampling):
     self._inducer_order = itertools.count()
     self._dense_bytes = 0  # of the pool's id-indexed maps
     self._pool_lock = threading.RLock()
-    # and the inducers' plans of whole batches (made with the first inducer)
+    # and the inducers' plan of whole batches (made with the first inducer)
     self._whole_plans = WholeBatchPlans(
       self.schema, self.fanouts, self.num_hops, self.sample_device
     )

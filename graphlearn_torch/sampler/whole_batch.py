@@ -45,10 +45,6 @@ def draws_whole_batch(inducer, fanouts: Dict, local: LocalDraws) -> bool:
   return all(k >= 0 for fanout in fanouts.values() for k in fanout)
 
 
-# Whole-batch plans an engine keeps (one per set of topologies it draws from).
-MAX_PLANS = 8
-
-
 @dataclass
 class WholeBatchPlan:
   """What every batch drawn whole from the same topologies shares: the
@@ -66,7 +62,7 @@ class WholeBatchPlan:
     with_edge: the batches have edge ids.
     empty: the seeds of a node type without any, on the inducer's device.
     held: the topologies the plan was made for, kept while it is (an
-      engine finds its plans by their ids: ``plan_key``).
+      engine knows its plan by their ids: ``plan_key``).
     replay: its batches replay CUDA graphs (``replays_cuda_graphs`` when
       the plan was made).
   """
@@ -173,8 +169,9 @@ def plan_key(local: LocalDraws) -> Tuple:
 
 
 class WholeBatchPlans:
-  """An engine's whole-batch plans, one per set of topologies it draws
-  from (a sampler's: one), made on first use.
+  """An engine's whole-batch plan, made at its first batch and again when
+  the topologies it draws from change (a graph placed anew): only the last
+  is kept, so that the topologies it holds are those in use.
 
   Args:
     schema: the graph's types and sizes.
@@ -185,19 +182,16 @@ class WholeBatchPlans:
 
   def __init__(self, schema: SamplingSchema, fanouts: Dict, num_hops: int, device: torch.device):
     self.schema, self.fanouts, self.num_hops, self.device = schema, fanouts, num_hops, device
-    self._plans: Dict[Tuple, WholeBatchPlan] = {}
+    self._last: Optional[Tuple[Tuple, WholeBatchPlan]] = None
 
   def get(self, inducer, local: LocalDraws) -> WholeBatchPlan:
     """The plan of batches drawn from ``local`` by inducers like ``inducer``."""
     key = plan_key(local)
-    plan = self._plans.get(key)
-    if plan is None:
-      plan = WholeBatchPlan.of(
-        inducer, self.schema, self.fanouts, self.num_hops, local, self.device
-      )
-      if len(self._plans) >= MAX_PLANS:
-        self._plans.clear()
-      self._plans[key] = plan
+    last = self._last  # (one read: batches may run on several threads)
+    if last is not None and last[0] == key:
+      return last[1]
+    plan = WholeBatchPlan.of(inducer, self.schema, self.fanouts, self.num_hops, local, self.device)
+    self._last = (key, plan)
     return plan
 
 
