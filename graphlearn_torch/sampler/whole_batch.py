@@ -61,8 +61,8 @@ class WholeBatchPlan:
     partitions: the host's partitions drawn from, if any.
     with_edge: the batches have edge ids.
     empty: the seeds of a node type without any, on the inducer's device.
-    held: the topologies the plan was made for, kept while it is (an
-      engine knows its plan by their ids: ``plan_key``).
+    held: the partitions and topologies the plan was made for, kept
+      while it is (an engine knows its plan by their ids: ``plan_key``).
     replay: its batches replay CUDA graphs (``replays_cuda_graphs`` when
       the plan was made).
   """
@@ -128,7 +128,7 @@ class WholeBatchPlan:
       **partition_args(local, types),
     )
     empty = torch.empty(0, dtype=torch.int64, device=device)
-    held = [local.topologies, local.partitions]
+    held = [local.partitions] + [t for _, t in drawn_topologies(local)]
     return cls(
       schema,
       num_hops,
@@ -159,13 +159,20 @@ class WholeBatchPlan:
     return WholeBatch(self, args, ahead, list(seed_dict))
 
 
-def plan_key(local: LocalDraws) -> Tuple:
-  """What a whole-batch plan of ``local`` is made of: its topologies (by
-  identity, in order), whether it reads edge ids and weights, replace."""
+def drawn_topologies(local: LocalDraws) -> List[Tuple]:
+  """``(edge type, topology)`` of every topology ``local`` draws from: its
+  own, or each partition's in turn."""
   parts = local.partitions
-  topologies = [local.topologies] if parts is None else parts.topologies
-  ids = tuple((etype, id(t)) for by_type in topologies for etype, t in by_type.items())
-  return ids, id(parts), local.with_edge, local.with_weight, local.replace
+  by_part = [local.topologies] if parts is None else parts.topologies
+  return [item for by_type in by_part for item in by_type.items()]
+
+
+def plan_key(local: LocalDraws) -> Tuple:
+  """What a whole-batch plan of ``local`` is made of: its topologies and
+  partitions (by identity, in order), whether it reads edge ids and
+  weights, replace."""
+  ids = tuple((etype, id(t)) for etype, t in drawn_topologies(local))
+  return ids, id(local.partitions), local.with_edge, local.with_weight, local.replace
 
 
 class WholeBatchPlans:
