@@ -78,7 +78,7 @@ SCRIPTS = [
   ('bench_server_client.py', [*DIST, '--runs', '1'], 'bench_server_client', ['server_client']),
   ('profile_dist_rpc.py', DIST, 'profile_dist_rpc', ['rpc', 'remote_share']),
   ('bench_cache_memory.py', DIST, 'bench_cache_memory', ['cache_memory']),
-  ('bench_dist_memory.py', DIST, 'bench_dist_memory', ['memory']),
+  ('bench_dist_memory.py', [*DIST, '--rounds', '1'], 'bench_dist_memory', ['memory']),
   ('fault_suite.py', ['--only', 'partition: values'], 'fault_suite', ['faults']),
   ('ab_builds.py', [str(ROOT), str(ROOT), '--rounds', '1', *TINY], 'ab_builds', ['ab']),
   ('bench_gpu_sampler.py', [*TINY, *glt_gpu_flag()], 'bench_gpu_sampler', ['gpu_sampling']),
