@@ -6,7 +6,7 @@ from typing import Tuple
 import torch
 
 from ..typing import TensorDataType
-from ..utils.tensor import convert_to_tensor
+from ..utils.tensor import bounds, convert_to_tensor
 from ..utils.topo import ptr2ind
 
 
@@ -43,7 +43,7 @@ def _id_count(ids: torch.Tensor, name: str) -> int:
   """The node count that ``ids`` (non-negative) need: the largest plus one."""
   if ids.numel() == 0:
     return 0
-  low, high = (int(v) for v in torch.aminmax(ids))
+  low, high = bounds(ids)
   if low < 0:
     raise ValueError(f'edge_index holds a negative {name} id: {low}')
   return high + 1

@@ -41,7 +41,7 @@ from ..typing import (
   NodeType,
   NumNeighbors,
 )
-from ..utils.device import to_device_async
+from ..utils.device import on_device, to_device_async
 from .base import (
   HeteroSamplerOutput,
   HopResult,
@@ -424,9 +424,7 @@ class MultiHopSampler(LinkSampling):
     """
 
     def dev(x):
-      if isinstance(x, dict):
-        return {k: dev(v) for k, v in x.items()}
-      return x.to(self.device) if isinstance(x, torch.Tensor) else x
+      return on_device(x, self.device)
 
     seeds = {t: nodes[: res.num_sampled_nodes[t][0]] for t, nodes in res.node.items()}
     edge_counts = res.num_sampled_edges

@@ -19,6 +19,7 @@ from ..typing import (
   reverse_edge_type,
 )
 from ..utils.device import to_device_async
+from ..utils.tensor import bounds
 
 
 def check_graphs(graphs: Dict[EdgeType, Graph], edge_dir: str, with_weight: bool = False) -> None:
@@ -141,13 +142,16 @@ class SamplingSchema:
     """
     if not isinstance(seeds, torch.Tensor):
       seeds = torch.as_tensor(seeds)
-    if seeds.is_floating_point() or seeds.dtype == torch.bool:
-      raise ValueError(f'seed node ids must be integers, got dtype {seeds.dtype}')
-    seeds = seeds.to(dtype=torch.int64).reshape(-1)
+    if seeds.dtype != torch.int64:
+      if seeds.is_floating_point() or seeds.dtype == torch.bool:
+        raise ValueError(f'seed node ids must be integers, got dtype {seeds.dtype}')
+      seeds = seeds.to(torch.int64)
+    if seeds.dim() != 1:
+      seeds = seeds.reshape(-1)
     # Checked where they are (on a GPU, one read of both bounds), then sent
     # to the device without stopping the host.
     if seeds.numel():
-      lo, hi = torch.stack(torch.aminmax(seeds)).tolist()
+      lo, hi = bounds(seeds)
       n = self.num_nodes[ntype]
       if lo < 0 or hi >= n:
         what = f"node type '{ntype}'" if self.is_hetero else 'the graph'

@@ -66,9 +66,26 @@ def to_device_async(t: torch.Tensor, device: torch.device) -> torch.Tensor:
     device: where it goes.
   """
   device = torch.device(device)
+  if t.device == device:
+    return t
   if t.is_cpu and device.type == 'cuda':
     return t.pin_memory().to(device, non_blocking=True)
   return t.to(device)
+
+
+def on_device(x: Any, device: torch.device) -> Any:
+  """``x`` on ``device``: a tensor (``Tensor.to``; one there already as it
+  is, without the call), a dict of them, or anything else as it is.
+
+  Args:
+    x: the tensor, dict or other value.
+    device: where the tensors go.
+  """
+  if isinstance(x, dict):
+    return {k: on_device(v, device) for k, v in x.items()}
+  if isinstance(x, torch.Tensor) and x.device != device:
+    return x.to(device)
+  return x
 
 
 def to_host_at_once(tensors: List[torch.Tensor]) -> List[torch.Tensor]:

@@ -1,6 +1,6 @@
 """Tensor helpers."""
 
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -53,6 +53,20 @@ def as_node_ids(data: Any, what: str) -> Any:
   if ids.numel() and int(ids.min()) < 0:
     raise ValueError(f'{what} holds a negative node id: {int(ids.min())}')
   return ids
+
+
+def bounds(values: torch.Tensor) -> Tuple[int, int]:
+  """``(smallest, largest)`` of a non-empty tensor, read at once: one host
+  sync for a GPU tensor (its two values read together), two reads of host
+  memory for a host one (stacking them there costs more than it saves).
+
+  Args:
+    values: a non-empty tensor.
+  """
+  lo, hi = torch.aminmax(values)
+  if values.is_cpu:
+    return lo.item(), hi.item()
+  return tuple(torch.stack((lo, hi)).tolist())
 
 
 def squeeze(data: Any) -> Any:
