@@ -27,6 +27,7 @@ with the batches the answers would give.
 """
 
 import contextlib
+import functools
 import heapq
 import itertools
 import threading
@@ -423,9 +424,7 @@ class MultiHopSampler(LinkSampling):
       metadata: the output's metadata.
     """
 
-    def dev(x):
-      return on_device(x, self.device)
-
+    dev = functools.partial(on_device, device=self.device)
     seeds = {t: nodes[: res.num_sampled_nodes[t][0]] for t, nodes in res.node.items()}
     edge_counts = res.num_sampled_edges
     host_nodes = res.node_on_host if self.device.type == 'cuda' else None
