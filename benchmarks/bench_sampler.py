@@ -2,8 +2,8 @@
 user would pick instead, on an ogbn-products-size graph.
 
   python benchmarks/bench_sampler.py [--threads 1 2] [--batches 60] [--rounds 1] \\
-      [--glt-python .venv-glt/bin/python] [--dgl-python .venv-dgl/bin/python] \\
-      [--pyg-python .venv-pyg/bin/python]
+      [--sizes 1 8 64] [--glt-python .venv-glt/bin/python] \\
+      [--dgl-python .venv-dgl/bin/python] [--pyg-python .venv-pyg/bin/python]
 
 Builds a seeded power-law graph with ogbn-products' size (2,449,029 nodes,
 61,859,140 undirected edges stored both ways: 123,718,280; workloads.py),
@@ -25,7 +25,10 @@ then measures, in this run:
     machine's independent random int64 reads/s at that thread count (how
     far its memory lets random reads scale); with --rounds R, each of these
     the best of R runs, at every thread count alike (a shared machine's
-    other load slows a short run at one count and not at the next).
+    other load slows a short run at one count and not at the next);
+  - batches of each of --sizes seeds (small ones, where what a batch costs
+    whatever its size decides), ours beside PyG's, at the largest thread
+    count.
 The peers run at the largest thread count. GLT_PYTHON, DGL_PYTHON and
 PYG_PYTHON in the environment stand for the flags. Temporal sampling:
 bench_temporal.py; beside busy processes: bench_contention.py.
@@ -48,6 +51,7 @@ from workloads import (
   parallel_random_reads_per_s,
   run_peer,
   sampling,
+  time_batches,
 )
 
 import graphlearn_torch as glt
@@ -163,6 +167,50 @@ def threads_table(scaling) -> Table:
   )
 
 
+def size_rows(ds, args, threads: int) -> list:
+  r"""For each of ``--sizes``: ``(seeds a batch, our batches/s, PyG's
+  batches/s or None, PyG's label or None)`` on batches of that many random
+  seeds, each the best of ``args.rounds`` runs; ``4096 // size`` more
+  batches than ``--batches``, so that a small batch's run lasts."""
+  rows = []
+  for size in args.sizes:
+    batches = args.batches + 4096 // size
+    seeds = make_seed_batches(ds.num_nodes(), batches, size, args.seed)
+    sampler = glt.sampler.NeighborSampler(
+      ds.graph, args.fanout, device='cpu', edge_dir='in', seed=args.seed
+    )
+    ours = max(time_batches(sampler, seeds, batches)[0] for _ in range(max(1, args.rounds)))
+    pyg, label = None, None
+    if args.pyg_python:
+      sized = argparse.Namespace(**{**vars(args), 'batches': batches})
+      got = [
+        run_peer('pyg_peer.py', args.pyg_python, ds, seeds, seeds, sized, threads)
+        for _ in range(max(1, args.rounds))
+      ]
+      pyg = max(g['batches_per_s'] for g in got)
+      label = f'PyG {got[0]["pyg"]} + pyg-lib {got[0]["pyg_lib"]}'
+    rows.append((size, ours, pyg, label))
+  return rows
+
+
+def sizes_table(rows, threads: int) -> Table:
+  label = next((r[3] for r in rows if r[3]), 'PyG (not run: --pyg-python)')
+  return Table(
+    'sizes',
+    f'Small batches on the CPU, {threads} threads: batches/s by seeds a batch, '
+    'fanout [15, 10, 5]',
+    ['seeds a batch', 'ours, batches/s', 'ours, us a batch', f'{label}, batches/s',
+     f'{label}, us a batch', 'ours vs PyG'],
+    [
+      [size, ours, 1e6 / ours, pyg, 1e6 / pyg if pyg else None, ours / pyg if pyg else None]
+      for size, ours, pyg, _ in rows
+    ],
+    note='Random seeds, the same batches for both; PyG runs NeighborSampler.sample_from_nodes '
+    'in its own environment and process. Where a batch has few seeds, what a batch costs '
+    'whatever its size (its Python and calls) decides.',
+  )  # fmt: skip
+
+
 def thread_row(ds, seed_batches, args) -> tuple:
   r"""At torch's thread count: ``(threads, batches/s, edges/s, draws'
   edges/s, the inducer's alone batches/s, hashed inducer's batches/s,
@@ -190,6 +238,9 @@ def main():
   p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   p.add_argument('--threads', type=int, nargs='+', default=[1, 2])
   p.add_argument('--rounds', type=int, default=1, help='best of this many runs a thread count')
+  p.add_argument(
+    '--sizes', type=int, nargs='+', default=[1, 8, 64], help='seeds a batch of the sizes table'
+  )
   add_workload_args(p)
   for name, _, make in PEERS:
     p.add_argument(
@@ -198,8 +249,8 @@ def main():
       help=f'python of the environment `{make}` sets up: measure it in this run',
     )
   p.add_argument(
-    '--tables', nargs='+', choices=['sampling', 'gather', 'threads'],
-    default=['sampling', 'gather', 'threads'], help='the tables to write',
+    '--tables', nargs='+', choices=['sampling', 'gather', 'threads', 'sizes'],
+    default=['sampling', 'gather', 'threads', 'sizes'], help='the tables to write',
   )  # fmt: skip
   add_results_argument(p)
   args = p.parse_args()
@@ -227,6 +278,8 @@ def main():
     gather_table(ours, rates['torch.index_select'], peer_gather, row_bytes),
     threads_table(scaling),
   ]
+  if 'sizes' in args.tables:
+    tables.append(sizes_table(size_rows(ds, args, threads[-1]), threads[-1]))
   for table in tables:
     if table.key in args.tables:
       results.add(table)

@@ -50,12 +50,13 @@ SECTIONS = [
     '123,718,280 directed edges), ours beside the samplers a user would pick instead, each '
     "configured as its users would for speed and run in its own environment: PyG's "
     'NeighborSampler on pyg-lib (`make pyg-peer`), GLT 0.2.4 (`make glt-peer`), DGL 2.1 and '
-    'GraphBolt (`make dgl-peer`). Then our sampler by thread count, temporal sampling '
-    "beside PyG's, and the sampler where users share cores.",
+    'GraphBolt (`make dgl-peer`). Then our sampler by thread count, on small batches beside '
+    "PyG's, temporal sampling beside PyG's, and the sampler where users share cores.",
     [
       ('bench_sampler', 'sampling'),
       ('bench_sampler', 'gather'),
       ('bench_sampler', 'threads'),
+      ('bench_sampler', 'sizes'),
       ('bench_temporal', 'temporal'),
       ('bench_contention', 'contention'),
       ('bench_contention', 'collocated'),

@@ -87,7 +87,9 @@ void bind_inducers(py::module_& m) {
               })),
               py::arg("num_node_types"), py::arg("num_nodes") = std::vector<int64_t>{},
               py::arg("disjoint_bits") = 0);
-  glt::bind_inducer_methods(glt::bind_sample_induce_next(inducer));
+  const py::object batch_plan = glt::bind_batch_plan(m);
+  glt::bind_inducer_methods(
+      glt::bind_sample_batch(glt::bind_sample_induce_next(inducer), batch_plan));
 
 #ifdef WITH_CUDA
   m.def("uva_view", wrap_pybind_function(&glt::cuda::uva_view), py::arg("host"), py::arg("device"));
@@ -102,7 +104,8 @@ void bind_inducers(py::module_& m) {
         return std::make_unique<glt::cuda::CudaInducer>(num_node_types, device, disjoint_bits);
       })),
       py::arg("num_node_types"), py::arg("device"), py::arg("disjoint_bits") = 0);
-  glt::bind_inducer_methods(glt::bind_sample_batch(glt::bind_sample_induce_next(cuda_inducer)));
+  glt::bind_inducer_methods(glt::bind_launch_batch(
+      glt::bind_sample_batch(glt::bind_sample_induce_next(cuda_inducer), batch_plan)));
 #endif
 }
 

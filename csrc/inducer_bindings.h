@@ -111,27 +111,41 @@ inline kernels::BatchPlan batch_of(const kernels::BatchPlan& plan, std::vector<a
   return batch;
 }
 
-// The inducer's BatchPlan class (batch_plan_of's keyword arguments), then
-// sample_batch(plan, seeds, rng_seeds, replay=False) (a whole batch drawn
-// and added at once), and the same in two calls, launch_batch(plan, seeds,
-// rng_seeds, replay=False) then finish_batch(), for the inducers that have
-// them.
-template <typename T>
-py::class_<T>& bind_sample_batch(py::class_<T>& cls) {
-  py::class_<kernels::BatchPlan>(cls, "BatchPlan", py::module_local())
+// The BatchPlan class (batch_plan_of's keyword arguments), registered once
+// in module `m`: each inducer class with sample_batch holds it as its
+// BatchPlan (bind_sample_batch).
+inline py::object bind_batch_plan(py::module_& m) {
+  return py::class_<kernels::BatchPlan>(m, "BatchPlan", py::module_local())
       .def(py::init(torch::wrap_pybind_function(
           [](const py::kwargs& kw) { return batch_plan_of(kw); })))
       .def_property_readonly("num_requests", &kernels::BatchPlan::num_requests);
+}
+
+// `batch_plan` (bind_batch_plan) as the inducer's BatchPlan, then
+// sample_batch(plan, seeds, rng_seeds, replay=False): a whole batch drawn
+// and added at once.
+template <typename T>
+py::class_<T>& bind_sample_batch(py::class_<T>& cls, const py::object& batch_plan) {
+  cls.attr("BatchPlan") = batch_plan;
+  using Tensors = std::vector<at::Tensor>;
+  using Ints = std::vector<int64_t>;
+  return cls.def("sample_batch",
+                 torch::wrap_pybind_function_no_gil([](T& self, const kernels::BatchPlan& plan,
+                                                       Tensors seeds, Ints rng_seeds, bool replay) {
+                   return self.sample_batch(
+                       batch_of(plan, std::move(seeds), std::move(rng_seeds)), replay);
+                 }),
+                 py::arg("plan"), py::arg("seeds"), py::arg("rng_seeds"),
+                 py::arg("replay") = false);
+}
+
+// sample_batch in two calls, launch_batch(plan, seeds, rng_seeds,
+// replay=False) then finish_batch(), for the inducers that have them.
+template <typename T>
+py::class_<T>& bind_launch_batch(py::class_<T>& cls) {
   using Tensors = std::vector<at::Tensor>;
   using Ints = std::vector<int64_t>;
   return cls
-      .def("sample_batch",
-           torch::wrap_pybind_function_no_gil([](T& self, const kernels::BatchPlan& plan,
-                                                 Tensors seeds, Ints rng_seeds, bool replay) {
-             return self.sample_batch(batch_of(plan, std::move(seeds), std::move(rng_seeds)),
-                                      replay);
-           }),
-           py::arg("plan"), py::arg("seeds"), py::arg("rng_seeds"), py::arg("replay") = false)
       .def("launch_batch",
            torch::wrap_pybind_function_no_gil([](T& self, const kernels::BatchPlan& plan,
                                                  Tensors seeds, Ints rng_seeds, bool replay) {

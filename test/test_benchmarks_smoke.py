@@ -54,8 +54,9 @@ def dgl_on_loopback() -> list:
 
 # (script, arguments, the results file it writes, its table keys)
 SCRIPTS = [
-  ('bench_sampler.py', [*TINY, '--threads', '1', '2', *peer_flags('glt', 'dgl', 'pyg')],
-   'bench_sampler', ['sampling', 'gather', 'threads']),
+  ('bench_sampler.py', [*TINY, '--threads', '1', '2', '--sizes', '1', '8',
+                        *peer_flags('glt', 'dgl', 'pyg')],
+   'bench_sampler', ['sampling', 'gather', 'threads', 'sizes']),
   ('bench_temporal.py', [*TINY, *peer_flags('pyg')], 'bench_temporal', ['temporal']),
   ('bench_startup.py', ['--scale', '0.004', '--rounds', '1', *peer_flags('pyg')], 'bench_startup',
    ['startup']),

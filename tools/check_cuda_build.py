@@ -28,6 +28,17 @@ OPS = ('coo_to_csr', 'sample_neighbors', 'sample_neighbors_temporal', 'sample_ne
        'disjoint_keys', 'sample_neighbors_partitioned', 'bucket_by_partition', 'group_by_partition',
        'stitch_neighbors', 'scatter_rows_', 'concat')  # fmt: skip
 BINDINGS = ('CudaInducer', 'uva_view', 'registered_view', 'enable_peer_access')
+# The inducers' whole-batch methods (both share one BatchPlan class).
+INDUCER_METHODS = {
+  'Inducer': ('sample_induce_next', 'sample_batch', 'BatchPlan'),
+  'CudaInducer': (
+    'sample_induce_next',
+    'sample_batch',
+    'launch_batch',
+    'finish_batch',
+    'BatchPlan',
+  ),
+}
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,12 +94,21 @@ def main(lib_dir: str, stamp: Optional[str] = None) -> int:
     op for op in OPS if not torch._C._dispatch_has_kernel_for_dispatch_key(f'glt::{op}', 'CUDA')
   ]
   missing += [name for name in BINDINGS if not hasattr(module, name)]
+  missing += [
+    f'{cls}.{name}'
+    for cls, names in INDUCER_METHODS.items()
+    for name in names
+    if not hasattr(getattr(module, cls, None), name)
+  ]
+  if not missing and module.CudaInducer.BatchPlan is not module.Inducer.BatchPlan:
+    missing.append('one BatchPlan class for both inducers')
   if missing:
     print(f'{paths[0]}: no CUDA kernel or binding for {", ".join(missing)}')
     return 1
   print(
     f'{paths[0]}: loads (torch {torch.__version__}, CUDA {torch.version.cuda}, GPU available: '
-    f'{torch.cuda.is_available()}); CUDA kernels for {", ".join(OPS)}; {", ".join(BINDINGS)}'
+    f'{torch.cuda.is_available()}); CUDA kernels for {", ".join(OPS)}; {", ".join(BINDINGS)}; '
+    "the inducers' whole-batch methods"
   )
   if stamp == 'write':
     stamp_path(paths[0]).write_text(sources_digest() + '\n')

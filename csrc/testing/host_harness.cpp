@@ -211,5 +211,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
                                                      at::TensorOptions(), disjoint_bits);
               })),
               py::arg("num_node_types"), py::arg("disjoint_bits") = 0);
-  glt::bind_inducer_methods(glt::bind_sample_batch(glt::bind_sample_induce_next(inducer)));
+  glt::bind_inducer_methods(glt::bind_launch_batch(
+      glt::bind_sample_batch(glt::bind_sample_induce_next(inducer), glt::bind_batch_plan(m))));
 }

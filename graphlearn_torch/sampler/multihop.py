@@ -241,8 +241,9 @@ class MultiHopSampler(LinkSampling):
     Yields, once per hop, the hop's requests and takes back their
     NeighborOutputs (or ``PieceDraws``, which the inducer draws) in the same
     order; returns the deduplicated and relabelled result. With ``local``,
-    the inducer draws every hop itself and nothing is yielded (on a GPU,
-    every hop in one call: whole_batch.py). ``inducer`` (default: one from
+    the inducer draws every hop itself and nothing is yielded (where every
+    fanout has a bound, outside disjoint and temporal sampling, every hop in
+    one call: whole_batch.py). ``inducer`` (default: one from
     the pool, returned when the generator ends or is closed) must not be
     shared by two unfinished runs.
 

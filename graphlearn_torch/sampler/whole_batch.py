@@ -1,18 +1,20 @@
 """A batch's hops drawn and relabelled in one inducer call.
 
-On a GPU the inducer can take every hop of a batch at once
-(``CudaInducer.sample_batch``): the frontiers, sizes and random keys stay on
-the device and the host waits once, at the batch's end, rather than once a
-hop. The plan it gets is every (hop, edge type) the fanouts ask for, made
-once for the batches of the same topologies (``WholeBatchPlan``: a batch
-then passes its seeds and random keys alone); a
-request whose frontier turns out empty draws nothing and takes no kernel
-seed, so the batch equals the hop-by-hop engine's for the same stream.
-With a host's partitions (``LocalDraws.partitions``) each seed draws from
-its partition's topology, as the distributed sampler's hops on one host do.
-From the second batch of a shape on (its seed counts, fanouts and
-topologies), the CUDA inducer replays a CUDA graph of that shape's launches
-(csrc/cuda/batch_graphs.h): one launch a batch rather than some forty.
+The inducer can take every hop of a batch at once (``sample_batch``): on a
+GPU (``CudaInducer``) the frontiers, sizes and random keys stay on the
+device and the host waits once, at the batch's end, rather than once a hop;
+on the CPU (``Inducer``) the hops run one after the other in C++, so that a
+batch costs one call from Python rather than one a hop. The plan it gets is
+every (hop, edge type) the fanouts ask for, made once for the batches of
+the same topologies (``WholeBatchPlan``: a batch then passes its seeds and
+random keys alone); a request whose frontier turns out empty draws nothing
+and takes no kernel seed, so the batch equals the hop-by-hop engine's for
+the same stream. With a host's partitions (``LocalDraws.partitions``, on a
+GPU) each seed draws from its partition's topology, as the distributed
+sampler's hops on one host do. From the second batch of a shape on (its
+seed counts, fanouts and topologies), the CUDA inducer replays a CUDA graph
+of that shape's launches (csrc/cuda/batch_graphs.h): one launch a batch
+rather than some forty.
 """
 
 import os

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cpu/inducer/id_map.h"
+#include "kernels/batch_plan.h"
 #include "kernels/hop_plan.h"
 
 namespace glt::cpu {
@@ -51,6 +52,13 @@ class Inducer {
   // ids' rows and keys each neighbor into its seed's subgraph as it inserts
   // it.
   kernels::HopOutputs sample_induce_next(const kernels::HopPlan& plan);
+
+  // Draws and adds every hop of a batch (kernels::BatchPlan, one topology a
+  // request) in one call, as sample_induce_next hop by hop: the k-th request
+  // with seeds takes the k-th key of plan.rng_seeds, one whose frontier is
+  // empty draws nothing. Returns kernels::BatchOutputs, as the GPU's
+  // sample_batch does (`replay`, its CUDA graphs, has no CPU meaning).
+  kernels::BatchOutputs sample_batch(kernels::BatchPlan plan, bool replay = false);
 
   // Local ids of known nodes of type `node_type` (-1 for unknown ones).
   at::Tensor local_ids(int64_t node_type, const at::Tensor& ids) const;
