@@ -9,69 +9,40 @@ and leaves the inducer usable."""
 import pytest
 import torch
 from conftest import random_edges
-from test_neighbor_sampler import HOMO_T, check_output, make_hetero, make_homo
-from test_sample_induce import EDGE_TYPES, NUM_NODES, graph
-from test_whole_batch import SOME_TYPES_SKIP_A_HOP, HopByHop, PlanCounter, assert_same_batch
+from test_sample_induce import EDGE_TYPES, NUM_NODES, graph, one_pass_hop
+from test_whole_batch import (
+  HETERO_CASES,
+  HOMO_CASES,
+  PlanCounter,
+  assert_same_batch,
+  check_hetero_batches,
+  check_homo_batches,
+  inducer_sampler,
+  sample_both,
+  weighted_dataset,
+)
 
 from graphlearn_torch._ext import ops
 from graphlearn_torch.data import Dataset
-from graphlearn_torch.sampler import NeighborSampler, NodeSamplerInput
+from graphlearn_torch.sampler import NodeSamplerInput
 
 
-def cpu_sampler(ds, fanouts, whole, **options):
-  """A NeighborSampler on ``ds`` drawing whole batches, or (``whole``
-  False) its inducers made to hide ``sample_batch``: hop by hop."""
-  sampler = NeighborSampler(ds.graph, fanouts, device='cpu', edge_dir='in', seed=7, **options)
-  if not whole:
-    make = sampler.engine.create_inducer
-    sampler.engine.create_inducer = lambda: HopByHop(make())
-  return sampler
-
-
-def sample_both(ds, fanouts, batches, seed_type=None, **options):
-  """The same batches drawn whole and hop by hop."""
-  whole = cpu_sampler(ds, fanouts, True, **options)
-  hops = cpu_sampler(ds, fanouts, False, **options)
-  outs = []
-  for seeds in batches:
-    inputs = NodeSamplerInput(seeds, seed_type)
-    outs.append((whole.sample_from_nodes(inputs), hops.sample_from_nodes(inputs)))
-  assert whole.random.kernel_seed() == hops.random.kernel_seed()
-  return outs
-
-
-@pytest.mark.parametrize('with_edge', [False, True])
-@pytest.mark.parametrize('replace', [False, True])
-@pytest.mark.parametrize('fanouts', [[4, 3], [2, 2, 2, 2], [5, 1, 6]])
+@HOMO_CASES
 def test_homo_batches_equal_the_hop_by_hop_engine(torch_threads, with_edge, replace, fanouts):
-  ds, edges = make_homo('in', num_nodes=60, num_edges=500, seed=3)
-  batches = [torch.tensor([1, 5, 5, 17]), torch.tensor([59]), torch.arange(0, 60, 7)]
-  outs = sample_both(ds, fanouts, batches, with_edge=with_edge, replace=replace)
-  for (whole, hops), seeds in zip(outs, batches):
-    assert_same_batch(whole, hops)
-    if with_edge:  # the brute-force check reads the edge ids
-      check_output(whole, edges, seeds, HOMO_T, {et: fanouts for et in edges}, 'in', replace)
+  check_homo_batches(None, with_edge, replace, fanouts)
 
 
-@pytest.mark.parametrize('fanouts', [[3, 2], SOME_TYPES_SKIP_A_HOP])
+@HETERO_CASES
 def test_hetero_batches_equal_the_hop_by_hop_engine(torch_threads, fanouts):
-  ds, edges = make_hetero('in')
-  batches = [torch.tensor([2, 9, 9, 30]), torch.tensor([0]), torch.arange(40)]
-  outs = sample_both(ds, fanouts, batches, 'paper', with_edge=True)
-  per_type = fanouts if isinstance(fanouts, dict) else {et: fanouts for et in edges}
-  for (whole, hops), seeds in zip(outs, batches):
-    assert_same_batch(whole, hops)
-    check_output(whole, edges, seeds, 'paper', per_type, 'in', False)
+  check_hetero_batches(None, fanouts)
 
 
 def test_weighted_batches_equal_the_hop_by_hop_engine():
-  ei = random_edges(40, 40, 300, seed=4)
-  weights = torch.rand(300, generator=torch.Generator().manual_seed(1)) + 0.1
-  weights[::5] = 0.0
-  ds = Dataset(edge_dir='in')
-  ds.init_graph(ei, edge_weights=weights, graph_mode='CPU', num_nodes=40)
+  ds = weighted_dataset()
   for replace in (False, True):
-    outs = sample_both(ds, [3, 3], [torch.tensor([0, 8, 9])], with_weight=True, replace=replace)
+    outs = sample_both(
+      None, ds, [3, 3], [torch.tensor([0, 8, 9])], with_weight=True, replace=replace
+    )
     assert_same_batch(*outs[0])
 
 
@@ -85,10 +56,10 @@ def test_a_frontier_that_comes_out_empty_takes_no_random_key():
   ds = Dataset(edge_dir='in')
   ds.init_graph(edges, graph_mode='CPU', num_nodes={'paper': 40, 'author': 25})
   counts = []
-  whole = cpu_sampler(ds, {et: [2, 2] for et in edges}, True, with_edge=True)
+  whole = inducer_sampler(None, ds, {et: [2, 2] for et in edges}, True, with_edge=True)
   make = whole.engine.create_inducer
   whole.engine.create_inducer = lambda: PlanCounter(make(), counts)
-  hops = cpu_sampler(ds, {et: [2, 2] for et in edges}, False, with_edge=True)
+  hops = inducer_sampler(None, ds, {et: [2, 2] for et in edges}, False, with_edge=True)
   for seeds in (torch.arange(20, 22), torch.tensor([39]), torch.tensor([0, 1, 2])):
     inputs = NodeSamplerInput(seeds, 'paper')
     assert_same_batch(whole.sample_from_nodes(inputs), hops.sample_from_nodes(inputs))
@@ -143,21 +114,11 @@ def test_a_large_batch_is_its_hops_one_by_one(torch_threads, flags):
   prefixes = [[torch.empty(0, dtype=torch.long) for _ in EDGE_TYPES] for _ in range(2)]
   edge_ids = [[] for _ in EDGE_TYPES]
   totals = []
-  with_edge, with_weight, replace = flags
+  with_edge = flags[0]
   for hop in range(2):
-    new, hop_rows, hop_cols, _, _, hop_eids, _ = hop_by_hop.sample_induce_next(
-      src_types=[s for s, _ in EDGE_TYPES],
-      nbr_types=[d for _, d in EDGE_TYPES],
-      srcs=[frontier[s] for s, _ in EDGE_TYPES],
-      indptrs=[t[0] for t in topos],
-      indices=[t[1] for t in topos],
-      edge_ids=[t[2] if with_edge else None for t in topos],
-      edge_weights=[t[3] if with_weight else None for t in topos],
-      fanouts=[10] * len(EDGE_TYPES),
-      replace=replace,
-      rng_seeds=keys[hop * len(EDGE_TYPES) : (hop + 1) * len(EDGE_TYPES)],
-      row_prefixes=prefixes[0],
-      col_prefixes=prefixes[1],
+    hop_keys = keys[hop * len(EDGE_TYPES) : (hop + 1) * len(EDGE_TYPES)]
+    new, hop_rows, hop_cols, _, _, hop_eids, _ = one_pass_hop(
+      hop_by_hop, topos, frontier, 10, hop_keys, flags, prefixes
     )
     totals += [r.numel() - p.numel() for r, p in zip(hop_rows, prefixes[0])]
     prefixes = [hop_rows, hop_cols]

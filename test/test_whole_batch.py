@@ -31,18 +31,25 @@ class HopByHop:
     return getattr(self.inducer, name)
 
 
-def harness_sampler(harness, ds, fanouts, whole, **options):
-  """A NeighborSampler on ``ds`` whose engine uses the harness's inducer,
-  whole batches at a time or hop by hop."""
+def inducer_sampler(make_inducer, ds, fanouts, whole, **options):
+  """A NeighborSampler on ``ds`` whose engine's inducers are
+  ``make_inducer(num_node_types)`` (None: the engine's own), whole batches
+  at a time or hop by hop."""
   sampler = NeighborSampler(ds.graph, fanouts, device='cpu', edge_dir='in', seed=7, **options)
   num_types = len(sampler.schema.node_types)
+  own = sampler.engine.create_inducer
 
   def create_inducer():
-    inducer = harness.Inducer(num_types)
+    inducer = make_inducer(num_types) if make_inducer is not None else own()
     return inducer if whole else HopByHop(inducer)
 
   sampler.engine.create_inducer = create_inducer
   return sampler
+
+
+def harness_sampler(harness, ds, fanouts, whole, **options):
+  """``inducer_sampler`` with the harness's inducer."""
+  return inducer_sampler(harness.Inducer, ds, fanouts, whole, **options)
 
 
 def assert_same_batch(a, b):
@@ -59,10 +66,11 @@ def assert_same_batch(a, b):
   assert torch.equal(a.metadata['seed_local'], b.metadata['seed_local'])
 
 
-def sample_both(harness, ds, fanouts, batches, seed_type=None, **options):
-  """The same batches from a whole-batch and a hop-by-hop sampler."""
-  whole = harness_sampler(harness, ds, fanouts, True, **options)
-  hops = harness_sampler(harness, ds, fanouts, False, **options)
+def sample_both(make_inducer, ds, fanouts, batches, seed_type=None, **options):
+  """The same batches from a whole-batch and a hop-by-hop sampler of
+  ``make_inducer``'s inducers (see ``inducer_sampler``)."""
+  whole = inducer_sampler(make_inducer, ds, fanouts, True, **options)
+  hops = inducer_sampler(make_inducer, ds, fanouts, False, **options)
   outs = []
   for seeds in batches:
     inputs = NodeSamplerInput(seeds, seed_type)
@@ -72,13 +80,12 @@ def sample_both(harness, ds, fanouts, batches, seed_type=None, **options):
   return outs
 
 
-@pytest.mark.parametrize('with_edge', [False, True])
-@pytest.mark.parametrize('replace', [False, True])
-@pytest.mark.parametrize('fanouts', [[4, 3], [2, 2, 2, 2], [5, 1, 6]])
-def test_homo_batches_equal_the_hop_by_hop_engine(harness, threads, with_edge, replace, fanouts):
+def check_homo_batches(make_inducer, with_edge, replace, fanouts):
+  """Whole batches of ``make_inducer``'s inducers (``inducer_sampler``) on
+  a homogeneous graph are the hop-by-hop engine's, and the brute force's."""
   ds, edges = make_homo('in', num_nodes=60, num_edges=500, seed=3)
   batches = [torch.tensor([1, 5, 5, 17]), torch.tensor([59]), torch.arange(0, 60, 7)]
-  outs = sample_both(harness, ds, fanouts, batches, with_edge=with_edge, replace=replace)
+  outs = sample_both(make_inducer, ds, fanouts, batches, with_edge=with_edge, replace=replace)
   for (whole, hops), seeds in zip(outs, batches):
     assert_same_batch(whole, hops)
     if with_edge:  # the brute-force check reads the edge ids
@@ -92,15 +99,37 @@ SOME_TYPES_SKIP_A_HOP = {
 }
 
 
-@pytest.mark.parametrize('fanouts', [[3, 2], SOME_TYPES_SKIP_A_HOP])
-def test_hetero_batches_equal_the_hop_by_hop_engine(harness, threads, fanouts):
+def check_hetero_batches(make_inducer, fanouts):
+  """``check_homo_batches`` on a heterogeneous graph, with edge ids."""
   ds, edges = make_hetero('in')
   batches = [torch.tensor([2, 9, 9, 30]), torch.tensor([0]), torch.arange(40)]
-  outs = sample_both(harness, ds, fanouts, batches, 'paper', with_edge=True)
+  outs = sample_both(make_inducer, ds, fanouts, batches, 'paper', with_edge=True)
   per_type = fanouts if isinstance(fanouts, dict) else {et: fanouts for et in edges}
   for (whole, hops), seeds in zip(outs, batches):
     assert_same_batch(whole, hops)
     check_output(whole, edges, seeds, 'paper', per_type, 'in', False)
+
+
+HOMO_CASES = pytest.mark.parametrize(
+  'with_edge, replace, fanouts',
+  [
+    (e, r, f)
+    for e in (False, True)
+    for r in (False, True)
+    for f in ([4, 3], [2, 2, 2, 2], [5, 1, 6])
+  ],
+)
+HETERO_CASES = pytest.mark.parametrize('fanouts', [[3, 2], SOME_TYPES_SKIP_A_HOP])
+
+
+@HOMO_CASES
+def test_homo_batches_equal_the_hop_by_hop_engine(harness, threads, with_edge, replace, fanouts):
+  check_homo_batches(harness.Inducer, with_edge, replace, fanouts)
+
+
+@HETERO_CASES
+def test_hetero_batches_equal_the_hop_by_hop_engine(harness, threads, fanouts):
+  check_hetero_batches(harness.Inducer, fanouts)
 
 
 class PlanCounter:
@@ -240,7 +269,7 @@ def test_weighted_batches_equal_the_hop_by_hop_engine(harness):
   ds = weighted_dataset()
   for replace in (False, True):
     outs = sample_both(
-      harness, ds, [3, 3], [torch.tensor([0, 8, 9])], with_weight=True, replace=replace
+      harness.Inducer, ds, [3, 3], [torch.tensor([0, 8, 9])], with_weight=True, replace=replace
     )
     assert_same_batch(*outs[0])
 
