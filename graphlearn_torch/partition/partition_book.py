@@ -10,6 +10,7 @@ from .._ext import has_kernel
 from ..typing import EdgeType, NodeType
 from ..utils.common import default_id_filter
 from ..utils.cuda_share import CudaIpcTensor
+from ..utils.tensor import bounds
 
 GpuCopies = Dict[torch.device, CudaIpcTensor]
 r"""A book's lookup copies on GPUs, one a GPU: handed to the processes of
@@ -183,7 +184,7 @@ class GLTPartitionBook(PartitionBook):
     if self._narrow is None:
       book = self._tensor
       if book.numel() and not book.dtype.is_floating_point:
-        lo, hi = (int(v) for v in torch.aminmax(book))
+        lo, hi = bounds(book)
         # entries outside the dtype's range keep the book's own: the op names them
         for dtype in (torch.int8, torch.int16, torch.int32):
           if lo >= 0 and max(hi, self._num_parts) <= torch.iinfo(dtype).max:
@@ -360,7 +361,7 @@ class RangePartitionBook(PartitionBook):
     ids = torch.as_tensor(ids, dtype=torch.int64)
     num_ids = len(self)
     if ids.numel():
-      lo, hi = torch.stack(torch.aminmax(ids)).tolist()  # one read (one GPU sync)
+      lo, hi = bounds(ids)  # (one GPU sync)
       if lo < 0 or hi >= num_ids:
         raise IndexError(f'ids outside [0, {num_ids}) in a range partition book')
     if ids.device not in self._ends_on:
