@@ -26,6 +26,7 @@ here never reaches it.
 
 import importlib.metadata
 import json
+import os
 import sys
 import time
 import types
@@ -51,6 +52,16 @@ def import_glt():
   import graphlearn_torch
 
   return graphlearn_torch
+
+
+def library_version(glt) -> str:
+  r"""The version of the ``graphlearn_torch`` that runs: its install's, or
+  for a source tree found through PYTHONPATH and not installed in this
+  environment (ab_builds.py's trees), the tree's path."""
+  try:
+    return importlib.metadata.version('graphlearn-torch')
+  except importlib.metadata.PackageNotFoundError:
+    return 'source tree ' + os.path.dirname(os.path.dirname(os.path.abspath(glt.__file__)))
 
 
 def time_sampling(glt, sampler, seeds, batches: int, sync=lambda: None) -> dict:
@@ -96,7 +107,7 @@ def main():
   print(
     json.dumps(
       {
-        'glt': importlib.metadata.version('graphlearn-torch'),
+        'glt': library_version(glt),
         'torch': torch.__version__,
         'threads': args.threads,
         **sampled,
