@@ -39,6 +39,11 @@
 #   threads    benchmarks/bench_sampler.py --threads 1 2 4 8 16 (best of 3): the CPU sampler's
 #              scaling on the machine's cores; 8 and 16 again with helpers spinning 1 ms
 #              (GLT_WORKER_SPIN_US=1000), in LOGS/threads_spinning (not in the default list)
+#   ab         benchmarks/ab_builds.py: this tree against each source tree of AB_TREES (each
+#              with its extension built for this machine's Python and torch and carried, e.g.
+#              a git worktree under build/ built with WITH_CUDA=OFF: only its
+#              graphlearn_torch/ is needed) at AB_THREADS (default: the machine's cores),
+#              2 rounds each; the environment passes to both (not in the default list)
 #   cpu-profile  tools/profile_cpu_sampler.py: the CPU sampler under perf at 1, 2, 4, 8
 #              and 16 threads, the top symbols by self time of each in
 #              LOGS/cpu_profile/default/perf_t<threads>.txt; again at 4, 8 and 16 with
@@ -219,6 +224,17 @@ stage_threads() {
     "${RESULTS[@]}" &&
     GLT_WORKER_SPIN_US=1000 "$PY" benchmarks/bench_sampler.py --threads 8 16 --rounds 3 \
       --batches 120 --tables threads --results "$LOGS/threads_spinning" --results-suffix _gpu
+}
+
+stage_ab() {
+  local tree status=0
+  [ -n "${AB_TREES:-}" ] || { echo 'AB_TREES names no tree'; return 2; }
+  for tree in $AB_TREES; do
+    echo "== $tree"
+    "$PY" benchmarks/ab_builds.py . "$tree" --threads "${AB_THREADS:-$(nproc)}" --rounds 2 \
+      --results '' || status=1
+  done
+  return $status
 }
 
 stage_cpu_profile() {
