@@ -360,10 +360,9 @@ class RangePartitionBook(PartitionBook):
   def __getitem__(self, ids) -> torch.Tensor:
     ids = torch.as_tensor(ids, dtype=torch.int64)
     num_ids = len(self)
-    if ids.numel():
-      lo, hi = bounds(ids)  # (one GPU sync)
-      if lo < 0 or hi >= num_ids:
-        raise IndexError(f'ids outside [0, {num_ids}) in a range partition book')
+    lo, hi = bounds(ids) if ids.numel() else (0, -1)  # (one GPU sync)
+    if lo < 0 or hi >= num_ids:
+      raise IndexError(f'ids outside [0, {num_ids}) in a range partition book')
     if ids.device not in self._ends_on:
       self._ends_on[ids.device] = self._ends.to(ids.device)
     return torch.searchsorted(self._ends_on[ids.device], ids, right=True)
