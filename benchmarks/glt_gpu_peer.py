@@ -30,13 +30,12 @@ GLT's loader needs both.
 """
 
 import argparse
-import importlib.metadata
 import json
 import os
 import time
 
 import torch
-from glt_peer import import_glt, time_sampling
+from glt_peer import import_glt, library_version, time_sampling
 from peer_protocol import load, node_labels, time_loader
 
 
@@ -123,22 +122,12 @@ def lookups(glt, topo, table: torch.Tensor, id_sets, args) -> dict:
   return out
 
 
-def glt_version(glt) -> str:
-  r"""GLT's version: its install's, or what the build from source recorded
-  (``make glt-gpu-peer`` writes version.txt beside the package)."""
-  recorded = os.path.join(os.path.dirname(glt.__file__), 'version.txt')
-  if os.path.exists(recorded):
-    with open(recorded) as f:
-      return f.read().strip()
-  return importlib.metadata.version('graphlearn-torch')
-
-
 def main():
   args = parse_args()
   glt = import_glt()
   csc = (load(args.dir, 'indices').long(), load(args.dir, 'indptr').long())
   topo = glt.data.Topology(csc, input_layout='CSC', layout='CSC')
-  figures = {'glt': glt_version(glt), 'torch': torch.__version__}
+  figures = {'glt': library_version(glt), 'torch': torch.__version__}
   if os.path.exists(f'{args.dir}/seeds.npy'):
     seeds = load(args.dir, 'seeds')
     figures['sampling'] = sampling(glt, topo, seeds, args)

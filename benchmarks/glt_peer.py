@@ -55,13 +55,20 @@ def import_glt():
 
 
 def library_version(glt) -> str:
-  r"""The version of the ``graphlearn_torch`` that runs: its install's, or
-  for a source tree found through PYTHONPATH and not installed in this
-  environment (ab_builds.py's trees), the tree's path."""
+  r"""The version of the ``graphlearn_torch`` that runs: what a build from
+  source recorded (``make glt-gpu-peer`` writes version.txt beside GLT's
+  package), its install's, or for a source tree found through PYTHONPATH
+  and not installed in this environment (ab_builds.py's trees), the
+  tree's path."""
+  package = os.path.dirname(os.path.abspath(glt.__file__))
+  recorded = os.path.join(package, 'version.txt')
+  if os.path.exists(recorded):
+    with open(recorded) as f:
+      return f.read().strip()
   try:
     return importlib.metadata.version('graphlearn-torch')
   except importlib.metadata.PackageNotFoundError:
-    return 'source tree ' + os.path.dirname(os.path.dirname(os.path.abspath(glt.__file__)))
+    return 'source tree ' + os.path.dirname(package)
 
 
 def time_sampling(glt, sampler, seeds, batches: int, sync=lambda: None) -> dict:
