@@ -48,11 +48,15 @@ def assert_message_equal(got: dict, want: dict):
     assert torch.equal(got[key], value), key
 
 
-def produce(channel, producer: int, count: int, delay_s: float = 0.0):
+def produce(channel, producer: int, count: int, delay_s: float = 0.0, all_sent=None):
   for seq in range(count):
     channel.send(expected_message(producer, seq))
     if delay_s:
       time.sleep(delay_s)
+  if all_sent is not None:
+    # The channel knows the producers that have sent: one that sent all and
+    # exited before another's first send would leave it none alive.
+    all_sent.wait(JOIN_S)
 
 
 def produce_sizes(channel, sizes):
@@ -116,8 +120,9 @@ def no_leftovers():
 def test_order_and_content(procs, num_producers):
   channel = ShmChannel(capacity=16, shm_size='2MB')
   count = 150
+  all_sent = SPAWN.Barrier(num_producers)
   for p in range(num_producers):
-    start(procs, produce, channel, p, count)
+    start(procs, produce, channel, p, count, 0.0, all_sent)
   next_seq = [0] * num_producers
   for _ in range(num_producers * count):
     msg = channel.recv(timeout_ms=30_000)
